@@ -1,0 +1,11 @@
+#!/usr/bin/env node
+// Thin launcher: the CLI is compiled to dist/ by `npm run build` (run automatically by `npm ci`).
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+if (!existsSync(cli)) {
+  process.stderr.write('tagger: dist/cli.js is missing; run `npm run build` (or `npm ci`) first.\n');
+  process.exit(1);
+}
+await import(cli);

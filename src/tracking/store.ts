@@ -1,0 +1,168 @@
+/**
+ * The one run-store interface of Tagger. Two adapters implement it: `FileTrackingStore` (MLflow's
+ * `mlruns/` file layout) and `RestTrackingStore` (an MLflow tracking server's REST API). Both pass the
+ * shared contract suite in `test/tracking/contract.ts`, so training and serving never know which one
+ * they talk to.
+ *
+ * Semantics follow MLflow's own store (`AbstractStore`): experiment ids and run ids are opaque strings,
+ * metric values are finite or non-finite doubles, params are immutable strings, tags are overwritable.
+ */
+
+export type RunStatus = 'RUNNING' | 'SCHEDULED' | 'FINISHED' | 'FAILED' | 'KILLED';
+export type LifecycleStage = 'active' | 'deleted';
+
+export interface Experiment {
+  /** Opaque string; MLflow's 18-digit ids exceed 2^53 and must never be parsed as numbers. */
+  experimentId: string;
+  name: string;
+  artifactLocation: string;
+  lifecycleStage: LifecycleStage;
+  creationTime: number | null;
+  lastUpdateTime: number | null;
+}
+
+export interface MetricPoint {
+  key: string;
+  /** May be NaN or ±Infinity: MLflow stores them as such. */
+  value: number;
+  /** Epoch milliseconds. */
+  timestamp: number;
+  step: number;
+}
+
+export interface RunInfo {
+  runId: string;
+  experimentId: string;
+  runName: string;
+  userId: string;
+  status: RunStatus;
+  /** Epoch milliseconds. */
+  startTime: number;
+  endTime: number | null;
+  artifactUri: string;
+  lifecycleStage: LifecycleStage;
+}
+
+export interface Run {
+  info: RunInfo;
+  /** Latest value of each metric, MLflow's rule: max by (step, timestamp, value). */
+  metrics: Record<string, number>;
+  params: Record<string, string>;
+  tags: Record<string, string>;
+}
+
+export interface ArtifactEntry {
+  /** Run-relative POSIX path, e.g. `model/weights.bin`. */
+  path: string;
+  isDir: boolean;
+  /** Size in bytes for files; null for directories or when the store does not say. */
+  size: number | null;
+}
+
+export interface SearchRunsOptions {
+  /**
+   * Order by one metric, MLflow's `order_by=["metrics.<key> DESC|ASC"]` semantics: real values sorted,
+   * then NaN, then runs lacking the metric; ties by newest start time, then run id ascending.
+   * Without it: newest start time first, then run id.
+   */
+  orderByMetric?: { key: string; descending: boolean };
+  /** Only `FINISHED` runs when true. Default false (MLflow's default includes every active run). */
+  finishedOnly?: boolean;
+}
+
+export interface CreateRunOptions {
+  runName: string;
+  /** Epoch milliseconds; defaults to now. */
+  startTime?: number;
+  tags?: Record<string, string>;
+  userId?: string;
+}
+
+export interface LogBatch {
+  metrics?: MetricPoint[];
+  params?: Record<string, string>;
+  tags?: Record<string, string>;
+}
+
+/**
+ * Errors a store raises on purpose carry a code, so callers can tell "not there" from "broken".
+ * Messages never contain credentials.
+ */
+export type TrackingErrorCode =
+  | 'NOT_FOUND'
+  | 'INVALID_ARGUMENT'
+  | 'ALREADY_EXISTS'
+  | 'MALFORMED'
+  | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
+  | 'UNAVAILABLE'
+  | 'UNSUPPORTED';
+
+export class TrackingError extends Error {
+  override readonly name = 'TrackingError';
+  constructor(
+    readonly code: TrackingErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface TrackingStore {
+  /** Where the store lives, safe to print (credentials removed). */
+  readonly displayUri: string;
+
+  /** Looks up an experiment by exact name, active or deleted (check `lifecycleStage`); null when absent. */
+  getExperimentByName(name: string): Promise<Experiment | null>;
+  /** Creates an active experiment and returns its id; `ALREADY_EXISTS` if the name is taken. */
+  createExperiment(name: string): Promise<string>;
+
+  /** All active runs of the experiment (every page), in the requested order. */
+  searchRuns(experimentId: string, options?: SearchRunsOptions): Promise<Run[]>;
+  /** One run by id (active or deleted); null when no such run exists. */
+  getRun(runId: string): Promise<Run | null>;
+
+  /** Creates a RUNNING run in the experiment. Sets `mlflow.runName` from `runName`. */
+  createRun(experimentId: string, options: CreateRunOptions): Promise<Run>;
+  /** Logs metrics (appended to history), params (immutable) and tags (overwritten) in one call. */
+  logBatch(runId: string, batch: LogBatch): Promise<void>;
+  /** Every logged value of one metric, in logging order. */
+  getMetricHistory(runId: string, key: string): Promise<MetricPoint[]>;
+  /** Marks the run terminated (or otherwise changes its status). */
+  updateRun(runId: string, update: { status: RunStatus; endTime?: number }): Promise<void>;
+
+  /** Stores one artifact file at a run-relative POSIX path (parents created as needed). */
+  logArtifact(runId: string, path: string, content: Uint8Array): Promise<void>;
+  /** Lists one level of the run's artifacts under `path` ('' = root). Empty when nothing is there. */
+  listArtifacts(runId: string, path?: string): Promise<ArtifactEntry[]>;
+  /** Reads one artifact file; `NOT_FOUND` when missing, with a message naming the artifact URI. */
+  readArtifact(runId: string, path: string): Promise<Uint8Array>;
+
+  /** Releases resources (sockets, timers). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Convenience built on the primitives: the id of the active experiment `name`, created when absent. */
+export async function getOrCreateExperiment(store: TrackingStore, name: string): Promise<string> {
+  const existing = await store.getExperimentByName(name);
+  if (existing) {
+    if (existing.lifecycleStage === 'deleted') {
+      throw new TrackingError(
+        'INVALID_ARGUMENT',
+        `tracking: experiment '${name}' is deleted in ${store.displayUri}; restore it or choose another name`,
+      );
+    }
+    return existing.experimentId;
+  }
+  try {
+    return await store.createExperiment(name);
+  } catch (error) {
+    // Another process may have created it between our lookup and create.
+    if (error instanceof TrackingError && error.code === 'ALREADY_EXISTS') {
+      const raced = await store.getExperimentByName(name);
+      if (raced) return raced.experimentId;
+    }
+    throw error;
+  }
+}

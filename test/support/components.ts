@@ -1,0 +1,49 @@
+/**
+ * Real external components used by tests (Python venv with mlflow/scikit-learn, Chromium).
+ * On a developer machine a missing component skips the tests that need it, with a printed reason;
+ * under CI (`CI` set) a missing component fails the run, so a broken install never passes as green.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
+export const SHARED_DATA = resolve(REPO_ROOT, '..', 'shared', 'data');
+export const SAMPLE_DATA = resolve(REPO_ROOT, 'samples', 'projects.csv');
+
+const inCi = (): boolean => {
+  const ci = process.env.CI;
+  return ci !== undefined && ci !== '' && ci !== '0' && ci.toLowerCase() !== 'false';
+};
+
+/** Returns the component or null (after printing why); throws under CI. */
+function locate(name: string, candidates: string[], howToInstall: string): string | null {
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (found) return found;
+  const reason = `${name} not found (looked in ${candidates.join(', ')}); ${howToInstall}`;
+  if (inCi()) throw new Error(`CI requires ${reason}`);
+  process.stderr.write(`[skip] ${reason}\n`);
+  return null;
+}
+
+/** Python of the project's venv (mlflow, scikit-learn, schemathesis), installed by `.ci/run`. */
+export function venvPython(): string | null {
+  return locate(
+    'the Python venv',
+    [process.env.TAGGER_PYTHON ?? resolve(REPO_ROOT, '.venv', 'bin', 'python')],
+    'create it with `python3 -m venv .venv && .venv/bin/pip install -r python/requirements.txt`',
+  );
+}
+
+/** Debian's Chromium for browser tests (`apt-get install chromium`). */
+export function chromiumPath(): string | null {
+  return locate(
+    'Chromium',
+    [process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'],
+    'install it with `apt-get install chromium`',
+  );
+}
+
+/** The shared labelled dataset (../shared/data), never copied into the repository. */
+export function sharedDataset(file: 'dataset.csv' | 'holdout.csv'): string | null {
+  return locate('the shared dataset', [resolve(SHARED_DATA, file)], 'check out ../shared beside the repo');
+}
