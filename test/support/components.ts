@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
 export const SHARED_DATA = resolve(REPO_ROOT, '..', 'shared', 'data');
@@ -47,3 +48,9 @@ export function chromiumPath(): string | null {
 export function sharedDataset(file: 'dataset.csv' | 'holdout.csv'): string | null {
   return locate('the shared dataset', [resolve(SHARED_DATA, file)], 'check out ../shared beside the repo');
 }
+
+/**
+ * `--import` value that runs TypeScript sources in a child process from any working directory
+ * (a bare `tsx` would be resolved relative to the child's cwd).
+ */
+export const TSX_LOADER = pathToFileURL(resolve(REPO_ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;

@@ -1,0 +1,139 @@
+"""Interop probe for the tracking-store tests: MLflow's own Python client reads (and writes) runs.
+
+Reads one JSON command on stdin, prints one JSON answer on stdout. Works with any tracking URI MLflow
+accepts (a `file://` mlruns folder, with MLFLOW_ALLOW_FILE_STORE=true on MLflow >= 3.13, or an
+`http://` tracking server). Non-finite floats are printed as the strings "NaN", "Infinity",
+"-Infinity" (MLflow's REST spelling), since JSON has no literal for them; the same strings are
+accepted for metric values in `write`.
+
+Command fields:
+  command          "read" | "write"
+  tracking_uri     where MLflow should look
+  experiment_name  the experiment to read (created by `write` if missing)
+  order_by         passed to mlflow.search_runs, e.g. ["metrics.f1 DESC"]
+  history_keys     metric keys whose full history is returned per run
+  artifact_dirs    run-relative directories listed per run ("" = root)
+  download         optional: run-relative artifact files whose bytes are returned (base64) per run
+  runs             for "write": [{name, params, metrics: [{key, value, step}], tags, artifacts: {path: text}}]
+
+Answer: {experiment_id, order: [run ids in search_runs order], runs: {run_id: run}, created?: [run ids]}
+where run = {run_name, status, start_time, end_time, experiment_id, metrics, params, tags,
+history: {key: [{key, value, timestamp, step}]}, artifacts: {dir: [{path, is_dir, file_size}]},
+downloads: {path: base64}}; on failure {"error": "..."}.
+"""
+
+import base64
+import contextlib
+import json
+import math
+import os
+import sys
+import tempfile
+import traceback
+
+
+def to_json_float(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def from_json_float(value):
+    if isinstance(value, str):
+        return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(value, value))
+    return float(value)
+
+
+def describe_run(client, run_id, command):
+    run = client.get_run(run_id)
+    history = {}
+    for key in command.get("history_keys", []):
+        history[key] = [
+            {"key": m.key, "value": to_json_float(m.value), "timestamp": m.timestamp, "step": m.step}
+            for m in client.get_metric_history(run_id, key)
+        ]
+    artifacts = {}
+    for directory in command.get("artifact_dirs", []):
+        artifacts[directory] = [
+            {"path": f.path, "is_dir": f.is_dir, "file_size": None if f.is_dir else f.file_size}
+            for f in client.list_artifacts(run_id, directory or None)
+        ]
+    downloads = {}
+    if command.get("download"):
+        with tempfile.TemporaryDirectory() as target:
+            for path in command["download"]:
+                local = client.download_artifacts(run_id, path, target)
+                with open(local, "rb") as handle:
+                    downloads[path] = base64.b64encode(handle.read()).decode("ascii")
+    return {
+        "run_name": run.info.run_name,
+        "status": run.info.status,
+        "start_time": run.info.start_time,
+        "end_time": run.info.end_time,
+        "experiment_id": run.info.experiment_id,
+        "metrics": {k: to_json_float(v) for k, v in run.data.metrics.items()},
+        "params": dict(run.data.params),
+        "tags": dict(run.data.tags),
+        "history": history,
+        "artifacts": artifacts,
+        "downloads": downloads,
+    }
+
+
+def write_runs(mlflow, specs):
+    created = []
+    for spec in specs:
+        with mlflow.start_run(run_name=spec["name"]) as run:
+            if spec.get("params"):
+                mlflow.log_params(spec["params"])
+            for point in spec.get("metrics", []):
+                mlflow.log_metric(point["key"], from_json_float(point["value"]), step=point.get("step", 0))
+            for key, value in spec.get("tags", {}).items():
+                mlflow.set_tag(key, value)
+            with tempfile.TemporaryDirectory() as source:
+                for path, text in spec.get("artifacts", {}).items():
+                    local = os.path.join(source, *path.split("/"))
+                    os.makedirs(os.path.dirname(local), exist_ok=True)
+                    with open(local, "w", encoding="utf-8") as handle:
+                        handle.write(text)
+                    directory = os.path.dirname(path)
+                    mlflow.log_artifact(local, artifact_path=directory or None)
+            created.append(run.info.run_id)
+    return created
+
+
+def main():
+    command = json.load(sys.stdin)
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    mlflow.set_tracking_uri(command["tracking_uri"])
+    name = command["experiment_name"]
+    answer = {}
+    if command["command"] == "write":
+        mlflow.set_experiment(name)
+        answer["created"] = write_runs(mlflow, command.get("runs", []))
+    elif command["command"] != "read":
+        raise ValueError(f"unknown command {command['command']!r}")
+
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        raise ValueError(f"experiment {name!r} not found")
+    frame = mlflow.search_runs(experiment_names=[name], order_by=command.get("order_by") or None)
+    order = list(frame["run_id"]) if len(frame) else []
+    answer["experiment_id"] = experiment.experiment_id
+    answer["order"] = order
+    answer["runs"] = {run_id: describe_run(client, run_id, command) for run_id in order}
+    print(json.dumps(answer), file=sys.__stdout__)
+
+
+if __name__ == "__main__":
+    # MLflow prints to stdout (e.g. "View run ... at: <url>" for tracking servers); keep stdout for
+    # the one JSON answer.
+    real_stdout = sys.stdout
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            main()
+    except Exception:
+        print(json.dumps({"error": traceback.format_exc()}), file=real_stdout)

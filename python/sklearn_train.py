@@ -1,0 +1,90 @@
+"""scikit-learn version of Tagger's training pipeline, timed for bench/model.ts.
+
+Usage: python sklearn_train.py IN.json OUT.json
+IN:  {"train": [{"text", "tag"}], "test": [{"text", "tag"}], "args": TrainingArgs, "stopwords": [str], "seed": int}
+OUT: {"train_seconds": float, "weighted_f1": float, "n_features": int}
+Same preprocessing as src/model/preprocess.ts, TfidfVectorizer(analyzer, ngram_range=(2, max), lowercase=False),
+random oversampling, SGDClassifier(loss='log_loss', penalty='l2', learning_rate=<schedule>, max_iter=num_epochs,
+tol=None) and plain argmax. Timed: preprocessing + vectorising + oversampling + fitting.
+"""
+
+import json
+import re
+import sys
+import time
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import SGDClassifier
+from sklearn.metrics import precision_recall_fscore_support
+
+URL_RE = re.compile(r"\b(?:https?://|www\.)\S*", re.IGNORECASE)
+NON_ALNUM_RE = re.compile(r"[^A-Za-z0-9]+")
+
+
+def make_cleaner(stopwords, lower, stem):
+    if stem:
+        raise SystemExit("sklearn_train.py: stem=true needs nltk's PorterStemmer, which the venv lacks")
+    stop_re = re.compile(r"\b(" + "|".join(stopwords) + r")\b\s*")
+
+    def clean(text):
+        if lower:
+            text = text.lower()
+        text = URL_RE.sub(" ", text)
+        text = stop_re.sub("", text)
+        return NON_ALNUM_RE.sub(" ", text).strip()
+
+    return clean
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    args = spec["args"]
+    start = time.perf_counter()
+    clean = make_cleaner(spec["stopwords"], args["lower"], args["stem"])
+    texts = [clean(r["text"]) for r in spec["train"]]
+    tags = [r["tag"] for r in spec["train"]]
+    counts = {t: tags.count(t) for t in set(tags)}
+    accepted = args.get("accepted_tags")
+    classes = {t for t, c in counts.items() if c >= args["min_freq"] and (accepted is None or t in accepted)}
+    classes.add("other")
+    y = np.array([t if t in classes else "other" for t in tags])
+    vectorizer = TfidfVectorizer(
+        analyzer=args["analyzer"], ngram_range=(2, args["ngram_max_range"]), lowercase=False
+    )
+    x = vectorizer.fit_transform(texts)
+    rng = np.random.default_rng(spec["seed"])
+    if args.get("oversample", True):
+        largest = max(int((y == c).sum()) for c in classes)
+        index = [np.arange(len(y))]
+        for c in sorted(classes):
+            members = np.flatnonzero(y == c)
+            if 0 < len(members) < largest:
+                index.append(rng.choice(members, largest - len(members)))
+        index = np.concatenate(index)
+        x, y = x[index], y[index]
+    model = SGDClassifier(
+        loss="log_loss",
+        penalty="l2",
+        alpha=args["alpha"],
+        learning_rate=args.get("lr_schedule", "invscaling"),
+        eta0=args["learning_rate"],
+        power_t=args["power_t"],
+        max_iter=args["num_epochs"],
+        tol=None,
+        shuffle=args["shuffle"],
+        random_state=spec["seed"],
+    )
+    model.fit(x, y)
+    train_seconds = time.perf_counter() - start
+    test_x = vectorizer.transform([clean(r["text"]) for r in spec["test"]])
+    test_y = [r["tag"] if r["tag"] in classes else "other" for r in spec["test"]]
+    pred = model.predict(test_x)
+    _, _, f1, _ = precision_recall_fscore_support(test_y, pred, average="weighted", zero_division=0)
+    with open(sys.argv[2], "w", encoding="utf-8") as f:
+        json.dump({"train_seconds": train_seconds, "weighted_f1": float(f1), "n_features": len(vectorizer.vocabulary_)}, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// `npm start`: serve the best run of the tracking store. On a fresh clone the embedded store
+// (./mlruns) is empty, so a first model is trained on the bundled sample data before serving.
+// Honours the same variables as `tagger serve` (MLFLOW_TRACKING_URI, TAGGER_EXPERIMENT, TAGGER_PORT, ...).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+if (!existsSync(cli)) {
+  process.stderr.write('start: dist/ is missing; run `npm ci` (or `npm run build`) first.\n');
+  process.exit(1);
+}
+
+const { openTrackingStore, resolveTrackingUri } = await import('../dist/tracking/index.js');
+const experiment = process.env.TAGGER_EXPERIMENT || 'best';
+const trackingUri = resolveTrackingUri(undefined, process.env);
+const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
+
+async function hasRuns() {
+  const store = await openTrackingStore(trackingUri);
+  try {
+    const found = await store.getExperimentByName(experiment);
+    if (found?.lifecycleStage !== 'active') return false;
+    return (await store.searchRuns(found.experimentId)).length > 0;
+  } finally {
+    await store.close();
+  }
+}
+
+const run = (args) =>
+  spawnSync(process.execPath, [cli, ...args], { stdio: 'inherit', cwd: root }).status ?? 1;
+
+if (!(await hasRuns())) {
+  process.stdout.write(
+    `start: no runs in experiment '${experiment}' at ${trackingUri}; training one on ${samples}\n`,
+  );
+  const status = run([
+    'train',
+    '--data',
+    samples,
+    '--experiment',
+    experiment,
+    '--run-name',
+    'sample-quickstart',
+  ]);
+  if (status !== 0) process.exit(status);
+}
+// The server runs as a child so that it is the same `tagger serve` users run; signals are forwarded
+// so a process manager stopping `npm start` gets a graceful shutdown.
+const server = spawn(process.execPath, [cli, 'serve', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+  cwd: root,
+});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => server.kill(signal));
+}
+server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

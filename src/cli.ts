@@ -1,0 +1,336 @@
+/**
+ * The `tagger` command line: parses arguments and hands over to src/train, src/service or the server.
+ * It owns only wiring: option parsing, progress output, printing results and mapping errors to a clean
+ * message and a non-zero exit status (never a stack trace for bad input).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { ModelFormatError, ModelInputError, parseTrainingArgs, type TrainingArgs } from './model/index.js';
+import { runServeCommand, StartupError } from './server.js';
+import { loadModelForPrediction } from './service/predict-command.js';
+import { openTrackingStore, resolveTrackingUri } from './tracking/index.js';
+import { TrackingError, type TrackingStore } from './tracking/store.js';
+import { DataError, readDataset } from './train/data.js';
+import { logTrainingRun } from './train/log-run.js';
+import { optimize } from './train/optimize.js';
+import { trainAndEvaluate } from './train/pipeline.js';
+import { createProgress } from './train/progress.js';
+
+const DEFAULT_SEED = 42;
+
+/** Errors whose message is already a complete, user-facing explanation. */
+const EXPECTED_ERRORS = [
+  DataError,
+  ModelInputError,
+  ModelFormatError,
+  TrackingError,
+  StartupError,
+  RangeError,
+];
+
+class UsageError extends Error {}
+
+function parseInteger(name: string, min: number) {
+  return (value: string): number => {
+    if (!/^-?\d+$/.test(value.trim()))
+      throw new InvalidArgumentError(`${name} must be a whole number, got '${value}'`);
+    const parsed = Number(value);
+    if (!Number.isSafeInteger(parsed) || parsed < min) {
+      throw new InvalidArgumentError(`${name} must be a whole number ≥ ${min}, got '${value}'`);
+    }
+    return parsed;
+  };
+}
+
+/** `--args` takes inline JSON (starting with `{`) or the path of a JSON file. */
+async function readArgs(value: string | undefined): Promise<TrainingArgs> {
+  if (value === undefined) return parseTrainingArgs({});
+  let text = value;
+  let source = 'the --args value';
+  if (!value.trimStart().startsWith('{')) {
+    source = value;
+    try {
+      text = await readFile(value, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new UsageError(
+        code === 'ENOENT'
+          ? `--args: file not found: ${value}`
+          : `--args: cannot read ${value}: ${(error as Error).message}`,
+      );
+    }
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--args: ${source} is not valid JSON: ${(error as Error).message}`);
+  }
+  return parseTrainingArgs(raw);
+}
+
+function defaultRunName(prefix: string): string {
+  return `${prefix}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
+}
+
+async function withStore<T>(
+  trackingUri: string | undefined,
+  work: (store: TrackingStore) => Promise<T>,
+): Promise<T> {
+  const store = await openTrackingStore(resolveTrackingUri(trackingUri, process.env));
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+const formatMetric = (value: number): string => (Number.isFinite(value) ? value.toFixed(4) : String(value));
+
+interface TrainFlags {
+  data: string;
+  testData?: string;
+  args?: string;
+  experiment: string;
+  trackingUri?: string;
+  runName?: string;
+  seed: number;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+async function trainCommand(flags: TrainFlags): Promise<void> {
+  const args = await readArgs(flags.args);
+  const data = await readDataset(flags.data);
+  const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
+  const progress = createProgress({
+    label: 'training',
+    total: args.num_epochs,
+    silent: flags.quiet === true,
+  });
+  let outcome: ReturnType<typeof trainAndEvaluate>;
+  try {
+    outcome = trainAndEvaluate({
+      data,
+      ...(testData ? { testData } : {}),
+      args,
+      seed: flags.seed,
+      onEpoch: (report) =>
+        progress.update(
+          report.epoch,
+          `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
+        ),
+    });
+  } finally {
+    progress.stop();
+  }
+  const runName = flags.runName ?? defaultRunName('train');
+  const logged = await withStore(flags.trackingUri, (store) =>
+    logTrainingRun(store, {
+      experiment: flags.experiment,
+      runName,
+      args,
+      seed: flags.seed,
+      outcome,
+      source: 'tagger train',
+      extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
+    }),
+  );
+  const { precision, recall, f1 } = outcome.performance.overall;
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({
+        run_id: logged.runId,
+        run_name: runName,
+        experiment: flags.experiment,
+        experiment_id: logged.experimentId,
+        metrics: { precision, recall, f1 },
+        threshold: outcome.threshold,
+        sizes: outcome.sizes,
+      })}\n`,
+    );
+    return;
+  }
+  process.stdout.write(
+    `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}'.\n` +
+      `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}\n`,
+  );
+}
+
+interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
+  trials: number;
+  output: string;
+}
+
+async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
+  const args = await readArgs(flags.args);
+  const data = await readDataset(flags.data);
+  const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
+  const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
+  const result = await withStore(flags.trackingUri, async (store) => {
+    try {
+      return await optimize(store, {
+        data,
+        ...(testData ? { testData } : {}),
+        args,
+        seed: flags.seed,
+        trials: flags.trials,
+        experiment: flags.experiment,
+        runNamePrefix: defaultRunName('trial'),
+        onTrial: (trial) => progress.update(trial.trial, `val_f1=${trial.validationF1.toFixed(4)}`),
+      });
+    } finally {
+      progress.stop();
+    }
+  });
+  await writeFile(flags.output, `${JSON.stringify(result.best.args, null, 2)}\n`);
+  const summary = {
+    best: {
+      run_id: result.best.runId,
+      trial: result.best.trial,
+      val_f1: result.best.validationF1,
+      f1: result.best.testF1,
+      args: result.best.args,
+    },
+    trials: result.trials.length,
+    experiment: flags.experiment,
+    output: flags.output,
+  };
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return;
+  }
+  process.stdout.write(
+    `Best of ${result.trials.length} trials: trial ${result.best.trial} (run ${result.best.runId}), ` +
+      `validation f1 ${formatMetric(result.best.validationF1)}, test f1 ${formatMetric(result.best.testF1)}.\n` +
+      `Best arguments saved to ${flags.output}; train with them: tagger train --data ${flags.data} --args ${flags.output}\n`,
+  );
+}
+
+interface PredictFlags {
+  runId?: string;
+  experiment: string;
+  trackingUri?: string;
+  model?: string;
+}
+
+async function predictCommand(texts: string[], flags: PredictFlags): Promise<void> {
+  if (texts.length === 0)
+    throw new UsageError('predict: give at least one text, e.g. tagger predict "Transformers for NER"');
+  const empty = texts.findIndex((text) => text.trim() === '');
+  if (empty >= 0) throw new UsageError(`predict: text ${empty + 1} is empty`);
+  const loaded = await loadModelForPrediction({
+    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
+    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    experiment: flags.experiment,
+    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
+  });
+  const predictions = loaded.model.predict(texts).map((prediction, index) => ({
+    input_text: texts[index],
+    predicted_tag: prediction.predicted_tag,
+    predicted_probabilities: prediction.probabilities,
+  }));
+  process.stdout.write(`${JSON.stringify({ run_id: loaded.runId, predictions }, null, 2)}\n`);
+}
+
+export function buildProgram(): Command {
+  const program = new Command('tagger')
+    .description('Train, inspect and serve text-tagging models tracked as MLflow runs.')
+    .showHelpAfterError('(run with --help for usage)');
+
+  const trackingOption = () =>
+    new Option(
+      '--tracking-uri <uri>',
+      'MLflow tracking URI: a folder (mlruns layout) or http(s)://server',
+    ).env('MLFLOW_TRACKING_URI');
+
+  program
+    .command('train')
+    .description('Train a tagger on a CSV (title, description, tag) and log it as an MLflow run')
+    .requiredOption('--data <csv>', 'training data CSV')
+    .option('--test-data <csv>', 'separate test CSV; without it the data is split 70/15/15 (stratified)')
+    .option(
+      '--args <json>',
+      'training arguments: a JSON file or inline JSON object (unset keys keep defaults)',
+    )
+    .option('--experiment <name>', 'experiment to log the run to', 'best')
+    .addOption(trackingOption())
+    .option('--run-name <name>', 'run name (default: train-<timestamp>)')
+    .option(
+      '--seed <n>',
+      'random seed for splits, shuffling and oversampling',
+      parseInteger('--seed', 0),
+      DEFAULT_SEED,
+    )
+    .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
+    .option('--quiet', 'no progress output')
+    .action((flags: TrainFlags) => trainCommand(flags));
+
+  program
+    .command('optimize')
+    .description('Search hyper-parameters; each trial is a logged run; saves the best arguments')
+    .requiredOption('--data <csv>', 'training data CSV')
+    .requiredOption('--trials <n>', 'number of trials', parseInteger('--trials', 1))
+    .option('--test-data <csv>', 'separate test CSV (reported, never used to choose)')
+    .option('--args <json>', 'base training arguments (JSON file or inline object)')
+    .option('--experiment <name>', 'experiment for the trial runs', 'optimization')
+    .addOption(trackingOption())
+    .option('--seed <n>', 'random seed', parseInteger('--seed', 0), DEFAULT_SEED)
+    .option('--output <file>', 'where to save the best arguments', 'best-args.json')
+    .option('--json', 'print a JSON summary on stdout')
+    .option('--quiet', 'no progress output')
+    .action((flags: OptimizeFlags) => optimizeCommand(flags));
+
+  program
+    .command('predict')
+    .description(
+      'Predict tags for texts with the best run of an experiment, a given run, or a model directory',
+    )
+    .argument('<text...>', 'texts to tag')
+    .option('--run-id <id>', 'use this run instead of the best one')
+    .option('--experiment <name>', 'experiment whose best run is used', 'best')
+    .option('--model <dir>', 'use a saved model directory instead of a tracking store')
+    .addOption(trackingOption())
+    .action((texts: string[], flags: PredictFlags) => predictCommand(texts, flags));
+
+  program
+    .command('serve')
+    .description('Serve the prediction API (best run of an experiment, or one saved model with --model)')
+    .addOption(trackingOption())
+    .addOption(
+      new Option('--experiment <name>', 'experiment whose runs are served (default best)').env(
+        'TAGGER_EXPERIMENT',
+      ),
+    )
+    .addOption(new Option('--host <host>', 'interface to listen on').env('TAGGER_HOST'))
+    .addOption(new Option('--port <port>', 'port to listen on (default 8000)').env('TAGGER_PORT'))
+    .addOption(
+      new Option('--model <dir>', 'single-model mode: serve this saved model directory').env('TAGGER_MODEL'),
+    )
+    .action((flags: Record<string, string | undefined>) => runServeCommand(flags, process.env));
+
+  return program;
+}
+
+function explain(error: unknown): string {
+  if (error instanceof UsageError || EXPECTED_ERRORS.some((kind) => error instanceof kind)) {
+    return (error as Error).message;
+  }
+  const detail = process.env.TAGGER_DEBUG
+    ? `\n${(error as Error)?.stack ?? String(error)}`
+    : ' (set TAGGER_DEBUG=1 for details)';
+  return `unexpected error: ${error instanceof Error ? error.message : String(error)}${detail}`;
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    process.stderr.write(`tagger: ${explain(error)}\n`);
+    return 1;
+  }
+}
+
+const exitCode = await main(process.argv.slice(2));
+process.exitCode = exitCode;

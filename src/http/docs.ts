@@ -1,0 +1,96 @@
+/**
+ * API documentation, served offline: the OpenAPI document (generated from the route schemas) at
+ * /openapi.json, Swagger UI at /docs (its static files ship inside @fastify/swagger-ui) and ReDoc at
+ * /redoc (the redoc package's standalone bundle, served by a route: no CDN).
+ */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+
+export const API_TITLE = 'Tagger';
+export const API_VERSION = '0.1';
+export const API_DESCRIPTION = [
+  'Predicts relevant tags for texts with a trained text classifier (TF-IDF n-grams + a linear model)',
+  'and exposes the classifier for inspection: its performance, its training arguments and, in run-based',
+  'mode, the MLflow runs of the served experiment.',
+  '',
+  'Every response except validation errors (422) is an envelope: `message`, `method`, `status-code`,',
+  '`timestamp`, `url`, and `data` (or `detail` for errors). A deployment started with `--model <dir>`',
+  '(single-model mode) serves one saved model and has no `/runs` endpoints.',
+].join('\n');
+
+export const OPENAPI_TAGS = [
+  { name: 'General', description: 'Health check and prediction with the best run (or the served model)' },
+  { name: 'Runs', description: 'Runs of the served experiment, best f1 first (run-based mode only)' },
+  { name: 'Model', description: 'Performance and training arguments of the best run (or the served model)' },
+];
+
+/**
+ * ReDoc's page. The CSP keeps the page on this origin: ReDoc's footer links a logo on cdn.redoc.ly, which
+ * `img-src 'self'` blocks before any request is made, and the CSS hides the empty link.
+ */
+const REDOC_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'self'";
+
+const REDOC_HTML = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>${API_TITLE} API – ReDoc</title>
+    <style>
+      body { margin: 0; padding: 0; }
+      a[href^="https://redocly.com"] { display: none !important; }
+    </style>
+  </head>
+  <body>
+    <redoc spec-url="openapi.json" hide-download-button></redoc>
+    <script src="redoc/redoc.standalone.js"></script>
+  </body>
+</html>
+`;
+
+const require = createRequire(import.meta.url);
+let redocBundle: Promise<Buffer> | undefined;
+
+/** Registers the OpenAPI generator; must run before any documented route is added. */
+export function registerOpenApi(app: FastifyInstance): void {
+  app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: API_TITLE, description: API_DESCRIPTION, version: API_VERSION },
+      tags: OPENAPI_TAGS,
+    },
+    hideUntagged: true,
+  });
+}
+
+/** Registers /docs, /redoc and /openapi.json. */
+export function registerDocsRoutes(app: FastifyInstance): void {
+  app.register(fastifySwaggerUi, {
+    routePrefix: '/docs',
+    validatorUrl: false,
+    uiConfig: { docExpansion: 'list', deepLinking: true, validatorUrl: null },
+  });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/redoc', { schema: { hide: true } }, async (_request, reply) =>
+    reply.header('content-security-policy', REDOC_CSP).type('text/html; charset=utf-8').send(REDOC_HTML),
+  );
+
+  app.get('/redoc/redoc.standalone.js', { schema: { hide: true } }, async (_request, reply) => {
+    redocBundle ??= readFile(require.resolve('redoc/bundles/redoc.standalone.js'));
+    const bundle = await redocBundle.catch((error: unknown) => {
+      redocBundle = undefined;
+      throw error;
+    });
+    return reply
+      .type('application/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=86400')
+      .send(bundle);
+  });
+}

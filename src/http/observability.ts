@@ -1,0 +1,217 @@
+/**
+ * Observability of the HTTP layer: request ids, Prometheus metrics (one Registry per app, so several
+ * apps in one process, as in tests, never share or clash), and the Server-Timing header of predict
+ * responses.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ServedNow } from './served.js';
+import type { TaggerApp } from './types.js';
+
+// ---- request ids -----------------------------------------------------------------------------------
+
+/** Visible ASCII and spaces, 1–128 characters: safe to echo in a header and to write to a log. */
+const CLIENT_REQUEST_ID = /^[\x20-\x7e]{1,128}$/;
+
+/**
+ * Fastify's `genReqId`: the client's `X-Request-Id` when it is printable ASCII of at most 128
+ * characters (so ids propagate across services), else a fresh UUID.
+ */
+export function requestIdFor(raw: IncomingMessage): string {
+  const given = raw.headers['x-request-id'];
+  if (typeof given === 'string') {
+    const trimmed = given.trim();
+    if (CLIENT_REQUEST_ID.test(trimmed)) return trimmed;
+  }
+  return randomUUID();
+}
+
+// ---- metrics ---------------------------------------------------------------------------------------
+
+/** Route label of requests that matched no route: one value, so scanners cannot grow the label set. */
+const UNMATCHED_ROUTE = '(unmatched)';
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/**
+ * The app's Prometheus metrics. `recordReload` is how the reload code (src/service, wired in
+ * src/server.ts) reports each reload attempt; create the object with `createHttpMetrics()`, pass it to
+ * `createApp({ metrics })` and hand `(outcome) => metrics.recordReload(outcome)` to the reloader.
+ */
+export class HttpMetrics {
+  readonly registry = new Registry();
+  private servedSource: (() => ServedNow | null) | undefined;
+  private readonly requests: Counter<'method' | 'route' | 'status_code'>;
+  private readonly duration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly inFlight: Gauge;
+  private readonly texts: Counter;
+  private readonly predictions: Counter<'tag'>;
+  private readonly reloads: Counter<'outcome'>;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'tagger_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'tagger_http_request_duration_seconds',
+      help: 'Time from receiving a request to finishing its response, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.inFlight = new Gauge({
+      name: 'tagger_http_requests_in_flight',
+      help: 'Requests being handled now (health checks and /metrics not counted)',
+      registers,
+    });
+    this.texts = new Counter({
+      name: 'tagger_texts_predicted_total',
+      help: 'Texts tagged by the predict endpoints',
+      registers,
+    });
+    this.predictions = new Counter({
+      name: 'tagger_predictions_total',
+      help: 'Predictions by predicted tag (tags come from the served models, a bounded set)',
+      labelNames: ['tag'],
+      registers,
+    });
+    const served = () => this.servedSource?.() ?? null;
+    new Gauge({
+      name: 'tagger_served_run_info',
+      help: 'The run that answers /predict now (value 1; absent in single-model mode)',
+      labelNames: ['run_id'],
+      registers,
+      collect() {
+        // Read at scrape time, so a reloaded run replaces the old series instead of adding one.
+        this.reset();
+        const now = served();
+        if (now?.runId) this.set({ run_id: now.runId }, 1);
+      },
+    });
+    new Gauge({
+      name: 'tagger_served_run_f1',
+      help: "The served run's f1 (the served model's overall test f1 in single-model mode)",
+      registers,
+      collect() {
+        this.reset();
+        const f1 = served()?.f1;
+        if (typeof f1 === 'number') this.set(f1);
+      },
+    });
+    this.reloads = new Counter({
+      name: 'tagger_reloads_total',
+      help: 'Attempts to reload the best run, by outcome (success, unchanged, failure)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the served-run gauges read from (installed by installApi). */
+  trackServed(source: () => ServedNow | null): void {
+    this.servedSource = source;
+  }
+
+  /**
+   * Counts one reload attempt. Use a fixed vocabulary (`success`: a new run is served, `unchanged`: the
+   * best run did not change, `failure`: the reload failed and the previous run stays served).
+   */
+  recordReload(outcome: string): void {
+    this.reloads.inc({ outcome });
+  }
+
+  recordPredictions(tags: readonly string[]): void {
+    this.texts.inc(tags.length);
+    const counts = new Map<string, number>();
+    for (const tag of tags) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+    for (const [tag, count] of counts) this.predictions.inc({ tag }, count);
+  }
+
+  observeResponse(request: FastifyRequest, reply: FastifyReply): void {
+    const labels = {
+      method: KNOWN_METHODS.has(request.method) ? request.method : 'OTHER',
+      // The route pattern (`/runs/:run_id`), never the raw URL: ids in URLs would make one series each.
+      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+      status_code: String(reply.statusCode),
+    };
+    this.requests.inc(labels);
+    this.duration.observe(labels, reply.elapsedTime / 1000);
+  }
+}
+
+export const createHttpMetrics = (options?: { defaultMetrics?: boolean }): HttpMetrics =>
+  new HttpMetrics(options);
+
+// ---- per-request trace (Server-Timing, prediction counts) -------------------------------------------
+
+interface RequestTrace {
+  metrics: HttpMetrics;
+  parseStart?: bigint;
+  parseEnd?: bigint;
+  inferenceNs: bigint;
+  predicted: boolean;
+}
+
+const traces = new WeakMap<FastifyRequest, RequestTrace>();
+
+const ms = (ns: bigint): string => (Number(ns) / 1e6).toFixed(3);
+
+/**
+ * Runs `predict` for a request, timing it for Server-Timing and counting its predictions in the app's
+ * metrics. Requests the hooks did not see (none in practice) are predicted all the same.
+ */
+export function tracePredict<T extends { predicted_tag: string }>(
+  request: FastifyRequest,
+  predict: () => T[],
+): T[] {
+  const trace = traces.get(request);
+  const start = process.hrtime.bigint();
+  const result = predict();
+  if (trace) {
+    trace.inferenceNs += process.hrtime.bigint() - start;
+    trace.predicted = true;
+    trace.metrics.recordPredictions(result.map((item) => item.predicted_tag));
+  }
+  return result;
+}
+
+/** Routes whose responses carry Server-Timing. */
+const TIMED_ROUTES = new Set(['/predict', '/runs/:run_id/predict']);
+
+/** Request ids on every response, metrics of every response, Server-Timing on predict responses. */
+export function installObservability(app: TaggerApp, metrics: HttpMetrics): void {
+  app.addHook('onRequest', async (request) => {
+    traces.set(request, { metrics, inferenceNs: 0n, predicted: false });
+  });
+  app.addHook('preParsing', async (request) => {
+    const trace = traces.get(request);
+    if (trace) trace.parseStart = process.hrtime.bigint();
+  });
+  app.addHook('preValidation', async (request) => {
+    const trace = traces.get(request);
+    if (trace?.parseStart !== undefined) trace.parseEnd = process.hrtime.bigint();
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    const trace = traces.get(request);
+    if (trace && TIMED_ROUTES.has(request.routeOptions.url ?? '')) {
+      const parts: string[] = [];
+      if (trace.parseStart !== undefined && trace.parseEnd !== undefined)
+        parts.push(`parse;dur=${ms(trace.parseEnd - trace.parseStart)}`);
+      if (trace.predicted) parts.push(`inference;dur=${ms(trace.inferenceNs)}`);
+      parts.push(`total;dur=${reply.elapsedTime.toFixed(3)}`);
+      reply.header('server-timing', parts.join(', '));
+    }
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeResponse(request, reply);
+  });
+}

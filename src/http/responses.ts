@@ -1,0 +1,50 @@
+/** Turning served objects into response data, and the error responses each route documents. */
+import type { RunSummary, ServedModel } from '../service/index.js';
+import { ErrorEnvelope, type PredictionItem, type RunRecord, ValidationErrorBody } from './schemas.js';
+
+/** One prediction per text, in the order of the texts. */
+export function predict(served: ServedModel, texts: readonly string[]): PredictionItem[] {
+  return served.model.predict(texts).map((prediction, i) => ({
+    input_text: texts[i]!,
+    predicted_tag: prediction.predicted_tag,
+    predicted_probabilities: prediction.probabilities,
+  }));
+}
+
+/** JSON has no NaN or infinities: they are written as protobuf's JSON mapping (and MLflow) writes them. */
+const metricValue = (value: number): number | 'NaN' | 'Infinity' | '-Infinity' =>
+  Number.isFinite(value) ? value : Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity';
+
+const isoTime = (ms: number | null): string | null =>
+  ms !== null && Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : null;
+
+export function runRecord(run: RunSummary): RunRecord {
+  return {
+    run_id: run.runId,
+    run_name: run.runName,
+    status: run.status,
+    start_time: isoTime(run.startTime),
+    end_time: isoTime(run.endTime),
+    metrics: Object.fromEntries(Object.entries(run.metrics).map(([key, value]) => [key, metricValue(value)])),
+    params: { ...run.params },
+  };
+}
+
+const DESCRIPTIONS: Readonly<Record<number, string>> = {
+  404: 'Not found (the detail names what)',
+  409: 'The run exists but its artifacts are missing or broken',
+  415: 'The body is not application/json',
+  422: 'Request validation failed (FastAPI / pydantic v1 shape, no envelope)',
+  500: 'Unexpected failure inside the service (generic detail; logged)',
+  503: 'The tracking store could not be reached; retry later',
+};
+
+/** Response schemas of the listed error statuses, for a route's `schema.response`. */
+export function errorResponses<const C extends readonly number[]>(...codes: C) {
+  const out: Record<number, typeof ErrorEnvelope | typeof ValidationErrorBody> = {};
+  for (const code of codes) {
+    const schema = code === 422 ? ValidationErrorBody : ErrorEnvelope;
+    out[code] = { ...schema, description: DESCRIPTIONS[code] ?? 'Error' } as unknown as typeof schema;
+  }
+  return out as { [K in C[number]]: K extends 422 ? typeof ValidationErrorBody : typeof ErrorEnvelope };
+}

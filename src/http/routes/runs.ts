@@ -1,0 +1,85 @@
+/**
+ * The run-based endpoints: `GET /runs`, `GET /runs/{run_id}`, `POST /runs/{run_id}/predict`. A run id is
+ * looked up among the runs loaded at startup before anything is read for it; an unknown id is a 404.
+ */
+import type { RunRegistry } from '../../service/index.js';
+import { envelope } from '../envelope.js';
+import { errorResponses, predict, runRecord } from '../responses.js';
+import {
+  Envelope,
+  PredictPayload,
+  RunIdParams,
+  RunPerformanceData,
+  RunPredictData,
+  RunsData,
+  TopQuery,
+} from '../schemas.js';
+import type { TaggerApp } from '../types.js';
+
+export function runRoutes(app: TaggerApp, current: () => RunRegistry): void {
+  app.get(
+    '/runs',
+    {
+      schema: {
+        tags: ['Runs'],
+        summary: 'List the runs, best first',
+        description:
+          'Runs of the served experiment ordered by metric f1, highest first (MLflow order: real values, then NaN, then runs without f1), as loaded at startup. `top` keeps only the first `top` runs.',
+        querystring: TopQuery,
+        response: { 200: Envelope(RunsData, 'RunsResponse'), ...errorResponses(422, 500) },
+      },
+    },
+    async (request) => {
+      const { top } = request.query;
+      const { runs: all } = current();
+      const runs = top === undefined ? all : all.slice(0, top);
+      return envelope(request, 200, { runs: runs.map(runRecord) });
+    },
+  );
+
+  app.get(
+    '/runs/:run_id',
+    {
+      schema: {
+        tags: ['Runs'],
+        summary: 'Performance of one run',
+        description: "The run's performance report (`overall`, `class`, `slices`), read from its artifacts.",
+        params: RunIdParams,
+        response: {
+          200: Envelope(RunPerformanceData, 'RunResponse'),
+          ...errorResponses(404, 409, 422, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { run_id } = request.params;
+      const performance = await current().performance(run_id);
+      return envelope(request, 200, { run_id, performance });
+    },
+  );
+
+  app.post(
+    '/runs/:run_id/predict',
+    {
+      schema: {
+        tags: ['Runs'],
+        summary: "Predict tags with one run's model",
+        description:
+          'One prediction per submitted text, in order, with the model of the given run (loaded on first use and kept in a bounded cache).',
+        params: RunIdParams,
+        body: PredictPayload,
+        response: {
+          200: Envelope(RunPredictData, 'RunPredictResponse'),
+          ...errorResponses(404, 409, 415, 422, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { run_id } = request.params;
+      // The run is resolved before the body is used, so an unknown run is a 404 even for a valid body.
+      const served = await current().model(run_id);
+      const texts = request.body.texts.map((entry) => entry.text);
+      return envelope(request, 200, { run_id, predictions: predict(served, texts) });
+    },
+  );
+}

@@ -1,0 +1,329 @@
+/**
+ * TypeBox schemas of the API: the single source of request validation, response serialisation, the
+ * handlers' static types and the OpenAPI document. Field names follow the spec
+ * (/work/shared/spec/tag-prediction-api.md), including the dashed `status-code`.
+ */
+import Type, { type Static, type TSchema } from 'typebox';
+
+/** A number that may be null: JSON has no NaN, and training writes a NaN metric as null. */
+const NullableNumber = (description: string) =>
+  Type.Unsafe<number | null>({ type: ['number', 'null'], description });
+
+const ENVELOPE_FIELDS = {
+  message: Type.String({ description: 'HTTP status phrase of status-code', examples: ['OK'] }),
+  method: Type.String({ description: 'HTTP method of the request', examples: ['GET'] }),
+  'status-code': Type.Integer({
+    description: 'HTTP status code, equal to the status of the response',
+    examples: [200],
+  }),
+  timestamp: Type.String({
+    description:
+      'When the response was built: ISO 8601 UTC date-time without a zone designator, millisecond precision',
+    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}$',
+    examples: ['2026-11-21T21:19:00.123'],
+  }),
+  url: Type.String({
+    description: 'Full URL of the request including the query string',
+    examples: ['http://127.0.0.1:8000/'],
+  }),
+};
+
+/** The success envelope around an endpoint's `data`. */
+export const Envelope = <T extends TSchema>(
+  data: T,
+  title: string,
+  description = 'OK: the envelope with `data`',
+) => Type.Object({ ...ENVELOPE_FIELDS, data }, { title, description, additionalProperties: false });
+
+/** Every error except request validation (422): the envelope with a human-readable `detail`. */
+export const ErrorEnvelope = Type.Object(
+  {
+    ...ENVELOPE_FIELDS,
+    detail: Type.String({ description: 'What went wrong and, where possible, what to do about it' }),
+  },
+  {
+    title: 'ErrorEnvelope',
+    additionalProperties: false,
+    examples: [
+      {
+        message: 'Not Found',
+        method: 'GET',
+        'status-code': 404,
+        timestamp: '2026-11-21T21:19:00.123',
+        url: 'http://127.0.0.1:8000/runs/abc',
+        detail: 'run "abc" is not a run of this experiment; GET /runs lists the runs',
+      },
+    ],
+  },
+);
+export type ErrorEnvelope = Static<typeof ErrorEnvelope>;
+
+/** One entry of a 422 body, pydantic v1 / FastAPI style. */
+export const ValidationIssue = Type.Object(
+  {
+    loc: Type.Array(Type.Union([Type.String(), Type.Integer()]), {
+      description:
+        'Path to the faulty part: starts with `body`, `query` or `path`; list indexes are integers',
+    }),
+    msg: Type.String(),
+    type: Type.String({ description: 'Error kind, e.g. value_error.missing or type_error.str' }),
+    ctx: Type.Optional(
+      Type.Object({}, { additionalProperties: true, description: 'Extra context, e.g. limit_value' }),
+    ),
+  },
+  { title: 'ValidationIssue', additionalProperties: false },
+);
+export type ValidationIssue = Static<typeof ValidationIssue>;
+
+/** The 422 body: the one response without the envelope, exactly as FastAPI (pydantic v1) shapes it. */
+export const ValidationErrorBody = Type.Object(
+  { detail: Type.Array(ValidationIssue) },
+  {
+    title: 'ValidationError',
+    additionalProperties: false,
+    examples: [
+      {
+        detail: [
+          {
+            loc: ['body', 'texts', 0, 'text'],
+            msg: 'ensure this value has at least 1 characters',
+            type: 'value_error.any_str.min_length',
+            ctx: { limit_value: 1 },
+          },
+        ],
+      },
+    ],
+  },
+);
+export type ValidationErrorBody = Static<typeof ValidationErrorBody>;
+
+// ---- requests ------------------------------------------------------------------------------------
+
+/**
+ * One text. The spec's pydantic model defaults `text` to null, but a prediction needs a text, so an
+ * entry without `text` is a 422 `field required` and `"text": null` a 422 `none is not an allowed value`.
+ */
+export const Text = Type.Object(
+  { text: Type.String({ minLength: 1, description: 'Text to tag; at least 1 character' }) },
+  { title: 'Text' },
+);
+
+export const PredictPayload = Type.Object(
+  {
+    texts: Type.Array(Text, {
+      minItems: 1,
+      description: 'Texts to classify, at least one; one prediction is returned per entry, in order',
+    }),
+  },
+  {
+    title: 'PredictPayload',
+    examples: [
+      {
+        texts: [
+          { text: 'Transfer learning with transformers for text classification.' },
+          { text: 'Generative adversarial networks in both PyTorch and TensorFlow.' },
+        ],
+      },
+    ],
+  },
+);
+export type PredictPayload = Static<typeof PredictPayload>;
+
+/**
+ * Validation messages the spec words differently from the generic pydantic ones, keyed by
+ * `<location>:<keyword>` (the location without list indexes).
+ */
+export const CUSTOM_VALIDATION_MESSAGES: Readonly<Record<string, { msg: string; type: string }>> = {
+  'body.texts:minItems': { msg: 'List of texts to classify cannot be empty.', type: 'value_error' },
+};
+
+export const RunIdParams = Type.Object({
+  run_id: Type.String({ description: 'Id of a run of the served experiment (see GET /runs)' }),
+});
+
+export const TopQuery = Type.Object({
+  top: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: 'Return only the first `top` runs (best first); omit for all runs',
+    }),
+  ),
+});
+
+export const PERFORMANCE_FILTERS = ['overall', 'class', 'slices'] as const;
+
+export const PerformanceQuery = Type.Object({
+  filter: Type.Optional(
+    Type.Enum([...PERFORMANCE_FILTERS], {
+      description: 'Return only this part of the performance report; omit for all of it',
+    }),
+  ),
+});
+
+export const ParamParams = Type.Object({
+  param: Type.String({ description: 'Name of a training argument, e.g. `alpha`' }),
+});
+
+// ---- responses -----------------------------------------------------------------------------------
+
+export const Empty = Type.Object({}, { additionalProperties: false, title: 'Empty' });
+
+export const PredictionItem = Type.Object(
+  {
+    input_text: Type.String({ description: 'The submitted text' }),
+    predicted_tag: Type.String({ description: 'The predicted tag' }),
+    predicted_probabilities: Type.Object(
+      {},
+      {
+        additionalProperties: Type.Number(),
+        description: 'Probability of every tag the model knows (they sum to 1)',
+        examples: [
+          { 'natural-language-processing': 0.91, 'computer-vision': 0.03, mlops: 0.02, other: 0.04 },
+        ],
+      },
+    ),
+  },
+  { title: 'Prediction', additionalProperties: false },
+);
+export type PredictionItem = Static<typeof PredictionItem>;
+
+const Predictions = Type.Array(PredictionItem, {
+  description: 'One prediction per submitted text, in order',
+});
+
+export const PredictData = Type.Object(
+  {
+    run_id: Type.Optional(
+      Type.String({
+        description: 'The run whose model answered (present in run-based mode, absent in single-model mode)',
+      }),
+    ),
+    predictions: Predictions,
+  },
+  { title: 'PredictData', additionalProperties: false },
+);
+
+export const RunPredictData = Type.Object(
+  { run_id: Type.String(), predictions: Predictions },
+  { title: 'RunPredictData', additionalProperties: false },
+);
+
+export const Metrics = Type.Object(
+  {
+    precision: NullableNumber('null when undefined (NaN at training time)'),
+    recall: NullableNumber('null when undefined (NaN at training time)'),
+    f1: NullableNumber('null when undefined (NaN at training time)'),
+    num_samples: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Number of samples' }),
+  },
+  { title: 'Metrics', additionalProperties: false },
+);
+
+const MetricsByName = (title: string, description: string) =>
+  Type.Object({}, { additionalProperties: Metrics, title, description });
+
+export const Performance = Type.Object(
+  {
+    overall: Metrics,
+    class: MetricsByName('ClassPerformance', 'Metrics of each tag'),
+    slices: MetricsByName('SlicePerformance', 'Metrics of each data slice'),
+  },
+  { title: 'Performance', additionalProperties: false },
+);
+
+export const PerformanceData = Type.Object(
+  {
+    performance: Type.Union(
+      [
+        Performance,
+        Metrics,
+        MetricsByName('PerformancePart', 'Metrics by tag (filter=class) or by slice (filter=slices)'),
+      ],
+      {
+        description:
+          'The whole report without `filter`; with `filter=overall` the overall metrics; with `class` or `slices` that map',
+      },
+    ),
+  },
+  { title: 'PerformanceData', additionalProperties: false },
+);
+
+export const RunPerformanceData = Type.Object(
+  { run_id: Type.String(), performance: Performance },
+  { title: 'RunPerformanceData', additionalProperties: false },
+);
+
+export const NON_FINITE_METRICS = ['NaN', 'Infinity', '-Infinity'] as const;
+
+export const RunRecord = Type.Object(
+  {
+    run_id: Type.String(),
+    run_name: Type.String(),
+    status: Type.Enum(['RUNNING', 'SCHEDULED', 'FINISHED', 'FAILED', 'KILLED'], {
+      description: 'MLflow run status',
+    }),
+    start_time: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'Start of the run, ISO 8601 in UTC (with `Z`); null if the store has no valid start time',
+      examples: ['2026-11-21T21:19:00.123Z'],
+    }),
+    end_time: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'End of the run, ISO 8601 in UTC (with `Z`); null while the run has not ended',
+    }),
+    metrics: Type.Object(
+      {},
+      {
+        additionalProperties: Type.Union([Type.Number(), Type.Enum([...NON_FINITE_METRICS])]),
+        description:
+          'Latest value of each metric. JSON has no NaN or infinities, so those are the strings "NaN", "Infinity" and "-Infinity" (as in protobuf\'s JSON mapping, which MLflow uses)',
+        examples: [{ f1: 0.83, precision: 0.85, recall: 0.82 }],
+      },
+    ),
+    params: Type.Object(
+      {},
+      { additionalProperties: Type.String(), description: 'Logged params (strings, as MLflow stores them)' },
+    ),
+  },
+  { title: 'Run', additionalProperties: false },
+);
+export type RunRecord = Static<typeof RunRecord>;
+
+export const RunsData = Type.Object(
+  {
+    runs: Type.Array(RunRecord, {
+      description: 'Runs ordered by metric f1, highest first (NaN, then no f1, last)',
+    }),
+  },
+  { title: 'RunsData', additionalProperties: false },
+);
+
+export const Args = Type.Object(
+  {
+    shuffle: Type.Boolean(),
+    subset: Type.Union([Type.Integer(), Type.Null()]),
+    min_freq: Type.Integer(),
+    lower: Type.Boolean(),
+    stem: Type.Boolean(),
+    analyzer: Type.String(),
+    ngram_max_range: Type.Integer(),
+    alpha: Type.Number(),
+    learning_rate: Type.Number(),
+    power_t: Type.Number(),
+  },
+  {
+    title: 'TrainingArgs',
+    additionalProperties: true,
+    description:
+      "The spec's ten training arguments plus any others the model was trained with (num_epochs, ...)",
+  },
+);
+
+export const ArgsData = Type.Object({ args: Args }, { title: 'ArgsData', additionalProperties: false });
+
+export const ArgData = Type.Object(
+  {},
+  {
+    title: 'ArgData',
+    additionalProperties: true,
+    description: 'One key, the requested argument name, whose value is that argument',
+    examples: [{ alpha: 0.0001 }],
+  },
+);

@@ -1,0 +1,26 @@
+/**
+ * The one place the HTTP layer asks "which model answers /predict now?". The run registry's served run
+ * can be swapped while the process runs (hot reload), so every caller goes through here on each request
+ * instead of keeping a reference, and a future change of the registry's shape touches only this file.
+ */
+import type { ServedModel, ServingState } from '../service/index.js';
+
+export interface ServedNow {
+  /** The served run's id in run-based mode; null in single-model mode. */
+  runId: string | null;
+  served: ServedModel;
+  /** The run's logged f1 (run-based mode), else the model's overall test f1; null when unknown or NaN. */
+  f1: number | null;
+}
+
+export function servedNow(state: ServingState): ServedNow {
+  if (state.mode === 'model') {
+    return { runId: null, served: state.model, f1: state.model.performance.overall.f1 };
+  }
+  const { registry } = state;
+  const runId = registry.bestRunId;
+  const served = registry.best;
+  const logged = registry.runs.find((run) => run.runId === runId)?.metrics.f1;
+  const f1 = logged !== undefined && Number.isFinite(logged) ? logged : served.performance.overall.f1;
+  return { runId, served, f1 };
+}

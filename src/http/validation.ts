@@ -1,0 +1,196 @@
+/**
+ * Request validation: one Ajv instance (no type coercion, every error reported) compiles the TypeBox
+ * schemas, and its errors are rewritten into FastAPI's pydantic-v1 422 entries
+ * (`{loc, msg, type, ctx?}`), the one response the spec shapes without the envelope.
+ */
+import { Ajv, type ErrorObject } from 'ajv';
+import type { FastifySchemaCompiler } from 'fastify';
+import { CUSTOM_VALIDATION_MESSAGES, type ValidationIssue } from './schemas.js';
+
+/** Where a validated value came from, named as FastAPI names it in `loc`. */
+const LOC_ROOT: Readonly<Record<string, string>> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'path',
+  headers: 'header',
+};
+
+const ajv = new Ajv({
+  allErrors: true,
+  coerceTypes: false,
+  removeAdditional: false,
+  useDefaults: false,
+  strict: true,
+});
+
+/**
+ * Query strings are text on the wire. Without coercion an integer parameter could never validate, so
+ * exactly the strings that are decimal integers (`5`, `-1`) become numbers first; anything else
+ * (`1.5`, `1e2`, `0x10`, ``) stays a string and fails the integer check, as pydantic's `int` would.
+ */
+function integerQueryKeys(schema: unknown): string[] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.keys(properties).filter((key) => properties[key]?.type === 'integer');
+}
+
+const DECIMAL_INTEGER = /^[+-]?\d{1,15}$/;
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const validate = ajv.compile(schema as object);
+  if (httpPart !== 'querystring') return validate;
+  const integers = integerQueryKeys(schema);
+  return (data: unknown) => {
+    let value = data;
+    if (integers.length > 0 && typeof data === 'object' && data !== null) {
+      const copy: Record<string, unknown> = { ...(data as Record<string, unknown>) };
+      for (const key of integers) {
+        const raw = copy[key];
+        if (typeof raw === 'string' && DECIMAL_INTEGER.test(raw)) copy[key] = Number(raw);
+      }
+      value = copy;
+    }
+    return validate(value) ? { value } : { error: validate.errors as unknown as Error };
+  };
+};
+
+/** Decodes an Ajv instancePath (`/texts/0/text`) against the input, so list indexes become integers. */
+function locate(instancePath: string, input: unknown): { path: (string | number)[]; value: unknown } {
+  const path: (string | number)[] = [];
+  let value: unknown = input;
+  if (instancePath === '') return { path, value };
+  for (const raw of instancePath.slice(1).split('/')) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(value)) {
+      const index = Number(segment);
+      path.push(index);
+      value = value[index];
+    } else {
+      path.push(segment);
+      value =
+        typeof value === 'object' && value !== null && Object.hasOwn(value, segment)
+          ? (value as Record<string, unknown>)[segment]
+          : undefined;
+    }
+  }
+  return { path, value };
+}
+
+const TYPE_MESSAGES: Readonly<Record<string, { msg: string; type: string }>> = {
+  string: { msg: 'str type expected', type: 'type_error.str' },
+  array: { msg: 'value is not a valid list', type: 'type_error.list' },
+  object: { msg: 'value is not a valid dict', type: 'type_error.dict' },
+  integer: { msg: 'value is not a valid integer', type: 'type_error.integer' },
+  number: { msg: 'value is not a valid float', type: 'type_error.float' },
+  boolean: { msg: 'value could not be parsed to a boolean', type: 'type_error.bool' },
+};
+
+const MISSING = { msg: 'field required', type: 'value_error.missing' };
+
+function issueFor(error: ErrorObject, root: string, input: unknown): ValidationIssue {
+  const { path, value } = locate(error.instancePath, input);
+  const loc: (string | number)[] = [root, ...path];
+  const params = error.params as Record<string, unknown>;
+  const custom =
+    CUSTOM_VALIDATION_MESSAGES[
+      `${[root, ...path.filter((p) => typeof p === 'string')].join('.')}:${error.keyword}`
+    ];
+  if (custom) return { loc, ...custom };
+  switch (error.keyword) {
+    case 'required':
+      return { loc: [...loc, String(params.missingProperty)], ...MISSING };
+    case 'type': {
+      // No body at all (or a JSON null body) is a missing body, as in FastAPI.
+      if (path.length === 0 && (value === null || value === undefined)) return { loc, ...MISSING };
+      if (value === null)
+        return { loc, msg: 'none is not an allowed value', type: 'type_error.none.not_allowed' };
+      const expected = String(Array.isArray(params.type) ? params.type[0] : params.type);
+      return {
+        loc,
+        ...(TYPE_MESSAGES[expected] ?? { msg: `${expected} type expected`, type: `type_error.${expected}` }),
+      };
+    }
+    case 'minLength':
+      return {
+        loc,
+        msg: `ensure this value has at least ${params.limit} characters`,
+        type: 'value_error.any_str.min_length',
+        ctx: { limit_value: params.limit },
+      };
+    case 'maxLength':
+      return {
+        loc,
+        msg: `ensure this value has at most ${params.limit} characters`,
+        type: 'value_error.any_str.max_length',
+        ctx: { limit_value: params.limit },
+      };
+    case 'minItems':
+      return {
+        loc,
+        msg: `ensure this value has at least ${params.limit} items`,
+        type: 'value_error.list.min_items',
+        ctx: { limit_value: params.limit },
+      };
+    case 'maxItems':
+      return {
+        loc,
+        msg: `ensure this value has at most ${params.limit} items`,
+        type: 'value_error.list.max_items',
+        ctx: { limit_value: params.limit },
+      };
+    case 'minimum':
+      return {
+        loc,
+        msg: `ensure this value is greater than or equal to ${params.limit}`,
+        type: 'value_error.number.not_ge',
+        ctx: { limit_value: params.limit },
+      };
+    case 'maximum':
+      return {
+        loc,
+        msg: `ensure this value is less than or equal to ${params.limit}`,
+        type: 'value_error.number.not_le',
+        ctx: { limit_value: params.limit },
+      };
+    case 'enum': {
+      const permitted = params.allowedValues as unknown[];
+      return {
+        loc,
+        msg: `unexpected value; permitted: ${permitted.map((v) => JSON.stringify(v).replace(/^"|"$/g, "'")).join(', ')}`,
+        type: 'value_error.const',
+        ctx: { given: value, permitted },
+      };
+    }
+    case 'additionalProperties':
+      return {
+        loc: [...loc, String(params.additionalProperty)],
+        msg: 'extra fields not permitted',
+        type: 'value_error.extra',
+      };
+    default:
+      return { loc, msg: error.message ?? 'invalid value', type: `value_error.${error.keyword}` };
+  }
+}
+
+/**
+ * Ajv errors → pydantic-v1 422 entries, in Ajv's order (fields in schema order, list items by index).
+ * @param context Fastify's `validationContext` (`body`, `querystring`, `params`, `headers`)
+ * @param input the value that was validated (needed to tell null from a wrong type and list indexes)
+ * @example toValidationIssues(err.validation, 'body', request.body)
+ */
+export function toValidationIssues(
+  errors: readonly ErrorObject[],
+  context: string,
+  input: unknown,
+): ValidationIssue[] {
+  const root = LOC_ROOT[context] ?? context;
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    const issue = issueFor(error, root, input);
+    const key = JSON.stringify([issue.loc, issue.type]);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    issues.push(issue);
+  }
+  return issues;
+}

@@ -1,0 +1,168 @@
+/**
+ * Versioned model artifact: `tagger-model.json` (format, tags, args, threshold, vocabulary, checksum)
+ * plus `weights.bin` (little-endian float64: idf[V], weights[V*K] feature-major, bias[K]).
+ * Decoding validates everything and reports problems as ModelFormatError, never as a crash.
+ */
+import { parseTrainingArgs, type TrainingArgs } from './args.js';
+import { ModelFormatError, ModelInputError } from './errors.js';
+import { OTHER_TAG } from './labels.js';
+import type { LinearModel } from './sgd.js';
+import { LinearTagModel, type TagModel } from './tagger.js';
+import { TfidfVectorizer } from './tfidf.js';
+
+export const MODEL_FORMAT = 'tagger-model/1';
+const MANIFEST = 'tagger-model.json';
+const WEIGHTS = 'weights.bin';
+export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS]);
+
+interface Manifest {
+  format: string;
+  tags: string[];
+  args: TrainingArgs;
+  threshold: number | null;
+  ngram_range: [number, number];
+  n_features: number;
+  vocabulary: string[];
+  weights_crc32: number;
+}
+
+// CRC-32 (IEEE) detects truncation and bit rot; written out because src/model may import no Node modules.
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+export function crc32(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** Serialises a model trained by trainTagger into its files (name → bytes). */
+export function encodeModel(model: TagModel): Record<string, Uint8Array> {
+  if (!(model instanceof LinearTagModel)) {
+    throw new ModelInputError(
+      'model/artifact: encodeModel needs a model returned by trainTagger or decodeModel',
+    );
+  }
+  const { vectorizer, linear } = model;
+  const V = vectorizer.size;
+  const K = linear.nClasses;
+  const bytes = new Uint8Array(8 * (V + V * K + K));
+  const view = new DataView(bytes.buffer);
+  let offset = 0;
+  for (const array of [vectorizer.idf, linear.weights, linear.bias]) {
+    for (let i = 0; i < array.length; i++, offset += 8) view.setFloat64(offset, array[i]!, true);
+  }
+  const manifest: Manifest = {
+    format: MODEL_FORMAT,
+    tags: [...model.tags],
+    args: model.args,
+    threshold: model.threshold,
+    ngram_range: [vectorizer.ngramMin, vectorizer.ngramMax],
+    n_features: V,
+    vocabulary: [...vectorizer.vocabulary],
+    weights_crc32: crc32(bytes),
+  };
+  return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
+}
+
+const bad = (what: string): never => {
+  throw new ModelFormatError(
+    `model/artifact: ${what}; re-save the model with this version of tagger or retrain it`,
+  );
+};
+
+/** Loads files produced by encodeModel; checks the format version, shapes, checksum and values. */
+export function decodeModel(files: Record<string, Uint8Array>): TagModel {
+  if (files === null || typeof files !== 'object') bad(`expected a map of model files, got ${String(files)}`);
+  for (const name of MODEL_FILES) {
+    if (!(files[name] instanceof Uint8Array))
+      bad(`missing file ${name} (have: ${Object.keys(files).join(', ') || 'none'})`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(files[MANIFEST]));
+  } catch (error) {
+    return bad(`${MANIFEST} is not valid UTF-8 JSON (${(error as Error).message})`);
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    bad(`${MANIFEST} must hold a JSON object`);
+  const m = raw as Partial<Manifest>;
+  if (typeof m.format !== 'string' || !m.format.startsWith('tagger-model/')) {
+    bad(`${MANIFEST} has format ${JSON.stringify(m.format)}, which is not a tagger model`);
+  }
+  if (m.format !== MODEL_FORMAT)
+    bad(`unsupported model format ${JSON.stringify(m.format)} (this version reads ${MODEL_FORMAT})`);
+
+  const tags = m.tags;
+  if (
+    !Array.isArray(tags) ||
+    tags.length < 1 ||
+    !tags.every((t) => typeof t === 'string') ||
+    new Set(tags).size !== tags.length ||
+    !tags.includes(OTHER_TAG)
+  ) {
+    bad(`tags must be distinct strings including "${OTHER_TAG}", got ${JSON.stringify(tags)}`);
+  }
+  let args: TrainingArgs;
+  try {
+    args = parseTrainingArgs(m.args);
+  } catch (error) {
+    return bad(`invalid args (${(error as Error).message})`);
+  }
+  const threshold = m.threshold;
+  if (threshold !== null && (typeof threshold !== 'number' || !(threshold >= 0 && threshold <= 1))) {
+    bad(`threshold must be null or a number in [0, 1], got ${JSON.stringify(threshold)}`);
+  }
+  const range = m.ngram_range;
+  if (!Array.isArray(range) || range.length !== 2 || !range.every((n) => Number.isInteger(n) && n >= 1)) {
+    bad(`ngram_range must be two positive integers, got ${JSON.stringify(range)}`);
+  }
+  const vocabulary = m.vocabulary;
+  if (!Array.isArray(vocabulary) || !vocabulary.every((g) => typeof g === 'string' && g !== '')) {
+    bad('vocabulary must be an array of non-empty strings');
+  }
+  const V = vocabulary!.length;
+  if (m.n_features !== V)
+    bad(`n_features is ${JSON.stringify(m.n_features)} but the vocabulary has ${V} entries`);
+  const K = tags!.length;
+  const bytes = files[WEIGHTS]!;
+  const expected = 8 * (V + V * K + K);
+  if (bytes.byteLength !== expected) {
+    bad(
+      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${V} features and ${K} tags (truncated?)`,
+    );
+  }
+  if (m.weights_crc32 !== crc32(bytes))
+    bad(`${WEIGHTS} does not match its checksum in ${MANIFEST} (corrupt)`);
+
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const read = (from: number, n: number): Float64Array => {
+    const out = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      out[i] = view.getFloat64((from + i) * 8, true);
+      if (!Number.isFinite(out[i]!)) bad(`${WEIGHTS} holds a non-finite number at value ${from + i}`);
+    }
+    return out;
+  };
+  const idf = read(0, V);
+  const linear: LinearModel = {
+    nFeatures: V,
+    nClasses: K,
+    weights: read(V, V * K),
+    bias: read(V + V * K, K),
+  };
+  let vectorizer: TfidfVectorizer;
+  try {
+    vectorizer = TfidfVectorizer.fromParts(
+      { analyzer: args.analyzer, ngramMin: range![0], ngramMax: range![1] },
+      vocabulary!,
+      idf,
+    );
+  } catch (error) {
+    if (error instanceof ModelFormatError) throw error;
+    return bad(`cannot rebuild the vectorizer (${(error as Error).message})`);
+  }
+  return new LinearTagModel(tags!, args, threshold ?? null, vectorizer, linear);
+}

@@ -1,0 +1,25 @@
+/** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
+export {
+  type Analyzer,
+  DEFAULT_TRAINING_ARGS,
+  type LearningRateSchedule,
+  parseTrainingArgs,
+  type ThresholdMode,
+  type TrainingArgs,
+} from './args.js';
+export { decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
+export { ModelFormatError, ModelInputError } from './errors.js';
+export { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
+export type { Metrics, Performance } from './metrics.js';
+export { cleanText, STOPWORDS } from './preprocess.js';
+export { createRng } from './rng.js';
+export { stratifiedSplit } from './split.js';
+export {
+  type EpochReport,
+  evaluate,
+  type LabelledText,
+  type Prediction,
+  type TagModel,
+  trainTagger,
+} from './tagger.js';
+export { type CsrMatrix, TfidfVectorizer } from './tfidf.js';

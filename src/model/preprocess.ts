@@ -1,0 +1,105 @@
+/**
+ * Text clean-up before vectorising, modelled on tagifai's `clean_text`: lower-case, drop English
+ * stopwords, strip URLs, keep only ASCII letters and digits, collapse spaces, optionally Porter-stem.
+ */
+import { stemmer } from 'stemmer';
+
+/** NLTK's English stopword list (179 words), in NLTK's order, as tagifai uses it. */
+export const STOPWORDS: readonly string[] = Object.freeze(
+  (
+    "i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him " +
+    "his himself she she's her hers herself it it's its itself they them their theirs themselves what which who " +
+    "whom this that that'll these those am is are was were be been being have has had having do does did doing a " +
+    'an the and but if or because as until while of at by for with about against between into through during ' +
+    'before after above below to from up down in out on off over under again further then once here there when ' +
+    'where why how all any both each few more most other some such no nor not only own same so than too very s t ' +
+    "can will just don don't should should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't " +
+    "doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't " +
+    "shan shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't"
+  ).split(' '),
+);
+
+const STOPWORD_SET: ReadonlySet<string> = new Set(STOPWORDS);
+// Stripped *before* punctuation removal: tagifai strips `http\S+` after it, which only removes the
+// scheme word and leaves the host and path as tokens.
+const URL_RE = /\b(?:https?:\/\/|www\.)\S*/gi;
+const NON_ASCII_WORD_RE = /^[\p{L}\p{N}]$/u;
+
+/** Python's `\w` (str.isalnum() or '_') for one code point; ASCII answered without a regex. */
+function isWordCodePoint(c: number): boolean {
+  if (c < 128) return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+  return NON_ASCII_WORD_RE.test(String.fromCodePoint(c));
+}
+
+const isAsciiAlnum = (c: number): boolean =>
+  (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+
+/**
+ * tagifai removes stopwords with `re.sub(r"\b(w1|w2|...)\b\s*", "", text)` and then maps every
+ * non-`[A-Za-z0-9]` run to one space. Because the stopword alternation must be bounded by non-word
+ * characters on both sides, it removes exactly the maximal Unicode word runs equal to a stopword (every
+ * stopword with an apostrophe has its apostrophe-free prefix earlier in the list, so it never matches
+ * whole), and deleting them or blanking them gives the same final text. So one scan does both steps:
+ * split into word runs, drop stopword runs, keep the ASCII-alphanumeric pieces of the others.
+ * test/model/preprocess.test.ts checks this against the regex version on random strings.
+ */
+function dropStopwordsAndSymbols(text: string, out: string[]): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    let c = text.codePointAt(i)!;
+    if (!isWordCodePoint(c)) {
+      i += c > 0xffff ? 2 : 1;
+      continue;
+    }
+    const start = i;
+    while (i < n) {
+      c = text.codePointAt(i)!;
+      if (!isWordCodePoint(c)) break;
+      i += c > 0xffff ? 2 : 1;
+    }
+    const end = i;
+    if (STOPWORD_SET.has(text.slice(start, end))) continue;
+    let piece = -1;
+    for (let j = start; j < end; j++) {
+      if (isAsciiAlnum(text.charCodeAt(j))) {
+        if (piece < 0) piece = j;
+      } else if (piece >= 0) {
+        out.push(text.slice(piece, j));
+        piece = -1;
+      }
+    }
+    if (piece >= 0) out.push(text.slice(piece, end));
+  }
+}
+
+// Stemming dominates preprocessing time when enabled; a bounded memo keeps it cheap and pure.
+const STEM_CACHE_LIMIT = 50_000;
+const stemCache = new Map<string, string>();
+function stemWord(word: string): string {
+  let out = stemCache.get(word);
+  if (out === undefined) {
+    out = stemmer(word);
+    if (stemCache.size >= STEM_CACHE_LIMIT) stemCache.clear();
+    stemCache.set(word, out);
+  }
+  return out;
+}
+
+export interface CleanOptions {
+  lower: boolean;
+  stem: boolean;
+}
+
+/**
+ * Cleans one text. The result contains only `[A-Za-z0-9]` words separated by single spaces.
+ * Note: the `stemmer` package lower-cases its input, so `stem: true` yields lower-case stems even with `lower: false`.
+ * @example cleanText('The BERT model: https://x.io/a!', { lower: true, stem: false }) // 'bert model'
+ */
+export function cleanText(text: string, options: CleanOptions): string {
+  let out = options.lower ? text.toLowerCase() : text;
+  out = out.replace(URL_RE, ' ');
+  const words: string[] = [];
+  dropStopwordsAndSymbols(out, words);
+  return (options.stem ? words.map(stemWord) : words).join(' ');
+}

@@ -1,0 +1,251 @@
+/**
+ * The tagger: preprocessing + TF-IDF + softmax SGD, trained with oversampling and an optional
+ * probability threshold below which a prediction falls back to `other`.
+ */
+import type { TrainingArgs } from './args.js';
+import { ModelInputError } from './errors.js';
+import { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
+import { type Performance, performanceReport, weightedMetrics } from './metrics.js';
+import { cleanText } from './preprocess.js';
+import { createRng, randomInt } from './rng.js';
+import {
+  type LabelledMatrix,
+  type LinearModel,
+  rowProbabilities,
+  softmaxInPlace,
+  trainSoftmaxSgd,
+} from './sgd.js';
+import { TfidfVectorizer } from './tfidf.js';
+
+export interface LabelledText {
+  text: string;
+  tag: string;
+}
+
+export interface Prediction {
+  predicted_tag: string;
+  /** Probability of every model tag; they sum to 1. */
+  probabilities: Record<string, number>;
+}
+
+export interface TagModel {
+  /** The model's classes, sorted; always includes `other`. */
+  readonly tags: readonly string[];
+  readonly args: TrainingArgs;
+  /** Fallback threshold on the top probability (null: plain argmax). */
+  readonly threshold: number | null;
+  /** One prediction per text, in order; never throws for any string. */
+  predict(texts: readonly string[]): Prediction[];
+}
+
+export interface EpochReport {
+  epoch: number;
+  epochs: number;
+  /** Mean log loss of the epoch's (oversampled) training samples, each taken just before its SGD update. */
+  trainLoss: number;
+  /** Mean log loss on the validation split after the epoch; NaN when the split is empty. */
+  valLoss: number;
+}
+
+/** The TagModel implementation; artifact.ts reads its parts. */
+export class LinearTagModel implements TagModel {
+  readonly tags: readonly string[];
+  readonly args: TrainingArgs;
+  readonly threshold: number | null;
+  readonly vectorizer: TfidfVectorizer;
+  readonly linear: LinearModel;
+  // Scratch scores for predict(); overwritten by every call (JS is single-threaded).
+  private readonly scores: Float64Array;
+
+  constructor(
+    tags: readonly string[],
+    args: TrainingArgs,
+    threshold: number | null,
+    vectorizer: TfidfVectorizer,
+    linear: LinearModel,
+  ) {
+    this.tags = Object.freeze([...tags]);
+    this.args = Object.freeze({ ...args });
+    this.threshold = threshold;
+    this.vectorizer = vectorizer;
+    this.linear = linear;
+    this.scores = new Float64Array(linear.nClasses);
+  }
+
+  /** Class probabilities of one text into `this.scores`. */
+  private score(text: string): Float64Array {
+    const scores = this.scores;
+    const K = scores.length;
+    const w = this.linear.weights;
+    scores.set(this.linear.bias);
+    const clean = cleanText(String(text), { lower: this.args.lower, stem: this.args.stem });
+    const n = this.vectorizer.vectorize(clean);
+    const indices = this.vectorizer.vectorIndices;
+    const values = this.vectorizer.vectorValues;
+    for (let j = 0; j < n; j++) {
+      const base = indices[j]! * K;
+      const v = values[j]!;
+      for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
+    }
+    softmaxInPlace(scores);
+    return scores;
+  }
+
+  predict(texts: readonly string[]): Prediction[] {
+    return texts.map((text) => {
+      const p = this.score(text);
+      const probabilities: Record<string, number> = {};
+      let best = 0;
+      for (let k = 0; k < p.length; k++) {
+        probabilities[this.tags[k]!] = p[k]!;
+        if (p[k]! > p[best]!) best = k;
+      }
+      const fallback = this.threshold !== null && p[best]! < this.threshold;
+      return { predicted_tag: fallback ? OTHER_TAG : this.tags[best]!, probabilities };
+    });
+  }
+}
+
+/** Indices 0..n-1, plus random repeats of every class smaller than the largest (random oversampling). */
+function oversampledOrder(y: Int32Array, nClasses: number, rng: () => number): Int32Array {
+  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
+  y.forEach((k, i) => {
+    byClass[k]!.push(i);
+  });
+  const largest = Math.max(...byClass.map((c) => c.length));
+  const order = Array.from(y.keys());
+  for (const members of byClass) {
+    for (let extra = members.length; members.length > 0 && extra < largest; extra++) {
+      order.push(members[randomInt(rng, members.length)]!);
+    }
+  }
+  return Int32Array.from(order);
+}
+
+/** Weighted f1 on validation when predictions whose top probability is below `threshold` become `other`. */
+function f1WithThreshold(
+  top: Float64Array,
+  argmax: readonly string[],
+  yTrue: readonly string[],
+  threshold: number | null,
+): number {
+  const pred = argmax.map((tag, i) => (threshold !== null && top[i]! < threshold ? OTHER_TAG : tag));
+  return weightedMetrics(yTrue, pred).f1;
+}
+
+/**
+ * Threshold selection on the validation split. `tuned` tries 0 (no fallback) and the midpoints between
+ * consecutive distinct top probabilities, keeping the best weighted f1 (lowest threshold on ties);
+ * `auto` keeps that threshold only if it beats argmax strictly, else returns null (argmax).
+ */
+export function chooseThreshold(
+  mode: TrainingArgs['threshold'],
+  top: Float64Array,
+  argmax: readonly string[],
+  yTrue: readonly string[],
+): number | null {
+  if (mode === 'argmax' || top.length === 0) return null;
+  const distinct = [...new Set(top)].sort((a, b) => a - b);
+  const argmaxF1 = f1WithThreshold(top, argmax, yTrue, null);
+  let best = 0;
+  let bestF1 = argmaxF1;
+  for (let i = 0; i + 1 < distinct.length; i++) {
+    const candidate = (distinct[i]! + distinct[i + 1]!) / 2;
+    const f1 = f1WithThreshold(top, argmax, yTrue, candidate);
+    if (f1 > bestF1) {
+      bestF1 = f1;
+      best = candidate;
+    }
+  }
+  if (mode === 'tuned') return best;
+  return best > 0 && bestF1 > argmaxF1 ? best : null;
+}
+
+/**
+ * Trains a tagger. Tags are normalised with the training split's counts (`min_freq`, `accepted_tags`);
+ * validation rows drive the per-epoch validation loss and the threshold. `args.subset` is not applied
+ * here: the caller that loads the data applies it.
+ * @example const { model } = trainTagger(train, val, DEFAULT_TRAINING_ARGS, { seed: 42 });
+ */
+export function trainTagger(
+  train: LabelledText[],
+  validation: LabelledText[],
+  args: TrainingArgs,
+  options: { seed: number; onEpoch?: (r: EpochReport) => void },
+): { model: TagModel; history: EpochReport[]; threshold: number | null } {
+  if (train.length === 0) {
+    throw new ModelInputError(
+      'model/tagger: the training split is empty; provide at least one labelled text',
+    );
+  }
+  const tags = modelTags(
+    train.map((r) => r.tag),
+    args.min_freq,
+    args.accepted_tags,
+  );
+  const classes = new Set(tags);
+  const classIndex = new Map(tags.map((t, i) => [t, i]));
+  const clean = (rows: LabelledText[]): string[] =>
+    rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
+  const labelsOf = (rows: LabelledText[]): Int32Array =>
+    Int32Array.from(rows, (r) => classIndex.get(normalizeTag(r.tag, classes))!);
+
+  const vectorizer = TfidfVectorizer.fit(clean(train), {
+    analyzer: args.analyzer,
+    ngramMin: 2,
+    ngramMax: args.ngram_max_range,
+  });
+  const trainData: LabelledMatrix = { x: vectorizer.transform(clean(train)), y: labelsOf(train) };
+  const valData: LabelledMatrix = { x: vectorizer.transform(clean(validation)), y: labelsOf(validation) };
+  const rng = createRng(options.seed);
+  const order = args.oversample
+    ? oversampledOrder(trainData.y, tags.length, rng)
+    : Int32Array.from(trainData.y.keys());
+  const history: EpochReport[] = [];
+  const linear = trainSoftmaxSgd(
+    trainData,
+    order,
+    tags.length,
+    {
+      alpha: args.alpha,
+      learningRate: args.learning_rate,
+      powerT: args.power_t,
+      schedule: args.lr_schedule,
+      epochs: args.num_epochs,
+      shuffle: args.shuffle,
+      rng,
+      onEpoch: (epoch, trainLoss, valLoss) => {
+        const report = { epoch, epochs: args.num_epochs, trainLoss, valLoss };
+        history.push(report);
+        options.onEpoch?.(report);
+      },
+    },
+    valData,
+  );
+
+  const p = new Float64Array(tags.length);
+  const top = new Float64Array(validation.length);
+  const argmax: string[] = [];
+  for (let r = 0; r < validation.length; r++) {
+    rowProbabilities(linear, valData.x, r, p);
+    let best = 0;
+    for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
+    top[r] = p[best]!;
+    argmax.push(tags[best]!);
+  }
+  const yVal = Array.from(valData.y, (k) => tags[k]!);
+  const threshold = chooseThreshold(args.threshold, top, argmax, yVal);
+  return { model: new LinearTagModel(tags, args, threshold, vectorizer, linear), history, threshold };
+}
+
+/**
+ * Scores a model on labelled texts: weighted overall metrics, per-class metrics for every model tag and
+ * the nlp_cnn / short_text slices. True tags the model does not know count as `other`.
+ */
+export function evaluate(model: TagModel, data: LabelledText[]): Performance {
+  const classes = new Set(model.tags);
+  const texts = data.map((r) => r.text);
+  const yTrue = data.map((r) => normalizeTag(r.tag, classes));
+  const yPred = model.predict(texts).map((p) => p.predicted_tag);
+  return performanceReport(texts, yTrue, yPred, model.tags);
+}

@@ -1,0 +1,550 @@
+/**
+ * TF-IDF vectorizer with scikit-learn's TfidfVectorizer semantics (smooth_idf=True, sublinear_tf=False,
+ * norm='l2', token_pattern `(?u)\b\w\w+\b`, char_wb padding, vocabulary sorted by code point), hand-written
+ * because no maintained JS library matches sklearn exactly. Lower-casing is *not* done here (sklearn is
+ * called with lowercase=False): the `lower` training arg decides it during preprocessing.
+ *
+ * Hot path (transform): a document is decoded once into a code-point buffer in which every n-gram is a
+ * contiguous slice (words joined by one space for `word`, space-padded words for `char_wb`). For each start
+ * position the n-grams are prefixes of each other, so their keys are extended one code point at a time
+ * and looked up in an open-addressing table; no string is allocated per n-gram. Lookups are exact: an
+ * n-gram of at most 8 ASCII characters is its own key (7 bits per character packed into two ints), any
+ * other n-gram is keyed by a 32-bit polynomial hash and verified code point by code point on a hit.
+ */
+import type { Analyzer } from './args.js';
+import { ModelFormatError, ModelInputError } from './errors.js';
+
+/** Compressed sparse rows; row r's entries are indices/data[indptr[r] .. indptr[r+1]). */
+export interface CsrMatrix {
+  nRows: number;
+  nCols: number;
+  indptr: Int32Array;
+  indices: Int32Array;
+  data: Float64Array;
+}
+
+export interface TfidfOptions {
+  analyzer: Analyzer;
+  ngramMin: number;
+  ngramMax: number;
+}
+
+/** Python's str.isspace(), which sklearn's `\s` and str.split() use (JS `\s` differs: it has U+FEFF, lacks U+001C..U+001F and U+0085). */
+function isPySpace(c: number): boolean {
+  if (c <= 32) return c === 32 || (c >= 9 && c <= 13) || c >= 0x1c;
+  if (c < 0x85) return false;
+  return (
+    c === 0x85 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000
+  );
+}
+
+const NON_ASCII_WORD_RE = /^[\p{L}\p{N}]$/u;
+/** Python's `\w` (str.isalnum() or '_'). */
+function isPyWord(c: number): boolean {
+  if (c < 128) return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
+  return NON_ASCII_WORD_RE.test(String.fromCodePoint(c));
+}
+
+const HASH_BASE = 0x01000193;
+/** Marks a key as hashed (not packed): packed keys use only the low 28 bits of their second int. */
+const HASHED = -1;
+const PACK_LIMIT = 8;
+
+/** Murmur3's finaliser, to spread keys over the table index. */
+function mix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** Orders strings by code point, as Python's sorted() does (JS's default compares UTF-16 units). */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates encode code points above every BMP unit, so move them above U+E000..U+FFFF.
+    if (x >= 0xd800) x += x < 0xe000 ? 0x2000 : -0x800;
+    if (y >= 0xd800) y += y < 0xe000 ? 0x2000 : -0x800;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+export class TfidfVectorizer {
+  readonly analyzer: Analyzer;
+  readonly ngramMin: number;
+  readonly ngramMax: number;
+  /** Feature strings, sorted by code point; a feature's index is its position here. */
+  readonly vocabulary: readonly string[];
+  /** Smoothed idf per feature: ln((1 + n) / (1 + df)) + 1. */
+  readonly idf: Float64Array;
+
+  // Lookup table, built once from the vocabulary: slot s holds key ints (table[3s], table[3s+1]) and
+  // feature index + 1 in table[3s+2] (0 = empty slot).
+  private readonly table: Int32Array;
+  private readonly mask: number;
+  // Code points of every feature, for verifying hashed keys: feature f is pool[poolStart[f] .. poolStart[f+1]).
+  private readonly poolStart: Int32Array;
+  private readonly pool: Int32Array;
+
+  // Per-call scratch, grown on demand and overwritten by every load()/transformOne() call.
+  private cp = new Int32Array(256); // code points of the analysed document
+  private len = 0; // number of code points in cp
+  private marks = new Int32Array(64); // char_wb: segment [start, end) pairs; word: token [start, end) pairs
+  private nMarks = 0;
+  private counts: Float64Array; // term counts, then tf-idf, of touched features; all zero between calls
+  private touched: Int32Array; // features with a non-zero count in the current document
+  private values = new Float64Array(256); // vectorize(): tf-idf of touched[k]
+  private nTouched = 0;
+
+  private constructor(options: TfidfOptions, vocabulary: readonly string[], idf: Float64Array) {
+    this.analyzer = options.analyzer;
+    this.ngramMin = options.ngramMin;
+    this.ngramMax = options.ngramMax;
+    this.vocabulary = vocabulary;
+    this.idf = idf;
+    const v = vocabulary.length;
+    let size = 16;
+    while (size < v * 2) size *= 2;
+    this.table = new Int32Array(size * 3);
+    this.mask = size - 1;
+    this.poolStart = new Int32Array(v + 1);
+    const points: number[] = [];
+    for (let f = 0; f < v; f++) {
+      this.poolStart[f] = points.length;
+      for (const ch of vocabulary[f]!) points.push(ch.codePointAt(0)!);
+    }
+    this.poolStart[v] = points.length;
+    this.pool = Int32Array.from(points);
+    for (let f = 0; f < v; f++) this.insert(f);
+    this.counts = new Float64Array(v);
+    this.touched = new Int32Array(Math.max(16, Math.min(v, 4096)));
+  }
+
+  /** Adds feature f to the table under the same key transformOne computes for its code points. */
+  private insert(f: number): void {
+    const start = this.poolStart[f]!;
+    const len = this.poolStart[f + 1]! - start;
+    let h = 0;
+    let a = 0;
+    let b = 0;
+    let packed = len <= PACK_LIMIT;
+    for (let i = 0; i < len; i++) {
+      const c = this.pool[start + i]!;
+      h = (Math.imul(h, HASH_BASE) + c) | 0;
+      if (c >= 128) packed = false;
+      else if (i < 4) a |= c << (7 * i);
+      else b |= c << (7 * (i - 4));
+    }
+    const k0 = packed ? a | (len << 28) : h;
+    const k1 = packed ? b : HASHED;
+    let slot = mix(k0 ^ Math.imul(k1, 0x9e3779b1)) & this.mask;
+    for (;;) {
+      const entry = this.table[3 * slot + 2]!;
+      if (entry === 0) break;
+      if (this.table[3 * slot] === k0 && this.table[3 * slot + 1] === k1 && this.sameFeature(entry - 1, f)) {
+        throw new ModelFormatError(
+          `model/tfidf: vocabulary has the duplicate feature ${JSON.stringify(this.vocabulary[f])}; the model is corrupt, retrain it`,
+        );
+      }
+      slot = (slot + 1) & this.mask;
+    }
+    this.table[3 * slot] = k0;
+    this.table[3 * slot + 1] = k1;
+    this.table[3 * slot + 2] = f + 1;
+  }
+
+  private sameFeature(x: number, y: number): boolean {
+    const sx = this.poolStart[x]!;
+    const sy = this.poolStart[y]!;
+    const len = this.poolStart[x + 1]! - sx;
+    if (len !== this.poolStart[y + 1]! - sy) return false;
+    for (let i = 0; i < len; i++) if (this.pool[sx + i] !== this.pool[sy + i]) return false;
+    return true;
+  }
+
+  /** Learns the vocabulary and idf from documents (sklearn's fit). */
+  static fit(docs: readonly string[], options: TfidfOptions): TfidfVectorizer {
+    validateOptions(options);
+    const df = new Map<string, number>();
+    const probe = new TfidfVectorizer(options, [], new Float64Array(0));
+    const seen = new Set<string>();
+    let u16 = new Int32Array(256); // u16[i]: UTF-16 offset of code point i in `text`
+    for (const doc of docs) {
+      seen.clear();
+      probe.load(doc);
+      // One string per document, sliced per n-gram (cheaper than building each n-gram from code points).
+      const { cp, len } = probe;
+      if (u16.length <= len) u16 = new Int32Array(2 * (len + 1));
+      const parts: string[] = [];
+      let offset = 0;
+      for (let i = 0; i < len; i++) {
+        u16[i] = offset;
+        const ch = String.fromCodePoint(cp[i]!);
+        parts.push(ch);
+        offset += ch.length;
+      }
+      u16[len] = offset;
+      const text = parts.join('');
+      probe.forEachGram((start, length) => {
+        seen.add(text.slice(u16[start]!, u16[start + length]!));
+      });
+      for (const gram of seen) df.set(gram, (df.get(gram) ?? 0) + 1);
+    }
+    const vocabulary = [...df.keys()].sort(compareCodePoints);
+    if (vocabulary.length === 0) {
+      throw new ModelInputError(
+        `model/tfidf: empty vocabulary (${docs.length} documents produced no ${options.analyzer} n-grams); check the training texts`,
+      );
+    }
+    const n = docs.length;
+    const idf = Float64Array.from(vocabulary, (g) => Math.log((1 + n) / (1 + df.get(g)!)) + 1);
+    return new TfidfVectorizer(options, vocabulary, idf);
+  }
+
+  /** Rebuilds a fitted vectorizer from saved parts (see artifact.ts). */
+  static fromParts(options: TfidfOptions, vocabulary: readonly string[], idf: Float64Array): TfidfVectorizer {
+    validateOptions(options);
+    if (idf.length !== vocabulary.length) {
+      throw new ModelFormatError(
+        `model/tfidf: ${idf.length} idf values for ${vocabulary.length} features; the model is corrupt, retrain it`,
+      );
+    }
+    return new TfidfVectorizer(options, vocabulary, idf);
+  }
+
+  get size(): number {
+    return this.vocabulary.length;
+  }
+
+  private push(c: number): void {
+    if (this.len === this.cp.length) {
+      const grown = new Int32Array(this.cp.length * 2);
+      grown.set(this.cp);
+      this.cp = grown;
+    }
+    this.cp[this.len++] = c;
+  }
+
+  private mark(value: number): void {
+    if (this.nMarks === this.marks.length) {
+      const grown = new Int32Array(this.marks.length * 2);
+      grown.set(this.marks);
+      this.marks = grown;
+    }
+    this.marks[this.nMarks++] = value;
+  }
+
+  /**
+   * Decodes `doc` into the code-point buffer as sklearn's analyzers see it. char: runs of two or more
+   * whitespace characters become one space; char_wb: " w1  w2 " (each whitespace-separated word padded
+   * with one space, marks = segment bounds); word: "t1 t2" (tokens = maximal runs of >= 2 word
+   * characters, marks = token bounds).
+   */
+  private load(doc: string): void {
+    this.len = 0;
+    this.nMarks = 0;
+    const analyzer = this.analyzer;
+    let runStart = -1; // char_wb/word: buffer index where the current word or token began, else -1
+    let pendingSpace = 0; // char: whitespace characters seen since the last non-space
+    let lastSpace = 0; // char: that whitespace character, kept when it stands alone
+    for (let i = 0; i < doc.length; i++) {
+      let c = doc.charCodeAt(i);
+      if (c >= 0xd800 && c < 0xdc00 && i + 1 < doc.length) {
+        const lo = doc.charCodeAt(i + 1);
+        if (lo >= 0xdc00 && lo < 0xe000) {
+          c = ((c - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+          i++;
+        }
+      }
+      if (analyzer === 'char') {
+        if (isPySpace(c)) {
+          pendingSpace++;
+          lastSpace = c;
+          continue;
+        }
+        if (pendingSpace > 0) this.push(pendingSpace === 1 ? lastSpace : 32);
+        pendingSpace = 0;
+        this.push(c);
+      } else if (analyzer === 'char_wb') {
+        if (isPySpace(c)) {
+          if (runStart >= 0) {
+            this.push(32);
+            this.mark(runStart);
+            this.mark(this.len);
+            runStart = -1;
+          }
+          continue;
+        }
+        if (runStart < 0) {
+          runStart = this.len;
+          this.push(32);
+        }
+        this.push(c);
+      } else {
+        if (!isPyWord(c)) {
+          runStart = this.endToken(runStart);
+          continue;
+        }
+        if (runStart < 0) {
+          if (this.len > 0) this.push(32);
+          runStart = this.len;
+        }
+        this.push(c);
+      }
+    }
+    if (analyzer === 'char') {
+      if (pendingSpace > 0) this.push(pendingSpace === 1 ? lastSpace : 32);
+    } else if (analyzer === 'char_wb') {
+      if (runStart >= 0) {
+        this.push(32);
+        this.mark(runStart);
+        this.mark(this.len);
+      }
+    } else {
+      this.endToken(runStart);
+    }
+  }
+
+  /** word: closes the token that began at runStart; a one-character token is dropped (`\w\w+`). */
+  private endToken(runStart: number): number {
+    if (runStart < 0) return -1;
+    if (this.len - runStart >= 2) {
+      this.mark(runStart);
+      this.mark(this.len);
+    } else {
+      // Drop the character and the separator pushed before it.
+      this.len = runStart > 0 ? runStart - 1 : 0;
+    }
+    return -1;
+  }
+
+  /** Calls emit(start, length) for every n-gram slice of the loaded buffer, in sklearn's order (fit only). */
+  private forEachGram(emit: (start: number, length: number) => void): void {
+    const { ngramMin: min, ngramMax: max, len, marks } = this;
+    if (this.analyzer === 'char') {
+      for (let n = min; n <= Math.min(max, len); n++) {
+        for (let i = 0; i + n <= len; i++) emit(i, n);
+      }
+    } else if (this.analyzer === 'char_wb') {
+      for (let s = 0; s < this.nMarks; s += 2) {
+        const start = marks[s]!;
+        const wlen = marks[s + 1]! - start;
+        for (let n = min; n <= max; n++) {
+          let offset = 0;
+          emit(start, Math.min(n, wlen));
+          while (offset + n < wlen) {
+            offset++;
+            emit(start + offset, n);
+          }
+          if (offset === 0) break; // sklearn counts a word shorter than n only once
+        }
+      }
+    } else {
+      const nTokens = this.nMarks >> 1;
+      for (let n = min; n <= Math.min(max, nTokens); n++) {
+        for (let i = 0; i + n <= nTokens; i++) {
+          const start = marks[2 * i]!;
+          emit(start, marks[2 * (i + n - 1) + 1]! - start);
+        }
+      }
+    }
+  }
+
+  /**
+   * Counts the n-grams [start, start + n) for n = minLen..maxLen whose end lands on an allowed end:
+   * every position (ends === null) or the token ends listed in marks from index `endMark` on (word).
+   * Keys are extended one code point at a time, so this costs O(maxLen) per start.
+   */
+  private countFrom(start: number, minLen: number, maxLen: number, endMark: number): void {
+    const cp = this.cp;
+    const table = this.table;
+    const mask = this.mask;
+    let h = 0;
+    let a = 0;
+    let b = 0;
+    let ascii = true;
+    let m = endMark;
+    for (let n = 1; n <= maxLen; n++) {
+      const c = cp[start + n - 1]!;
+      h = (Math.imul(h, HASH_BASE) + c) | 0;
+      if (c >= 128) ascii = false;
+      else if (n <= 4) a |= c << (7 * (n - 1));
+      else if (n <= PACK_LIMIT) b |= c << (7 * (n - 5));
+      if (n < minLen) continue;
+      if (m >= 0) {
+        // word analyzer: only slices ending at a token end are n-grams
+        if (start + n !== this.marks[m]) continue;
+        m += 2;
+      }
+      const packed = ascii && n <= PACK_LIMIT;
+      const k0 = packed ? a | (n << 28) : h;
+      const k1 = packed ? b : HASHED;
+      let slot = mix(k0 ^ Math.imul(k1, 0x9e3779b1)) & mask;
+      for (;;) {
+        const entry = table[3 * slot + 2]!;
+        if (entry === 0) break;
+        if (
+          table[3 * slot] === k0 &&
+          table[3 * slot + 1] === k1 &&
+          (packed || this.matches(entry - 1, start, n))
+        ) {
+          this.count(entry - 1);
+          break;
+        }
+        slot = (slot + 1) & mask;
+      }
+    }
+  }
+
+  private matches(f: number, start: number, n: number): boolean {
+    const ps = this.poolStart[f]!;
+    if (this.poolStart[f + 1]! - ps !== n) return false;
+    for (let i = 0; i < n; i++) if (this.pool[ps + i] !== this.cp[start + i]) return false;
+    return true;
+  }
+
+  private count(f: number): void {
+    if (this.counts[f] === 0) {
+      if (this.nTouched === this.touched.length) {
+        const grown = new Int32Array(this.touched.length * 2);
+        grown.set(this.touched);
+        this.touched = grown;
+      }
+      this.touched[this.nTouched++] = f;
+    }
+    this.counts[f]! += 1;
+  }
+
+  /** Counts every n-gram of the loaded buffer (same multiset as forEachGram, grouped by start). */
+  private countAll(): void {
+    const { ngramMin: min, ngramMax: max, len, marks } = this;
+    if (this.analyzer === 'char') {
+      for (let i = 0; i < len; i++) this.countFrom(i, min, Math.min(max, len - i), -1);
+    } else if (this.analyzer === 'char_wb') {
+      for (let s = 0; s < this.nMarks; s += 2) {
+        const start = marks[s]!;
+        const wlen = marks[s + 1]! - start;
+        if (wlen < min) {
+          this.countFrom(start, wlen, wlen, -1); // a padded word shorter than every n counts once
+          continue;
+        }
+        for (let o = 0; o + min <= wlen; o++) this.countFrom(start + o, min, Math.min(max, wlen - o), -1);
+      }
+    } else {
+      const nTokens = this.nMarks >> 1;
+      for (let i = 0; i + min <= nTokens; i++) {
+        const last = Math.min(i + max, nTokens) - 1; // last token an n-gram from token i may end with
+        const start = marks[2 * i]!;
+        this.countFrom(
+          start,
+          marks[2 * (i + min - 1) + 1]! - start,
+          marks[2 * last + 1]! - start,
+          2 * (i + min - 1) + 1,
+        );
+      }
+    }
+  }
+
+  /**
+   * Vectorises one document into scratch buffers without allocating: returns the number of non-zero
+   * features; their indices are `vectorIndices[0..n)` and their l2-normalised tf-idf values
+   * `vectorValues[0..n)`, both valid until the next call. Used by prediction.
+   */
+  vectorize(doc: string): number {
+    this.load(doc);
+    this.nTouched = 0;
+    this.countAll();
+    const n = this.nTouched;
+    if (this.values.length < n) this.values = new Float64Array(this.touched.length);
+    let sq = 0;
+    for (let k = 0; k < n; k++) {
+      const f = this.touched[k]!;
+      const v = this.counts[f]! * this.idf[f]!;
+      this.counts[f] = 0;
+      this.values[k] = v;
+      sq += v * v;
+    }
+    const scale = sq > 0 ? 1 / Math.sqrt(sq) : 0;
+    for (let k = 0; k < n; k++) this.values[k]! *= scale;
+    return n;
+  }
+
+  get vectorIndices(): Int32Array {
+    return this.touched;
+  }
+
+  get vectorValues(): Float64Array {
+    return this.values;
+  }
+
+  /** Vectorises one document, passing its (feature, l2-normalised tf-idf) pairs to `visit`. */
+  transformOne(doc: string, visit: (feature: number, value: number) => void): void {
+    const n = this.vectorize(doc);
+    for (let k = 0; k < n; k++) visit(this.touched[k]!, this.values[k]!);
+  }
+
+  /** Vectorises documents into a CSR matrix (sklearn's transform); column indices ascend within a row. */
+  transform(docs: readonly string[]): CsrMatrix {
+    const indptr = new Int32Array(docs.length + 1);
+    let indices = new Int32Array(1024);
+    let data = new Float64Array(1024);
+    let nnz = 0;
+    let order = new Int32Array(256);
+    for (let r = 0; r < docs.length; r++) {
+      const n = this.vectorize(docs[r]!);
+      if (nnz + n > indices.length) {
+        const size = 2 * (nnz + n);
+        const i2 = new Int32Array(size);
+        i2.set(indices.subarray(0, nnz));
+        indices = i2;
+        const d2 = new Float64Array(size);
+        d2.set(data.subarray(0, nnz));
+        data = d2;
+      }
+      if (order.length < n) order = new Int32Array(2 * n);
+      for (let k = 0; k < n; k++) order[k] = k;
+      const touched = this.touched;
+      const sorted = order.subarray(0, n).sort((x, y) => touched[x]! - touched[y]!);
+      for (let k = 0; k < n; k++) {
+        indices[nnz] = touched[sorted[k]!]!;
+        data[nnz] = this.values[sorted[k]!]!;
+        nnz++;
+      }
+      indptr[r + 1] = nnz;
+    }
+    return {
+      nRows: docs.length,
+      nCols: this.size,
+      indptr,
+      indices: indices.slice(0, nnz),
+      data: data.slice(0, nnz),
+    };
+  }
+}
+
+function validateOptions(options: TfidfOptions): void {
+  const { analyzer, ngramMin, ngramMax } = options;
+  if (analyzer !== 'word' && analyzer !== 'char' && analyzer !== 'char_wb') {
+    throw new ModelInputError(
+      `model/tfidf: analyzer must be word, char or char_wb, got ${JSON.stringify(analyzer)}`,
+    );
+  }
+  if (!Number.isInteger(ngramMin) || !Number.isInteger(ngramMax) || ngramMin < 1 || ngramMax < ngramMin) {
+    throw new ModelInputError(
+      `model/tfidf: n-gram range must be integers 1 <= min <= max, got (${ngramMin}, ${ngramMax})`,
+    );
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Reading and checking the artifacts serving needs (`args.json`, `performance.json`, `model/*`), the
+ * contract described in docs/ARCHITECTURE.md. The same code reads a run through a tracking store and a
+ * saved model directory through the file system; only the `ArtifactReader` differs.
+ */
+import { decodeModel, MODEL_FILES, parseTrainingArgs, type TagModel } from '../model/index.js';
+
+/** Reads one artifact by its run-relative POSIX path; rejects when it cannot be read. */
+export type ArtifactReader = (path: string) => Promise<Uint8Array>;
+
+/** Metric values as stored: JSON has no NaN, so a NaN written by training arrives as null. */
+export interface ServedMetrics {
+  precision: number | null;
+  recall: number | null;
+  f1: number | null;
+  num_samples: number | null;
+}
+
+export interface ServedPerformance {
+  overall: ServedMetrics;
+  class: Record<string, ServedMetrics>;
+  slices: Record<string, ServedMetrics>;
+}
+
+/** Everything a loaded run (or model directory) serves. */
+export interface ServedModel {
+  readonly model: TagModel;
+  /** The training arguments of args.json, validated and completed by parseTrainingArgs (null prototype). */
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly performance: ServedPerformance;
+}
+
+export const ARTIFACT_FILES = {
+  args: 'args.json',
+  performance: 'performance.json',
+  modelDir: 'model',
+} as const;
+
+/** An artifact that is present but unusable (not JSON, wrong shape, undecodable model). */
+export class ArtifactFormatError extends Error {
+  override readonly name = 'ArtifactFormatError';
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+async function readJson(read: ArtifactReader, path: string): Promise<unknown> {
+  const bytes = await read(path);
+  try {
+    return JSON.parse(decoder.decode(bytes));
+  } catch (error) {
+    throw new ArtifactFormatError(`${path} is not valid UTF-8 JSON (${(error as Error).message})`);
+  }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function parseMetrics(raw: unknown, where: string): ServedMetrics {
+  if (!isRecord(raw)) throw new ArtifactFormatError(`performance.json: ${where} must be an object`);
+  const value = (key: keyof ServedMetrics): number | null => {
+    const v = raw[key];
+    if (v === null || (typeof v === 'number' && Number.isFinite(v))) return v;
+    throw new ArtifactFormatError(
+      `performance.json: ${where}.${key} must be a number or null, got ${JSON.stringify(v) ?? 'nothing'}`,
+    );
+  };
+  return {
+    precision: value('precision'),
+    recall: value('recall'),
+    f1: value('f1'),
+    num_samples: value('num_samples'),
+  };
+}
+
+function parseMetricsMap(raw: unknown, where: string): Record<string, ServedMetrics> {
+  if (!isRecord(raw)) throw new ArtifactFormatError(`performance.json: ${where} must be an object`);
+  // Object.fromEntries defines own properties, so a tag named `__proto__` stays an ordinary key.
+  return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, parseMetrics(v, `${where}.${k}`)]));
+}
+
+/** Parses the `{overall, class, slices}` report training writes. */
+export function parsePerformance(raw: unknown): ServedPerformance {
+  if (!isRecord(raw)) throw new ArtifactFormatError('performance.json must hold a JSON object');
+  return {
+    overall: parseMetrics(raw.overall, 'overall'),
+    class: parseMetricsMap(raw.class, 'class'),
+    slices: parseMetricsMap(raw.slices, 'slices'),
+  };
+}
+
+/** Reads only `performance.json` (what GET /runs/{run_id} needs). */
+export async function readPerformance(read: ArtifactReader): Promise<ServedPerformance> {
+  return parsePerformance(await readJson(read, ARTIFACT_FILES.performance));
+}
+
+function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
+  if (!isRecord(raw)) throw new ArtifactFormatError('args.json must hold a JSON object');
+  let args: Record<string, unknown>;
+  try {
+    // Validated and completed the way training reads args, so every documented key is present.
+    args = parseTrainingArgs(raw) as unknown as Record<string, unknown>;
+  } catch (error) {
+    throw new ArtifactFormatError(`args.json: ${(error as Error).message}`);
+  }
+  // A null prototype: a lookup of `constructor` or `__proto__` finds nothing inherited.
+  return Object.freeze(Object.assign(Object.create(null) as Record<string, unknown>, args));
+}
+
+/** Reads and checks every serving artifact; rejects with the reader's error or an ArtifactFormatError. */
+export async function loadServedModel(read: ArtifactReader): Promise<ServedModel> {
+  const [rawArgs, performance, modelFiles] = await Promise.all([
+    readJson(read, ARTIFACT_FILES.args),
+    readPerformance(read),
+    Promise.all(
+      MODEL_FILES.map(async (name) => [name, await read(`${ARTIFACT_FILES.modelDir}/${name}`)] as const),
+    ),
+  ]);
+  const args = parseArgs(rawArgs);
+  let model: TagModel;
+  try {
+    model = decodeModel(Object.fromEntries(modelFiles));
+  } catch (error) {
+    throw new ArtifactFormatError(`${ARTIFACT_FILES.modelDir}/: ${(error as Error).message}`);
+  }
+  return { model, args, performance };
+}

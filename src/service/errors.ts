@@ -1,0 +1,38 @@
+/** Errors of the serving layer; the HTTP layer maps each class to one status code. */
+
+/**
+ * Startup cannot complete (bad configuration, missing experiment, no loadable run). The message is meant
+ * for a person at a terminal: it says what is wrong and what to do, and `tagger serve` prints it as is.
+ */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+/** A run id that is not one of the experiment's runs (the id is never used to read anything). */
+export class UnknownRunError extends Error {
+  override readonly name = 'UnknownRunError';
+  constructor(readonly runId: string) {
+    super(`run ${JSON.stringify(truncate(runId))} is not a run of this experiment; GET /runs lists the runs`);
+  }
+}
+
+/**
+ * A known run whose artifacts cannot be used. `transient` is true when the store could not be reached
+ * (retrying may help) and false when the artifacts themselves are missing or broken.
+ */
+export class RunLoadError extends Error {
+  override readonly name = 'RunLoadError';
+  constructor(
+    readonly runId: string,
+    readonly reason: string,
+    readonly transient: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(`run ${runId} cannot be served: ${reason}`, options);
+  }
+}
+
+/** Long attacker-supplied ids are shortened before they are echoed back. */
+function truncate(value: string, max = 200): string {
+  return value.length <= max ? value : `${value.slice(0, max)}…`;
+}

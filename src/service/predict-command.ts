@@ -1,0 +1,60 @@
+/**
+ * Model loading for `tagger predict`: the same choice of run as `tagger serve` (the best loadable run
+ * of the experiment, via RunRegistry), a given run, or a saved model directory.
+ */
+import type { TagModel } from '../model/index.js';
+import { openTrackingStore } from '../tracking/index.js';
+import { loadServedModel } from './artifacts.js';
+import { StartupError } from './errors.js';
+import { RunRegistry } from './registry.js';
+import { loadModelDirectory } from './single-model.js';
+
+export interface PredictionSource {
+  /** A saved model directory (a run's artifacts folder); wins over the store options. */
+  modelDir?: string;
+  /** A run of the store; by default the best loadable run of `experiment`. */
+  runId?: string;
+  experiment: string;
+  trackingUri: string;
+}
+
+export interface LoadedForPrediction {
+  /** The run the model comes from, or null for a model directory. */
+  runId: string | null;
+  model: TagModel;
+}
+
+const quiet = { info: () => undefined, warn: () => undefined };
+
+export async function loadModelForPrediction(source: PredictionSource): Promise<LoadedForPrediction> {
+  if (source.modelDir !== undefined) {
+    return { runId: null, model: (await loadModelDirectory(source.modelDir)).model };
+  }
+  const store = await openTrackingStore(source.trackingUri);
+  try {
+    if (source.runId === undefined) {
+      const registry = await RunRegistry.load(store, {
+        experiment: source.experiment,
+        modelCacheSize: 1,
+        log: quiet,
+      });
+      return { runId: registry.bestRunId, model: registry.best.model };
+    }
+    const runId = source.runId;
+    const run = await store.getRun(runId);
+    if (run === null)
+      throw new StartupError(
+        `run ${runId} not found in ${store.displayUri}; \`tagger serve\` and GET /runs list the runs`,
+      );
+    try {
+      const served = await loadServedModel((path) => store.readArtifact(runId, path));
+      return { runId, model: served.model };
+    } catch (error) {
+      throw new StartupError(`run ${runId} cannot be used for predictions: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Single-model mode: one saved model directory (the layout of a run's artifacts: `args.json`,
+ * `performance.json`, `model/*`) served without a tracking store.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { ARTIFACT_FILES, loadServedModel, type ServedModel } from './artifacts.js';
+import { StartupError } from './errors.js';
+
+const LAYOUT = `${ARTIFACT_FILES.args}, ${ARTIFACT_FILES.performance} and ${ARTIFACT_FILES.modelDir}/`;
+
+/**
+ * Loads a saved model directory; throws StartupError naming the directory and the problem.
+ * @example const served = await loadModelDirectory('mlruns/1/abc/artifacts');
+ */
+export async function loadModelDirectory(dir: string): Promise<ServedModel> {
+  const root = resolve(dir);
+  const isDir = await stat(root).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isDir) {
+    throw new StartupError(
+      `model directory ${root} does not exist or is not a directory; point --model at a folder holding ${LAYOUT} (a run's artifacts folder is one)`,
+    );
+  }
+  // Paths come from our own constants (ARTIFACT_FILES, MODEL_FILES), never from a request.
+  const read = (path: string): Promise<Uint8Array> => readFile(join(root, ...path.split('/')));
+  try {
+    return await loadServedModel(read);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason =
+      code === 'ENOENT'
+        ? `${(error as NodeJS.ErrnoException).path ?? 'a file'} is missing`
+        : (error as Error).message;
+    throw new StartupError(
+      `model directory ${root} cannot be served: ${reason}; it must hold ${LAYOUT} as written by \`tagger train\``,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,1020 @@
+/**
+ * `FileTrackingStore`: reads and writes MLflow's local file store ("mlruns") layout exactly, so runs
+ * logged by Tagger show up in `mlflow.search_runs` / `mlflow ui` and runs logged by Python MLflow are
+ * served by Tagger. The layout and every rule mirrored here come from MLflow's
+ * `mlflow/store/tracking/file_store.py` (checked against MLflow 3.17.2); see `README.md` next to this file.
+ *
+ * Crash safety: every file that is replaced (YAML, params, tags, artifacts) is written to a temp file and
+ * renamed into place; temp files are dot-files at experiment (or root) level, where MLflow only looks for
+ * directories. A run folder counts as a run only once its `meta.yaml` exists, and `meta.yaml` is written
+ * last, so a crash mid-create leaves a folder both MLflow and Tagger skip. Metric lines are appended with
+ * one `write` per batch of whole lines.
+ */
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import type { Dirent } from 'node:fs';
+import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join, posix, relative, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isMap, isScalar, isSeq, parseDocument, stringify } from 'yaml';
+import { sortRuns } from './order.js';
+import type {
+  ArtifactEntry,
+  CreateRunOptions,
+  Experiment,
+  LifecycleStage,
+  LogBatch,
+  MetricPoint,
+  Run,
+  RunInfo,
+  RunStatus,
+  SearchRunsOptions,
+  TrackingStore,
+} from './store.js';
+import { TrackingError } from './store.js';
+
+export interface FileTrackingStoreOptions {
+  /**
+   * Called for every run or experiment folder a listing skips because it cannot be read (malformed
+   * `meta.yaml`, bad metric file, ...). MLflow logs these and carries on; so do we.
+   */
+  onWarning?: (message: string) => void;
+}
+
+// Names from MLflow's FileStore.
+const TRASH = '.trash';
+const META = 'meta.yaml';
+const METRICS = 'metrics';
+const PARAMS = 'params';
+const TAGS = 'tags';
+const ARTIFACTS = 'artifacts';
+const DEFAULT_EXPERIMENT_ID = '0';
+/** Experiment-level folders that are not runs (`RESERVED_EXPERIMENT_FOLDERS`). */
+const RESERVED_EXPERIMENT_FOLDERS = new Set(['tags', 'datasets', 'traces', 'models']);
+/** Root-level folders that are not experiments (`.trash`, and the model registry's `models`). */
+const NON_EXPERIMENT_FOLDERS = new Set([TRASH, 'models']);
+/** Prefix of our temp files; MLflow never looks at files at experiment/root level. */
+const TMP_PREFIX = '.tagger-tmp-';
+
+// Validation rules from `mlflow/utils/validation.py`.
+const RUN_ID_RE = /^[a-zA-Z0-9][\w-]{0,255}$/;
+const EXPERIMENT_ID_RE = /^[a-zA-Z0-9][\w-]{0,63}$/;
+const KEY_RE = /^[/\w.\- :]*$/;
+const MAX_KEY_LENGTH = 250;
+const MAX_PARAM_VALUE_LENGTH = 6000;
+const MAX_TAG_VALUE_LENGTH = 8000;
+const MAX_EXPERIMENT_NAME_LENGTH = 500;
+
+/** RunStatus as MLflow persists it in run `meta.yaml` (an int enum). */
+const STATUS_TO_INT: Record<RunStatus, number> = {
+  RUNNING: 1,
+  SCHEDULED: 2,
+  FINISHED: 3,
+  FAILED: 4,
+  KILLED: 5,
+};
+const INT_TO_STATUS = new Map<number, RunStatus>(
+  Object.entries(STATUS_TO_INT).map(([name, value]) => [value, name as RunStatus]),
+);
+
+const RUN_NAME_TAG = 'mlflow.runName';
+
+/** A `meta.yaml` scalar as written: its text and whether it was quoted (quoted text is always a string). */
+interface RawScalar {
+  text: string;
+  plain: boolean;
+}
+type RawMeta = Map<string, RawScalar | 'collection'>;
+
+/** Where a run lives on disk. */
+interface RunLocation {
+  experimentId: string;
+  experimentDir: string;
+  runDir: string;
+}
+
+interface LoadedRunInfo {
+  info: RunInfo;
+  location: RunLocation;
+  /** Absolute path of the run's artifact folder (relocated to the store when the recorded one is gone). */
+  artifactDir: string | null;
+  /** The fields of `meta.yaml` we rewrite on update. */
+  recordedArtifactUri: string;
+}
+
+const errno = (error: unknown): string | undefined =>
+  typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+
+/** A TrackingError for an unexpected file-system failure, naming the path. */
+function fsError(error: unknown, action: string, path: string): TrackingError {
+  const code = errno(error);
+  const reason = error instanceof Error ? error.message : String(error);
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    return new TrackingError(
+      'PERMISSION_DENIED',
+      `tracking: cannot ${action} ${path} (${reason}); check the file permissions of the tracking folder`,
+      { cause: error },
+    );
+  }
+  return new TrackingError('UNAVAILABLE', `tracking: cannot ${action} ${path} (${reason})`, { cause: error });
+}
+
+const malformed = (file: string, problem: string): TrackingError =>
+  new TrackingError(
+    'MALFORMED',
+    `tracking: ${file} is malformed: ${problem}; fix or remove that file (MLflow would fail on it too)`,
+  );
+
+const invalid = (message: string): TrackingError =>
+  new TrackingError('INVALID_ARGUMENT', `tracking: ${message}`);
+
+/** Parses a file URI or a path into an absolute path (relative paths against the working directory). */
+export function storeRootFromUri(uri: string): string {
+  if (uri.startsWith('file:')) {
+    try {
+      return fileURLToPath(uri);
+    } catch (error) {
+      throw new TrackingError(
+        'INVALID_ARGUMENT',
+        `tracking: '${uri}' is not a usable file URI (use file:///absolute/path or a plain path)`,
+        { cause: error },
+      );
+    }
+  }
+  return resolve(uri);
+}
+
+/**
+ * Validates a metric/param/tag key like MLflow: allowed characters, and the key must be a normalized
+ * relative POSIX path (keys with `/` become nested files, so `..`, `a//b`, `/x`, `.` would escape or
+ * alias other files).
+ */
+export function validateKey(kind: 'metric' | 'param' | 'tag', key: string): void {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw invalid(`${kind} key must be a non-empty string`);
+  }
+  if (key.length > MAX_KEY_LENGTH) {
+    throw invalid(`${kind} key '${key.slice(0, 40)}...' is longer than ${MAX_KEY_LENGTH} characters`);
+  }
+  if (!KEY_RE.test(key)) {
+    throw invalid(
+      `${kind} key '${key}' has characters MLflow does not allow; use letters, digits, '_', '-', '.', ' ', ':' and '/'`,
+    );
+  }
+  const normalized = posix.normalize(key);
+  if (normalized !== key || normalized === '.' || normalized.startsWith('..') || normalized.startsWith('/')) {
+    throw invalid(
+      `${kind} key '${key}' is not a normalized relative path (no '..', '.', leading or double '/')`,
+    );
+  }
+}
+
+/** Validates a run-relative artifact path; '' (the root) only when `allowRoot`. Returns its segments. */
+function artifactSegments(path: string, allowRoot: boolean): string[] {
+  if (typeof path !== 'string') throw invalid('artifact path must be a string');
+  if (path === '' || path === '.') {
+    if (allowRoot) return [];
+    throw invalid('artifact path must name a file, not the artifact root');
+  }
+  if (path.startsWith('/') || isAbsolute(path) || path.includes('\\') || path.includes('\0')) {
+    throw invalid(`artifact path '${path}' must be a relative POSIX path`);
+  }
+  const segments = path.split('/').filter((segment) => segment !== '' && segment !== '.');
+  if (segments.some((segment) => segment === '..')) {
+    throw invalid(`artifact path '${path}' must not contain '..'`);
+  }
+  if (segments.length === 0) {
+    if (allowRoot) return [];
+    throw invalid(`artifact path '${path}' must name a file`);
+  }
+  return segments;
+}
+
+/** Python's `float()` on MLflow's metric text: decimals, exponents, and nan/inf/infinity in any case. */
+export function parseMetricValue(text: string): number | null {
+  const special = /^([+-]?)(nan|inf|infinity)$/i.exec(text);
+  if (special) {
+    if (special[2]!.toLowerCase() === 'nan') return Number.NaN;
+    return special[1] === '-' ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  }
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text)) return null;
+  return Number(text);
+}
+
+/** The value as MLflow writes it (`f"{value}"`): `nan`, `inf`, `-inf`, otherwise JS's shortest repr. */
+export function formatMetricValue(value: number): string {
+  if (Number.isNaN(value)) return 'nan';
+  if (value === Number.POSITIVE_INFINITY) return 'inf';
+  if (value === Number.NEGATIVE_INFINITY) return '-inf';
+  return String(value);
+}
+
+const INT_RE = /^[+-]?\d+$/;
+
+/**
+ * Parses one metric line: `<ts> <value> [<step> [<dataset_name> <dataset_digest>]]` — 2, 3 or 5 fields
+ * separated by single spaces, as `_get_metric_from_line` does (5-field lines keep step 0, like MLflow).
+ */
+export function parseMetricLine(key: string, line: string, file: string): MetricPoint {
+  const fields = line.trim().split(' ');
+  if (fields.length !== 2 && fields.length !== 3 && fields.length !== 5) {
+    throw malformed(file, `a line has ${fields.length} fields, expected 2, 3 or 5: '${line.slice(0, 80)}'`);
+  }
+  const [timestampText, valueText, stepText] = fields as [string, string, string | undefined];
+  if (!INT_RE.test(timestampText)) throw malformed(file, `timestamp '${timestampText}' is not an integer`);
+  const value = parseMetricValue(valueText);
+  if (value === null) throw malformed(file, `value '${valueText}' is not a number`);
+  let step = 0;
+  if (fields.length === 3) {
+    if (!INT_RE.test(stepText!)) throw malformed(file, `step '${stepText}' is not an integer`);
+    step = Number(stepText);
+  }
+  return { key, value, timestamp: Number(timestampText), step };
+}
+
+/** MLflow's latest value: `max(points, key=(step, timestamp, value))`, first maximum wins. */
+export function latestMetric(points: readonly MetricPoint[]): MetricPoint | undefined {
+  let best: MetricPoint | undefined;
+  for (const point of points) {
+    if (
+      best === undefined ||
+      point.step > best.step ||
+      (point.step === best.step &&
+        (point.timestamp > best.timestamp ||
+          (point.timestamp === best.timestamp && point.value > best.value)))
+    ) {
+      best = point;
+    }
+  }
+  return best;
+}
+
+/**
+ * Parses a `meta.yaml` with the failsafe schema (every scalar a string) and keeps quoting, so values
+ * are interpreted the way PyYAML wrote them: PyYAML quotes any string that YAML 1.1 would read as
+ * something else, so a plain `1e5` is the string "1e5" and a plain `null` is null. This avoids YAML
+ * 1.1/1.2 disagreements and never turns 18-digit ids into lossy numbers.
+ */
+function parseMeta(text: string, file: string): RawMeta {
+  const doc = parseDocument(text, { schema: 'failsafe', uniqueKeys: true });
+  if (doc.errors.length > 0) throw malformed(file, `invalid YAML (${doc.errors[0]!.message.split('\n')[0]})`);
+  if (!isMap(doc.contents)) throw malformed(file, 'expected a mapping of fields');
+  const meta: RawMeta = new Map();
+  for (const item of doc.contents.items) {
+    if (!isScalar(item.key)) throw malformed(file, 'a field name is not a plain string');
+    const key = String(item.key.value);
+    if (item.value === null || item.value === undefined) {
+      meta.set(key, { text: '', plain: true });
+    } else if (isScalar(item.value)) {
+      meta.set(key, { text: String(item.value.value), plain: item.value.type === 'PLAIN' });
+    } else if (isSeq(item.value) || isMap(item.value)) {
+      meta.set(key, 'collection');
+    } else {
+      throw malformed(file, `field '${key}' has an unsupported value`);
+    }
+  }
+  return meta;
+}
+
+const isNullScalar = (raw: RawScalar): boolean =>
+  raw.plain && ['', '~', 'null', 'Null', 'NULL'].includes(raw.text);
+
+function metaString(meta: RawMeta, field: string, file: string): string | null {
+  const raw = meta.get(field);
+  if (raw === undefined) return null;
+  if (raw === 'collection') throw malformed(file, `field '${field}' must be a string`);
+  return isNullScalar(raw) ? null : raw.text;
+}
+
+function metaInt(meta: RawMeta, field: string, file: string): number | null {
+  const text = metaString(meta, field, file);
+  if (text === null) return null;
+  if (!INT_RE.test(text)) throw malformed(file, `field '${field}' must be an integer, got '${text}'`);
+  return Number(text);
+}
+
+function metaLifecycle(meta: RawMeta, file: string): LifecycleStage {
+  const stage = metaString(meta, 'lifecycle_stage', file) ?? 'active';
+  if (stage !== 'active' && stage !== 'deleted') {
+    throw malformed(file, `lifecycle_stage must be 'active' or 'deleted', got '${stage}'`);
+  }
+  return stage;
+}
+
+/** Serializes a meta.yaml like MLflow (sorted keys, block style), quoting anything YAML 1.1 would retype. */
+function dumpMeta(data: Record<string, string | number | null | never[]>): string {
+  return stringify(data, { version: '1.1', sortMapEntries: true, lineWidth: 0, singleQuote: true });
+}
+
+/** A new experiment id like MLflow's `_generate_unique_integer_id`: 18 decimal digits, no leading zero. */
+function newExperimentId(): string {
+  let id = String(randomInt(1, 10));
+  for (let i = 0; i < 17; i += 1) id += String(randomInt(0, 10));
+  return id;
+}
+
+const fileUri = (path: string): string => pathToFileURL(path).href;
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if (errno(error) === 'ENOENT' || errno(error) === 'ENOTDIR') return false;
+    throw fsError(error, 'inspect', path);
+  }
+}
+
+async function readText(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return null;
+    throw fsError(error, 'read', path);
+  }
+}
+
+async function subdirectories(path: string): Promise<string[]> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(path, { withFileTypes: true });
+  } catch (error) {
+    if (errno(error) === 'ENOENT' || errno(error) === 'ENOTDIR') return [];
+    throw fsError(error, 'list', path);
+  }
+  return entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+}
+
+/** Every file under `dir`, as POSIX paths relative to it (MLflow's `os.walk` over metrics/params/tags). */
+async function walkFiles(dir: string): Promise<string[]> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  } catch (error) {
+    if (errno(error) === 'ENOENT') return [];
+    throw fsError(error, 'list', dir);
+  }
+  return entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(dir, join(entry.parentPath, entry.name)).split(sep).join('/'))
+    .sort();
+}
+
+export class FileTrackingStore implements TrackingStore {
+  /** Absolute path of the mlruns folder. */
+  readonly root: string;
+  readonly displayUri: string;
+  private readonly onWarning: (message: string) => void;
+  private initialized: Promise<void> | undefined;
+  /** Run id -> location; verified on use, since runs can move (experiment deleted to `.trash`). */
+  private readonly runLocations = new Map<string, RunLocation>();
+
+  /** `root` is a folder path or a `file://` URI; it is created (with experiment `0`) on first use. */
+  constructor(root: string, options: FileTrackingStoreOptions = {}) {
+    this.root = storeRootFromUri(root);
+    this.displayUri = fileUri(this.root);
+    this.onWarning = options.onWarning ?? (() => {});
+  }
+
+  /** Creates the store and its folder now (rather than on first use), surfacing permission errors early. */
+  static async open(root: string, options: FileTrackingStoreOptions = {}): Promise<FileTrackingStore> {
+    const store = new FileTrackingStore(root, options);
+    await store.ready();
+    return store;
+  }
+
+  async close(): Promise<void> {}
+
+  // ---------------------------------------------------------------- setup and atomic writes
+
+  /** Like `FileStore.__init__`: a missing root is created with the default experiment; `.trash` always. */
+  private ready(): Promise<void> {
+    this.initialized ??= this.initialize().catch((error: unknown) => {
+      this.initialized = undefined;
+      throw error;
+    });
+    return this.initialized;
+  }
+
+  private async initialize(): Promise<void> {
+    try {
+      if (!(await exists(this.root))) {
+        await mkdir(this.root, { recursive: true });
+        const experimentDir = join(this.root, DEFAULT_EXPERIMENT_ID);
+        await mkdir(experimentDir, { recursive: true });
+        await this.writeExperimentMeta(experimentDir, DEFAULT_EXPERIMENT_ID, 'Default', Date.now());
+      }
+      await mkdir(join(this.root, TRASH), { recursive: true });
+    } catch (error) {
+      if (error instanceof TrackingError) throw error;
+      throw fsError(error, 'create the tracking folder', this.root);
+    }
+  }
+
+  /**
+   * Writes `content` to `target` atomically: a temp dot-file in `tmpDir` (a folder MLflow scans only for
+   * sub-folders) renamed over the target. Falls back to a temp file beside the target when `tmpDir` is on
+   * another device (e.g. artifacts stored elsewhere).
+   */
+  private async atomicWrite(target: string, content: string | Uint8Array, tmpDir: string): Promise<void> {
+    const tmpName = `${TMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`;
+    let tmp = join(tmpDir, tmpName);
+    try {
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(tmp, content);
+      try {
+        await rename(tmp, target);
+      } catch (error) {
+        if (errno(error) !== 'EXDEV') throw error;
+        await rm(tmp, { force: true });
+        tmp = join(dirname(target), tmpName);
+        await writeFile(tmp, content);
+        await rename(tmp, target);
+      }
+    } catch (error) {
+      await rm(tmp, { force: true }).catch(() => {});
+      if (error instanceof TrackingError) throw error;
+      throw fsError(error, 'write', target);
+    }
+  }
+
+  private async writeExperimentMeta(dir: string, id: string, name: string, time: number): Promise<void> {
+    const meta = dumpMeta({
+      artifact_location: fileUri(dir),
+      creation_time: time,
+      experiment_id: id,
+      last_update_time: time,
+      lifecycle_stage: 'active',
+      name,
+    });
+    await this.atomicWrite(join(dir, META), meta, dirname(dir));
+  }
+
+  // ---------------------------------------------------------------- experiments
+
+  /** `[id, folder]` of every experiment folder, active first, then deleted ones in `.trash`. */
+  private async experimentFolders(): Promise<{ id: string; dir: string }[]> {
+    const active = (await subdirectories(this.root))
+      .filter((name) => !NON_EXPERIMENT_FOLDERS.has(name))
+      .map((name) => ({ id: name, dir: join(this.root, name) }));
+    const trash = join(this.root, TRASH);
+    const deleted = (await subdirectories(trash)).map((name) => ({ id: name, dir: join(trash, name) }));
+    return [...active, ...deleted];
+  }
+
+  /** Reads one experiment folder; null when it has no meta.yaml (not an experiment, like MLflow). */
+  private async readExperiment(id: string, dir: string): Promise<Experiment | null> {
+    const file = join(dir, META);
+    const text = await readText(file);
+    if (text === null) return null;
+    const meta = parseMeta(text, file);
+    const recordedId = metaString(meta, 'experiment_id', file);
+    // Old MLflow wrote the id as a YAML int; the folder name is the id either way.
+    if (recordedId !== id)
+      throw malformed(file, `experiment_id '${recordedId}' does not match its folder '${id}'`);
+    const name = metaString(meta, 'name', file);
+    if (name === null) throw malformed(file, "field 'name' is missing");
+    const artifactLocation = metaString(meta, 'artifact_location', file);
+    if (artifactLocation === null) throw malformed(file, "field 'artifact_location' is missing");
+    return {
+      experimentId: id,
+      name,
+      artifactLocation,
+      lifecycleStage: metaLifecycle(meta, file),
+      creationTime: metaInt(meta, 'creation_time', file),
+      lastUpdateTime: metaInt(meta, 'last_update_time', file),
+    };
+  }
+
+  /** The folder of experiment `id` (active or deleted) and its metadata; null when absent. */
+  private async findExperiment(id: string): Promise<{ dir: string; experiment: Experiment } | null> {
+    if (!EXPERIMENT_ID_RE.test(id)) throw invalid(`'${id}' is not a valid experiment id`);
+    for (const dir of [join(this.root, id), join(this.root, TRASH, id)]) {
+      const experiment = await this.readExperiment(id, dir);
+      if (experiment) return { dir, experiment };
+    }
+    return null;
+  }
+
+  async getExperimentByName(name: string): Promise<Experiment | null> {
+    await this.ready();
+    for (const { id, dir } of await this.experimentFolders()) {
+      try {
+        const experiment = await this.readExperiment(id, dir);
+        if (experiment?.name === name) return experiment;
+      } catch (error) {
+        if (!(error instanceof TrackingError && error.code === 'MALFORMED')) throw error;
+        this.onWarning(`${error.message} (experiment skipped)`);
+      }
+    }
+    return null;
+  }
+
+  async createExperiment(name: string): Promise<string> {
+    if (typeof name !== 'string' || name.trim() === '')
+      throw invalid('experiment name must be a non-empty string');
+    if (name.length > MAX_EXPERIMENT_NAME_LENGTH) {
+      throw invalid(`experiment name is longer than ${MAX_EXPERIMENT_NAME_LENGTH} characters`);
+    }
+    await this.ready();
+    const existing = await this.getExperimentByName(name);
+    if (existing) {
+      const state = existing.lifecycleStage === 'deleted' ? ' (deleted, in .trash; restore or purge it)' : '';
+      throw new TrackingError(
+        'ALREADY_EXISTS',
+        `tracking: experiment '${name}' already exists in ${this.displayUri}${state}`,
+      );
+    }
+    for (;;) {
+      const id = newExperimentId();
+      const dir = join(this.root, id);
+      try {
+        await mkdir(dir);
+      } catch (error) {
+        if (errno(error) === 'EEXIST') continue; // 1 in 10^17; pick another.
+        throw fsError(error, 'create experiment folder', dir);
+      }
+      await this.writeExperimentMeta(dir, id, name, Date.now());
+      return id;
+    }
+  }
+
+  // ---------------------------------------------------------------- runs: reading
+
+  private assertRunId(runId: string): void {
+    if (typeof runId !== 'string' || !RUN_ID_RE.test(runId))
+      throw invalid(`'${runId}' is not a valid run id`);
+  }
+
+  /** Finds the folder of a run (any experiment, active or deleted) that has a meta.yaml. */
+  private async locateRun(runId: string): Promise<RunLocation | null> {
+    this.assertRunId(runId);
+    await this.ready();
+    const cached = this.runLocations.get(runId);
+    if (cached && (await exists(join(cached.runDir, META)))) return cached;
+    this.runLocations.delete(runId);
+    for (const { id, dir } of await this.experimentFolders()) {
+      const runDir = join(dir, runId);
+      if (await exists(join(runDir, META))) {
+        const location = { experimentId: id, experimentDir: dir, runDir };
+        this.runLocations.set(runId, location);
+        return location;
+      }
+    }
+    return null;
+  }
+
+  /** Resolves where a run's artifacts are, relocating a stale absolute `file://` URI into this store. */
+  private async resolveArtifactDir(recorded: string, location: RunLocation): Promise<string | null> {
+    const fallback = join(location.runDir, ARTIFACTS);
+    let recordedPath: string | null = null;
+    if (recorded.startsWith('file:')) {
+      try {
+        recordedPath = fileURLToPath(recorded);
+      } catch {
+        recordedPath = null;
+      }
+    } else if (isAbsolute(recorded)) {
+      recordedPath = recorded;
+    } else if (recorded.includes(':')) {
+      // mlflow-artifacts:/, s3://, ...: not on this machine.
+      return null;
+    }
+    if (recordedPath !== null && (await exists(recordedPath))) return recordedPath;
+    // The store was moved or copied: MLflow's own layout puts the artifacts beside meta.yaml.
+    return fallback;
+  }
+
+  private async readRunInfo(location: RunLocation, runId: string): Promise<LoadedRunInfo> {
+    const file = join(location.runDir, META);
+    const text = await readText(file);
+    if (text === null) throw new TrackingError('NOT_FOUND', `tracking: run ${runId} has no ${file}`);
+    const meta = parseMeta(text, file);
+    const recordedRunId = metaString(meta, 'run_id', file) ?? metaString(meta, 'run_uuid', file);
+    if (recordedRunId !== runId) {
+      throw malformed(file, `run_id '${recordedRunId}' does not match its folder '${runId}'`);
+    }
+    const experimentId = metaString(meta, 'experiment_id', file);
+    if (experimentId !== location.experimentId) {
+      throw malformed(file, `experiment_id '${experimentId}' does not match its experiment folder`);
+    }
+    const statusInt = metaInt(meta, 'status', file);
+    const status = statusInt === null ? 'RUNNING' : INT_TO_STATUS.get(statusInt);
+    if (status === undefined) throw malformed(file, `status ${statusInt} is not one of 1..5`);
+    const recordedArtifactUri = metaString(meta, 'artifact_uri', file) ?? '';
+    const artifactDir = await this.resolveArtifactDir(recordedArtifactUri, location);
+    const info: RunInfo = {
+      runId,
+      experimentId,
+      runName: metaString(meta, 'run_name', file) ?? '',
+      userId: metaString(meta, 'user_id', file) ?? '',
+      status,
+      startTime: metaInt(meta, 'start_time', file) ?? 0,
+      endTime: metaInt(meta, 'end_time', file),
+      artifactUri: artifactDir !== null ? fileUri(artifactDir) : recordedArtifactUri,
+      lifecycleStage: metaLifecycle(meta, file),
+    };
+    return { info, location, artifactDir, recordedArtifactUri };
+  }
+
+  private async readMetricFile(runDir: string, key: string): Promise<MetricPoint[] | null> {
+    const file = join(runDir, METRICS, ...key.split('/'));
+    const text = await readText(file);
+    if (text === null) return null;
+    // Python's readlines(): a trailing newline does not start another line.
+    const lines = text.split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    if (lines.length === 0) throw malformed(file, 'no data');
+    return lines.map((line) => parseMetricLine(key, line, file));
+  }
+
+  private async readValues(
+    runDir: string,
+    folder: string,
+    kind: 'param' | 'tag',
+  ): Promise<Record<string, string>> {
+    const dir = join(runDir, folder);
+    const values: Record<string, string> = {};
+    for (const key of await walkFiles(dir)) {
+      try {
+        validateKey(kind, key);
+      } catch {
+        throw malformed(join(dir, key), `'${key}' is not a valid ${kind} key`);
+      }
+      const text = await readText(join(dir, ...key.split('/')));
+      if (text !== null) values[key] = text;
+    }
+    return values;
+  }
+
+  private async loadRun(location: RunLocation, runId: string): Promise<Run> {
+    const loaded = await this.readRunInfo(location, runId);
+    const { runDir } = location;
+    const metrics: Record<string, number> = {};
+    for (const key of await walkFiles(join(runDir, METRICS))) {
+      try {
+        validateKey('metric', key);
+      } catch {
+        throw malformed(join(runDir, METRICS, key), `'${key}' is not a valid metric key`);
+      }
+      const latest = latestMetric((await this.readMetricFile(runDir, key)) ?? []);
+      if (latest) metrics[key] = latest.value;
+    }
+    const params = await this.readValues(runDir, PARAMS, 'param');
+    const tags = await this.readValues(runDir, TAGS, 'tag');
+    // MLflow falls back to the mlflow.runName tag when meta.yaml has no run_name.
+    const info =
+      loaded.info.runName === '' ? { ...loaded.info, runName: tags[RUN_NAME_TAG] ?? '' } : loaded.info;
+    return { info, metrics, params, tags };
+  }
+
+  async getRun(runId: string): Promise<Run | null> {
+    const location = await this.locateRun(runId);
+    if (!location) return null;
+    return this.loadRun(location, runId);
+  }
+
+  async searchRuns(experimentId: string, options: SearchRunsOptions = {}): Promise<Run[]> {
+    await this.ready();
+    const found = await this.findExperiment(experimentId);
+    // MLflow's FileStore returns no runs for an unknown experiment.
+    if (!found) return [];
+    const runs: Run[] = [];
+    const names = (await subdirectories(found.dir)).filter((name) => !RESERVED_EXPERIMENT_FOLDERS.has(name));
+    // Bounded parallelism: fast on big experiments without exhausting file descriptors.
+    const batchSize = 16;
+    for (let start = 0; start < names.length; start += batchSize) {
+      const batch = names.slice(start, start + batchSize);
+      const loaded = await Promise.all(batch.map((name) => this.tryLoadRun(found.dir, experimentId, name)));
+      for (const run of loaded) if (run) runs.push(run);
+    }
+    const selected = runs.filter(
+      (run) =>
+        run.info.lifecycleStage === 'active' && (!options.finishedOnly || run.info.status === 'FINISHED'),
+    );
+    return sortRuns(selected, options.orderByMetric);
+  }
+
+  /** One run of a listing, or null (reported) when it is not a readable run, as MLflow skips it. */
+  private async tryLoadRun(experimentDir: string, experimentId: string, name: string): Promise<Run | null> {
+    const runDir = join(experimentDir, name);
+    // No meta.yaml: not a run (yet) — e.g. a run whose creation crashed. MLflow skips these silently.
+    if (!RUN_ID_RE.test(name) || !(await exists(join(runDir, META)))) return null;
+    try {
+      const location = { experimentId, experimentDir, runDir };
+      const run = await this.loadRun(location, name);
+      this.runLocations.set(name, location);
+      return run;
+    } catch (error) {
+      if (error instanceof TrackingError && (error.code === 'MALFORMED' || error.code === 'NOT_FOUND')) {
+        this.onWarning(`${error.message} (run ${name} skipped)`);
+        return null;
+      }
+      throw error;
+    }
+  }
+
+  async getMetricHistory(runId: string, key: string): Promise<MetricPoint[]> {
+    validateKey('metric', key);
+    const location = await this.requireRun(runId);
+    return (await this.readMetricFile(location.runDir, key)) ?? [];
+  }
+
+  private async requireRun(runId: string): Promise<RunLocation> {
+    const location = await this.locateRun(runId);
+    if (!location)
+      throw new TrackingError('NOT_FOUND', `tracking: run ${runId} not found in ${this.displayUri}`);
+    return location;
+  }
+
+  /** The run's info, refusing writes to deleted runs like MLflow's `check_run_is_active`. */
+  private async requireActiveRun(runId: string): Promise<LoadedRunInfo> {
+    const location = await this.requireRun(runId);
+    const loaded = await this.readRunInfo(location, runId);
+    if (loaded.info.lifecycleStage !== 'active') {
+      throw invalid(`run ${runId} is deleted; restore it before logging to it`);
+    }
+    return loaded;
+  }
+
+  // ---------------------------------------------------------------- runs: writing
+
+  private async writeRunMeta(loaded: Omit<LoadedRunInfo, 'artifactDir'>, creating: boolean): Promise<void> {
+    const { info, location } = loaded;
+    const data: Record<string, string | number | null | never[]> = {
+      artifact_uri: loaded.recordedArtifactUri,
+      end_time: info.endTime,
+      entry_point_name: '',
+      experiment_id: info.experimentId,
+      lifecycle_stage: info.lifecycleStage,
+      run_id: info.runId,
+      run_name: info.runName,
+      // MLflow 3 dropped run_uuid, but MLflow 2.x requires it to read the run.
+      run_uuid: info.runId,
+      source_name: '',
+      source_type: 4,
+      source_version: '',
+      start_time: info.startTime,
+      status: STATUS_TO_INT[info.status],
+      tags: [],
+      user_id: info.userId,
+    };
+    // MLflow writes deleted_time only at creation (null) and on deletion.
+    if (creating) data['deleted_time'] = null;
+    await this.atomicWrite(join(location.runDir, META), dumpMeta(data), location.experimentDir);
+  }
+
+  private async writeValue(location: RunLocation, folder: string, key: string, value: string): Promise<void> {
+    await this.atomicWrite(join(location.runDir, folder, ...key.split('/')), value, location.experimentDir);
+  }
+
+  async createRun(experimentId: string, options: CreateRunOptions): Promise<Run> {
+    await this.ready();
+    const tags = { ...(options.tags ?? {}) };
+    for (const [key, value] of Object.entries(tags)) validateTag(key, value);
+    if (typeof options.runName !== 'string') throw invalid('runName must be a string');
+    const taggedName = tags[RUN_NAME_TAG];
+    if (taggedName !== undefined && options.runName !== '' && taggedName !== options.runName) {
+      throw invalid(`runName '${options.runName}' differs from tag ${RUN_NAME_TAG} '${taggedName}'`);
+    }
+    const runName = options.runName !== '' ? options.runName : (taggedName ?? '');
+    if (runName !== '') tags[RUN_NAME_TAG] = runName;
+    const startTime = options.startTime ?? Date.now();
+    if (!Number.isSafeInteger(startTime) || startTime < 0)
+      throw invalid('startTime must be epoch milliseconds');
+
+    const found = await this.findExperiment(experimentId);
+    if (!found) {
+      throw new TrackingError(
+        'NOT_FOUND',
+        `tracking: experiment ${experimentId} not found in ${this.displayUri}`,
+      );
+    }
+    if (found.experiment.lifecycleStage !== 'active') {
+      throw invalid(`experiment ${experimentId} is deleted; restore it before creating runs in it`);
+    }
+
+    const runId = randomUUID().replaceAll('-', '');
+    const runDir = join(found.dir, runId);
+    const location: RunLocation = { experimentId, experimentDir: found.dir, runDir };
+    const { recordedUri, dir: artifactDir } = await this.newRunArtifactDir(found.experiment, location, runId);
+    try {
+      await mkdir(runDir);
+      // MLflow only finds runs that have metrics/, params/ and artifacts/ (even when the artifacts
+      // themselves live elsewhere).
+      for (const folder of [METRICS, PARAMS, TAGS, ARTIFACTS]) await mkdir(join(runDir, folder));
+      await mkdir(artifactDir, { recursive: true });
+    } catch (error) {
+      throw fsError(error, 'create run folder', runDir);
+    }
+    for (const [key, value] of Object.entries(tags)) await this.writeValue(location, TAGS, key, value);
+    const info: RunInfo = {
+      runId,
+      experimentId,
+      runName,
+      userId: options.userId ?? '',
+      status: 'RUNNING',
+      startTime,
+      endTime: null,
+      artifactUri: fileUri(artifactDir),
+      lifecycleStage: 'active',
+    };
+    // Last: from here on the run is visible to readers.
+    await this.writeRunMeta({ info, location, recordedArtifactUri: recordedUri }, true);
+    this.runLocations.set(runId, location);
+    return { info, metrics: {}, params: {}, tags };
+  }
+
+  /**
+   * The artifact URI MLflow would record (`<experiment artifact_location>/<run>/artifacts`) when that
+   * location is on this machine; otherwise (store moved, or a remote location) the store-local folder.
+   */
+  private async newRunArtifactDir(
+    experiment: Experiment,
+    location: RunLocation,
+    runId: string,
+  ): Promise<{ recordedUri: string; dir: string }> {
+    const local = join(location.runDir, ARTIFACTS);
+    if (experiment.artifactLocation.startsWith('file:')) {
+      let experimentArtifacts: string | null = null;
+      try {
+        experimentArtifacts = fileURLToPath(experiment.artifactLocation);
+      } catch {
+        // Not a usable file URI: use the store-local folder.
+      }
+      if (experimentArtifacts !== null && (await exists(experimentArtifacts))) {
+        const base = experiment.artifactLocation.replace(/\/+$/, '');
+        return {
+          recordedUri: `${base}/${runId}/${ARTIFACTS}`,
+          dir: join(experimentArtifacts, runId, ARTIFACTS),
+        };
+      }
+    }
+    return { recordedUri: fileUri(local), dir: local };
+  }
+
+  async logBatch(runId: string, batch: LogBatch): Promise<void> {
+    const metrics = batch.metrics ?? [];
+    const params = Object.entries(batch.params ?? {});
+    const tags = Object.entries(batch.tags ?? {});
+    // Validate the whole batch first, so a rejected batch writes nothing.
+    for (const point of metrics) validateMetric(point);
+    for (const [key, value] of params) validateParam(key, value);
+    for (const [key, value] of tags) validateTag(key, value);
+    if (metrics.length === 0 && params.length === 0 && tags.length === 0) {
+      await this.requireRun(runId);
+      return;
+    }
+    const loaded = await this.requireActiveRun(runId);
+    const { location } = loaded;
+
+    const newParams: [string, string][] = [];
+    for (const [key, value] of params) {
+      const existing = await readText(join(location.runDir, PARAMS, ...key.split('/')));
+      if (existing === null) newParams.push([key, value]);
+      else if (existing !== value) {
+        throw invalid(
+          `param '${key}' of run ${runId} is already '${existing}'; params cannot change (tried '${value}'), use a tag or a new run`,
+        );
+      }
+    }
+    for (const [key, value] of newParams) await this.writeValue(location, PARAMS, key, value);
+
+    const lines = new Map<string, string>();
+    for (const point of metrics) {
+      const line = `${point.timestamp} ${formatMetricValue(point.value)} ${point.step}\n`;
+      lines.set(point.key, (lines.get(point.key) ?? '') + line);
+    }
+    for (const [key, text] of lines) {
+      const file = join(location.runDir, METRICS, ...key.split('/'));
+      try {
+        await mkdir(dirname(file), { recursive: true });
+        // One append of whole lines: readers never see a partial line from us.
+        await appendFile(file, text, { flag: 'a' });
+      } catch (error) {
+        throw fsError(error, 'append to', file);
+      }
+    }
+
+    for (const [key, value] of tags) await this.writeValue(location, TAGS, key, value);
+    const renamed = batch.tags?.[RUN_NAME_TAG];
+    if (renamed !== undefined && renamed !== loaded.info.runName) {
+      // MLflow keeps meta.yaml's run_name in sync with the mlflow.runName tag.
+      await this.writeRunMeta({ ...loaded, info: { ...loaded.info, runName: renamed } }, false);
+    }
+  }
+
+  /**
+   * Sets the status. `endTime` defaults to now for terminal statuses (like `MlflowClient.set_terminated`)
+   * and keeps the recorded one otherwise.
+   */
+  async updateRun(runId: string, update: { status: RunStatus; endTime?: number }): Promise<void> {
+    if (!Object.hasOwn(STATUS_TO_INT, update.status)) throw invalid(`'${update.status}' is not a run status`);
+    if (update.endTime !== undefined && (!Number.isSafeInteger(update.endTime) || update.endTime < 0)) {
+      throw invalid('endTime must be epoch milliseconds');
+    }
+    const loaded = await this.requireActiveRun(runId);
+    const terminal = update.status === 'FINISHED' || update.status === 'FAILED' || update.status === 'KILLED';
+    const endTime = update.endTime ?? (terminal ? Date.now() : loaded.info.endTime);
+    await this.writeRunMeta({ ...loaded, info: { ...loaded.info, status: update.status, endTime } }, false);
+  }
+
+  // ---------------------------------------------------------------- artifacts
+
+  private async artifactDir(runId: string): Promise<{ dir: string; uri: string }> {
+    const location = await this.requireRun(runId);
+    const loaded = await this.readRunInfo(location, runId);
+    if (loaded.artifactDir === null) {
+      throw new TrackingError(
+        'UNSUPPORTED',
+        `tracking: run ${runId} keeps its artifacts at ${loaded.recordedArtifactUri}, which a local file store cannot reach; use the tracking server's URI instead`,
+      );
+    }
+    return { dir: loaded.artifactDir, uri: loaded.info.artifactUri };
+  }
+
+  async logArtifact(runId: string, path: string, content: Uint8Array): Promise<void> {
+    const segments = artifactSegments(path, false);
+    const location = await this.requireRun(runId);
+    const { dir } = await this.artifactDir(runId);
+    const target = join(dir, ...segments);
+    if (!target.startsWith(dir + sep))
+      throw invalid(`artifact path '${path}' escapes the run's artifact folder`);
+    await this.atomicWrite(target, content, location.experimentDir);
+  }
+
+  async listArtifacts(runId: string, path = ''): Promise<ArtifactEntry[]> {
+    const segments = artifactSegments(path, true);
+    const { dir } = await this.artifactDir(runId);
+    const folder = join(dir, ...segments);
+    let entries: Dirent[];
+    try {
+      entries = await readdir(folder, { withFileTypes: true });
+    } catch (error) {
+      // Like MLflow: listing something that is not a folder gives nothing.
+      if (errno(error) === 'ENOENT' || errno(error) === 'ENOTDIR') return [];
+      throw fsError(error, 'list', folder);
+    }
+    const prefix = segments.join('/');
+    const result: ArtifactEntry[] = [];
+    for (const entry of entries) {
+      if (entry.name.startsWith(TMP_PREFIX)) continue;
+      const entryPath = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+      if (entry.isDirectory()) {
+        result.push({ path: entryPath, isDir: true, size: null });
+      } else {
+        const info = await stat(join(folder, entry.name)).catch((error: unknown) => {
+          throw fsError(error, 'inspect', join(folder, entry.name));
+        });
+        result.push({
+          path: entryPath,
+          isDir: info.isDirectory(),
+          size: info.isDirectory() ? null : info.size,
+        });
+      }
+    }
+    return result.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  async readArtifact(runId: string, path: string): Promise<Uint8Array> {
+    const segments = artifactSegments(path, false);
+    const { dir, uri } = await this.artifactDir(runId);
+    const file = join(dir, ...segments);
+    try {
+      return new Uint8Array(await readFile(file));
+    } catch (error) {
+      const code = errno(error);
+      if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') {
+        throw new TrackingError(
+          'NOT_FOUND',
+          `tracking: artifact ${uri}/${segments.join('/')} not found (run ${runId}); list the run's artifacts to see what it has`,
+        );
+      }
+      throw fsError(error, 'read', file);
+    }
+  }
+}
+
+function validateMetric(point: MetricPoint): void {
+  validateKey('metric', point.key);
+  if (typeof point.value !== 'number') throw invalid(`metric '${point.key}' value must be a number`);
+  if (!Number.isSafeInteger(point.timestamp)) {
+    throw invalid(`metric '${point.key}' timestamp must be an integer (epoch milliseconds)`);
+  }
+  if (!Number.isSafeInteger(point.step)) throw invalid(`metric '${point.key}' step must be an integer`);
+}
+
+function validateParam(key: string, value: string): void {
+  validateKey('param', key);
+  if (typeof value !== 'string') throw invalid(`param '${key}' value must be a string`);
+  if (value.length > MAX_PARAM_VALUE_LENGTH) {
+    throw invalid(`param '${key}' value is longer than MLflow's ${MAX_PARAM_VALUE_LENGTH} characters`);
+  }
+}
+
+function validateTag(key: string, value: string): void {
+  validateKey('tag', key);
+  if (typeof value !== 'string') throw invalid(`tag '${key}' value must be a string`);
+  if (value.length > MAX_TAG_VALUE_LENGTH) {
+    throw invalid(`tag '${key}' value is longer than MLflow's ${MAX_TAG_VALUE_LENGTH} characters`);
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * Picks a `TrackingStore` from a tracking URI, the way MLflow reads `MLFLOW_TRACKING_URI`:
+ * `http://` / `https://` → an MLflow tracking server (REST); `file://` URIs and plain paths → an
+ * `mlruns` folder in MLflow's file layout. Other schemes (`sqlite:`, `databricks`, ...) are refused
+ * with a clear message rather than guessed at.
+ */
+import { FileTrackingStore, type FileTrackingStoreOptions } from './file-store.js';
+import { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.js';
+import { TrackingError, type TrackingStore } from './store.js';
+
+export { FileTrackingStore, type FileTrackingStoreOptions } from './file-store.js';
+export { compareByMetric, compareNatural, sortRuns } from './order.js';
+export { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.js';
+export * from './store.js';
+
+/** MLflow's default when nothing is configured (a folder relative to the working directory). */
+export const DEFAULT_TRACKING_URI = './mlruns';
+
+export interface OpenTrackingStoreOptions
+  extends FileTrackingStoreOptions,
+    Omit<RestTrackingStoreOptions, 'uri'> {}
+
+/** The flag when given, else `MLFLOW_TRACKING_URI` (when non-empty), else `./mlruns`. */
+export function resolveTrackingUri(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  if (flag !== undefined && flag !== '') return flag;
+  const fromEnv = env.MLFLOW_TRACKING_URI;
+  if (fromEnv !== undefined && fromEnv.trim() !== '') return fromEnv.trim();
+  return DEFAULT_TRACKING_URI;
+}
+
+/**
+ * Opens the store for `uri`. A file store's folder is created (with MLflow's default experiment `0`)
+ * if missing, so permission problems show up here rather than mid-training.
+ */
+export async function openTrackingStore(
+  uri: string,
+  options: OpenTrackingStoreOptions = {},
+): Promise<TrackingStore> {
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
+  if (scheme === 'http' || scheme === 'https') {
+    const { onWarning: _unused, ...restOptions } = options;
+    return new RestTrackingStore({ ...restOptions, uri });
+  }
+  // One-letter "schemes" are Windows drive letters (C:\mlruns), i.e. paths.
+  if (scheme === undefined || scheme === 'file' || scheme.length === 1) {
+    return FileTrackingStore.open(uri, options.onWarning ? { onWarning: options.onWarning } : {});
+  }
+  throw new TrackingError(
+    'UNSUPPORTED',
+    `tracking: tracking URI scheme '${scheme}:' is not supported (${uri.split('@').pop()}); use http(s)://host:port for an MLflow server or a folder path / file:// URI for a local mlruns store`,
+  );
+}

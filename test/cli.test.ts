@@ -1,0 +1,260 @@
+/** The `tagger` CLI as users run it: a real process, real files, a real local store. */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTrackingStore } from '../src/tracking/index.js';
+import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from './support/components.js';
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const FAST = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
+
+function tagger(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', TSX_LOADER, join(REPO_ROOT, 'src', 'cli.ts'), ...args],
+      { cwd: dir, env: { ...process.env, MLFLOW_TRACKING_URI: '', ...env }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** A clean failure: non-zero exit, a `tagger:` message, and no stack trace. */
+function expectCleanFailure(result: Result, message: RegExp): void {
+  expect(result.code).not.toBe(0);
+  expect(result.stderr).toMatch(message);
+  expect(result.stderr).not.toMatch(/^\s+at /m);
+}
+
+let dir: string;
+let store: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tagger-cli-'));
+  store = join(dir, 'mlruns');
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('tagger --help', () => {
+  it('lists the commands', async () => {
+    const result = await tagger(['--help']);
+    expect(result.code).toBe(0);
+    for (const command of ['train', 'optimize', 'predict', 'serve']) expect(result.stdout).toContain(command);
+  });
+});
+
+describe('tagger train', () => {
+  it('trains, logs a run and prints one JSON object with --json', async () => {
+    const result = await tagger([
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--args',
+      FAST,
+      '--tracking-uri',
+      store,
+      '--run-name',
+      'cli-run',
+      '--json',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const output = JSON.parse(lines[0] ?? '');
+    expect(output.experiment).toBe('best');
+    expect(output.run_id).toMatch(/^[0-9a-f]{32}$/);
+    for (const key of ['precision', 'recall', 'f1']) expect(output.metrics[key]).toBeTypeOf('number');
+    // Progress goes to stderr when it is not a terminal: plain lines, no escape codes.
+    expect(result.stderr).toMatch(/training: 3\/3/);
+    expect(result.stderr).not.toContain('\u001b[');
+
+    const tracking = await openTrackingStore(store);
+    try {
+      const run = await tracking.getRun(output.run_id);
+      expect(run?.info.runName).toBe('cli-run');
+      expect(run?.metrics.f1).toBe(output.metrics.f1);
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('reads MLFLOW_TRACKING_URI and --experiment', async () => {
+    const result = await tagger(
+      ['train', '--data', SAMPLE_DATA, '--args', FAST, '--experiment', 'other-exp', '--json'],
+      {
+        MLFLOW_TRACKING_URI: store,
+      },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const tracking = await openTrackingStore(store);
+    try {
+      const experiment = await tracking.getExperimentByName('other-exp');
+      expect(experiment).not.toBeNull();
+      expect(await tracking.searchRuns(experiment?.experimentId ?? '')).toHaveLength(1);
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('reports a missing data file', async () => {
+    expectCleanFailure(
+      await tagger(['train', '--data', 'missing.csv', '--tracking-uri', store]),
+      /data: file not found: missing\.csv/,
+    );
+  });
+
+  it('reports missing columns', async () => {
+    const path = join(dir, 'columns.csv');
+    await writeFile(path, 'title,text\na,b\n');
+    expectCleanFailure(
+      await tagger(['train', '--data', path, '--tracking-uri', store]),
+      /lacks column\(s\) description, tag/,
+    );
+  });
+
+  it('reports empty data', async () => {
+    const path = join(dir, 'empty.csv');
+    await writeFile(path, 'title,description,tag\n');
+    expectCleanFailure(
+      await tagger(['train', '--data', path, '--tracking-uri', store]),
+      /has a header but no rows/,
+    );
+  });
+
+  it('reports too few examples for the split', async () => {
+    const path = join(dir, 'few.csv');
+    await writeFile(path, 'title,description,tag\na,b,x\nc,d,y\ne,f,x\n');
+    expectCleanFailure(await tagger(['train', '--data', path, '--tracking-uri', store]), /too few to split/);
+  });
+
+  it('reports an unknown analyzer', async () => {
+    expectCleanFailure(
+      await tagger([
+        'train',
+        '--data',
+        SAMPLE_DATA,
+        '--args',
+        '{"analyzer":"bogus"}',
+        '--tracking-uri',
+        store,
+      ]),
+      /analyzer.*bogus/,
+    );
+  });
+
+  it('reports non-numeric arguments', async () => {
+    expectCleanFailure(
+      await tagger(['train', '--data', SAMPLE_DATA, '--args', '{"alpha":"big"}', '--tracking-uri', store]),
+      /alpha.*big/,
+    );
+    expectCleanFailure(
+      await tagger(['train', '--data', SAMPLE_DATA, '--seed', 'abc']),
+      /--seed must be a whole number, got 'abc'/,
+    );
+  });
+
+  it('reports invalid JSON and a missing --args file', async () => {
+    expectCleanFailure(
+      await tagger(['train', '--data', SAMPLE_DATA, '--args', '{nope']),
+      /--args: .* is not valid JSON/,
+    );
+    expectCleanFailure(
+      await tagger(['train', '--data', SAMPLE_DATA, '--args', 'nope.json']),
+      /--args: file not found: nope\.json/,
+    );
+  });
+
+  it('requires --data', async () => {
+    expectCleanFailure(await tagger(['train']), /required option '--data <csv>' not specified/);
+  });
+});
+
+describe('tagger predict', () => {
+  it('predicts with the best run, in order, one prediction per text', async () => {
+    const result = await tagger(
+      ['predict', 'Object detection with YOLO', 'Sentiment analysis of tweets with BERT'],
+      { MLFLOW_TRACKING_URI: store },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const output = JSON.parse(result.stdout);
+    expect(output.run_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(output.predictions.map((p: { input_text: string }) => p.input_text)).toEqual([
+      'Object detection with YOLO',
+      'Sentiment analysis of tweets with BERT',
+    ]);
+    for (const prediction of output.predictions) {
+      const total = Object.values(prediction.predicted_probabilities as Record<string, number>).reduce(
+        (a, b) => a + b,
+        0,
+      );
+      expect(total).toBeCloseTo(1, 6);
+      expect(Object.keys(prediction.predicted_probabilities)).toContain(prediction.predicted_tag);
+    }
+  });
+
+  it('reports an unknown run id', async () => {
+    expectCleanFailure(
+      await tagger(['predict', '--run-id', 'f'.repeat(32), 'text'], { MLFLOW_TRACKING_URI: store }),
+      new RegExp(`${'f'.repeat(32)}`),
+    );
+  });
+
+  it('reports an empty store with what to do', async () => {
+    expectCleanFailure(
+      await tagger(['predict', 'text'], { MLFLOW_TRACKING_URI: join(dir, 'empty-store') }),
+      /tagger train/,
+    );
+  });
+});
+
+describe('tagger optimize', () => {
+  it('logs one run per trial and saves the best arguments', async () => {
+    const output = join(dir, 'best-args.json');
+    const result = await tagger([
+      'optimize',
+      '--data',
+      SAMPLE_DATA,
+      '--trials',
+      '2',
+      '--args',
+      FAST,
+      '--tracking-uri',
+      store,
+      '--output',
+      output,
+      '--json',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const summary = JSON.parse(result.stdout);
+    expect(summary.trials).toBe(2);
+    const saved = JSON.parse(await readFile(output, 'utf8'));
+    expect(saved).toEqual(summary.best.args);
+    const tracking = await openTrackingStore(store);
+    try {
+      const experiment = await tracking.getExperimentByName('optimization');
+      const runs = await tracking.searchRuns(experiment?.experimentId ?? '');
+      expect(runs).toHaveLength(2);
+      expect(runs.every((run) => typeof run.metrics.val_f1 === 'number')).toBe(true);
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('rejects a non-numeric trial count', async () => {
+    expectCleanFailure(
+      await tagger(['optimize', '--data', SAMPLE_DATA, '--trials', 'many']),
+      /--trials must be a whole number/,
+    );
+  });
+});

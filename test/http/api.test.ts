@@ -1,0 +1,406 @@
+/**
+ * The API contract in run-based mode, through the real HTTP layer (app.inject) over a temp file store
+ * whose runs have known f1 values (see test/support/fixtures.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TaggerApp } from '../../src/http/index.js';
+import { MODEL_FILES } from '../../src/model/index.js';
+import { TrackingError } from '../../src/tracking/index.js';
+import {
+  buildServingFixture,
+  type InstrumentedStore,
+  instrumentStore,
+  type ServingFixture,
+} from '../support/fixtures.js';
+import { type CapturedLog, captureLog, expectEnvelope, postJson, runsApp } from './helpers.js';
+
+let fx: ServingFixture;
+let store: InstrumentedStore;
+let app: TaggerApp;
+let log: CapturedLog;
+/** Runs whose reads fail as if the tracking server were down (set per test). */
+const unavailable = new Set<string>();
+
+const TEXTS = [
+  'Fine-tuning BERT for sentiment analysis of product reviews',
+  'Object detection with YOLO on drone images',
+  'Deploying models with Docker, Kubernetes and CI/CD pipelines',
+];
+
+const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
+
+beforeAll(async () => {
+  fx = await buildServingFixture();
+  store = instrumentStore(fx.store, {
+    beforeRead: (runId) => {
+      if (unavailable.has(runId)) throw new TrackingError('UNAVAILABLE', 'tracking: server did not answer');
+    },
+  });
+  log = captureLog();
+  ({ app } = await runsApp(store, { log }));
+});
+
+afterAll(async () => {
+  await app?.close();
+  await fx?.close();
+});
+
+const get = (url: string) => app.inject({ method: 'GET', url, headers: { accept: 'application/json' } });
+
+describe('startup', () => {
+  it('serves the best run with loadable artifacts and logs the broken one it skipped', () => {
+    const warnings = log.lines.filter((l) => l.level === 'warn');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.obj).toMatchObject({ runId: fx.runs.broken });
+    expect(log.lines.find((l) => l.level === 'info')!.obj).toMatchObject({ runId: fx.runs.alpha });
+  });
+});
+
+describe('GET /', () => {
+  it('is a health check: the envelope with an empty data object', async () => {
+    const response = await get('/?probe=1&x=%20y');
+    expect(response.statusCode).toBe(200);
+    const body = expectEnvelope(response, { method: 'GET', url: '/?probe=1&x=%20y' });
+    expect(body).toMatchObject({ message: 'OK', 'status-code': 200, data: {} });
+    expect(Object.keys(body).sort()).toEqual([
+      'data',
+      'message',
+      'method',
+      'status-code',
+      'timestamp',
+      'url',
+    ]);
+  });
+});
+
+describe('GET /runs', () => {
+  const order = () => [
+    fx.runs.broken,
+    fx.runs.alpha,
+    fx.runs.beta,
+    fx.runs.noperf,
+    fx.runs.nan,
+    fx.runs.nof1,
+  ];
+
+  it('lists every run, best f1 first, NaN then missing f1 last, with the documented fields', async () => {
+    const response = await get('/runs');
+    expect(response.statusCode).toBe(200);
+    const body = expectEnvelope(response, { method: 'GET', url: '/runs' });
+    const runs = (body.data as { runs: Record<string, unknown>[] }).runs;
+    expect(runs.map((r) => r.run_id)).toEqual(order());
+    expect(runs.map((r) => r.run_name)).toEqual(['broken', 'alpha', 'beta', 'noperf', 'nan', 'nof1']);
+    const alpha = runs[1]!;
+    expect(alpha).toMatchObject({
+      status: 'FINISHED',
+      start_time: '2026-01-01T00:04:00.000Z',
+      end_time: '2026-01-01T00:04:01.000Z',
+    });
+    expect((alpha.metrics as Record<string, unknown>).f1).toBe(0.9);
+    expect((alpha.params as Record<string, unknown>).analyzer).toBe('"char_wb"');
+    // JSON has no NaN: a NaN metric is the string "NaN"; a run without f1 has no f1 key.
+    expect((runs[4]!.metrics as Record<string, unknown>).f1).toBe('NaN');
+    expect(runs[5]!.metrics).not.toHaveProperty('f1');
+  });
+
+  it.each([
+    ['0', 0],
+    ['2', 2],
+    ['6', 6],
+    ['1000', 6],
+    ['007', 6],
+  ])('top=%s returns the first runs only', async (top, count) => {
+    const response = await get(`/runs?top=${top}`);
+    expect(response.statusCode).toBe(200);
+    const runs = (JSON.parse(response.body).data as { runs: { run_id: string }[] }).runs;
+    expect(runs.map((r) => r.run_id)).toEqual(order().slice(0, count));
+  });
+
+  it.each([
+    ['abc', 'value is not a valid integer', 'type_error.integer'],
+    ['1.5', 'value is not a valid integer', 'type_error.integer'],
+    ['1e2', 'value is not a valid integer', 'type_error.integer'],
+    ['', 'value is not a valid integer', 'type_error.integer'],
+    ['-1', 'ensure this value is greater than or equal to 0', 'value_error.number.not_ge'],
+  ])('top=%j is a 422 at ["query","top"]', async (top, msg, type) => {
+    const response = await get(`/runs?top=${encodeURIComponent(top)}`);
+    expect(response.statusCode).toBe(422);
+    const body = JSON.parse(response.body);
+    expect(body.detail).toHaveLength(1);
+    expect(body.detail[0]).toMatchObject({ loc: ['query', 'top'], msg, type });
+  });
+});
+
+describe('GET /runs/{run_id}', () => {
+  it("returns the run's performance report", async () => {
+    for (const [name, model] of [
+      ['alpha', fx.modelA],
+      ['beta', fx.modelB],
+      ['broken', fx.modelA],
+    ] as const) {
+      const url = `/runs/${fx.runs[name]}`;
+      const response = await get(url);
+      expect(response.statusCode).toBe(200);
+      const body = expectEnvelope(response, { method: 'GET', url });
+      expect(body.data).toEqual({ run_id: fx.runs[name], performance: roundTrip(model.performance) });
+    }
+  });
+
+  it('reads a run’s performance.json once, however often it is asked for', async () => {
+    const before = store.readsOf(fx.runs.nan);
+    await Promise.all([1, 2, 3].map(() => get(`/runs/${fx.runs.nan}`)));
+    await get(`/runs/${fx.runs.nan}`);
+    expect(store.readsOf(fx.runs.nan) - before).toBe(1);
+  });
+
+  it('answers 409 naming the run when its performance.json is broken', async () => {
+    const url = `/runs/${fx.runs.noperf}`;
+    const response = await get(url);
+    expect(response.statusCode).toBe(409);
+    const body = expectEnvelope(response, { method: 'GET', url });
+    expect(body).toMatchObject({ message: 'Conflict' });
+    expect(body.detail).toContain(fx.runs.noperf);
+    expect(body.detail).toContain('performance.json');
+  });
+
+  it.each([
+    ['unknown', 'nope'],
+    ['traversal', '..%2F..%2Fmeta.yaml'],
+    ['backslash traversal', '..%5C..%5Cmeta.yaml'],
+    ['absolute path', '%2Fetc%2Fpasswd'],
+    ['double-encoded', '%252E%252E%252Fetc'],
+    ['proto', '__proto__'],
+    ['constructor', 'constructor'],
+    ['other experiment', 'allbroken'],
+  ])('a run id that is not in the experiment (%s) is a 404 naming it, with nothing read', async (_, id) => {
+    const readsBefore = store.reads.length;
+    const response = await get(`/runs/${id}`);
+    expect(response.statusCode).toBe(404);
+    const body = JSON.parse(response.body);
+    expect(body['status-code']).toBe(404);
+    expect(body.detail).toContain(JSON.stringify(decodeURIComponent(id)));
+    expect(store.reads.length).toBe(readsBefore);
+  });
+
+  it('a run of another experiment is not served either', async () => {
+    const response = await get(`/runs/${fx.allBroken[0]}`);
+    expect(response.statusCode).toBe(404);
+  });
+
+  it('answers 503 with Retry-After when the store cannot be reached', async () => {
+    unavailable.add(fx.runs.nof1);
+    try {
+      const response = await get(`/runs/${fx.runs.nof1}`);
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['retry-after']).toBe('5');
+      expect(JSON.parse(response.body).detail).toContain(fx.runs.nof1);
+    } finally {
+      unavailable.delete(fx.runs.nof1);
+    }
+    // The failure was not remembered: the next request reads again and succeeds.
+    expect((await get(`/runs/${fx.runs.nof1}`)).statusCode).toBe(200);
+  });
+});
+
+const expectedPredictions = (model: ServingFixture['modelA'], texts: string[]) =>
+  model.model.predict(texts).map((p, i) => ({
+    input_text: texts[i],
+    predicted_tag: p.predicted_tag,
+    predicted_probabilities: p.probabilities,
+  }));
+
+describe('POST /predict', () => {
+  it('predicts with the best loadable run, one prediction per text in order, with run_id', async () => {
+    const response = await postJson(app, '/predict', { texts: TEXTS.map((text) => ({ text })) });
+    expect(response.statusCode).toBe(200);
+    const body = expectEnvelope(response, { method: 'POST', url: '/predict' });
+    expect(body.data).toEqual({ run_id: fx.runs.alpha, predictions: expectedPredictions(fx.modelA, TEXTS) });
+    const predictions = (body.data as { predictions: { predicted_probabilities: Record<string, number> }[] })
+      .predictions;
+    for (const p of predictions) {
+      expect(Object.keys(p.predicted_probabilities).sort()).toEqual([...fx.modelA.model.tags].sort());
+      expect(Object.values(p.predicted_probabilities).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
+    }
+  });
+
+  it('keeps duplicates and order for many texts', async () => {
+    const texts = Array.from({ length: 50 }, (_, i) => TEXTS[i % 3]! + (i % 2 ? ' again' : ''));
+    const response = await postJson(app, '/predict', { texts: texts.map((text) => ({ text })) });
+    const data = JSON.parse(response.body).data as { predictions: { input_text: string }[] };
+    expect(data.predictions.map((p) => p.input_text)).toEqual(texts);
+  });
+
+  it('ignores extra fields, as pydantic does by default', async () => {
+    const response = await postJson(app, '/predict', { texts: [{ text: 'a', id: 3 }], other: true });
+    expect(response.statusCode).toBe(200);
+  });
+
+  it('refuses a body that is not JSON with a 415 envelope', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/predict',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'texts=hello',
+    });
+    expect(response.statusCode).toBe(415);
+    const body = expectEnvelope(response, { method: 'POST', url: '/predict' });
+    expect(body.detail).toContain('application/json');
+  });
+
+  it('accepts application/json with a charset', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/predict',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      payload: JSON.stringify({ texts: [{ text: 'hello' }] }),
+    });
+    expect(response.statusCode).toBe(200);
+  });
+});
+
+describe('POST /runs/{run_id}/predict', () => {
+  it("predicts with that run's model, loaded on first use", async () => {
+    const url = `/runs/${fx.runs.beta}/predict`;
+    const response = await postJson(app, url, { texts: TEXTS.map((text) => ({ text })) });
+    expect(response.statusCode).toBe(200);
+    const body = expectEnvelope(response, { method: 'POST', url });
+    expect(body.data).toEqual({ run_id: fx.runs.beta, predictions: expectedPredictions(fx.modelB, TEXTS) });
+  });
+
+  it('serves the best run through this route too', async () => {
+    const response = await postJson(app, `/runs/${fx.runs.alpha}/predict`, { texts: [{ text: TEXTS[0] }] });
+    expect(JSON.parse(response.body).data).toEqual({
+      run_id: fx.runs.alpha,
+      predictions: expectedPredictions(fx.modelA, [TEXTS[0]!]),
+    });
+  });
+
+  it('answers 409 naming a run whose model cannot be loaded', async () => {
+    const url = `/runs/${fx.runs.broken}/predict`;
+    const response = await postJson(app, url, { texts: [{ text: 'x' }] });
+    expect(response.statusCode).toBe(409);
+    const body = expectEnvelope(response, { method: 'POST', url });
+    expect(body.detail).toContain(fx.runs.broken);
+    expect(body.detail).toContain('model/');
+  });
+
+  it('answers 404 for an unknown run and reads nothing', async () => {
+    const before = store.reads.length;
+    const response = await postJson(app, '/runs/..%2F..%2Fartifacts/predict', { texts: [{ text: 'x' }] });
+    expect(response.statusCode).toBe(404);
+    expect(JSON.parse(response.body).detail).toContain('"../../artifacts"');
+    expect(store.reads.length).toBe(before);
+  });
+
+  it('loads each model file exactly once for concurrent first requests (single flight)', async () => {
+    const before = store.readsOf(fx.runs.nan);
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        postJson(app, `/runs/${fx.runs.nan}/predict`, { texts: [{ text: 'x' }] }),
+      ),
+    );
+    expect(responses.map((r) => r.statusCode)).toEqual(Array(6).fill(200));
+    // args.json + model files; performance.json of `nan` may already have been read by another test.
+    const modelReads = store.reads.filter((r) => r.startsWith(`${fx.runs.nan}/`)).slice(before);
+    expect(modelReads.filter((r) => r.endsWith('/args.json'))).toHaveLength(1);
+    for (const file of MODEL_FILES)
+      expect(modelReads.filter((r) => r.endsWith(`/model/${file}`))).toHaveLength(1);
+  });
+});
+
+describe('GET /performance', () => {
+  it('returns the whole report of the best run without filter', async () => {
+    const response = await get('/performance');
+    expect(response.statusCode).toBe(200);
+    expect(expectEnvelope(response, { method: 'GET', url: '/performance' }).data).toEqual({
+      performance: roundTrip(fx.modelA.performance),
+    });
+  });
+
+  it.each(['overall', 'class', 'slices'] as const)('filter=%s selects that part', async (filter) => {
+    const response = await get(`/performance?filter=${filter}`);
+    expect(response.statusCode).toBe(200);
+    expect(JSON.parse(response.body).data).toEqual({ performance: roundTrip(fx.modelA.performance[filter]) });
+  });
+
+  it('filter=overall holds precision, recall, f1 and num_samples', async () => {
+    const performance = JSON.parse((await get('/performance?filter=overall')).body).data.performance;
+    expect(Object.keys(performance).sort()).toEqual(['f1', 'num_samples', 'precision', 'recall']);
+  });
+
+  it.each(['x', 'OVERALL', ''])('filter=%j is a 422 listing the allowed values', async (filter) => {
+    const response = await get(`/performance?filter=${filter}`);
+    expect(response.statusCode).toBe(422);
+    const [issue, ...rest] = JSON.parse(response.body).detail;
+    expect(rest).toEqual([]);
+    expect(issue).toMatchObject({ loc: ['query', 'filter'], type: 'value_error.const' });
+    expect(issue.msg).toBe("unexpected value; permitted: 'overall', 'class', 'slices'");
+  });
+});
+
+describe('GET /args and /args/{param}', () => {
+  it('returns every training argument of the best run', async () => {
+    const response = await get('/args');
+    expect(response.statusCode).toBe(200);
+    const data = expectEnvelope(response, { method: 'GET', url: '/args' }).data as {
+      args: Record<string, unknown>;
+    };
+    expect(data.args).toEqual(roundTrip(fx.modelA.args));
+    for (const key of [
+      'shuffle',
+      'subset',
+      'min_freq',
+      'lower',
+      'stem',
+      'analyzer',
+      'ngram_max_range',
+      'alpha',
+      'learning_rate',
+      'power_t',
+    ]) {
+      expect(data.args).toHaveProperty(key);
+    }
+  });
+
+  it.each(['alpha', 'subset', 'analyzer', 'shuffle'])(
+    '/args/%s is an object with that one key',
+    async (param) => {
+      const response = await get(`/args/${param}`);
+      expect(response.statusCode).toBe(200);
+      const data = expectEnvelope(response, { method: 'GET', url: `/args/${param}` }).data;
+      expect(data).toEqual({ [param]: (fx.modelA.args as unknown as Record<string, unknown>)[param] });
+    },
+  );
+
+  it.each(['nope', 'constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'ALPHA'])(
+    '/args/%s is a 404 listing the known names',
+    async (param) => {
+      const response = await get(`/args/${param}`);
+      expect(response.statusCode).toBe(404);
+      const body = expectEnvelope(response, { method: 'GET', url: `/args/${param}` });
+      expect(body.detail).toContain(JSON.stringify(param));
+      expect(body.detail).toContain('alpha, learning_rate, power_t');
+    },
+  );
+});
+
+describe('unknown routes and methods', () => {
+  it('answers an unknown path with a 404 envelope', async () => {
+    const response = await get('/nothing/here?x=1');
+    expect(response.statusCode).toBe(404);
+    expect(expectEnvelope(response, { method: 'GET', url: '/nothing/here?x=1' }).message).toBe('Not Found');
+  });
+
+  it('answers a known path with another method with a 405 envelope and Allow', async () => {
+    for (const [method, url, allow] of [
+      ['DELETE', '/predict', 'POST'],
+      ['POST', '/runs', 'GET, HEAD'],
+      ['PUT', '/args/alpha', 'GET, HEAD'],
+    ] as const) {
+      const response = await app.inject({ method, url });
+      expect(response.statusCode).toBe(405);
+      expect(response.headers.allow).toBe(allow);
+      expect(expectEnvelope(response, { method, url }).message).toBe('Method Not Allowed');
+    }
+  });
+});

@@ -1,0 +1,91 @@
+/**
+ * /docs (Swagger UI) and /redoc (ReDoc) render the API in headless Chromium with every request staying on
+ * 127.0.0.1: any other request is aborted and fails the test.
+ */
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TaggerApp } from '../../src/http/index.js';
+import { chromiumPath } from '../support/components.js';
+import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { runsApp } from './helpers.js';
+
+const executablePath = chromiumPath();
+
+describe.skipIf(executablePath === null)('documentation pages in a browser', () => {
+  let fx: ServingFixture;
+  let app: TaggerApp;
+  let browser: Browser;
+  let base: string;
+
+  beforeAll(async () => {
+    fx = await buildServingFixture();
+    ({ app } = await runsApp(fx.store));
+    base = await app.listen({ host: '127.0.0.1', port: 0 });
+    browser = await chromium.launch({
+      executablePath: executablePath!,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await fx?.close();
+  });
+
+  /** Opens a page that records (and blocks) every request that does not go to the test server. */
+  async function openOffline(path: string): Promise<{ page: Page; external: string[]; local: string[] }> {
+    const page = await browser.newPage();
+    const external: string[] = [];
+    const local: string[] = [];
+    await page.route('**/*', async (route) => {
+      const url = new URL(route.request().url());
+      if (url.protocol === 'data:' || url.protocol === 'blob:' || url.hostname === '127.0.0.1') {
+        local.push(url.pathname);
+        await route.continue();
+      } else {
+        external.push(url.href);
+        await route.abort();
+      }
+    });
+    await page.goto(`${base}${path}`);
+    return { page, external, local };
+  }
+
+  it('/docs renders Swagger UI with every endpoint, offline', async () => {
+    const { page, external, local } = await openOffline('/docs');
+    await page.getByText('/runs/{run_id}/predict').first().waitFor();
+    const text = (await page.locator('body').textContent()) ?? '';
+    for (const path of ['/predict', '/runs', '/runs/{run_id}', '/performance', '/args', '/args/{param}']) {
+      expect(text).toContain(path);
+    }
+    for (const tag of ['General', 'Runs', 'Model']) expect(text).toContain(tag);
+    expect(local).toContain('/docs/json');
+    expect(external).toEqual([]);
+    await page.close();
+  });
+
+  it('/redoc renders ReDoc with every endpoint, offline, from the bundled script', async () => {
+    const { page, external, local } = await openOffline('/redoc');
+    await page.getByText('/runs/{run_id}/predict').first().waitFor({ state: 'attached' });
+    const text = (await page.locator('body').textContent()) ?? '';
+    for (const summary of [
+      'Predict tags with the best run',
+      'List the runs, best first',
+      'Performance of the best run',
+    ]) {
+      expect(text).toContain(summary);
+    }
+    expect(local).toEqual(expect.arrayContaining(['/redoc', '/redoc/redoc.standalone.js', '/openapi.json']));
+    expect(external).toEqual([]);
+    await page.close();
+  });
+});

@@ -1,0 +1,114 @@
+/**
+ * The OpenAPI document: valid per an OpenAPI validator, complete (every endpoint with its real request
+ * and response schemas, tags, metadata), and identical to the committed openapi.json
+ * (regenerate with `npx tsx scripts/openapi.ts`).
+ */
+import { readFile } from 'node:fs/promises';
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { formatOpenApi, OPENAPI_FILE } from '../../scripts/openapi.js';
+import { generateOpenApiDocument } from '../../src/app.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: walking a JSON document
+type Json = any;
+let document: Json;
+
+beforeAll(async () => {
+  document = await generateOpenApiDocument();
+});
+
+const ENDPOINTS: [string, string, string][] = [
+  ['get', '/', 'General'],
+  ['post', '/predict', 'General'],
+  ['get', '/runs', 'Runs'],
+  ['get', '/runs/{run_id}', 'Runs'],
+  ['post', '/runs/{run_id}/predict', 'Runs'],
+  ['get', '/performance', 'Model'],
+  ['get', '/args', 'Model'],
+  ['get', '/args/{param}', 'Model'],
+];
+
+describe('openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const result = await validate(structuredClone(document));
+    expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
+    expect(document.openapi).toBe('3.1.0');
+  });
+
+  it('matches the committed openapi.json (run `npx tsx scripts/openapi.ts` after changing the API)', async () => {
+    const committed = await readFile(OPENAPI_FILE, 'utf8');
+    expect(committed).toBe(formatOpenApi(document));
+  });
+
+  it('declares title, description, version 0.1 and the three tags', () => {
+    expect(document.info).toMatchObject({ title: 'Tagger', version: '0.1' });
+    expect(document.info.description).toContain('envelope');
+    expect(document.tags.map((t: Json) => t.name)).toEqual(['General', 'Runs', 'Model']);
+  });
+
+  it('describes exactly the API endpoints, each under its tag (docs and helpers are hidden)', () => {
+    const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.keys(item as object).map((method) => `${method} ${path}`),
+    );
+    expect(operations.sort()).toEqual(ENDPOINTS.map(([m, p]) => `${m} ${p}`).sort());
+    for (const [method, path, tag] of ENDPOINTS) expect(document.paths[path][method].tags).toEqual([tag]);
+  });
+
+  it('gives every success response the envelope schema with data', () => {
+    for (const [method, path] of ENDPOINTS) {
+      const schema = document.paths[path][method].responses['200'].content['application/json'].schema;
+      expect(schema.required).toEqual(['message', 'method', 'status-code', 'timestamp', 'url', 'data']);
+    }
+  });
+
+  it('documents the predict request body and the 422 body', () => {
+    for (const path of ['/predict', '/runs/{run_id}/predict']) {
+      const operation = document.paths[path].post;
+      const body = operation.requestBody.content['application/json'].schema;
+      expect(body.required).toEqual(['texts']);
+      expect(body.properties.texts.minItems).toBe(1);
+      expect(body.properties.texts.items.properties.text.minLength).toBe(1);
+      expect(operation.requestBody.content['application/json'].example.texts.length).toBeGreaterThan(0);
+      const invalid = operation.responses['422'].content['application/json'].schema;
+      expect(invalid.properties.detail.items.required).toEqual(['loc', 'msg', 'type']);
+      expect(operation.responses['415'].content['application/json'].schema.required).toContain('detail');
+    }
+  });
+
+  it('documents parameters: top (integer >= 0), filter (enum), run_id and param', () => {
+    const top = document.paths['/runs'].get.parameters.find((p: Json) => p.name === 'top');
+    expect(top).toMatchObject({ in: 'query', required: false, schema: { type: 'integer', minimum: 0 } });
+    const filter = document.paths['/performance'].get.parameters.find((p: Json) => p.name === 'filter');
+    expect(filter.schema.enum).toEqual(['overall', 'class', 'slices']);
+    expect(document.paths['/runs/{run_id}'].get.parameters[0]).toMatchObject({
+      in: 'path',
+      name: 'run_id',
+      required: true,
+    });
+    expect(document.paths['/args/{param}'].get.parameters[0]).toMatchObject({
+      in: 'path',
+      name: 'param',
+      required: true,
+    });
+  });
+
+  it('documents how non-finite metrics are written', () => {
+    const run =
+      document.paths['/runs'].get.responses['200'].content['application/json'].schema.properties.data
+        .properties.runs.items;
+    expect(run.properties.metrics.additionalProperties.anyOf[1].enum).toEqual([
+      'NaN',
+      'Infinity',
+      '-Infinity',
+    ]);
+    expect(run.required).toEqual([
+      'run_id',
+      'run_name',
+      'status',
+      'start_time',
+      'end_time',
+      'metrics',
+      'params',
+    ]);
+  });
+});

@@ -1,0 +1,125 @@
+/** Single-model mode (`--model <dir>`): one saved model, no tracking store, no /runs endpoints. */
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import type { TaggerApp } from '../../src/http/index.js';
+import { MODEL_FILES } from '../../src/model/index.js';
+import { loadModelDirectory, StartupError } from '../../src/service/index.js';
+import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { expectEnvelope, postJson } from './helpers.js';
+
+let fx: ServingFixture;
+let app: TaggerApp;
+let scratch: string;
+
+beforeAll(async () => {
+  fx = await buildServingFixture();
+  scratch = await mkdtemp(join(tmpdir(), 'tagger-single-'));
+  const model = await loadModelDirectory(fx.modelDir);
+  app = createApp({ serving: { mode: 'model', model, source: fx.modelDir } });
+  await app.ready();
+});
+
+afterAll(async () => {
+  await app?.close();
+  await fx?.close();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
+
+describe('single-model mode', () => {
+  it('POST /predict answers with predictions only (no run_id)', async () => {
+    const texts = ['Object detection with YOLO', 'Question answering with transformers'];
+    const response = await postJson(app, '/predict', { texts: texts.map((text) => ({ text })) });
+    expect(response.statusCode).toBe(200);
+    const body = expectEnvelope(response, { method: 'POST', url: '/predict' });
+    expect(body.data).toEqual({
+      predictions: fx.modelA.model.predict(texts).map((p, i) => ({
+        input_text: texts[i],
+        predicted_tag: p.predicted_tag,
+        predicted_probabilities: p.probabilities,
+      })),
+    });
+  });
+
+  it('serves /performance, /args and /args/{param} of the model', async () => {
+    const performance = await app.inject({ url: '/performance?filter=class' });
+    expect(JSON.parse(performance.body).data).toEqual({
+      performance: roundTrip(fx.modelA.performance.class),
+    });
+    const args = await app.inject({ url: '/args' });
+    expect(JSON.parse(args.body).data).toEqual({ args: roundTrip(fx.modelA.args) });
+    const one = await app.inject({ url: '/args/ngram_max_range' });
+    expect(JSON.parse(one.body).data).toEqual({ ngram_max_range: 4 });
+  });
+
+  it.each([
+    ['GET', '/runs'],
+    ['GET', `/runs/x`],
+    ['POST', '/runs/x/predict'],
+  ] as const)('%s %s does not exist here: a 404 envelope', async (method, url) => {
+    const response = await app.inject({
+      method,
+      url,
+      ...(method === 'POST' ? { payload: { texts: [{ text: 'a' }] } } : {}),
+    });
+    expect(response.statusCode).toBe(404);
+    expect(expectEnvelope(response, { method, url }).detail).toContain(url);
+  });
+
+  it('documents only the endpoints it serves', async () => {
+    const document = JSON.parse((await app.inject({ url: '/openapi.json' })).body);
+    expect(Object.keys(document.paths).sort()).toEqual([
+      '/',
+      '/args',
+      '/args/{param}',
+      '/performance',
+      '/predict',
+    ]);
+  });
+});
+
+describe('loadModelDirectory failures are startup errors that say what to do', () => {
+  const copy = async (name: string): Promise<string> => {
+    const dir = join(scratch, name);
+    await cp(fx.modelDir, dir, { recursive: true });
+    return dir;
+  };
+
+  it('a directory that does not exist', async () => {
+    const error = await loadModelDirectory(join(scratch, 'missing')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toMatch(
+      /does not exist or is not a directory; point --model at a folder holding args\.json/,
+    );
+  });
+
+  it('a missing model file', async () => {
+    const dir = await copy('no-model');
+    await rm(join(dir, 'model', MODEL_FILES[0]!));
+    const error = await loadModelDirectory(dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toContain(`${MODEL_FILES[0]} is missing`);
+  });
+
+  it('broken args.json', async () => {
+    const dir = await copy('bad-args');
+    await writeFile(join(dir, 'args.json'), '{"alpha": "high"}');
+    const error = await loadModelDirectory(dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toContain('args.json');
+    expect((error as Error).message).toContain('alpha');
+  });
+
+  it('a performance.json of the wrong shape', async () => {
+    const dir = await copy('bad-performance');
+    await writeFile(join(dir, 'performance.json'), '{"overall": {"f1": "good"}, "class": {}, "slices": {}}');
+    const error = await loadModelDirectory(dir).catch((e: unknown) => e);
+    expect((error as Error).message).toContain(
+      'performance.json: overall.precision must be a number or null',
+    );
+  });
+});

@@ -1,0 +1,52 @@
+/** parseTrainingArgs: defaults, merging, and a clear ModelInputError for every kind of bad value. */
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_TRAINING_ARGS, parseTrainingArgs } from '../../src/model/args.js';
+import { ModelInputError } from '../../src/model/errors.js';
+
+describe('parseTrainingArgs', () => {
+  it('returns the defaults for an empty object, null or undefined', () => {
+    expect(parseTrainingArgs({})).toEqual(DEFAULT_TRAINING_ARGS);
+    expect(parseTrainingArgs(null)).toEqual(DEFAULT_TRAINING_ARGS);
+    expect(parseTrainingArgs(undefined)).toEqual(DEFAULT_TRAINING_ARGS);
+  });
+
+  it('merges a partial object over the defaults', () => {
+    const args = parseTrainingArgs({ analyzer: 'char', num_epochs: 3, subset: 10, accepted_tags: ['mlops'] });
+    expect(args).toEqual({
+      ...DEFAULT_TRAINING_ARGS,
+      analyzer: 'char',
+      num_epochs: 3,
+      subset: 10,
+      accepted_tags: ['mlops'],
+    });
+  });
+
+  it('keeps min_freq low enough that mlops (63 rows) stays its own class', () => {
+    expect(DEFAULT_TRAINING_ARGS.min_freq).toBeLessThanOrEqual(63 * 0.7);
+  });
+
+  it.each([
+    [{ nope: 1 }, /unknown training arg "nope"/],
+    [{ shuffle: 'yes' }, /"shuffle" must be true or false, got "yes"/],
+    [{ alpha: 'abc' }, /"alpha" must be a number in \[0, 10\], got "abc"/],
+    [{ alpha: Number.NaN }, /"alpha" must be a number/],
+    [{ learning_rate: 0 }, /"learning_rate" must be a number in \(0, 100\], got 0/],
+    [{ num_epochs: 2.5 }, /"num_epochs" must be an integer/],
+    [{ num_epochs: 0 }, /"num_epochs" must be an integer in \[1, 100000\], got 0/],
+    [{ ngram_max_range: 1 }, /"ngram_max_range" must be an integer in \[2, 16\], got 1/],
+    [{ analyzer: 'chars' }, /"analyzer" must be one of word, char, char_wb, got "chars"/],
+    [{ threshold: 0.5 }, /"threshold" must be one of auto, argmax, tuned, got 0.5/],
+    [{ subset: 0 }, /"subset" must be an integer/],
+    [{ accepted_tags: [] }, /"accepted_tags" must be null or a non-empty array/],
+    [{ min_freq: -1 }, /"min_freq" must be an integer in \[0, /],
+    [[1, 2], /must be a JSON object, got \[1,2\]/],
+    ['x', /must be a JSON object, got "x"/],
+  ])('rejects %j', (raw, message) => {
+    expect(() => parseTrainingArgs(raw)).toThrow(ModelInputError);
+    expect(() => parseTrainingArgs(raw)).toThrow(message);
+  });
+
+  it('starts messages with the module name', () => {
+    expect(() => parseTrainingArgs({ power_t: -1 })).toThrow(/^model\/args: /);
+  });
+});

@@ -1,0 +1,177 @@
+/** trainTagger / predict / evaluate on a tiny corpus (exact behaviour) and once on the shared dataset. */
+import { readFileSync } from 'node:fs';
+import { parse } from 'csv-parse/sync';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_TRAINING_ARGS, parseTrainingArgs } from '../../src/model/args.js';
+import { encodeModel } from '../../src/model/artifact.js';
+import { ModelInputError } from '../../src/model/errors.js';
+import { stratifiedSplit } from '../../src/model/split.js';
+import {
+  chooseThreshold,
+  type EpochReport,
+  evaluate,
+  type LabelledText,
+  trainTagger,
+} from '../../src/model/tagger.js';
+import { sharedDataset } from '../support/components.js';
+import { TRAIN, VALIDATION } from './fixtures.js';
+
+const ARGS = parseTrainingArgs({ min_freq: 2, num_epochs: 20, ngram_max_range: 4, threshold: 'argmax' });
+
+describe('trainTagger', () => {
+  const { model, history, threshold } = trainTagger(TRAIN, VALIDATION, ARGS, { seed: 42 });
+
+  it('folds rare tags into other and sorts the classes', () => {
+    expect(model.tags).toEqual(['computer-vision', 'mlops', 'natural-language-processing', 'other']);
+    expect(threshold).toBeNull();
+    expect(model.threshold).toBeNull();
+  });
+
+  it('reports every epoch with falling training loss', () => {
+    expect(history.map((h) => h.epoch)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(history.every((h) => h.epochs === 20 && Number.isFinite(h.valLoss))).toBe(true);
+    expect(history[19]!.trainLoss).toBeLessThan(history[0]!.trainLoss);
+  });
+
+  it('predicts the clear topics and gives a probability for every tag', () => {
+    const [nlp, cv, ops] = model.predict([
+      'bert language model for text',
+      'segmenting images',
+      'kubernetes serving',
+    ]);
+    expect(nlp!.predicted_tag).toBe('natural-language-processing');
+    expect(cv!.predicted_tag).toBe('computer-vision');
+    expect(ops!.predicted_tag).toBe('mlops');
+    expect(Object.keys(nlp!.probabilities).sort()).toEqual([...model.tags]);
+  });
+
+  it('is identical for the same seed and data, and different for another seed', () => {
+    const texts = VALIDATION.map((r) => r.text);
+    const again = trainTagger(TRAIN, VALIDATION, ARGS, { seed: 42 });
+    expect(again.model.predict(texts)).toEqual(model.predict(texts));
+    expect(again.history).toEqual(history);
+    expect(encodeModel(again.model)).toEqual(encodeModel(model));
+    const other = trainTagger(TRAIN, VALIDATION, ARGS, { seed: 43 });
+    expect(other.model.predict(texts)).not.toEqual(model.predict(texts));
+  });
+
+  it('calls onEpoch as training progresses', () => {
+    const seen: EpochReport[] = [];
+    trainTagger(TRAIN, VALIDATION, { ...ARGS, num_epochs: 3 }, { seed: 1, onEpoch: (r) => seen.push(r) });
+    expect(seen.map((r) => `${r.epoch}/${r.epochs}`)).toEqual(['1/3', '2/3', '3/3']);
+  });
+
+  it('tuned threshold is a probability, and predictions below it fall back to other', () => {
+    const tuned = trainTagger(TRAIN, VALIDATION, { ...ARGS, threshold: 'tuned' }, { seed: 42 });
+    expect(tuned.threshold).not.toBeNull();
+    expect(tuned.threshold!).toBeGreaterThanOrEqual(0);
+    expect(tuned.threshold!).toBeLessThan(1);
+    const texts = ['graph neural networks', 'images', 'zzzz', 'text'];
+    const plain = model.predict(texts);
+    tuned.model.predict(texts).forEach((p, i) => {
+      expect(p.probabilities).toEqual(plain[i]!.probabilities);
+      const top = Math.max(...Object.values(p.probabilities));
+      expect(p.predicted_tag).toBe(top < tuned.threshold! ? 'other' : plain[i]!.predicted_tag);
+    });
+  });
+
+  it('auto keeps argmax unless a threshold beats it on validation', () => {
+    const auto = trainTagger(TRAIN, VALIDATION, { ...ARGS, threshold: 'auto' }, { seed: 42 });
+    const argmaxF1 = evaluate(model, VALIDATION).overall.f1;
+    if (auto.threshold === null) {
+      expect(evaluate(auto.model, VALIDATION).overall.f1).toBe(argmaxF1);
+    } else {
+      expect(evaluate(auto.model, VALIDATION).overall.f1).toBeGreaterThan(argmaxF1);
+    }
+  });
+
+  it('without oversampling and shuffling still trains deterministically', () => {
+    const args = { ...ARGS, oversample: false, shuffle: false };
+    const a = trainTagger(TRAIN, VALIDATION, args, { seed: 1 });
+    const b = trainTagger(TRAIN, VALIDATION, args, { seed: 2 });
+    expect(a.model.predict(['text'])).toEqual(b.model.predict(['text']));
+  });
+
+  it('rejects an empty training split', () => {
+    expect(() => trainTagger([], VALIDATION, ARGS, { seed: 1 })).toThrow(ModelInputError);
+  });
+
+  it('predicts one distribution summing to 1 for any string', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: 'binary', maxLength: 300 }), { maxLength: 5 }), (texts) => {
+        const out = model.predict(texts);
+        expect(out).toHaveLength(texts.length);
+        for (const p of out) {
+          const values = Object.values(p.probabilities);
+          expect(values).toHaveLength(4);
+          expect(values.every((v) => v >= 0 && v <= 1)).toBe(true);
+          expect(Math.abs(values.reduce((s, v) => s + v, 0) - 1)).toBeLessThan(1e-9);
+          expect(model.tags).toContain(p.predicted_tag);
+        }
+      }),
+      { numRuns: 200 },
+    );
+    const huge = 'image '.repeat(50_000) + '😀'.repeat(1000);
+    expect(model.predict(['', huge, '\u0000\ud800'])).toHaveLength(3);
+  });
+});
+
+describe('chooseThreshold', () => {
+  const top = Float64Array.from([0.9, 0.8, 0.3]);
+  const argmax = ['a', 'b', 'a'];
+
+  it('finds the midpoint that turns an unsure prediction into other', () => {
+    const truth = ['a', 'b', 'other'];
+    expect(chooseThreshold('tuned', top, argmax, truth)).toBeCloseTo(0.55, 12);
+    expect(chooseThreshold('auto', top, argmax, truth)).toBeCloseTo(0.55, 12);
+    expect(chooseThreshold('argmax', top, argmax, truth)).toBeNull();
+  });
+
+  it('keeps argmax (auto) or 0 (tuned) when no threshold helps', () => {
+    expect(chooseThreshold('auto', top, argmax, argmax)).toBeNull();
+    expect(chooseThreshold('tuned', top, argmax, argmax)).toBe(0);
+    expect(chooseThreshold('auto', new Float64Array(0), [], [])).toBeNull();
+  });
+});
+
+describe('evaluate', () => {
+  it('maps unknown true tags to other and reports classes and slices', () => {
+    const { model } = trainTagger(TRAIN, VALIDATION, ARGS, { seed: 42 });
+    const data: LabelledText[] = [
+      { text: 'bert language model for text', tag: 'natural-language-processing' },
+      {
+        text: 'a cnn for text classification of sentences in many documents',
+        tag: 'natural-language-processing',
+      },
+      { text: 'segmenting images', tag: 'computer-vision' },
+      { text: 'zzzz', tag: 'never-seen' },
+    ];
+    const perf = evaluate(model, data);
+    const pred = model.predict(data.map((r) => r.text)).map((p) => p.predicted_tag);
+    const truth = ['natural-language-processing', 'natural-language-processing', 'computer-vision', 'other'];
+    expect(perf.overall.num_samples).toBe(4);
+    expect(perf.class.other!.num_samples).toBe(1);
+    expect(perf.slices.nlp_cnn!.num_samples).toBe(1);
+    expect(perf.slices.nlp_cnn!.f1).toBe(pred[1] === truth[1] ? 1 : 0);
+    expect(perf.slices.short_text!.num_samples).toBe(3);
+    expect(Object.keys(perf.class).sort()).toEqual([...model.tags]);
+  });
+});
+
+const datasetPath = sharedDataset('dataset.csv');
+
+describe.skipIf(datasetPath === null)('on the shared dataset (training test)', () => {
+  it('default args reach a sane weighted f1 on a held-back split of dataset.csv', () => {
+    const rows = (parse(readFileSync(datasetPath!), { columns: true }) as Record<string, string>[]).map(
+      (r) => ({
+        text: `${r.title} ${r.description}`,
+        tag: r.tag!,
+      }),
+    );
+    const [train, val, test] = stratifiedSplit(rows, (r) => r.tag, [0.7, 0.15, 0.15], 42);
+    const { model } = trainTagger(train!, val!, DEFAULT_TRAINING_ARGS, { seed: 42 });
+    expect(model.tags).toEqual(['computer-vision', 'mlops', 'natural-language-processing', 'other']);
+    expect(evaluate(model, test!).overall.f1).toBeGreaterThan(0.8);
+  });
+});

@@ -1,0 +1,292 @@
+/**
+ * Serve configuration and the process around the app: flags/env resolution, startup order (the port opens
+ * only after loading), startup failure messages and exit codes, graceful shutdown.
+ */
+import { spawn } from 'node:child_process';
+import { createConnection, createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveServeConfig, SERVE_DEFAULTS } from '../src/config.js';
+import { runServeCommand, StartupError, startServer } from '../src/server.js';
+import { REPO_ROOT } from './support/components.js';
+import { buildServingFixture, instrumentStore, type ServingFixture } from './support/fixtures.js';
+
+let fx: ServingFixture;
+
+beforeAll(async () => {
+  fx = await buildServingFixture();
+});
+
+afterAll(async () => {
+  await fx?.close();
+});
+
+describe('resolveServeConfig', () => {
+  it('uses the documented defaults', () => {
+    expect(resolveServeConfig({}, {})).toEqual({
+      mode: 'runs',
+      trackingUri: './mlruns',
+      experiment: 'best',
+      host: '127.0.0.1',
+      port: 8000,
+      logLevel: 'info',
+      modelCacheSize: 4,
+      storeWaitMs: 30_000,
+    });
+    expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');
+  });
+
+  it('reads every setting from the environment, and flags win over it', () => {
+    const env = {
+      MLFLOW_TRACKING_URI: 'http://127.0.0.1:5000',
+      TAGGER_EXPERIMENT: 'exp',
+      TAGGER_HOST: '0.0.0.0',
+      TAGGER_PORT: '9000',
+      TAGGER_MODEL_CACHE_SIZE: '0',
+      TAGGER_STORE_WAIT_MS: '500',
+      TAGGER_LOG_LEVEL: 'WARN',
+    };
+    expect(resolveServeConfig({}, env)).toMatchObject({
+      mode: 'runs',
+      trackingUri: 'http://127.0.0.1:5000',
+      experiment: 'exp',
+      host: '0.0.0.0',
+      port: 9000,
+      modelCacheSize: 0,
+      storeWaitMs: 500,
+      logLevel: 'warn',
+    });
+    expect(
+      resolveServeConfig({ trackingUri: '/tmp/x', experiment: 'e2', host: '::1', port: '8001' }, env),
+    ).toMatchObject({ trackingUri: '/tmp/x', experiment: 'e2', host: '::1', port: 8001 });
+    expect(resolveServeConfig({}, { ...env, TAGGER_PORT: '' }).port).toBe(8000);
+  });
+
+  it('switches to single-model mode with --model or TAGGER_MODEL', () => {
+    expect(resolveServeConfig({ model: 'dir' }, {})).toMatchObject({ mode: 'model', modelDir: 'dir' });
+    expect(resolveServeConfig({}, { TAGGER_MODEL: 'd2', MLFLOW_TRACKING_URI: 'x' })).toMatchObject({
+      mode: 'model',
+      modelDir: 'd2',
+    });
+  });
+
+  it.each([
+    [
+      { port: 'abc' },
+      {},
+      '--port must be a TCP port (0 picks a free one), an integer from 0 to 65535; got "abc"',
+    ],
+    [{ port: '70000' }, {}, '--port must be a TCP port'],
+    [{ port: '-1' }, {}, '--port must be a TCP port'],
+    [{ port: '80.5' }, {}, '--port must be a TCP port'],
+    [{}, { TAGGER_PORT: 'http' }, 'TAGGER_PORT must be a TCP port'],
+    [
+      {},
+      { TAGGER_MODEL_CACHE_SIZE: 'many' },
+      'TAGGER_MODEL_CACHE_SIZE must be the number of run models to keep loaded',
+    ],
+    [{}, { TAGGER_STORE_WAIT_MS: '1s' }, 'TAGGER_STORE_WAIT_MS must be a wait in milliseconds'],
+    [{}, { TAGGER_LOG_LEVEL: 'loud' }, 'TAGGER_LOG_LEVEL must be one of'],
+    [
+      { model: 'd', experiment: 'x' },
+      {},
+      '--model serves one saved model without a tracking store, so --experiment cannot',
+    ],
+    [{ host: 'a b' }, {}, 'the host must not contain spaces'],
+  ])('refuses %j %j with a clear message', (flags, env, message) => {
+    expect(() => resolveServeConfig(flags, env)).toThrow(StartupError);
+    expect(() => resolveServeConfig(flags, env)).toThrow(message);
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+/** Resolves 'open' if a TCP connection to the port succeeds, 'refused' if it is refused. */
+function probe(port: number): Promise<'open' | 'refused'> {
+  return new Promise((done, fail) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      done('open');
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'ECONNREFUSED' ? done('refused') : fail(error),
+    );
+  });
+}
+
+describe('startServer', () => {
+  it('opens the port only after the runs and the best model are loaded', async () => {
+    const port = await freePort();
+    let release!: () => void;
+    const gate = new Promise<void>((done) => {
+      release = done;
+    });
+    let reached!: () => void;
+    const loading = new Promise<void>((done) => {
+      reached = done;
+    });
+    const store = instrumentStore(fx.store, {
+      beforeRead: async () => {
+        reached();
+        await gate;
+      },
+    });
+    const config = resolveServeConfig(
+      { trackingUri: fx.dir, port, host: '127.0.0.1' },
+      { TAGGER_LOG_LEVEL: 'silent' },
+    );
+    const starting = startServer(config, { openStore: async () => store });
+    await loading; // startup is now reading artifacts
+    expect(await probe(port)).toBe('refused');
+    release();
+    const server = await starting;
+    try {
+      expect(server.url).toBe(`http://127.0.0.1:${port}`);
+      const response = await fetch(`${server.url}/runs?top=1`);
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as { url: string; data: { runs: { run_id: string }[] } };
+      expect(body.url).toBe(`http://127.0.0.1:${port}/runs?top=1`);
+      expect(body.data.runs[0]!.run_id).toBe(fx.runs.broken);
+    } finally {
+      await server.close();
+    }
+    expect(await probe(port)).toBe('refused');
+  });
+
+  it('serves a saved model directory in single-model mode', async () => {
+    const config = resolveServeConfig({ model: fx.modelDir, port: 0 }, { TAGGER_LOG_LEVEL: 'silent' });
+    const server = await startServer(config);
+    try {
+      const response = await fetch(`${server.url}/predict`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ texts: [{ text: 'image classification' }] }),
+      });
+      const body = (await response.json()) as { data: Record<string, unknown> };
+      expect(response.status).toBe(200);
+      expect(Object.keys(body.data)).toEqual(['predictions']);
+      expect((await fetch(`${server.url}/runs`)).status).toBe(404);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a port that is taken, with a message', async () => {
+    const config = resolveServeConfig({ model: fx.modelDir, port: 0 }, { TAGGER_LOG_LEVEL: 'silent' });
+    const first = await startServer(config);
+    try {
+      const port = Number(new URL(first.url).port);
+      const second = startServer({ ...config, port });
+      await expect(second).rejects.toThrow(StartupError);
+      await expect(second).rejects.toThrow(
+        `127.0.0.1:${port} is already in use; pick another port with --port`,
+      );
+    } finally {
+      await first.close();
+    }
+  });
+});
+
+describe('runServeCommand startup failures (nothing listens, a StartupError says what to do)', () => {
+  const env = { TAGGER_LOG_LEVEL: 'silent', TAGGER_PORT: '0' };
+  it.each([
+    [
+      'a missing experiment',
+      { experiment: 'nope' },
+      /experiment "nope" in .* does not exist; train one first, e\.g\. `tagger train --data samples\/projects\.csv`/,
+    ],
+    [
+      'an experiment without runs',
+      { experiment: 'empty' },
+      /experiment "empty" .* has no runs; train one first/,
+    ],
+    [
+      'no loadable run',
+      { experiment: 'allbroken' },
+      /none of the 2 runs of experiment "allbroken" .* has loadable artifacts/,
+    ],
+    [
+      'an unsupported tracking URI',
+      { trackingUri: 'sqlite:///x.db' },
+      /cannot open the tracking store sqlite:\/\/\/x\.db: .*not supported/,
+    ],
+    ['a bad port', { port: '70000' }, /--port must be a TCP port/],
+    [
+      'a missing model directory',
+      { model: '/nonexistent/model' },
+      /model directory \/nonexistent\/model does not exist/,
+    ],
+  ])('%s', async (_, flags, message) => {
+    const trackingUri = 'trackingUri' in flags ? flags.trackingUri : fx.dir;
+    const all = 'model' in flags ? flags : { trackingUri, ...flags };
+    const error = await runServeCommand(all, env).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toMatch(message);
+  });
+});
+
+describe('REST tracking store at startup', () => {
+  it('waits up to TAGGER_STORE_WAIT_MS for the server, then fails with what to do', async () => {
+    const port = await freePort(); // nothing listens there
+    const error = await runServeCommand(
+      { trackingUri: `http://127.0.0.1:${port}` },
+      { TAGGER_LOG_LEVEL: 'silent', TAGGER_PORT: '0', TAGGER_STORE_WAIT_MS: '300' },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toMatch(
+      /was not ready within 300 ms.*; start the tracking server or raise TAGGER_STORE_WAIT_MS/,
+    );
+  });
+});
+
+describe('node src/server.ts (env only)', () => {
+  const serverEntry = resolve(REPO_ROOT, 'src', 'server.ts');
+
+  function run(env: Record<string, string>) {
+    const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', TAGGER_HOST: '127.0.0.1', TAGGER_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += String(chunk);
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += String(chunk);
+    });
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    return { child, exited, output: () => ({ stdout, stderr }) };
+  }
+
+  it('exits 1 with the message when startup fails', async () => {
+    const { exited, output } = run({ MLFLOW_TRACKING_URI: fx.dir, TAGGER_EXPERIMENT: 'empty' });
+    expect(await exited).toBe(1);
+    expect(output().stderr).toMatch(/experiment "empty" .* has no runs; train one first/);
+  });
+
+  it('serves after loading and exits 0 after a graceful close on SIGTERM', async () => {
+    const { child, exited, output } = run({ MLFLOW_TRACKING_URI: fx.dir });
+    const url = await new Promise<string>((done, fail) => {
+      child.stdout.on('data', () => {
+        const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output().stdout);
+        if (match) done(match[1]!);
+      });
+      child.on('exit', () => fail(new Error(`server exited early: ${output().stderr}`)));
+    });
+    const response = await fetch(`${url}/`);
+    expect(response.status).toBe(200);
+    expect(output().stdout).toContain('serving the best loadable run');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(output().stdout).toContain('"msg":"stopped"');
+  });
+});

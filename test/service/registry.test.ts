@@ -1,0 +1,108 @@
+/** RunRegistry over a real file store: ordering, skipping broken runs, lazy bounded model cache, failures. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MODEL_FILES } from '../../src/model/index.js';
+import { RunLoadError, RunRegistry, StartupError, UnknownRunError } from '../../src/service/index.js';
+import { captureLog } from '../http/helpers.js';
+import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+
+let fx: ServingFixture;
+
+beforeAll(async () => {
+  fx = await buildServingFixture();
+});
+
+afterAll(async () => {
+  await fx?.close();
+});
+
+const load = (experiment: string, modelCacheSize = 4, store = fx.store) =>
+  RunRegistry.load(store, { experiment, modelCacheSize, log: captureLog() });
+
+/** Reads of a full model load: args.json, performance.json and every model file. */
+const FULL_LOAD = 2 + MODEL_FILES.length;
+
+describe('RunRegistry.load', () => {
+  it('orders runs by f1 descending (NaN, then no f1, last) and serves the best loadable one', async () => {
+    const log = captureLog();
+    const registry = await RunRegistry.load(fx.store, { experiment: 'best', modelCacheSize: 4, log });
+    expect(registry.runs.map((r) => r.runName)).toEqual(['broken', 'alpha', 'beta', 'noperf', 'nan', 'nof1']);
+    expect(registry.bestRunId).toBe(fx.runs.alpha);
+    expect(registry.best.args).toEqual(fx.modelA.args);
+    expect(log.lines.filter((l) => l.level === 'warn').map((l) => l.obj)).toEqual([
+      { runId: fx.runs.broken, reason: expect.stringContaining('model/') },
+    ]);
+  });
+
+  it('reads only the best loadable run and the broken ones before it at startup', async () => {
+    const store = instrumentStore(fx.store);
+    await load('best', 4, store);
+    const runsRead = new Set(store.reads.map((r) => r.split('/')[0]));
+    expect(runsRead).toEqual(new Set([fx.runs.broken, fx.runs.alpha]));
+  });
+
+  it('says how to fix a missing experiment', async () => {
+    const error = await load('nope').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toMatch(
+      /experiment "nope" in .* does not exist; train one first, e\.g\. `tagger train --data samples\/projects\.csv`/,
+    );
+  });
+
+  it('says how to fix an experiment without runs', async () => {
+    const error = await load('empty').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toMatch(/experiment "empty" in .* has no runs; train one first/);
+  });
+
+  it('lists why each run failed when none can be loaded', async () => {
+    const error = await load('allbroken').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    const message = (error as Error).message;
+    expect(message).toContain('none of the 2 runs of experiment "allbroken"');
+    expect(message).toContain(`${fx.allBroken[0]}: model/`);
+    expect(message).toContain(`${fx.allBroken[1]}: args.json must hold a JSON object`);
+    expect(message).toContain('tagger train --data samples/projects.csv');
+  });
+});
+
+describe('RunRegistry.model', () => {
+  it('loads a run once, keeps at most modelCacheSize others, and never evicts the best run', async () => {
+    const store = instrumentStore(fx.store);
+    const registry = await load('best', 1, store);
+    const startupReads = store.reads.length;
+    expect(await registry.model(fx.runs.alpha)).toBe(registry.best);
+    expect(store.reads.length).toBe(startupReads);
+
+    await registry.model(fx.runs.beta);
+    await registry.model(fx.runs.beta);
+    expect(store.readsOf(fx.runs.beta)).toBe(FULL_LOAD);
+    await registry.model(fx.runs.nan); // evicts beta (capacity 1)
+    expect(registry.cachedModelRunIds()).toEqual([fx.runs.nan]);
+    await registry.model(fx.runs.beta);
+    expect(store.readsOf(fx.runs.beta)).toBe(2 * FULL_LOAD);
+    expect(await registry.model(fx.runs.alpha)).toBe(registry.best);
+  });
+
+  it('loads concurrently requested runs once (single flight)', async () => {
+    const store = instrumentStore(fx.store);
+    const registry = await load('best', 4, store);
+    const models = await Promise.all(Array.from({ length: 8 }, () => registry.model(fx.runs.nof1)));
+    expect(new Set(models).size).toBe(1);
+    expect(store.readsOf(fx.runs.nof1)).toBe(FULL_LOAD);
+  });
+
+  it('rejects unknown ids without reading, and broken runs with a RunLoadError each time', async () => {
+    const store = instrumentStore(fx.store);
+    const registry = await load('best', 4, store);
+    const before = store.reads.length;
+    await expect(registry.model('../x')).rejects.toBeInstanceOf(UnknownRunError);
+    await expect(registry.performance('__proto__')).rejects.toBeInstanceOf(UnknownRunError);
+    expect(store.reads.length).toBe(before);
+    const error = await registry.model(fx.runs.broken).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RunLoadError);
+    expect(error).toMatchObject({ runId: fx.runs.broken, transient: false });
+    const afterFirst = store.readsOf(fx.runs.broken);
+    await expect(registry.model(fx.runs.broken)).rejects.toBeInstanceOf(RunLoadError);
+    expect(store.readsOf(fx.runs.broken)).toBeGreaterThan(afterFirst);
+  });
+});

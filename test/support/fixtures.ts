@@ -1,0 +1,206 @@
+/**
+ * A temp MLflow file store with runs of known f1 for serving tests: real models trained on
+ * samples/projects.csv (a few epochs, so it stays quick), logged through the TrackingStore interface.
+ *
+ * Experiment `best`, in the order GET /runs must list them:
+ *   broken  f1 0.99  good args/performance, undecodable model  → skipped at startup, predict is a 409
+ *   alpha   f1 0.90  model A (char_wb)                           → the best loadable run, serves /predict
+ *   beta    f1 0.70  model B (word analyzer, other performance)  → predict loads it lazily
+ *   noperf  f1 0.30  model A, performance.json not JSON         → GET /runs/{id} is a 409
+ *   nan     f1 NaN   model B
+ *   nof1    no f1    model A
+ * Experiment `empty`: no runs. Experiment `allbroken`: two runs, neither loadable.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import {
+  encodeModel,
+  evaluate,
+  type LabelledText,
+  MODEL_FILES,
+  type Performance,
+  parseTrainingArgs,
+  type TagModel,
+  type TrainingArgs,
+  trainTagger,
+} from '../../src/model/index.js';
+import { getOrCreateExperiment, openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
+import { SAMPLE_DATA } from './components.js';
+
+export interface TrainedModel {
+  model: TagModel;
+  args: TrainingArgs;
+  performance: Performance;
+  files: Record<string, Uint8Array>;
+}
+
+export const RUN_NAMES = ['broken', 'alpha', 'beta', 'noperf', 'nan', 'nof1'] as const;
+export type RunName = (typeof RUN_NAMES)[number];
+
+export interface ServingFixture {
+  /** The mlruns folder (also usable as a tracking URI). */
+  dir: string;
+  store: TrackingStore;
+  /** Run ids by fixture name. */
+  runs: Record<RunName, string>;
+  modelA: TrainedModel;
+  modelB: TrainedModel;
+  /** A saved model directory (single-model mode) holding model A. */
+  modelDir: string;
+  /** Run ids of experiment `allbroken`. */
+  allBroken: string[];
+  close(): Promise<void>;
+}
+
+/** The sample projects as labelled texts (title + description, as training joins them). */
+export function sampleTexts(): LabelledText[] {
+  const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true, skip_empty_lines: true }) as Record<
+    string,
+    string
+  >[];
+  return rows.map((row) => ({ text: `${row.title} ${row.description}`, tag: row.tag! }));
+}
+
+export function trainModel(overrides: Partial<TrainingArgs>): TrainedModel {
+  const rows = sampleTexts();
+  const train = rows.filter((_, i) => i % 5 !== 0);
+  const test = rows.filter((_, i) => i % 5 === 0);
+  const args = parseTrainingArgs({ num_epochs: 5, min_freq: 5, threshold: 'argmax', ...overrides });
+  const { model } = trainTagger(train, test, args, { seed: 7 });
+  return { model, args, performance: evaluate(model, test), files: encodeModel(model) };
+}
+
+const encoder = new TextEncoder();
+const json = (value: unknown): Uint8Array => encoder.encode(JSON.stringify(value, null, 2));
+
+interface RunPlan {
+  name: string;
+  f1?: number;
+  model: TrainedModel;
+  args?: Uint8Array;
+  performance?: Uint8Array;
+  modelFiles?: Record<string, Uint8Array>;
+}
+
+async function logRun(
+  store: TrackingStore,
+  experimentId: string,
+  plan: RunPlan,
+  startTime: number,
+): Promise<string> {
+  const run = await store.createRun(experimentId, { runName: plan.name, startTime });
+  const runId = run.info.runId;
+  const metrics = [
+    { key: 'precision', value: plan.model.performance.overall.precision, timestamp: startTime, step: 0 },
+  ];
+  if (plan.f1 !== undefined) metrics.push({ key: 'f1', value: plan.f1, timestamp: startTime, step: 0 });
+  const params = Object.fromEntries(Object.entries(plan.model.args).map(([k, v]) => [k, JSON.stringify(v)]));
+  await store.logBatch(runId, { metrics, params });
+  await store.logArtifact(runId, 'args.json', plan.args ?? json(plan.model.args));
+  await store.logArtifact(runId, 'performance.json', plan.performance ?? json(plan.model.performance));
+  for (const [name, bytes] of Object.entries(plan.modelFiles ?? plan.model.files)) {
+    await store.logArtifact(runId, `model/${name}`, bytes);
+  }
+  await store.updateRun(runId, { status: 'FINISHED', endTime: startTime + 1000 });
+  return runId;
+}
+
+/** Model files with every file truncated to half: present but undecodable. */
+const truncated = (files: Record<string, Uint8Array>): Record<string, Uint8Array> =>
+  Object.fromEntries(
+    MODEL_FILES.map((name) => [name, files[name]!.slice(0, Math.floor(files[name]!.length / 2))]),
+  );
+
+export async function buildServingFixture(): Promise<ServingFixture> {
+  const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
+  const store = await openTrackingStore(join(dir, 'mlruns'));
+  const modelA = trainModel({ analyzer: 'char_wb', ngram_max_range: 4 });
+  const modelB = trainModel({ analyzer: 'word', ngram_max_range: 2, alpha: 1e-3 });
+
+  const best = await getOrCreateExperiment(store, 'best');
+  const t0 = Date.UTC(2026, 0, 1);
+  const plans: Record<RunName, RunPlan> = {
+    broken: { name: 'broken', f1: 0.99, model: modelA, modelFiles: truncated(modelA.files) },
+    alpha: { name: 'alpha', f1: 0.9, model: modelA },
+    beta: { name: 'beta', f1: 0.7, model: modelB },
+    noperf: { name: 'noperf', f1: 0.3, model: modelA, performance: encoder.encode('{"overall": ') },
+    nan: { name: 'nan', f1: Number.NaN, model: modelB },
+    nof1: { name: 'nof1', model: modelA },
+  };
+  const runs = {} as Record<RunName, string>;
+  // Logged in an order unrelated to f1, so the ordering under test comes from the store's search.
+  for (const [i, name] of (['nof1', 'beta', 'broken', 'nan', 'alpha', 'noperf'] as const).entries()) {
+    runs[name] = await logRun(store, best, plans[name], t0 + i * 60_000);
+  }
+
+  await getOrCreateExperiment(store, 'empty');
+  const broken = await getOrCreateExperiment(store, 'allbroken');
+  const allBroken = [
+    await logRun(
+      store,
+      broken,
+      { name: 'b1', f1: 0.8, model: modelA, modelFiles: truncated(modelA.files) },
+      t0,
+    ),
+    await logRun(
+      store,
+      broken,
+      { name: 'b2', f1: 0.6, model: modelB, args: encoder.encode('[1, 2]') },
+      t0 + 1,
+    ),
+  ];
+
+  // A run's artifacts folder has the saved-model layout; single-model mode serves alpha's.
+  const modelDir = join(dir, 'mlruns', best, runs.alpha, 'artifacts');
+  return {
+    dir: join(dir, 'mlruns'),
+    store,
+    runs,
+    modelA,
+    modelB,
+    modelDir,
+    allBroken,
+    close: async () => {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Counts artifact reads per run and can hold them back; every other call goes straight to the store. */
+export interface InstrumentedStore extends TrackingStore {
+  /** Artifact reads so far, as `runId/path`. */
+  reads: string[];
+  readsOf(runId: string): number;
+}
+
+export function instrumentStore(
+  inner: TrackingStore,
+  options: { beforeRead?: (runId: string, path: string) => Promise<void> | void } = {},
+): InstrumentedStore {
+  const reads: string[] = [];
+  return {
+    displayUri: inner.displayUri,
+    reads,
+    readsOf: (runId) => reads.filter((r) => r.startsWith(`${runId}/`)).length,
+    getExperimentByName: (name) => inner.getExperimentByName(name),
+    createExperiment: (name) => inner.createExperiment(name),
+    searchRuns: (id, o) => inner.searchRuns(id, o),
+    getRun: (id) => inner.getRun(id),
+    createRun: (id, o) => inner.createRun(id, o),
+    logBatch: (id, b) => inner.logBatch(id, b),
+    getMetricHistory: (id, k) => inner.getMetricHistory(id, k),
+    updateRun: (id, u) => inner.updateRun(id, u),
+    logArtifact: (id, p, c) => inner.logArtifact(id, p, c),
+    listArtifacts: (id, p) => inner.listArtifacts(id, p),
+    readArtifact: async (runId, path) => {
+      reads.push(`${runId}/${path}`);
+      await options.beforeRead?.(runId, path);
+      return inner.readArtifact(runId, path);
+    },
+    close: () => inner.close(),
+  };
+}

@@ -1,0 +1,124 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeModel, MODEL_FILES, MODEL_FORMAT, parseTrainingArgs } from '../../src/model/index.js';
+import { openTrackingStore } from '../../src/tracking/index.js';
+import type { TrackingStore } from '../../src/tracking/store.js';
+import { readDataset } from '../../src/train/data.js';
+import { ARTIFACT_PATHS, formatParam, logTrainingRun, MODEL_FORMAT_TAG } from '../../src/train/log-run.js';
+import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
+import { SAMPLE_DATA } from '../support/components.js';
+
+const ARGS = parseTrainingArgs({ num_epochs: 4, ngram_max_range: 4 });
+const decoder = new TextDecoder();
+
+let dir: string;
+let store: TrackingStore;
+let outcome: TrainingOutcome;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tagger-logrun-'));
+  store = await openTrackingStore(join(dir, 'mlruns'));
+  outcome = trainAndEvaluate({ data: await readDataset(SAMPLE_DATA), args: ARGS, seed: 3 });
+});
+afterAll(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('formatParam', () => {
+  it('writes strings raw and everything else as JSON', () => {
+    expect([
+      formatParam('char'),
+      formatParam(true),
+      formatParam(null),
+      formatParam(0.0001),
+      formatParam(['a']),
+    ]).toEqual(['char', 'true', 'null', '0.0001', '["a"]']);
+  });
+});
+
+describe('logTrainingRun', () => {
+  it('logs params, final metrics, loss history, tags and artifacts, then finishes the run', async () => {
+    const logged = await logTrainingRun(store, {
+      experiment: 'best',
+      runName: 'unit-run',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 'tagger train',
+      extraParams: { data: 'samples.csv' },
+    });
+    const run = await store.getRun(logged.runId);
+    expect(run).not.toBeNull();
+    if (!run) return;
+    expect(run.info.status).toBe('FINISHED');
+    expect(run.info.endTime).toBeTypeOf('number');
+    expect(run.info.runName).toBe('unit-run');
+
+    for (const key of Object.keys(ARGS))
+      expect(run.params[key]).toBe(formatParam(ARGS[key as keyof typeof ARGS]));
+    for (const key of [
+      'shuffle',
+      'subset',
+      'min_freq',
+      'lower',
+      'stem',
+      'analyzer',
+      'ngram_max_range',
+      'alpha',
+    ]) {
+      expect(run.params).toHaveProperty(key);
+    }
+    expect(run.params.seed).toBe('3');
+    expect(run.params.data).toBe('samples.csv');
+
+    expect(run.metrics.f1).toBe(outcome.performance.overall.f1);
+    expect(run.metrics.precision).toBe(outcome.performance.overall.precision);
+    expect(run.metrics.recall).toBe(outcome.performance.overall.recall);
+    const history = await store.getMetricHistory(logged.runId, 'train_loss');
+    expect(history.map((point) => point.step)).toEqual(outcome.history.map((epoch) => epoch.epoch));
+    expect(history.map((point) => point.value)).toEqual(outcome.history.map((epoch) => epoch.trainLoss));
+    expect((await store.getMetricHistory(logged.runId, 'val_loss')).length).toBe(ARGS.num_epochs);
+
+    expect(run.tags['mlflow.runName']).toBe('unit-run');
+    expect(run.tags['mlflow.source.name']).toBe('tagger train');
+    expect(run.tags['mlflow.user']).toBeTruthy();
+    expect(run.tags[MODEL_FORMAT_TAG]).toBe(MODEL_FORMAT);
+
+    const args = JSON.parse(decoder.decode(await store.readArtifact(logged.runId, ARTIFACT_PATHS.args)));
+    expect(args).toEqual(ARGS);
+    const performance = JSON.parse(
+      decoder.decode(await store.readArtifact(logged.runId, ARTIFACT_PATHS.performance)),
+    );
+    expect(performance).toEqual(outcome.performance);
+
+    const files: Record<string, Uint8Array> = {};
+    for (const name of MODEL_FILES)
+      files[name] = await store.readArtifact(logged.runId, `${ARTIFACT_PATHS.modelDir}/${name}`);
+    const texts = ['A convolutional network for image segmentation', 'Serving models with Kubernetes'];
+    expect(decodeModel(files).predict(texts)).toEqual(outcome.model.predict(texts));
+  });
+
+  it('reuses an existing experiment', async () => {
+    const first = await logTrainingRun(store, {
+      experiment: 'shared',
+      runName: 'a',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 't',
+    });
+    const second = await logTrainingRun(store, {
+      experiment: 'shared',
+      runName: 'b',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 't',
+    });
+    expect(second.experimentId).toBe(first.experimentId);
+    expect(await store.searchRuns(first.experimentId)).toHaveLength(2);
+  });
+});

@@ -1,0 +1,76 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type LabelledText, parseTrainingArgs } from '../../src/model/index.js';
+import { DataError, readDataset } from '../../src/train/data.js';
+import { splitData, trainAndEvaluate } from '../../src/train/pipeline.js';
+import { SAMPLE_DATA } from '../support/components.js';
+
+const FAST_ARGS = parseTrainingArgs({ num_epochs: 5, analyzer: 'char_wb', ngram_max_range: 4 });
+
+let data: LabelledText[];
+beforeAll(async () => {
+  data = await readDataset(SAMPLE_DATA);
+});
+
+describe('splitData', () => {
+  it('splits 70/15/15 stratified, disjoint and covering every row', () => {
+    const { train, validation, test } = splitData(data, false, 7);
+    expect(train.length + validation.length + test.length).toBe(data.length);
+    expect(new Set([...train, ...validation, ...test]).size).toBe(data.length);
+    expect(train.length / data.length).toBeCloseTo(0.7, 1);
+    for (const tag of new Set(data.map((row) => row.tag))) {
+      // Every tag is represented in every split (stratification).
+      for (const part of [train, validation, test]) expect(part.some((row) => row.tag === tag)).toBe(true);
+    }
+  });
+
+  it('splits 85/15 when a test file is given', () => {
+    const { train, validation, test } = splitData(data, true, 7);
+    expect(test).toEqual([]);
+    expect(train.length + validation.length).toBe(data.length);
+    expect(validation.length / data.length).toBeCloseTo(0.15, 1);
+  });
+
+  it('is deterministic for a seed and differs between seeds', () => {
+    expect(splitData(data, false, 3)).toEqual(splitData(data, false, 3));
+    expect(splitData(data, false, 3).train).not.toEqual(splitData(data, false, 4).train);
+  });
+
+  it('refuses too few examples with a message giving the minimum', () => {
+    expect(() => splitData(data.slice(0, 5), false, 1)).toThrow(DataError);
+    expect(() => splitData(data.slice(0, 5), false, 1)).toThrow(
+      /5 example\(s\) are too few .* need at least 14/,
+    );
+  });
+});
+
+describe('trainAndEvaluate', () => {
+  it('trains, evaluates on the test split and reports sizes and epoch history', () => {
+    const outcome = trainAndEvaluate({ data, args: FAST_ARGS, seed: 1 });
+    expect(outcome.history).toHaveLength(FAST_ARGS.num_epochs);
+    expect(outcome.sizes.train + outcome.sizes.validation + outcome.sizes.test).toBe(data.length);
+    expect(outcome.performance.overall.num_samples).toBe(outcome.sizes.test);
+    expect(Object.keys(outcome.performance).sort()).toEqual(['class', 'overall', 'slices']);
+    // Far better than chance on well-separated sample data (4 tags).
+    expect(outcome.performance.overall.f1).toBeGreaterThan(0.5);
+  });
+
+  it('uses the given test data for the test metrics', () => {
+    const test = data.slice(0, 30);
+    const outcome = trainAndEvaluate({ data, testData: test, args: FAST_ARGS, seed: 1 });
+    expect(outcome.performance.overall.num_samples).toBe(30);
+    expect(outcome.sizes.test).toBe(30);
+  });
+
+  it('applies subset before splitting', () => {
+    const outcome = trainAndEvaluate({ data, args: { ...FAST_ARGS, subset: 100 }, seed: 1 });
+    expect(outcome.sizes.train + outcome.sizes.validation + outcome.sizes.test).toBe(100);
+  });
+
+  it('gives the same model for the same seed', () => {
+    const a = trainAndEvaluate({ data, args: FAST_ARGS, seed: 9 });
+    const b = trainAndEvaluate({ data, args: FAST_ARGS, seed: 9 });
+    const texts = data.slice(0, 5).map((row) => row.text);
+    expect(a.model.predict(texts)).toEqual(b.model.predict(texts));
+    expect(a.performance).toEqual(b.performance);
+  });
+});
