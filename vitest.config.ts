@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
-    hookTimeout: 120_000,
+    hookTimeout: 240_000,
     // Tests that start real servers (MLflow, Chromium) are heavy on a 2-core machine.
     maxWorkers: 2,
     reporters: ['default'],

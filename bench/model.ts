@@ -12,8 +12,10 @@ import {
   DEFAULT_TRAINING_ARGS,
   evaluate,
   type LabelledText,
+  parseTrainingArgs,
   STOPWORDS,
   stratifiedSplit,
+  type TrainingArgs,
   trainTagger,
 } from '../src/model/index.js';
 import { LinearTagModel } from '../src/model/tagger.js';
@@ -35,6 +37,8 @@ const quantile = (sorted: Float64Array, q: number): number =>
 function sklearn(
   train: LabelledText[],
   test: LabelledText[],
+  args: TrainingArgs = DEFAULT_TRAINING_ARGS,
+  seed = SEED,
 ): { train_seconds: number; weighted_f1: number; n_features: number } | null {
   if (!existsSync(PYTHON)) {
     console.error(
@@ -44,10 +48,7 @@ function sklearn(
   }
   const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-'));
   try {
-    writeFileSync(
-      join(dir, 'in.json'),
-      JSON.stringify({ train, test, args: DEFAULT_TRAINING_ARGS, stopwords: STOPWORDS, seed: SEED }),
-    );
+    writeFileSync(join(dir, 'in.json'), JSON.stringify({ train, test, args, stopwords: STOPWORDS, seed }));
     execFileSync(
       PYTHON,
       [resolve(REPO, 'python', 'sklearn_train.py'), join(dir, 'in.json'), join(dir, 'out.json')],
@@ -132,7 +133,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       'f1',
       perf.overall.f1,
       sk?.weighted_f1 ?? null,
-      `threshold=${threshold === null ? 'argmax' : threshold.toFixed(3)} (${DEFAULT_TRAINING_ARGS.threshold}); sklearn: argmax`,
+      `classifier=${DEFAULT_TRAINING_ARGS.classifier}, threshold=${threshold === null ? 'argmax' : threshold.toFixed(3)} (${DEFAULT_TRAINING_ARGS.threshold}); sklearn: argmax`,
     ),
     row(
       'holdout weighted f1 (default args but threshold=auto)',
@@ -164,4 +165,70 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       'least sensitive to other load on the machine',
     ),
   ];
+}
+
+/**
+ * 5-fold cross-validation on dataset.csv only (the evidence for the defaults in src/model/README.md):
+ * stratified folds (seed 42); each fold's model is trained on a stratified 85/15 train/validation split
+ * (seed 42) of the other four folds with training seed 42 and scored (weighted f1) on the fold.
+ * `seeds` > 1 trains each fold with training seeds 42, 43, … and reports the per-fold mean f1 over them
+ * (same folds and splits; averages out SGD shuffle/oversampling order, which alone moves a fold's f1 by
+ * ~0.01). `sklearn` also runs python/sklearn_train.py on the same train parts, folds and seeds.
+ */
+export function crossValidate(
+  args: TrainingArgs,
+  opts: { sklearn?: boolean; seeds?: number } = {},
+): { f1: number[]; sklearnF1: number[] | null; seconds: number } {
+  const dataset = load('dataset.csv');
+  const folds = stratifiedSplit(dataset, (r) => r.tag, [0.2, 0.2, 0.2, 0.2, 0.2], SEED);
+  const seeds = Array.from({ length: opts.seeds ?? 1 }, (_, k) => SEED + k);
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const f1: number[] = [];
+  const sk: number[] = [];
+  let seconds = 0;
+  folds.forEach((test, i) => {
+    const rest = folds.filter((_, j) => j !== i).flat();
+    const [train, validation] = stratifiedSplit(rest, (r) => r.tag, [0.85, 0.15], SEED);
+    const ours: number[] = [];
+    const theirs: number[] = [];
+    for (const seed of seeds) {
+      const t0 = performance.now();
+      const { model } = trainTagger(train!, validation!, args, { seed });
+      seconds += (performance.now() - t0) / 1000;
+      ours.push(evaluate(model, test).overall.f1);
+      if (opts.sklearn) {
+        const result = sklearn(train!, test, args, seed);
+        if (result !== null) theirs.push(result.weighted_f1);
+      }
+    }
+    f1.push(mean(ours));
+    if (theirs.length === seeds.length) sk.push(mean(theirs));
+  });
+  return { f1, sklearnF1: opts.sklearn && sk.length === folds.length ? sk : null, seconds };
+}
+
+const meanStd = (xs: number[]): string => {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1));
+  return `${mean.toFixed(4)} ± ${sd.toFixed(4)}`;
+};
+
+// `node --import tsx bench/model.ts --cv '{"classifier":"softmax"}' [--sklearn] [--seeds N]`: one CV row per args JSON.
+if (process.argv[1] === import.meta.filename && process.argv.includes('--cv')) {
+  const withSklearn = process.argv.includes('--sklearn');
+  const seedsAt = process.argv.indexOf('--seeds');
+  const seeds = seedsAt < 0 ? 1 : Number(process.argv[seedsAt + 1]);
+  if (!Number.isInteger(seeds) || seeds < 1) throw new Error('bench/model: --seeds needs a positive integer');
+  for (const raw of process.argv.slice(2).filter((a) => a.startsWith('{'))) {
+    const { f1, sklearnF1, seconds } = crossValidate(parseTrainingArgs(JSON.parse(raw)), {
+      sklearn: withSklearn,
+      seeds,
+    });
+    const folds = f1.map((v) => v.toFixed(4)).join(' ');
+    const skText =
+      sklearnF1 === null
+        ? ''
+        : `  sklearn ${meanStd(sklearnF1)} [${sklearnF1.map((v) => v.toFixed(4)).join(' ')}]`;
+    console.log(`${raw}  f1 ${meanStd(f1)}  [${folds}]  train ${seconds.toFixed(1)}s${skText}`);
+  }
 }

@@ -1,7 +1,9 @@
 /**
- * Benchmark runner (`npm run bench [-- --quick]`): runs every section module, prints one table and writes
- * each section's rows to bench/results/<section>-<timestamp>.json. A section is a module exporting
- * `run(opts): Promise<BenchRow[]>`; add later sections (HTTP load tests, ...) to SECTIONS.
+ * Benchmark runner (`npm run bench [-- --quick] [-- --only <section>]`): runs every section module, prints
+ * one table and writes each section's rows to bench/results/<section>-<timestamp>.json. A section is a
+ * module exporting `run(opts)` that returns rows, or a SectionResult with breakage; add sections to SECTIONS.
+ * Exits non-zero only on breakage a section reports (failed requests, gross regressions), never on a
+ * target missed by noise.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { arch, cpus, platform } from 'node:os';
@@ -22,11 +24,28 @@ export interface BenchRow {
   /** The reference implementation's value (scikit-learn, ...), or null when there is none. */
   reference: number | null;
   note?: string;
+  /** A target this figure is judged against, e.g. ">= 0.6x floor". */
+  target?: { text: string; pass: boolean };
 }
 
-type Section = { name: string; load: () => Promise<{ run(opts: BenchOptions): Promise<BenchRow[]> }> };
+export interface SectionResult {
+  rows: BenchRow[];
+  /** What can only mean something is broken; makes the run exit non-zero. */
+  breakage?: string[];
+  notes?: string[];
+  /** Raw measurements, written to the JSON file only. */
+  details?: unknown;
+}
 
-const SECTIONS: Section[] = [{ name: 'model', load: () => import('./model.js') }];
+type Section = {
+  name: string;
+  load: () => Promise<{ run(opts: BenchOptions): Promise<BenchRow[] | SectionResult> }>;
+};
+
+const SECTIONS: Section[] = [
+  { name: 'model', load: () => import('./model.js') },
+  { name: 'http', load: () => import('./http.js') },
+];
 
 const fmt = (v: number | null): string => {
   if (v === null || !Number.isFinite(v)) return '-';
@@ -35,7 +54,7 @@ const fmt = (v: number | null): string => {
 };
 
 function printTable(rows: BenchRow[]): void {
-  const header = ['section', 'metric', 'unit', 'tagger (TS)', 'reference', 'TS / ref', 'note'];
+  const header = ['section', 'metric', 'unit', 'tagger (TS)', 'reference', 'TS / ref', 'target', 'note'];
   const body = rows.map((r) => [
     r.section,
     r.metric,
@@ -43,6 +62,7 @@ function printTable(rows: BenchRow[]): void {
     fmt(r.tagger),
     fmt(r.reference),
     r.tagger !== null && r.reference !== null && r.reference !== 0 ? `${fmt(r.tagger / r.reference)}x` : '-',
+    r.target ? `${r.target.pass ? 'PASS' : 'FAIL'} (${r.target.text})` : '',
     r.note ?? '',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
@@ -54,13 +74,22 @@ function printTable(rows: BenchRow[]): void {
 
 async function main(): Promise<void> {
   const opts: BenchOptions = { quick: process.argv.includes('--quick') };
+  const only = process.argv.indexOf('--only');
+  const selected = only >= 0 ? SECTIONS.filter((s) => s.name === process.argv[only + 1]) : SECTIONS;
+  const started = performance.now();
+  const breakage: string[] = [];
+  const notes: string[] = [];
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const outDir = resolve(import.meta.dirname, 'results');
   mkdirSync(outDir, { recursive: true });
   const all: BenchRow[] = [];
-  for (const section of SECTIONS) {
-    const rows = await (await section.load()).run(opts);
+  for (const section of selected) {
+    const out = await (await section.load()).run(opts);
+    const result: SectionResult = Array.isArray(out) ? { rows: out } : out;
+    const { rows } = result;
     all.push(...rows);
+    breakage.push(...(result.breakage ?? []).map((b) => `${section.name}: ${b}`));
+    notes.push(...(result.notes ?? []).map((n) => `${section.name}: ${n}`));
     const file = resolve(outDir, `${section.name}-${stamp}.json`);
     const machine = {
       node: process.version,
@@ -71,11 +100,17 @@ async function main(): Promise<void> {
     };
     writeFileSync(
       file,
-      `${JSON.stringify({ section: section.name, date: new Date().toISOString(), quick: opts.quick, machine, rows }, null, 2)}\n`,
+      `${JSON.stringify({ section: section.name, date: new Date().toISOString(), quick: opts.quick, machine, rows, notes: result.notes ?? [], breakage: result.breakage ?? [], details: result.details ?? null }, null, 2)}\n`,
     );
     console.error(`wrote ${file}`);
   }
   printTable(all);
+  for (const note of notes) console.log(`note: ${note}`);
+  console.log(`bench finished in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  if (breakage.length > 0) {
+    for (const b of breakage) console.error(`BROKEN: ${b}`);
+    process.exitCode = 1;
+  }
 }
 
 await main();

@@ -3,9 +3,12 @@
 Usage: python sklearn_train.py IN.json OUT.json
 IN:  {"train": [{"text", "tag"}], "test": [{"text", "tag"}], "args": TrainingArgs, "stopwords": [str], "seed": int}
 OUT: {"train_seconds": float, "weighted_f1": float, "n_features": int}
-Same preprocessing as src/model/preprocess.ts, TfidfVectorizer(analyzer, ngram_range=(2, max), lowercase=False),
-random oversampling, SGDClassifier(loss='log_loss', penalty='l2', learning_rate=<schedule>, max_iter=num_epochs,
-tol=None) and plain argmax. Timed: preprocessing + vectorising + oversampling + fitting.
+Same preprocessing as src/model/preprocess.ts, TfidfVectorizer(analyzer, ngram_range=(2, max), lowercase=False,
+sublinear_tf=<sublinear_tf>) (for analyzer `char_wb+word`: FeatureUnion of a char_wb (2, max) and a word (1, 2)
+TfidfVectorizer with transformer_weights 1/sqrt(2) each, as src/model/features.ts), random oversampling, SGDClassifier(loss='log_loss', penalty='l2', learning_rate=<schedule>, max_iter=num_epochs,
+tol=None, average=<average>) and plain argmax. SGDClassifier is always one-vs-rest (Tagger's `classifier: ovr`);
+for `classifier: softmax` it is the nearest sklearn equivalent, not the same algorithm.
+Timed: preprocessing + vectorising + oversampling + fitting.
 """
 
 import json
@@ -17,6 +20,7 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import precision_recall_fscore_support
+from sklearn.pipeline import FeatureUnion
 
 URL_RE = re.compile(r"\b(?:https?://|www\.)\S*", re.IGNORECASE)
 NON_ALNUM_RE = re.compile(r"[^A-Za-z0-9]+")
@@ -37,6 +41,20 @@ def make_cleaner(stopwords, lower, stem):
     return clean
 
 
+def make_vectorizer(args):
+    sublinear = bool(args.get("sublinear_tf", False))
+    if args["analyzer"] != "char_wb+word":
+        return TfidfVectorizer(
+            analyzer=args["analyzer"], ngram_range=(2, args["ngram_max_range"]), lowercase=False, sublinear_tf=sublinear
+        )
+    chars = TfidfVectorizer(
+        analyzer="char_wb", ngram_range=(2, args["ngram_max_range"]), lowercase=False, sublinear_tf=sublinear
+    )
+    words = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), lowercase=False, sublinear_tf=sublinear)
+    weight = 1 / np.sqrt(2)
+    return FeatureUnion([("char_wb", chars), ("word", words)], transformer_weights={"char_wb": weight, "word": weight})
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
@@ -50,9 +68,7 @@ def main() -> None:
     classes = {t for t, c in counts.items() if c >= args["min_freq"] and (accepted is None or t in accepted)}
     classes.add("other")
     y = np.array([t if t in classes else "other" for t in tags])
-    vectorizer = TfidfVectorizer(
-        analyzer=args["analyzer"], ngram_range=(2, args["ngram_max_range"]), lowercase=False
-    )
+    vectorizer = make_vectorizer(args)
     x = vectorizer.fit_transform(texts)
     rng = np.random.default_rng(spec["seed"])
     if args.get("oversample", True):
@@ -75,6 +91,7 @@ def main() -> None:
         tol=None,
         shuffle=args["shuffle"],
         random_state=spec["seed"],
+        average=bool(args.get("average", False)),
     )
     model.fit(x, y)
     train_seconds = time.perf_counter() - start
@@ -83,7 +100,7 @@ def main() -> None:
     pred = model.predict(test_x)
     _, _, f1, _ = precision_recall_fscore_support(test_y, pred, average="weighted", zero_division=0)
     with open(sys.argv[2], "w", encoding="utf-8") as f:
-        json.dump({"train_seconds": train_seconds, "weighted_f1": float(f1), "n_features": len(vectorizer.vocabulary_)}, f)
+        json.dump({"train_seconds": train_seconds, "weighted_f1": float(f1), "n_features": len(vectorizer.get_feature_names_out())}, f)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ if (!existsSync(cli)) {
   process.exit(1);
 }
 
-const { openTrackingStore, resolveTrackingUri } = await import('../dist/tracking/index.js');
+const { openTrackingStore, redactUri, resolveTrackingUri } = await import('../dist/tracking/index.js');
 const experiment = process.env.TAGGER_EXPERIMENT || 'best';
 const trackingUri = resolveTrackingUri(undefined, process.env);
 const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
@@ -34,7 +34,7 @@ const run = (args) =>
 
 if (!(await hasRuns())) {
   process.stdout.write(
-    `start: no runs in experiment '${experiment}' at ${trackingUri}; training one on ${samples}\n`,
+    `start: no runs in experiment '${experiment}' at ${redactUri(trackingUri)}; training one on ${samples}\n`,
   );
   const status = run([
     'train',

@@ -4,29 +4,63 @@
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
-import { installApi, type TaggerApp } from './http/index.js';
+import {
+  clientErrorHandler,
+  createHttpMetrics,
+  frameworkErrors,
+  type HttpMetrics,
+  type HttpOptions,
+  type HttpOptionsInput,
+  installApi,
+  REDACTED_LOG_PATHS,
+  requestIdFor,
+  resolveHttpOptions,
+  type TaggerApp,
+} from './http/index.js';
 import type { ServingState } from './service/index.js';
+
+export { createHttpMetrics, type HttpMetrics } from './http/index.js';
 
 export interface AppDeps {
   /** What to serve: the run registry (run-based mode) or one loaded model (single-model mode). */
   serving: ServingState;
   /** A pino logger to write to; without one the app does not log (tests). */
   logger?: FastifyBaseLogger;
+  /** Limits, API keys, rate limiting and load shedding (defaults: src/http/options.ts). */
+  http?: HttpOptionsInput | undefined;
+  /**
+   * The app's Prometheus metrics; pass one (from `createHttpMetrics()`) to record reloads with
+   * `metrics.recordReload(outcome)`. Without one the app makes its own.
+   */
+  metrics?: HttpMetrics | undefined;
+  /** Extra readiness condition for /health/ready, e.g. false while the server drains before shutdown. */
+  ready?: (() => boolean) | undefined;
 }
 
-/** Server limits shared by the app and the documentation-only app. */
-const SERVER_OPTIONS: FastifyServerOptions = {
-  // Large enough for thousands of texts; larger bodies get a 413 envelope.
-  bodyLimit: 1024 * 1024,
-  requestTimeout: 30_000,
-  keepAliveTimeout: 5_000,
-  return503OnClosing: true,
-};
+function serverOptions(http: HttpOptions): FastifyServerOptions {
+  return {
+    bodyLimit: http.limits.bodyBytes,
+    // Node answers a request that does not arrive in time with 408 (clientErrorHandler's envelope).
+    requestTimeout: http.limits.requestTimeoutMs,
+    keepAliveTimeout: 5_000,
+    return503OnClosing: true,
+    // The id comes from genReqId alone, which validates the client's X-Request-Id.
+    requestIdHeader: false,
+    genReqId: requestIdFor,
+    clientErrorHandler,
+    frameworkErrors,
+  };
+}
 
-function baseApp(logger: FastifyBaseLogger | undefined): TaggerApp {
-  const options: FastifyServerOptions = logger
-    ? { ...SERVER_OPTIONS, loggerInstance: logger }
-    : SERVER_OPTIONS;
+function baseApp(logger: FastifyBaseLogger | undefined, http: HttpOptions): TaggerApp {
+  const options = serverOptions(http);
+  if (logger) {
+    // API keys never reach the log, whichever code logs a request's headers.
+    options.loggerInstance = logger.child(
+      {},
+      { redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } },
+    ) as FastifyBaseLogger;
+  }
   return Fastify(options).withTypeProvider<TypeBoxTypeProvider>() as unknown as TaggerApp;
 }
 
@@ -35,21 +69,34 @@ function baseApp(logger: FastifyBaseLogger | undefined): TaggerApp {
  * @example const app = createApp({ serving: { mode: 'runs', registry } }); await app.inject({ url: '/' });
  */
 export function createApp(deps: AppDeps): TaggerApp {
-  const app = baseApp(deps.logger);
+  const http = resolveHttpOptions(deps.http);
+  const app = baseApp(deps.logger, http);
   const { serving } = deps;
-  installApi(app, serving.mode, () => serving);
+  installApi(app, serving.mode, () => serving, {
+    options: http,
+    metrics: deps.metrics ?? createHttpMetrics(),
+    documentAuth: http.apiKeys.length > 0,
+    ready: deps.ready,
+  });
   return app;
 }
 
 /**
- * The OpenAPI document of the full contract (run-based mode, every endpoint of both variants), from an
- * app that serves nothing: it is built only to read the generated document.
+ * The OpenAPI document of the full contract (run-based mode, every endpoint of both variants, the
+ * optional API-key scheme, default limits), from an app that serves nothing: it is built only to read
+ * the generated document.
  */
 export async function generateOpenApiDocument(): Promise<Record<string, unknown>> {
-  const app = baseApp(undefined);
-  installApi(app, 'runs', () => {
-    throw new Error('app: the documentation-only app serves no requests');
-  });
+  const http = resolveHttpOptions();
+  const app = baseApp(undefined, http);
+  installApi(
+    app,
+    'runs',
+    () => {
+      throw new Error('app: the documentation-only app serves no requests');
+    },
+    { options: http, metrics: createHttpMetrics({ defaultMetrics: false }), documentAuth: true },
+  );
   await app.ready();
   try {
     return app.swagger() as unknown as Record<string, unknown>;

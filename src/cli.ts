@@ -5,6 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { runServe } from './cluster.js';
 import { ModelFormatError, ModelInputError, parseTrainingArgs, type TrainingArgs } from './model/index.js';
 import { runServeCommand, StartupError } from './server.js';
 import { loadModelForPrediction } from './service/predict-command.js';
@@ -307,7 +308,21 @@ export function buildProgram(): Command {
     .addOption(
       new Option('--model <dir>', 'single-model mode: serve this saved model directory').env('TAGGER_MODEL'),
     )
-    .action((flags: Record<string, string | undefined>) => runServeCommand(flags, process.env));
+    .addOption(
+      new Option(
+        '--reload-interval <ms>',
+        'poll the tracking store for a new best run every <ms> (default 60000; 0: only on SIGHUP)',
+      ).env('TAGGER_RELOAD_INTERVAL_MS'),
+    )
+    .addOption(
+      new Option(
+        '--workers <n>',
+        'worker processes serving the same port (default: the number of cores; 1 = a single process)',
+      ).env('TAGGER_WORKERS'),
+    )
+    .action((flags: Record<string, string | undefined>) =>
+      runServe(flags, process.env, () => runServeCommand(flags, process.env), explain),
+    );
 
   return program;
 }

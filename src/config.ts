@@ -11,12 +11,16 @@
  * | model directory | --model          | TAGGER_MODEL              | (run-based)   |
  * | model cache     |                  | TAGGER_MODEL_CACHE_SIZE   | 4             |
  * | store wait (ms) |                  | TAGGER_STORE_WAIT_MS      | 30000         |
+ * | reload (ms)     | --reload-interval| TAGGER_RELOAD_INTERVAL_MS | 60000 (0 off) |
+ * | shutdown grace  |                  | TAGGER_SHUTDOWN_GRACE_MS  | 10000         |
  * | log level       |                  | TAGGER_LOG_LEVEL          | info          |
+ * | HTTP limits, API keys, rate limit, load shedding: TAGGER_MAX_*, TAGGER_API_KEYS(_FILE), ... (src/http/README.md) |
  *
  * The host defaults to loopback because the API has no authentication; set `0.0.0.0` (e.g. in a
  * container) to accept connections from other machines.
  */
 
+import { HttpConfigError, type HttpOptionsInput, httpOptionsFromEnv } from './http/env.js';
 import { StartupError } from './service/index.js';
 import { resolveTrackingUri } from './tracking/index.js';
 
@@ -29,12 +33,18 @@ export interface ServeFlags {
   host?: string | undefined;
   port?: string | number | undefined;
   model?: string | undefined;
+  /** Milliseconds between polls of the tracking store for a new best run; 0 turns polling off. */
+  reloadInterval?: string | number | undefined;
 }
 
 interface Common {
   host: string;
   port: number;
   logLevel: LogLevel;
+  /** How long a graceful shutdown waits for in-flight requests before closing their connections. */
+  shutdownGraceMs: number;
+  /** Limits, API keys, rate limiting and load shedding of the HTTP layer (TAGGER_MAX_*, see src/http/README.md). */
+  http: HttpOptionsInput | undefined;
 }
 
 export type ServeConfig =
@@ -46,6 +56,8 @@ export type ServeConfig =
       modelCacheSize: number;
       /** How long to wait for a REST tracking server to answer at startup. */
       storeWaitMs: number;
+      /** Milliseconds between reloads of the experiment's runs (also on SIGHUP); 0: only on SIGHUP. */
+      reloadIntervalMs: number;
     })
   | (Common & { mode: 'model'; modelDir: string });
 
@@ -59,6 +71,8 @@ export const SERVE_DEFAULTS = {
   modelCacheSize: 4,
   storeWaitMs: 30_000,
   logLevel: 'info' as LogLevel,
+  reloadIntervalMs: 60_000,
+  shutdownGraceMs: 10_000,
 } as const;
 
 /** The flag if given, else the environment variable if non-empty, else undefined; `source` says which. */
@@ -113,7 +127,21 @@ export function resolveServeConfig(flags: ServeFlags, env: NodeJS.ProcessEnv): S
       `serve: TAGGER_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; got ${JSON.stringify(level?.value)}`,
     );
   }
-  const common = { host, port, logLevel };
+  const shutdownGraceMs = integerSetting(
+    pick(undefined, '', env, 'TAGGER_SHUTDOWN_GRACE_MS'),
+    SERVE_DEFAULTS.shutdownGraceMs,
+    0,
+    3_600_000,
+    'a grace period in milliseconds',
+  );
+  let http: HttpOptionsInput | undefined;
+  try {
+    http = httpOptionsFromEnv(env);
+  } catch (error) {
+    if (error instanceof HttpConfigError) throw new StartupError(`serve: ${error.message}`);
+    throw error;
+  }
+  const common = { host, port, logLevel, shutdownGraceMs, http };
 
   const model = pick(flags.model, '--model', env, 'TAGGER_MODEL');
   if (model !== undefined) {
@@ -150,6 +178,13 @@ export function resolveServeConfig(flags: ServeFlags, env: NodeJS.ProcessEnv): S
       0,
       3_600_000,
       'a wait in milliseconds',
+    ),
+    reloadIntervalMs: integerSetting(
+      pick(flags.reloadInterval, '--reload-interval', env, 'TAGGER_RELOAD_INTERVAL_MS'),
+      SERVE_DEFAULTS.reloadIntervalMs,
+      0,
+      86_400_000,
+      'an interval in milliseconds (0 turns polling off)',
     ),
   };
 }

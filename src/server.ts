@@ -1,16 +1,28 @@
 /**
  * `tagger serve`: resolve the config, load what to serve (the port opens only after loading), listen,
- * and close gracefully on SIGTERM/SIGINT. Also runnable on its own: `node dist/server.js` (env only).
+ * reload the experiment's runs on a timer and on SIGHUP, and drain gracefully on SIGTERM/SIGINT. Also
+ * runnable on its own: `node dist/server.js` (env only).
  */
 import { realpathSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { Server as NetServer } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { createApp } from './app.js';
 import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
 import type { TaggerApp } from './http/index.js';
-import { loadModelDirectory, RunRegistry, type ServingState, StartupError } from './service/index.js';
-import { openTrackingStore, type TrackingStore } from './tracking/index.js';
+import {
+  loadModelDirectory,
+  pollReloads,
+  type ReloadOutcome,
+  type ReloadResult,
+  RunRegistry,
+  ServingLifecycle,
+  type ServingState,
+  StartupError,
+} from './service/index.js';
+import { openTrackingStore, redactUri, type TrackingStore } from './tracking/index.js';
 
 export { type ServeFlags, StartupError } from './config.js';
 
@@ -18,14 +30,27 @@ export interface RunningServer {
   readonly app: TaggerApp;
   /** Base URL the server listens on, e.g. `http://127.0.0.1:8000`. */
   readonly url: string;
-  /** Stops accepting connections, finishes in-flight requests, closes the tracking store. */
-  close(): Promise<void>;
+  /** What the app serves (the same object createApp got); `serving.lifecycle` says whether it drains. */
+  readonly serving: ServingState;
+  /** How long `close()` lets in-flight requests finish. */
+  readonly shutdownGraceMs: number;
+  /** Reloads the experiment's runs now (coalesced with a poll under way); null in single-model mode. */
+  reload(): Promise<ReloadResult | null>;
+  /**
+   * Graceful shutdown: marks the lifecycle draining, stops polling, stops accepting connections, closes
+   * idle keep-alive connections at once and asks busy ones to close after their response, waits up to
+   * the grace period for in-flight requests, then closes what is left and the tracking store.
+   * `drained` is false when the grace period ran out and connections were cut. Idempotent.
+   */
+  close(): Promise<{ drained: boolean }>;
 }
 
 export interface StartOptions {
   /** Opens the tracking store (tests pass instrumented stores). */
   openStore?: (uri: string) => Promise<TrackingStore>;
   logger?: pino.Logger;
+  /** Told the outcome of every reload and the run serving afterwards (metrics: tagger_reloads_total). */
+  onReload?: (outcome: ReloadOutcome, runId: string) => void;
 }
 
 /** A store that can wait for its server (the REST store); file stores are ready at once. */
@@ -39,19 +64,20 @@ async function loadServing(
   config: ServeConfig,
   options: StartOptions,
   logger: pino.Logger,
-): Promise<{ serving: ServingState; store?: TrackingStore }> {
+): Promise<{ serving: ServingState; registry?: RunRegistry; store?: TrackingStore }> {
+  const lifecycle = new ServingLifecycle();
   if (config.mode === 'model') {
     const source = resolve(config.modelDir);
     const model = await loadModelDirectory(source);
     logger.info({ model: source }, 'serving one saved model');
-    return { serving: { mode: 'model', model, source } };
+    return { serving: { mode: 'model', model, source, lifecycle } };
   }
   let store: TrackingStore;
   try {
     store = await (options.openStore ?? openTrackingStore)(config.trackingUri);
   } catch (error) {
     throw new StartupError(
-      `serve: cannot open the tracking store ${config.trackingUri}: ${(error as Error).message}`,
+      `serve: cannot open the tracking store ${redactUri(config.trackingUri)}: ${(error as Error).message}`,
       {
         cause: error,
       },
@@ -74,8 +100,9 @@ async function loadServing(
       experiment: config.experiment,
       modelCacheSize: config.modelCacheSize,
       log: logger,
+      ...(options.onReload ? { onReload: options.onReload } : {}),
     });
-    return { serving: { mode: 'runs', registry }, store };
+    return { serving: { mode: 'runs', registry, lifecycle }, registry, store };
   } catch (error) {
     await store.close().catch(() => undefined);
     throw error;
@@ -104,8 +131,10 @@ function listenError(error: unknown, config: ServeConfig): Error {
  */
 export async function startServer(config: ServeConfig, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const { serving, store } = await loadServing(config, options, logger);
+  const { serving, registry, store } = await loadServing(config, options, logger);
+  const lifecycle = serving.lifecycle ?? new ServingLifecycle();
   const app = createApp({ serving, logger });
+  const inFlight = trackResponses(app, lifecycle);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -116,21 +145,91 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  let closing: Promise<void> | undefined;
+  const poller =
+    registry && config.mode === 'runs' && config.reloadIntervalMs > 0
+      ? pollReloads(() => registry.reload(), config.reloadIntervalMs)
+      : undefined;
+  let closing: Promise<{ drained: boolean }> | undefined;
   return {
     app,
     url: `http://${host}:${port}`,
+    serving,
+    shutdownGraceMs: config.shutdownGraceMs,
+    reload: async () => (registry ? registry.reload() : null),
     close: () => {
       closing ??= (async () => {
+        lifecycle.beginDrain();
+        poller?.stop();
         try {
+          const drained = await drainConnections(app, inFlight, config.shutdownGraceMs, logger);
           await app.close();
+          return { drained };
         } finally {
+          // A reload under way still reads from the store; let it finish before closing the store.
+          await registry?.settled();
           await store?.close();
         }
       })();
       return closing;
     },
   };
+}
+
+/**
+ * Keeps the set of responses under way, and while draining asks every connection to close after its
+ * response (`Connection: close`): a keep-alive client then opens no new request on a connection that is
+ * about to go away, and the connection ends as soon as its last response is written.
+ */
+function trackResponses(app: TaggerApp, lifecycle: ServingLifecycle): Set<ServerResponse> {
+  const inFlight = new Set<ServerResponse>();
+  // Prepended, so the header is set before Fastify can write the response.
+  app.server.prependListener('request', (_request, response: ServerResponse) => {
+    inFlight.add(response);
+    response.once('close', () => inFlight.delete(response));
+    if (lifecycle.draining) response.setHeader('connection', 'close');
+  });
+  return inFlight;
+}
+
+/**
+ * Stops accepting connections and waits (at most `graceMs`) until every connection has ended; resolves
+ * true when they all ended on their own, false when the grace period ran out and they were cut.
+ */
+async function drainConnections(
+  app: TaggerApp,
+  inFlight: Set<ServerResponse>,
+  graceMs: number,
+  logger: pino.Logger,
+): Promise<boolean> {
+  const server = app.server;
+  // The listener closes first, on its own (net.Server's close, not http's, which closes idle connections
+  // before the listener): a client whose idle connection was closed could otherwise reconnect in between
+  // and land in the accept queue, which the kernel resets when the listener closes: a request lost after
+  // it was sent on an accepted connection. Fastify's close() later runs http's close for the rest.
+  const allClosed = new Promise<void>((done) => NetServer.prototype.close.call(server, () => done()));
+  // Responses not yet started will say `Connection: close`; ones already sent leave an idle keep-alive
+  // connection behind when they finish, which is closed right then instead of after keepAliveTimeout.
+  for (const response of inFlight) {
+    if (!response.headersSent) response.setHeader('connection', 'close');
+    else response.once('finish', () => setImmediate(() => server.closeIdleConnections()));
+  }
+  server.closeIdleConnections();
+  logger.info({ inFlight: inFlight.size, graceMs }, 'draining: no new connections, finishing requests');
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((done) => {
+    timer = setTimeout(() => done(false), graceMs);
+  });
+  const drained = await Promise.race([allClosed.then(() => true as const), expired]);
+  clearTimeout(timer);
+  if (!drained) {
+    logger.error(
+      { graceMs, inFlight: inFlight.size },
+      'graceful shutdown: grace period over, closing the remaining connections',
+    );
+    server.closeAllConnections();
+    await allClosed;
+  }
+  return drained;
 }
 
 /** Resolves with the first SIGINT or SIGTERM. */
@@ -146,8 +245,73 @@ function firstSignal(): Promise<NodeJS.Signals> {
   });
 }
 
-/** How long a graceful close may take before the process gives up on in-flight requests. */
-const CLOSE_GRACE_MS = 10_000;
+/** How long closing may take after the grace period (closing the app and the store) before giving up. */
+const CLOSE_BACKSTOP_MS = 5_000;
+
+export interface SignalHandling {
+  logger: pino.Logger;
+  /** Ends the process (tests pass a recorder); default process.exit. */
+  exit?: (code: number) => void;
+}
+
+/**
+ * Runs a started server until SIGTERM/SIGINT: SIGHUP reloads the runs meanwhile; the first stop signal
+ * drains (see RunningServer.close), a second one exits at once with 1, as does a drain whose grace period
+ * ran out (requests were cut) or a close that hangs. Resolves after a clean drain.
+ */
+export async function serveUntilSignalled(
+  server: RunningServer,
+  handling: SignalHandling,
+  /** The first stop signal; pass one installed before startup so no signal falls into a gap. */
+  stopSignal: Promise<NodeJS.Signals> = firstSignal(),
+): Promise<void> {
+  const { logger } = handling;
+  const exit = handling.exit ?? ((code: number) => process.exit(code));
+  let stopping = false;
+  // Installed for the whole life of the server: SIGHUP's default action would kill the process.
+  const onHangup = (): void => {
+    if (stopping) {
+      logger.info('SIGHUP ignored: shutting down');
+      return;
+    }
+    logger.info('SIGHUP: reloading the runs');
+    void server.reload().then((result) => {
+      if (result === null) logger.info('SIGHUP: single-model mode has nothing to reload');
+      else logger.info({ outcome: result.outcome, runId: result.runId }, 'SIGHUP reload finished');
+    });
+  };
+  process.on('SIGHUP', onHangup);
+  try {
+    const signal = await stopSignal;
+    stopping = true;
+    logger.info({ signal, graceMs: server.shutdownGraceMs }, 'shutting down: finishing in-flight requests');
+    const force = (second: NodeJS.Signals): void => {
+      logger.error({ signal: second }, 'second signal: exiting without waiting for requests');
+      exit(1);
+    };
+    process.once('SIGINT', force);
+    process.once('SIGTERM', force);
+    const backstop = setTimeout(() => {
+      logger.error({ graceMs: server.shutdownGraceMs }, 'graceful shutdown hangs; exiting');
+      exit(1);
+    }, server.shutdownGraceMs + CLOSE_BACKSTOP_MS);
+    backstop.unref();
+    try {
+      const { drained } = await server.close();
+      if (!drained) {
+        exit(1);
+        return;
+      }
+      logger.info('stopped');
+    } finally {
+      clearTimeout(backstop);
+      process.off('SIGINT', force);
+      process.off('SIGTERM', force);
+    }
+  } finally {
+    process.off('SIGHUP', onHangup);
+  }
+}
 
 /**
  * The `tagger serve` command: resolves when the server has shut down after SIGTERM/SIGINT; rejects with
@@ -157,26 +321,19 @@ const CLOSE_GRACE_MS = 10_000;
 export async function runServeCommand(flags: ServeFlags, env: NodeJS.ProcessEnv): Promise<void> {
   const config = resolveServeConfig(flags, env);
   const logger = pino({ level: config.logLevel });
-  const server = await startServer(config, { logger });
-  const signal = await firstSignal();
-  logger.info({ signal }, 'shutting down: finishing in-flight requests');
-  // A second signal, or a close that hangs, ends the process without waiting any longer.
-  const force = (): never => process.exit(1);
-  process.once('SIGINT', force);
-  process.once('SIGTERM', force);
-  const timer = setTimeout(() => {
-    logger.error({ graceMs: CLOSE_GRACE_MS }, 'graceful shutdown timed out');
-    force();
-  }, CLOSE_GRACE_MS);
-  timer.unref();
+  // SIGHUP's default action ends the process; during startup the runs are being read anyway.
+  const duringStartup = (): void => logger.info('SIGHUP ignored: the runs are being loaded');
+  process.on('SIGHUP', duringStartup);
+  // Listening for SIGTERM/SIGINT from the start: the port opens inside startServer, and a stop signal
+  // arriving before serveUntilSignalled took over must still mean a graceful shutdown, not sudden death.
+  const stopSignal = firstSignal();
+  let server: RunningServer;
   try {
-    await server.close();
-    logger.info('stopped');
+    server = await startServer(config, { logger });
   } finally {
-    clearTimeout(timer);
-    process.off('SIGINT', force);
-    process.off('SIGTERM', force);
+    process.off('SIGHUP', duringStartup);
   }
+  await serveUntilSignalled(server, { logger }, stopSignal);
 }
 
 function isMainModule(): boolean {

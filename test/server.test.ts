@@ -3,13 +3,22 @@
  * only after loading), startup failure messages and exit codes, graceful shutdown.
  */
 import { spawn } from 'node:child_process';
-import { createConnection, createServer } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { resolveServeConfig, SERVE_DEFAULTS } from '../src/config.js';
-import { runServeCommand, StartupError, startServer } from '../src/server.js';
+import {
+  type RunningServer,
+  runServeCommand,
+  StartupError,
+  serveUntilSignalled,
+  startServer,
+} from '../src/server.js';
+import type { ReloadResult } from '../src/service/index.js';
 import { REPO_ROOT } from './support/components.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from './support/fixtures.js';
+import { logServedRun, predictBody } from './support/serve-process.js';
 
 let fx: ServingFixture;
 
@@ -32,6 +41,8 @@ describe('resolveServeConfig', () => {
       logLevel: 'info',
       modelCacheSize: 4,
       storeWaitMs: 30_000,
+      reloadIntervalMs: 60_000,
+      shutdownGraceMs: 10_000,
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');
   });
@@ -45,6 +56,8 @@ describe('resolveServeConfig', () => {
       TAGGER_MODEL_CACHE_SIZE: '0',
       TAGGER_STORE_WAIT_MS: '500',
       TAGGER_LOG_LEVEL: 'WARN',
+      TAGGER_RELOAD_INTERVAL_MS: '0',
+      TAGGER_SHUTDOWN_GRACE_MS: '2500',
     };
     expect(resolveServeConfig({}, env)).toMatchObject({
       mode: 'runs',
@@ -55,7 +68,11 @@ describe('resolveServeConfig', () => {
       modelCacheSize: 0,
       storeWaitMs: 500,
       logLevel: 'warn',
+      reloadIntervalMs: 0,
+      shutdownGraceMs: 2500,
     });
+    expect(resolveServeConfig({ reloadInterval: '250' }, env)).toMatchObject({ reloadIntervalMs: 250 });
+    expect(resolveServeConfig({ model: 'd' }, env)).toMatchObject({ mode: 'model', shutdownGraceMs: 2500 });
     expect(
       resolveServeConfig({ trackingUri: '/tmp/x', experiment: 'e2', host: '::1', port: '8001' }, env),
     ).toMatchObject({ trackingUri: '/tmp/x', experiment: 'e2', host: '::1', port: 8001 });
@@ -87,6 +104,13 @@ describe('resolveServeConfig', () => {
     ],
     [{}, { TAGGER_STORE_WAIT_MS: '1s' }, 'TAGGER_STORE_WAIT_MS must be a wait in milliseconds'],
     [{}, { TAGGER_LOG_LEVEL: 'loud' }, 'TAGGER_LOG_LEVEL must be one of'],
+    [
+      {},
+      { TAGGER_RELOAD_INTERVAL_MS: '1m' },
+      'TAGGER_RELOAD_INTERVAL_MS must be an interval in milliseconds',
+    ],
+    [{ reloadInterval: '-5' }, {}, '--reload-interval must be an interval in milliseconds'],
+    [{}, { TAGGER_SHUTDOWN_GRACE_MS: 'soon' }, 'TAGGER_SHUTDOWN_GRACE_MS must be a grace period'],
     [
       { model: 'd', experiment: 'x' },
       {},
@@ -217,6 +241,11 @@ describe('runServeCommand startup failures (nothing listens, a StartupError says
       { trackingUri: 'sqlite:///x.db' },
       /cannot open the tracking store sqlite:\/\/\/x\.db: .*not supported/,
     ],
+    [
+      'an unsupported tracking URI with credentials (never echoed)',
+      { trackingUri: 'sqlite://user:s3cr3t@db/x' },
+      /cannot open the tracking store sqlite:\/\/db\/x: (?!.*s3cr3t)/,
+    ],
     ['a bad port', { port: '70000' }, /--port must be a TCP port/],
     [
       'a missing model directory',
@@ -288,5 +317,200 @@ describe('node src/server.ts (env only)', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(output().stdout).toContain('"msg":"stopped"');
+  });
+});
+
+/** A raw loopback connection that collects everything the server sends. */
+function rawConnection(
+  port: number,
+): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> {
+  return new Promise((done, fail) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    let data = '';
+    socket.on('data', (chunk) => {
+      data += String(chunk);
+    });
+    const closed = new Promise<void>((onClose) => socket.once('close', () => onClose()));
+    socket.once('connect', () => done({ socket, received: () => data, closed }));
+    socket.once('error', fail);
+  });
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((d) => setTimeout(d, 5));
+}
+
+const silentEnv = { TAGGER_LOG_LEVEL: 'silent', TAGGER_RELOAD_INTERVAL_MS: '0' };
+
+describe('graceful shutdown (RunningServer.close)', () => {
+  it('refuses new connections, closes idle keep-alive ones, finishes in-flight requests with Connection: close', async () => {
+    const config = resolveServeConfig({ trackingUri: fx.dir, port: 0 }, silentEnv);
+    const server = await startServer(config);
+    const port = Number(new URL(server.url).port);
+    expect(server.serving.lifecycle?.ready).toBe(true);
+
+    // An idle keep-alive connection: one request answered, the connection left open.
+    const idle = await rawConnection(port);
+    idle.socket.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await until(() => idle.received().includes('"status-code":200'));
+    expect(idle.received()).toMatch(/connection: keep-alive/i);
+
+    // An in-flight request: headers and half of the body sent, so the server is inside the request.
+    const body = predictBody(3);
+    const busy = await rawConnection(port);
+    busy.socket.write(
+      `POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 20)}`,
+    );
+    await new Promise((d) => setImmediate(d));
+
+    const closing = server.close();
+    expect(server.serving.lifecycle?.draining).toBe(true);
+    expect(server.serving.lifecycle?.ready).toBe(false);
+    await idle.closed; // closed while the busy request still holds the drain open
+    expect(await probe(port)).toBe('refused');
+
+    busy.socket.write(body.slice(20));
+    await busy.closed; // the server ends the connection after the response
+    const response = busy.received();
+    expect(response).toMatch(/^HTTP\/1\.1 200 /);
+    expect(response).toMatch(/\r\nconnection: close\r\n/i);
+    expect(response).toContain(`"run_id":"${fx.runs.alpha}"`);
+    expect(await closing).toEqual({ drained: true });
+  });
+
+  it('cuts the connections still busy when the grace period runs out, and says it did', async () => {
+    const config = resolveServeConfig(
+      { trackingUri: fx.dir, port: 0 },
+      { ...silentEnv, TAGGER_SHUTDOWN_GRACE_MS: '200' },
+    );
+    const server = await startServer(config);
+    const port = Number(new URL(server.url).port);
+    const stalled = await rawConnection(port);
+    stalled.socket.write(
+      'POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{',
+    );
+    await new Promise((d) => setImmediate(d));
+    expect(await server.close()).toEqual({ drained: false });
+    await stalled.closed;
+    expect(stalled.received()).toBe('');
+    expect(await probe(port)).toBe('refused');
+  });
+});
+
+describe('hot reload in a started server', () => {
+  it('polls the store on the configured interval and serves a new best run', async () => {
+    const experiment = 'polled';
+    const first = await logServedRun(fx.store, experiment, { name: 'first', f1: 0.5, model: fx.modelA });
+    const reloads: [string, string][] = [];
+    const config = resolveServeConfig(
+      { trackingUri: fx.dir, experiment, port: 0 },
+      { ...silentEnv, TAGGER_RELOAD_INTERVAL_MS: '50' },
+    );
+    const server = await startServer(config, {
+      onReload: (outcome, runId) => reloads.push([outcome, runId]),
+    });
+    try {
+      const predictRunId = async () => {
+        const response = await fetch(`${server.url}/predict`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: predictBody(1),
+        });
+        expect(response.status).toBe(200);
+        return ((await response.json()) as { data: { run_id: string } }).data.run_id;
+      };
+      expect(await predictRunId()).toBe(first);
+      const second = await logServedRun(fx.store, experiment, { name: 'second', f1: 0.8, model: fx.modelB });
+      await vi.waitFor(() => expect(reloads).toContainEqual(['swapped', second]), { timeout: 20_000 });
+      expect(await predictRunId()).toBe(second);
+      const runs = (await (await fetch(`${server.url}/runs`)).json()) as {
+        data: { runs: { run_id: string }[] };
+      };
+      expect(runs.data.runs.map((run) => run.run_id)).toEqual([second, first]);
+    } finally {
+      await server.close();
+    }
+    // Polling stopped with the close: no reload is reported afterwards.
+    const count = reloads.length;
+    await new Promise((d) => setTimeout(d, 200));
+    expect(reloads.length).toBe(count);
+  });
+
+  it('reloads on demand and answers null in single-model mode', async () => {
+    const config = resolveServeConfig({ model: fx.modelDir, port: 0 }, silentEnv);
+    const server = await startServer(config);
+    try {
+      expect(await server.reload()).toBeNull();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('serveUntilSignalled', () => {
+  const logger = pino({ level: 'silent' });
+  const unchanged: ReloadResult = { outcome: 'unchanged', runId: 'r', previousRunId: 'r', problems: [] };
+
+  /** A RunningServer double that records calls; `close` resolves when the test says so. */
+  function fakeServer() {
+    let finishClose!: (value: { drained: boolean }) => void;
+    const calls = { reload: 0, close: 0 };
+    const server = {
+      shutdownGraceMs: 60_000,
+      reload: async () => {
+        calls.reload++;
+        return unchanged;
+      },
+      close: () => {
+        calls.close++;
+        return new Promise<{ drained: boolean }>((done) => {
+          finishClose = done;
+        });
+      },
+    } as unknown as RunningServer;
+    return { server, calls, finishClose: (drained: boolean) => finishClose({ drained }) };
+  }
+
+  it('reloads on SIGHUP, drains on SIGTERM and resolves after a clean drain', async () => {
+    const { server, calls, finishClose } = fakeServer();
+    const exits: number[] = [];
+    const listeners = process.listenerCount('SIGHUP');
+    const serving = serveUntilSignalled(server, { logger, exit: (code) => exits.push(code) });
+    process.emit('SIGHUP');
+    process.emit('SIGHUP');
+    expect(calls.reload).toBe(2);
+    expect(calls.close).toBe(0);
+    process.emit('SIGTERM');
+    await until(() => calls.close === 1);
+    process.emit('SIGHUP'); // ignored while stopping, and must not kill the process
+    expect(calls.reload).toBe(2);
+    finishClose(true);
+    await serving;
+    expect(exits).toEqual([]);
+    expect(process.listenerCount('SIGHUP')).toBe(listeners);
+  });
+
+  it('exits 1 at once on a second signal during the drain', async () => {
+    const { server, calls, finishClose } = fakeServer();
+    const exits: number[] = [];
+    const serving = serveUntilSignalled(server, { logger, exit: (code) => exits.push(code) });
+    process.emit('SIGINT');
+    await until(() => calls.close === 1);
+    expect(exits).toEqual([]);
+    process.emit('SIGTERM');
+    expect(exits).toEqual([1]);
+    finishClose(true);
+    await serving;
+  });
+
+  it('exits 1 when the grace period ran out and requests were cut', async () => {
+    const { server, calls, finishClose } = fakeServer();
+    const exits: number[] = [];
+    const serving = serveUntilSignalled(server, { logger, exit: (code) => exits.push(code) });
+    process.emit('SIGTERM');
+    await until(() => calls.close === 1);
+    finishClose(false);
+    await serving;
+    expect(exits).toEqual([1]);
   });
 });

@@ -19,13 +19,38 @@ export const API_DESCRIPTION = [
   'Every response except validation errors (422) is an envelope: `message`, `method`, `status-code`,',
   '`timestamp`, `url`, and `data` (or `detail` for errors). A deployment started with `--model <dir>`',
   '(single-model mode) serves one saved model and has no `/runs` endpoints.',
+  '',
+  "Every response carries `X-Request-Id` (the client's, when it is printable ASCII of at most 128",
+  'characters, else a generated one). Limits (body size, texts per request, text length, JSON depth,',
+  'request time), optional API keys, per-client rate limiting (429) and load shedding (503) are',
+  'configured by the deployment; `GET /metrics` serves Prometheus metrics.',
 ].join('\n');
 
 export const OPENAPI_TAGS = [
   { name: 'General', description: 'Health check and prediction with the best run (or the served model)' },
   { name: 'Runs', description: 'Runs of the served experiment, best f1 first (run-based mode only)' },
   { name: 'Model', description: 'Performance and training arguments of the best run (or the served model)' },
+  {
+    name: 'Operations',
+    description: 'Liveness and readiness probes for orchestrators, and Prometheus metrics',
+  },
 ];
+
+/** The API-key security schemes (documented when the server has keys, and in the committed document). */
+const SECURITY_SCHEMES = {
+  bearerAuth: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'An API key as a bearer token: `Authorization: Bearer <key>`. Required on every endpoint except the health checks when the server is started with TAGGER_API_KEYS or TAGGER_API_KEYS_FILE; without a key the answer is 401 (with `WWW-Authenticate: Bearer`), with a wrong key 403.',
+  },
+  apiKeyHeader: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: 'The same API key in the `X-API-Key` header (used when no Authorization header is sent).',
+  },
+} as const;
 
 /**
  * ReDoc's page. The CSP keeps the page on this origin: ReDoc's footer links a logo on cdn.redoc.ly, which
@@ -56,13 +81,17 @@ const REDOC_HTML = `<!doctype html>
 const require = createRequire(import.meta.url);
 let redocBundle: Promise<Buffer> | undefined;
 
-/** Registers the OpenAPI generator; must run before any documented route is added. */
-export function registerOpenApi(app: FastifyInstance): void {
+/**
+ * Registers the OpenAPI generator; must run before any documented route is added. `documentAuth` adds
+ * the API-key security schemes (the routes' requirements are added in index.ts).
+ */
+export function registerOpenApi(app: FastifyInstance, documentAuth: boolean): void {
   app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: API_TITLE, description: API_DESCRIPTION, version: API_VERSION },
       tags: OPENAPI_TAGS,
+      ...(documentAuth ? { components: { securitySchemes: SECURITY_SCHEMES } } : {}),
     },
     hideUntagged: true,
   });

@@ -3,25 +3,19 @@
  * validation, which is FastAPI's 422 body. Nothing unexpected escapes as a raw 500: it is logged and
  * answered with a generic 500 envelope.
  */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RunLoadError, UnknownRunError } from '../service/index.js';
-import { errorEnvelope } from './envelope.js';
+import { errorEnvelope, timestamp } from './envelope.js';
+import { HttpError } from './http-error.js';
 import { JsonDecodeError } from './json-body.js';
+import type { HttpLimits } from './options.js';
 import type { ValidationErrorBody } from './schemas.js';
 import { toValidationIssues } from './validation.js';
 
-/** An error a handler raises on purpose, with the status and detail the client should see. */
-export class HttpError extends Error {
-  override readonly name = 'HttpError';
-  constructor(
-    readonly statusCode: number,
-    readonly detail: string,
-    readonly headers: Readonly<Record<string, string>> = {},
-  ) {
-    super(detail);
-  }
-}
+export { HttpError } from './http-error.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -33,10 +27,39 @@ function sendValidation(reply: FastifyReply, body: ValidationErrorBody): Fastify
 const isClientError = (error: FastifyError): boolean =>
   typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500;
 
-export function installErrorHandling(app: FastifyInstance): void {
+/** A `maxItems` failure of `texts`: a size limit of the server, so a 413 rather than a 422. */
+const tooManyTexts = (errors: readonly ErrorObject[], context: string): ErrorObject | undefined =>
+  context === 'body'
+    ? errors.find((e) => e.keyword === 'maxItems' && e.instancePath === '/texts')
+    : undefined;
+
+export function installErrorHandling(app: FastifyInstance, limits: HttpLimits): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // A request no route matched fails body handling (e.g. a QUERY without Content-Type) before the
+    // not-found handler runs; what the client needs to hear is still 404/405, not a body complaint.
+    if (
+      request.routeOptions.url === undefined &&
+      (error.code?.startsWith('FST_ERR_') || error instanceof JsonDecodeError)
+    ) {
+      return notFound(app, request, reply);
+    }
     if (error.validation) {
       const context = error.validationContext ?? 'body';
+      const overLimit = tooManyTexts(error.validation as unknown as ErrorObject[], context);
+      if (overLimit) {
+        const given = Array.isArray((request.body as { texts?: unknown } | undefined)?.texts)
+          ? (request.body as { texts: unknown[] }).texts.length
+          : 'more';
+        return reply
+          .code(413)
+          .send(
+            errorEnvelope(
+              request,
+              413,
+              `too many texts: ${given} given, the limit is ${limits.texts} per request (TAGGER_MAX_TEXTS); split the request`,
+            ),
+          );
+      }
       const input =
         context === 'body'
           ? request.body
@@ -90,6 +113,17 @@ export function installErrorHandling(app: FastifyInstance): void {
           ),
         );
     }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply
+        .code(413)
+        .send(
+          errorEnvelope(
+            request,
+            413,
+            `the request body is larger than the limit of ${limits.bodyBytes} bytes (TAGGER_MAX_BODY_BYTES)`,
+          ),
+        );
+    }
     if (isClientError(error)) {
       return reply.code(error.statusCode!).send(errorEnvelope(request, error.statusCode!, error.message));
     }
@@ -100,23 +134,81 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   // Unknown paths are 404; a known path with another method is 405 with an Allow header.
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '/';
-    const allowed = METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
-    if (allowed.length > 0) {
-      return reply
-        .code(405)
-        .header('allow', allowed.join(', '))
-        .send(
-          errorEnvelope(
-            request,
-            405,
-            `method ${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
-          ),
-        );
-    }
+  app.setNotFoundHandler((request, reply) => notFound(app, request, reply));
+}
+
+function notFound(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const path = request.url.split('?')[0] ?? '/';
+  const allowed = METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+  if (allowed.length > 0) {
     return reply
-      .code(404)
-      .send(errorEnvelope(request, 404, `no endpoint at ${request.method} ${path}; see /docs for the API`));
+      .code(405)
+      .header('allow', allowed.join(', '))
+      .send(
+        errorEnvelope(
+          request,
+          405,
+          `method ${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+        ),
+      );
+  }
+  return reply
+    .code(404)
+    .send(errorEnvelope(request, 404, `no endpoint at ${request.method} ${path}; see /docs for the API`));
+}
+
+const CLIENT_ERRORS: Readonly<Record<string, { status: number; detail: string }>> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    detail:
+      'the request line and headers are larger than the server accepts (16 KiB); shorten the URL or headers',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    detail: 'the request was not received completely within the request timeout (TAGGER_REQUEST_TIMEOUT_MS)',
+  },
+};
+
+/**
+ * Fastify's `clientErrorHandler`: requests Node rejects before Fastify sees them (headers too large,
+ * unparsable request line, timed out while arriving) get the envelope too, with empty `method` and
+ * `url` (the request could not be read), and the connection is closed.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const known = CLIENT_ERRORS[error.code ?? ''];
+  const status = known?.status ?? 400;
+  const detail = known?.detail ?? 'the request could not be parsed as HTTP/1.1';
+  const message = STATUS_CODES[status] ?? 'Bad Request';
+  const body = JSON.stringify({
+    message,
+    method: '',
+    'status-code': status,
+    timestamp: timestamp(),
+    url: '',
+    detail,
   });
+  socket.end(
+    `HTTP/1.1 ${status} ${message}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * Fastify's `frameworkErrors`: URLs the router rejects before any hook runs (a path parameter over
+ * maxParamLength → 414, a malformed percent-encoding → 400) get the envelope and the request id too.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : (error.statusCode ?? 400);
+  const detail =
+    status === 414
+      ? 'a path parameter is longer than 100 characters; no run id or argument name is that long'
+      : `the URL is not valid: ${error.message}`;
+  reply
+    .code(status)
+    .header('x-request-id', request.id)
+    .send(errorEnvelope(request, status, detail));
 }

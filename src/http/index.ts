@@ -1,31 +1,134 @@
-/** Public surface of src/http: installs the whole API (validation, errors, routes, docs) on an app. */
+/** Public surface of src/http: installs the whole API (validation, errors, protection, routes, docs). */
+import type { RouteOptions } from 'fastify';
 import type { ServingState } from '../service/index.js';
 import { registerDocsRoutes, registerOpenApi } from './docs.js';
 import { installErrorHandling } from './errors.js';
+import { HttpError } from './http-error.js';
 import { installJsonBodyParser } from './json-body.js';
+import { type HttpMetrics, installObservability } from './observability.js';
+import type { HttpOptions } from './options.js';
+import { protectionPlugin, routeClass } from './protection.js';
+import { errorResponses } from './responses.js';
 import { generalRoutes } from './routes/general.js';
 import { modelRoutes } from './routes/model.js';
+import { operationsRoutes } from './routes/operations.js';
 import { runRoutes } from './routes/runs.js';
+import { servedNow } from './served.js';
 import type { TaggerApp } from './types.js';
 import { validatorCompiler } from './validation.js';
 
+export { parseApiKeys } from './auth.js';
 export { API_TITLE, API_VERSION } from './docs.js';
-export { HttpError } from './errors.js';
+export { clientErrorHandler, frameworkErrors, HttpError } from './errors.js';
+export { createHttpMetrics, HttpMetrics, requestIdFor } from './observability.js';
+export {
+  HTTP_DEFAULTS,
+  type HttpLimits,
+  type HttpOptions,
+  type HttpOptionsInput,
+  type RateLimitOptions,
+  resolveHttpOptions,
+} from './options.js';
+export { REDACTED_LOG_PATHS } from './protection.js';
 export type { TaggerApp } from './types.js';
+
+export interface ApiSetup {
+  options: HttpOptions;
+  metrics: HttpMetrics;
+  /** Document the API-key security scheme (true when keys are configured, and in the committed doc). */
+  documentAuth: boolean;
+  /** Extra readiness condition for /health/ready (false while the server drains). */
+  ready?: (() => boolean) | undefined;
+}
+
+/** Security requirement of protected operations: either header works. */
+const SECURITY = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
+
+/**
+ * Completes each API route from its class (see protection.ts): the refusals the protection hooks and the
+ * deadline can answer are documented on every route they apply to, with the security requirement, so
+ * the OpenAPI document lists every status a route can return. API handlers also get the deadline.
+ */
+function completeRoute(route: RouteOptions, setup: ApiSetup): void {
+  const kind = routeClass(route.url);
+  const schema = route.schema as { response?: Record<string, unknown>; security?: unknown } | undefined;
+  if (schema !== undefined) {
+    if (kind === 'health') {
+      if (setup.documentAuth) schema.security = [];
+    } else {
+      const auth = setup.documentAuth ? ([401, 403] as const) : ([] as const);
+      // The router answers a path parameter over maxParamLength (100) with 414 and a malformed
+      // percent-encoding with 400, before any hook (frameworkErrors in errors.ts).
+      const long = route.url.includes(':') ? ([400, 414] as const) : ([] as const);
+      const extra = kind === 'api' ? [...auth, ...long, 429, 503, 504] : [...auth];
+      schema.response = { ...errorResponses(...extra), ...schema.response };
+      if (setup.documentAuth) schema.security = SECURITY;
+    }
+  }
+  const timeoutMs = setup.options.limits.requestTimeoutMs;
+  if (kind === 'api' && timeoutMs > 0) {
+    const handler = route.handler;
+    route.handler = async function withDeadline(request, reply) {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new HttpError(
+                504,
+                `the request did not finish within ${timeoutMs} ms (TAGGER_REQUEST_TIMEOUT_MS); retry later`,
+                { 'retry-after': String(setup.options.retryAfterSeconds) },
+              ),
+            ),
+          timeoutMs,
+        );
+      });
+      const work = Promise.resolve(handler.call(this, request, reply));
+      // After the deadline answered, a late failure has no one to go to (it is already logged by then
+      // if unexpected); swallow it so it is not an unhandled rejection.
+      work.catch(() => undefined);
+      try {
+        return await Promise.race([work, deadline]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+  }
+}
 
 /**
  * Installs the API on a fresh app. `mode` decides which routes exist (single-model mode has no /runs);
  * `current` is asked for the serving state on every request, so an app can also be built just to
  * generate the OpenAPI document (scripts/openapi.ts), where nothing is served.
- * @example installApi(app, 'runs', () => serving)
+ * @example installApi(app, 'runs', () => serving, { options: resolveHttpOptions(), metrics, documentAuth: false })
  */
-export function installApi(app: TaggerApp, mode: ServingState['mode'], current: () => ServingState): void {
+export function installApi(
+  app: TaggerApp,
+  mode: ServingState['mode'],
+  current: () => ServingState,
+  setup: ApiSetup,
+): void {
+  const { options, metrics } = setup;
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.setValidatorCompiler(validatorCompiler);
-  installJsonBodyParser(app);
-  installErrorHandling(app);
-  registerOpenApi(app);
+  installJsonBodyParser(app, options.limits);
+  installErrorHandling(app, options.limits);
+  installObservability(app, metrics);
+  metrics.trackServed(() => {
+    try {
+      return servedNow(current());
+    } catch {
+      return null;
+    }
+  });
+  registerOpenApi(app, setup.documentAuth);
+  app.register(protectionPlugin(options, metrics));
   app.register(async (api: TaggerApp) => {
-    generalRoutes(api, current);
+    api.addHook('onRoute', (route) => completeRoute(route, setup));
+    generalRoutes(api, current, options.limits);
     if (mode === 'runs') {
       const registry = () => {
         const state = current();
@@ -33,14 +136,10 @@ export function installApi(app: TaggerApp, mode: ServingState['mode'], current: 
           throw new Error('http: run routes installed but the app serves a single model');
         return state.registry;
       };
-      runRoutes(api, registry);
-      modelRoutes(api, () => registry().best);
-    } else {
-      modelRoutes(api, () => {
-        const state = current();
-        return state.mode === 'runs' ? state.registry.best : state.model;
-      });
+      runRoutes(api, registry, options.limits);
     }
+    modelRoutes(api, () => servedNow(current()).served);
+    operationsRoutes(api, current, metrics, { ready: setup.ready, closing: () => closing });
   });
   registerDocsRoutes(app);
 }

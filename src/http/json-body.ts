@@ -3,6 +3,8 @@
  * pydantic-style 422 whose `loc` is `["body", <character offset>]` like FastAPI's `value_error.jsondecode`.
  */
 import type { FastifyInstance } from 'fastify';
+import { HttpError } from './http-error.js';
+import type { HttpLimits } from './options.js';
 
 /** Thrown by the body parser; the error handler turns it into a 422. */
 export class JsonDecodeError extends Error {
@@ -151,15 +153,57 @@ export function findJsonProblem(text: string): JsonProblem | null {
 }
 
 /**
+ * The deepest nesting of arrays and objects in JSON text (strings skipped), stopping as soon as it
+ * exceeds `limit`: a linear scan, so a hostile body cannot make the parser recurse deeply first.
+ * @example jsonDepthExceeds('[[1]]', 1) // true
+ */
+export function jsonDepthExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
  * Replaces Fastify's parsers with one JSON parser (any `application/json` media type, parameters such as
  * charset allowed). An empty body parses to `undefined`, which validation reports as a missing body.
+ * Bytes that are not UTF-8 are a 400 (FastAPI's answer too) rather than silently becoming U+FFFD, and
+ * nesting deeper than `limits.jsonDepth` is a 413 before JSON.parse runs.
  */
-export function installJsonBodyParser(app: FastifyInstance): void {
+export function installJsonBodyParser(app: FastifyInstance, limits: Pick<HttpLimits, 'jsonDepth'>): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      done(new HttpError(400, 'the request body is not valid UTF-8; send JSON encoded as UTF-8'), undefined);
+      return;
+    }
     if (text.trim() === '') {
       done(null, undefined);
+      return;
+    }
+    if (jsonDepthExceeds(text, limits.jsonDepth)) {
+      done(
+        new HttpError(
+          413,
+          `the JSON body is nested deeper than the limit of ${limits.jsonDepth} levels (TAGGER_MAX_JSON_DEPTH)`,
+        ),
+        undefined,
+      );
       return;
     }
     try {

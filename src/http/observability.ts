@@ -107,7 +107,7 @@ export class HttpMetrics {
     });
     this.reloads = new Counter({
       name: 'tagger_reloads_total',
-      help: 'Attempts to reload the best run, by outcome (success, unchanged, failure)',
+      help: "Reloads of the experiment's runs, by outcome (unchanged, updated, swapped, failed)",
       labelNames: ['outcome'],
       registers,
     });
@@ -120,8 +120,8 @@ export class HttpMetrics {
   }
 
   /**
-   * Counts one reload attempt. Use a fixed vocabulary (`success`: a new run is served, `unchanged`: the
-   * best run did not change, `failure`: the reload failed and the previous run stays served).
+   * Counts one reload attempt by its outcome: the service layer's `ReloadOutcome` (`unchanged`,
+   * `updated`, `swapped`, `failed`), a fixed vocabulary, so the label set stays bounded.
    */
   recordReload(outcome: string): void {
     this.reloads.inc({ outcome });

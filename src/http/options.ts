@@ -57,17 +57,22 @@ export const HTTP_DEFAULTS: HttpOptions = Object.freeze({
   protectDocs: false,
   rateLimit: null,
   maxInFlight: 256,
-  maxEventLoopDelayMs: 1000,
+  // Off by default: a model load or reload decodes synchronously and would otherwise make every
+  // request of the following sampling second a 503. Opt in (e.g. 1000) where that trade-off suits.
+  maxEventLoopDelayMs: 0,
   retryAfterSeconds: 5,
 });
 
 /** Settings given partially (per field, limits per limit) on top of the defaults. */
 export type HttpOptionsInput = Partial<Omit<HttpOptions, 'limits'>> & { limits?: Partial<HttpLimits> };
 
+const defined = <T extends object>(value: T): Partial<T> =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+
 export function resolveHttpOptions(input: HttpOptionsInput = {}): HttpOptions {
   return {
     ...HTTP_DEFAULTS,
-    ...input,
-    limits: { ...HTTP_DEFAULTS.limits, ...input.limits },
+    ...defined(input),
+    limits: { ...HTTP_DEFAULTS.limits, ...defined(input.limits ?? {}) },
   };
 }

@@ -13,7 +13,7 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyUnderPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiKeys, type Credential } from './auth.js';
-import { HttpError } from './errors.js';
+import { HttpError } from './http-error.js';
 import type { HttpMetrics } from './observability.js';
 import type { HttpOptions } from './options.js';
 
@@ -135,7 +135,9 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
             : 'this endpoint needs an API key: send `Authorization: Bearer <key>` or `X-API-Key: <key>`';
         throw new HttpError(401, detail, {
           'www-authenticate':
-            credential.kind === 'malformed' ? `${BEARER_CHALLENGE}, error="invalid_request"` : BEARER_CHALLENGE,
+            credential.kind === 'malformed'
+              ? `${BEARER_CHALLENGE}, error="invalid_request"`
+              : BEARER_CHALLENGE,
         });
       });
     }

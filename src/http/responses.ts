@@ -1,14 +1,22 @@
 /** Turning served objects into response data, and the error responses each route documents. */
+import type { FastifyRequest } from 'fastify';
 import type { RunSummary, ServedModel } from '../service/index.js';
+import { tracePredict } from './observability.js';
 import { ErrorEnvelope, type PredictionItem, type RunRecord, ValidationErrorBody } from './schemas.js';
 
-/** One prediction per text, in the order of the texts. */
-export function predict(served: ServedModel, texts: readonly string[]): PredictionItem[] {
-  return served.model.predict(texts).map((prediction, i) => ({
-    input_text: texts[i]!,
-    predicted_tag: prediction.predicted_tag,
-    predicted_probabilities: prediction.probabilities,
-  }));
+/** One prediction per text, in the order of the texts; timed (Server-Timing) and counted (metrics). */
+export function predict(
+  request: FastifyRequest,
+  served: ServedModel,
+  texts: readonly string[],
+): PredictionItem[] {
+  return tracePredict(request, () =>
+    served.model.predict(texts).map((prediction, i) => ({
+      input_text: texts[i]!,
+      predicted_tag: prediction.predicted_tag,
+      predicted_probabilities: prediction.probabilities,
+    })),
+  );
 }
 
 /** JSON has no NaN or infinities: they are written as protobuf's JSON mapping (and MLflow) writes them. */
@@ -31,12 +39,19 @@ export function runRecord(run: RunSummary): RunRecord {
 }
 
 const DESCRIPTIONS: Readonly<Record<number, string>> = {
+  400: 'The body is not valid UTF-8, or the request is malformed',
+  401: 'An API key is required (this server has keys configured): send `Authorization: Bearer <key>` or `X-API-Key: <key>`; the response carries `WWW-Authenticate: Bearer`',
+  403: 'The API key sent is not valid for this server',
   404: 'Not found (the detail names what)',
   409: 'The run exists but its artifacts are missing or broken',
   415: 'The body is not application/json',
+  414: 'A path parameter is longer than 100 characters (no run id or argument name is that long)',
+  413: 'A size limit was exceeded (body bytes, number of texts or JSON nesting depth); the detail names the limit',
   422: 'Request validation failed (FastAPI / pydantic v1 shape, no envelope)',
+  429: 'Too many requests from this client (API key, else address); `Retry-After` says when to retry',
   500: 'Unexpected failure inside the service (generic detail; logged)',
-  503: 'The tracking store could not be reached; retry later',
+  503: 'The server is overloaded, or the tracking store could not be reached; retry after `Retry-After` seconds',
+  504: "The request did not finish within the server's request timeout (e.g. a slow tracking store)",
 };
 
 /** Response schemas of the listed error statuses, for a route's `schema.response`. */

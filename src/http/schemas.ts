@@ -4,6 +4,7 @@
  * (/work/shared/spec/tag-prediction-api.md), including the dashed `status-code`.
  */
 import Type, { type Static, type TSchema } from 'typebox';
+import { HTTP_DEFAULTS } from './options.js';
 
 /** A number that may be null: JSON has no NaN, and training writes a NaN metric as null. */
 const NullableNumber = (description: string) =>
@@ -102,31 +103,44 @@ export type ValidationErrorBody = Static<typeof ValidationErrorBody>;
 /**
  * One text. The spec's pydantic model defaults `text` to null, but a prediction needs a text, so an
  * entry without `text` is a 422 `field required` and `"text": null` a 422 `none is not an allowed value`.
+ * The maximum length is the server's limit (TAGGER_MAX_TEXT_LENGTH), documented in the schema.
  */
-export const Text = Type.Object(
-  { text: Type.String({ minLength: 1, description: 'Text to tag; at least 1 character' }) },
-  { title: 'Text' },
-);
+export const textSchema = (maxLength: number) =>
+  Type.Object(
+    {
+      text: Type.String({
+        minLength: 1,
+        maxLength,
+        description: `Text to tag; at least 1 and at most ${maxLength} characters`,
+      }),
+    },
+    { title: 'Text' },
+  );
 
-export const PredictPayload = Type.Object(
-  {
-    texts: Type.Array(Text, {
-      minItems: 1,
-      description: 'Texts to classify, at least one; one prediction is returned per entry, in order',
-    }),
-  },
-  {
-    title: 'PredictPayload',
-    examples: [
-      {
-        texts: [
-          { text: 'Transfer learning with transformers for text classification.' },
-          { text: 'Generative adversarial networks in both PyTorch and TensorFlow.' },
-        ],
-      },
-    ],
-  },
-);
+/** The predict body for the server's limits (most texts per request, longest text). */
+export const predictPayload = (limits: { texts: number; textLength: number }) =>
+  Type.Object(
+    {
+      texts: Type.Array(textSchema(limits.textLength), {
+        minItems: 1,
+        maxItems: limits.texts,
+        description: `Texts to classify, at least one and at most ${limits.texts} (more is a 413); one prediction is returned per entry, in order`,
+      }),
+    },
+    {
+      title: 'PredictPayload',
+      examples: [
+        {
+          texts: [
+            { text: 'Transfer learning with transformers for text classification.' },
+            { text: 'Generative adversarial networks in both PyTorch and TensorFlow.' },
+          ],
+        },
+      ],
+    },
+  );
+
+export const PredictPayload = predictPayload(HTTP_DEFAULTS.limits);
 export type PredictPayload = Static<typeof PredictPayload>;
 
 /**
@@ -145,6 +159,8 @@ export const TopQuery = Type.Object({
   top: Type.Optional(
     Type.Integer({
       minimum: 0,
+      // Far above any experiment's run count, and exact as a JSON/JS number.
+      maximum: 1_000_000_000,
       description: 'Return only the first `top` runs (best first); omit for all runs',
     }),
   ),
@@ -326,4 +342,21 @@ export const ArgData = Type.Object(
     description: 'One key, the requested argument name, whose value is that argument',
     examples: [{ alpha: 0.0001 }],
   },
+);
+
+export const LiveData = Type.Object(
+  { status: Type.Literal('live') },
+  { title: 'LiveData', additionalProperties: false },
+);
+
+export const ReadyData = Type.Object(
+  {
+    status: Type.Literal('ready'),
+    run_id: Type.Optional(
+      Type.String({
+        description: 'The run that answers /predict (run-based mode; absent in single-model mode)',
+      }),
+    ),
+  },
+  { title: 'ReadyData', additionalProperties: false },
 );

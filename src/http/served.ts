@@ -17,10 +17,13 @@ export function servedNow(state: ServingState): ServedNow {
   if (state.mode === 'model') {
     return { runId: null, served: state.model, f1: state.model.performance.overall.f1 };
   }
-  const { registry } = state;
-  const runId = registry.bestRunId;
-  const served = registry.best;
-  const logged = registry.runs.find((run) => run.runId === runId)?.metrics.f1;
+  // One read of the registry's current snapshot: a reload swaps it whole, so the run id, its model and
+  // its f1 below always belong together.
+  const { runs, bestRunId: runId, best: served } = state.registry.current;
+  const logged = runs.find((run) => run.runId === runId)?.metrics.f1;
   const f1 = logged !== undefined && Number.isFinite(logged) ? logged : served.performance.overall.f1;
   return { runId, served, f1 };
 }
+
+/** False while the server drains for shutdown (the server's lifecycle; absent in apps built by tests). */
+export const takesTraffic = (state: ServingState): boolean => state.lifecycle?.ready ?? true;

@@ -33,7 +33,8 @@ function integerQueryKeys(schema: unknown): string[] {
   return Object.keys(properties).filter((key) => properties[key]?.type === 'integer');
 }
 
-const DECIMAL_INTEGER = /^[+-]?\d{1,15}$/;
+// Any length: a huge value becomes a large (inexact) number that the schema's `maximum` rejects.
+const DECIMAL_INTEGER = /^[+-]?\d+$/;
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const validate = ajv.compile(schema as object);

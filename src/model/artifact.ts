@@ -2,15 +2,23 @@
  * Versioned model artifact: `tagger-model.json` (format, tags, args, threshold, vocabulary, checksum)
  * plus `weights.bin` (little-endian float64: idf[V], weights[V*K] feature-major, bias[K]).
  * Decoding validates everything and reports problems as ModelFormatError, never as a crash.
+ *
+ * Format history: `tagger-model/1` — one TfidfVectorizer; `tagger-model/1.1` (additive) — the
+ * `sublinear_tf` arg and the `char_wb+word` analyzer, whose manifest adds `blocks` (each block's analyzer,
+ * n-gram range and feature count, in column order) and `block_weight`; the vocabulary and idf are the
+ * blocks' concatenated. Both are read; a `/1` model has no `sublinear_tf` and loads with it false.
  */
 import { parseTrainingArgs, type TrainingArgs } from './args.js';
 import { ModelFormatError, ModelInputError } from './errors.js';
+import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './features.js';
 import { OTHER_TAG } from './labels.js';
 import type { LinearModel } from './sgd.js';
 import { LinearTagModel, type TagModel } from './tagger.js';
-import { TfidfVectorizer } from './tfidf.js';
+import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
 
-export const MODEL_FORMAT = 'tagger-model/1';
+export const MODEL_FORMAT = 'tagger-model/1.1';
+/** Every format this version reads (older first). */
+export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze(['tagger-model/1', MODEL_FORMAT]);
 const MANIFEST = 'tagger-model.json';
 const WEIGHTS = 'weights.bin';
 export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS]);
@@ -24,6 +32,16 @@ interface Manifest {
   n_features: number;
   vocabulary: string[];
   weights_crc32: number;
+  /** `char_wb+word` only: the feature blocks in column order. */
+  blocks?: ManifestBlock[];
+  /** `char_wb+word` only: the factor every block's l2-normalised values are scaled by. */
+  block_weight?: number;
+}
+
+interface ManifestBlock {
+  analyzer: TfidfAnalyzer;
+  ngram_range: [number, number];
+  n_features: number;
 }
 
 // CRC-32 (IEEE) detects truncation and bit rot; written out because src/model may import no Node modules.
@@ -48,6 +66,7 @@ export function encodeModel(model: TagModel): Record<string, Uint8Array> {
   const { vectorizer, linear } = model;
   const V = vectorizer.size;
   const K = linear.nClasses;
+  const first = vectorizer instanceof FeatureUnion ? vectorizer.parts[0]! : vectorizer;
   const bytes = new Uint8Array(8 * (V + V * K + K));
   const view = new DataView(bytes.buffer);
   let offset = 0;
@@ -59,11 +78,19 @@ export function encodeModel(model: TagModel): Record<string, Uint8Array> {
     tags: [...model.tags],
     args: model.args,
     threshold: model.threshold,
-    ngram_range: [vectorizer.ngramMin, vectorizer.ngramMax],
+    ngram_range: [first.ngramMin, first.ngramMax],
     n_features: V,
     vocabulary: [...vectorizer.vocabulary],
     weights_crc32: crc32(bytes),
   };
+  if (vectorizer instanceof FeatureUnion) {
+    manifest.blocks = vectorizer.parts.map((p) => ({
+      analyzer: p.analyzer,
+      ngram_range: [p.ngramMin, p.ngramMax],
+      n_features: p.size,
+    }));
+    manifest.block_weight = vectorizer.weight;
+  }
   return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
 }
 
@@ -92,8 +119,10 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   if (typeof m.format !== 'string' || !m.format.startsWith('tagger-model/')) {
     bad(`${MANIFEST} has format ${JSON.stringify(m.format)}, which is not a tagger model`);
   }
-  if (m.format !== MODEL_FORMAT)
-    bad(`unsupported model format ${JSON.stringify(m.format)} (this version reads ${MODEL_FORMAT})`);
+  if (!READABLE_MODEL_FORMATS.includes(m.format!))
+    bad(
+      `unsupported model format ${JSON.stringify(m.format)} (this version reads ${READABLE_MODEL_FORMATS.join(', ')})`,
+    );
 
   const tags = m.tags;
   if (
@@ -107,7 +136,13 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   }
   let args: TrainingArgs;
   try {
-    args = parseTrainingArgs(m.args);
+    // Models saved before an arg existed were trained with its old behaviour: softmax for `classifier`,
+    // raw term counts for `sublinear_tf`; fill those in rather than the current defaults.
+    const isObject = m.args !== null && typeof m.args === 'object' && !Array.isArray(m.args);
+    const legacy: Record<string, unknown> = {};
+    if (isObject && !Object.hasOwn(m.args as object, 'classifier')) legacy.classifier = 'softmax';
+    if (isObject && !Object.hasOwn(m.args as object, 'sublinear_tf')) legacy.sublinear_tf = false;
+    args = parseTrainingArgs(isObject ? { ...m.args, ...legacy } : m.args);
   } catch (error) {
     return bad(`invalid args (${(error as Error).message})`);
   }
@@ -152,17 +187,85 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
     nClasses: K,
     weights: read(V, V * K),
     bias: read(V + V * K, K),
+    link: args.classifier,
   };
-  let vectorizer: TfidfVectorizer;
+  let vectorizer: TaggerVectorizer;
   try {
-    vectorizer = TfidfVectorizer.fromParts(
-      { analyzer: args.analyzer, ngramMin: range![0], ngramMax: range![1] },
-      vocabulary!,
-      idf,
-    );
+    vectorizer =
+      args.analyzer === 'char_wb+word'
+        ? unionFromManifest(m, args, vocabulary!, idf)
+        : TfidfVectorizer.fromParts(
+            {
+              analyzer: args.analyzer,
+              ngramMin: range![0],
+              ngramMax: range![1],
+              sublinearTf: args.sublinear_tf,
+            },
+            vocabulary!,
+            idf,
+          );
   } catch (error) {
     if (error instanceof ModelFormatError) throw error;
     return bad(`cannot rebuild the vectorizer (${(error as Error).message})`);
   }
   return new LinearTagModel(tags!, args, threshold ?? null, vectorizer, linear);
+}
+
+/** Rebuilds a `char_wb+word` feature union from its manifest blocks (format 1.1). */
+function unionFromManifest(
+  m: Partial<Manifest>,
+  args: TrainingArgs,
+  vocabulary: string[],
+  idf: Float64Array,
+): FeatureUnion {
+  const blocks = m.blocks;
+  const expected = [
+    { analyzer: 'char_wb', ngram_range: m.ngram_range },
+    { analyzer: 'word', ngram_range: UNION_WORD_NGRAM_RANGE },
+  ];
+  if (
+    m.format === 'tagger-model/1' ||
+    !Array.isArray(blocks) ||
+    blocks.length !== expected.length ||
+    !blocks.every(
+      (b, i) =>
+        b !== null &&
+        typeof b === 'object' &&
+        b.analyzer === expected[i]!.analyzer &&
+        Array.isArray(b.ngram_range) &&
+        b.ngram_range.length === 2 &&
+        b.ngram_range[0] === expected[i]!.ngram_range![0] &&
+        b.ngram_range[1] === expected[i]!.ngram_range![1] &&
+        Number.isInteger(b.n_features) &&
+        b.n_features >= 1,
+    )
+  ) {
+    return bad(
+      `analyzer char_wb+word needs "blocks" [char_wb ${JSON.stringify(m.ngram_range)}, word [1,2]] with their feature counts, got ${JSON.stringify(blocks)}`,
+    );
+  }
+  const total = blocks.reduce((sum, b) => sum + b.n_features, 0);
+  if (total !== vocabulary.length)
+    bad(`blocks hold ${total} features but the vocabulary has ${vocabulary.length}`);
+  const weight = m.block_weight;
+  if (typeof weight !== 'number' || !(weight > 0 && weight <= 1)) {
+    bad(`block_weight must be a number in (0, 1], got ${JSON.stringify(weight)}`);
+  }
+  let from = 0;
+  const parts = blocks.map((b) => {
+    const to = from + b.n_features;
+    const part = TfidfVectorizer.fromParts(
+      {
+        analyzer: b.analyzer,
+        ngramMin: b.ngram_range[0],
+        ngramMax: b.ngram_range[1],
+        sublinearTf: args.sublinear_tf,
+      },
+      vocabulary.slice(from, to),
+      idf.slice(from, to),
+    );
+    from = to;
+    return part;
+  });
+  return new FeatureUnion(parts, weight!);
 }

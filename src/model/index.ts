@@ -1,6 +1,7 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
 export {
   type Analyzer,
+  type Classifier,
   DEFAULT_TRAINING_ARGS,
   type LearningRateSchedule,
   parseTrainingArgs,
@@ -13,6 +14,7 @@ export { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
 export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';
 export { createRng } from './rng.js';
+export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { stratifiedSplit } from './split.js';
 export {
   type EpochReport,

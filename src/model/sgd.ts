@@ -1,12 +1,20 @@
 /**
- * Multinomial logistic regression (softmax, log loss, L2 penalty) trained by plain SGD on CSR rows,
- * hand-written because no maintained JS library offers sparse SGD. Like sklearn's SGDClassifier the
- * L2 shrinkage is applied lazily through one weight scale factor, so each step costs O(nnz * classes)
- * instead of O(features * classes). Softmax (not sklearn's one-vs-rest) makes class probabilities sum to 1.
+ * Linear classifiers on CSR rows trained by SGD with log loss and an L2 penalty, hand-written because no
+ * maintained JS library offers sparse SGD. Two variants:
+ * - `trainOvrSgd`: scikit-learn's `SGDClassifier(loss='log_loss')` rule for rule — one binary logistic
+ *   regression per class (one-vs-rest), each with its own seeded shuffle, the sparse intercept decay and
+ *   optional averaging (ASGD); probabilities are the per-class sigmoids normalised to sum to 1, as in
+ *   sklearn's `predict_proba`.
+ * - `trainSoftmaxSgd`: multinomial (softmax) regression with one shared update per sample.
+ * Like sklearn, the L2 shrinkage is applied lazily through one weight scale factor, so each step costs
+ * O(nnz) per class instead of O(features) per class.
  */
 import type { LearningRateSchedule } from './args.js';
-import { shuffleInPlace } from './rng.js';
+import { createRng, randomInt, shuffleInPlace } from './rng.js';
 import type { CsrMatrix } from './tfidf.js';
+
+/** How a model's linear scores become class probabilities. */
+export type Link = 'softmax' | 'ovr';
 
 export interface LinearModel {
   nFeatures: number;
@@ -14,6 +22,8 @@ export interface LinearModel {
   /** weights[f * nClasses + k]: weight of feature f for class k (feature-major, so a sparse row is local). */
   weights: Float64Array;
   bias: Float64Array;
+  /** `softmax`: softmax of the scores; `ovr`: sigmoid of each score, normalised to sum to 1. */
+  link: Link;
 }
 
 export interface SgdOptions {
@@ -25,9 +35,16 @@ export interface SgdOptions {
   shuffle: boolean;
   rng: () => number;
   /**
-   * Called after each epoch with the training loss (mean log loss of the epoch's samples, each taken just
-   * before its update, as sklearn's verbose output reports it: free to compute) and the validation loss
-   * (mean log loss of the validation rows at the end of the epoch).
+   * Return the average of all SGD iterates (Polyak–Ruppert averaging, sklearn's `average=True`) instead
+   * of the last one. Default false.
+   */
+  average?: boolean;
+  /**
+   * Called after each epoch with the training loss and the validation loss (mean multiclass log loss of
+   * the validation rows under the model as it would be returned after this epoch). The training loss is
+   * free to compute (each sample's loss is taken just before its update, as sklearn's verbose output
+   * reports it): for softmax the mean multiclass log loss, for one-vs-rest the mean over samples of the
+   * summed per-class binary log losses (the objective the binary problems minimise).
    */
   onEpoch?: (epoch: number, trainLoss: number, valLoss: number) => void;
 }
@@ -37,8 +54,13 @@ export interface LabelledMatrix {
   y: Int32Array;
 }
 
-// Below this the scale factor is folded back into the weights to keep them in floating-point range.
+// Below this the scale factor is folded back into the weights to keep them in floating-point range
+// (sklearn's reset_wscale threshold for float64).
 const MIN_SCALE = 1e-9;
+/** sklearn's SPARSE_INTERCEPT_DECAY: on sparse input, intercept steps are scaled by this factor. */
+export const SPARSE_INTERCEPT_DECAY = 0.01;
+/** sklearn's MAX_DLOSS: the loss derivative is clipped to ±this. */
+const MAX_DLOSS = 1e12;
 
 /** Softmax of `z` in place; stable for large scores. */
 export function softmaxInPlace(z: Float64Array): void {
@@ -58,6 +80,37 @@ export function softmaxInPlace(z: Float64Array): void {
   for (let k = 0; k < z.length; k++) z[k]! /= sum;
 }
 
+/** Logistic sigmoid 1 / (1 + e^-s), without overflow for large |s|. */
+export function sigmoid(s: number): number {
+  if (s >= 0) return 1 / (1 + Math.exp(-s));
+  const e = Math.exp(s);
+  return e / (1 + e);
+}
+
+/**
+ * One-vs-rest probabilities in place: sigmoid of every score, divided by their sum (sklearn's
+ * `_predict_proba_lr`). All-zero sigmoids (and, here, non-finite scores) give the uniform distribution.
+ */
+export function ovrProbabilitiesInPlace(z: Float64Array): void {
+  let sum = 0;
+  for (let k = 0; k < z.length; k++) {
+    const p = sigmoid(z[k]!);
+    z[k] = p;
+    sum += p;
+  }
+  if (!(sum > 0 && sum < Infinity)) {
+    z.fill(1 / z.length);
+    return;
+  }
+  for (let k = 0; k < z.length; k++) z[k]! /= sum;
+}
+
+/** Turns linear scores into probabilities in place, by the model's link. */
+export function probabilitiesInPlace(z: Float64Array, link: Link): void {
+  if (link === 'ovr') ovrProbabilitiesInPlace(z);
+  else softmaxInPlace(z);
+}
+
 /** Class probabilities of CSR row r into `out`, with weights scaled by `scale`. */
 export function rowProbabilities(
   model: LinearModel,
@@ -74,7 +127,7 @@ export function rowProbabilities(
     const v = x.data[p]! * scale;
     for (let k = 0; k < K; k++) out[k]! += w[base + k]! * v;
   }
-  softmaxInPlace(out);
+  probabilitiesInPlace(out, model.link);
 }
 
 /** Mean cross-entropy of the model on labelled rows (NaN when there are none). */
@@ -88,9 +141,149 @@ export function meanLogLoss(model: LinearModel, data: LabelledMatrix, scale = 1)
   return total / data.x.nRows;
 }
 
+/** log(1 + e^s) without overflow. */
+const log1pExp = (s: number): number => (s > 0 ? s + Math.log1p(Math.exp(-s)) : Math.log1p(Math.exp(s)));
+
+const learningRateAt = (options: SgdOptions, t: number): number =>
+  options.schedule === 'invscaling' ? options.learningRate / t ** options.powerT : options.learningRate;
+
 /**
- * Trains on the rows listed in `order` (an index may repeat: that is how oversampling is expressed),
- * visiting them in a fresh seeded shuffle each epoch when `shuffle` is set.
+ * Lazily scaled weights in w[start, end) with sklearn's averaging trick (WeightVector, after Bottou's
+ * "Stochastic gradient tricks"): true weights = w * wscale; averaged weights = (aw + averageA * w) / averageB.
+ * A sample step first calls `scale`, then adds c * x to w (in units of 1/wscale), then, when averaging,
+ * subtracts averageA * (that addition) from aw and calls `advanceAverage`.
+ */
+class ScaledWeights {
+  wscale = 1;
+  averageA = 0;
+  averageB = 1;
+
+  constructor(
+    readonly w: Float64Array,
+    readonly aw: Float64Array | null,
+    readonly start: number,
+    readonly end: number,
+  ) {}
+
+  /** Multiplies the weights by c (L2 shrinkage), folding the scale in when it gets too small. */
+  scale(c: number): void {
+    this.wscale *= c;
+    if (this.wscale < MIN_SCALE) this.reset();
+  }
+
+  /** Folds the scale (and the averaging coefficients) into the arrays; the represented values are unchanged. */
+  reset(): void {
+    const { w, aw, start, end } = this;
+    if (aw !== null) {
+      for (let j = start; j < end; j++) aw[j] = (aw[j]! + this.averageA * w[j]!) / this.averageB;
+      this.averageA = 0;
+      this.averageB = 1;
+    }
+    for (let j = start; j < end; j++) w[j]! *= this.wscale;
+    this.wscale = 1;
+  }
+
+  /** After the step's aw correction: the average now covers n iterates, the newest weighted 1/n. */
+  advanceAverage(n: number): void {
+    const mu = 1 / n;
+    if (n > 1) this.averageB /= 1 - mu;
+    this.averageA += mu * this.averageB * this.wscale;
+  }
+
+  /** The true weight at index j: the average of the iterates so far, or the current one. */
+  value(j: number, averaged: boolean): number {
+    return averaged ? (this.aw![j]! + this.averageA * this.w[j]!) / this.averageB : this.w[j]! * this.wscale;
+  }
+}
+
+/**
+ * One-vs-rest logistic regression, following sklearn's `_plain_sgd` for every class k (binary target
+ * y == k as 1/0): t counts this class's samples across all epochs from 1; eta = eta0 / t^power_t
+ * (invscaling) or eta0; dloss = sigmoid(score) - target, clipped to ±1e12; update = -eta * dloss;
+ * w *= max(0, 1 - eta * alpha) (lazily), then w += update * x; intercept += update * 0.01 (sparse
+ * intercept decay); with `average`, the returned weights and intercept are the mean of all t iterates.
+ * Each class shuffles its own copy of `order` with its own RNG, seeded from `options.rng` (as sklearn
+ * draws one seed per binary problem); the shuffles are Tagger's, so the sample order differs from sklearn's.
+ */
+export function trainOvrSgd(
+  train: LabelledMatrix,
+  order: Int32Array,
+  nClasses: number,
+  options: SgdOptions,
+  validation: LabelledMatrix,
+): LinearModel {
+  const K = nClasses;
+  const V = train.x.nCols;
+  const { x, y } = train;
+  const { indptr, indices, data } = x;
+  const averaged = options.average === true;
+  // Class-major while training (class k owns w[k*V, (k+1)*V)), so each binary problem is contiguous.
+  const w = new Float64Array(V * K);
+  const aw = averaged ? new Float64Array(V * K) : null;
+  const states = Array.from({ length: K }, (_, k) => new ScaledWeights(w, aw, k * V, (k + 1) * V));
+  const intercept = new Float64Array(K);
+  const averageIntercept = new Float64Array(K);
+  const rngs = Array.from({ length: K }, () => createRng(randomInt(options.rng, 0x7fffffff)));
+  const visits = Array.from({ length: K }, () => Int32Array.from(order));
+  const n = order.length;
+  // The model as it would be returned now (feature-major copies of the true or averaged weights).
+  const current = (): LinearModel => {
+    const weights = new Float64Array(V * K);
+    for (let k = 0; k < K; k++) {
+      const s = states[k]!;
+      for (let f = 0; f < V; f++) weights[f * K + k] = s.value(k * V + f, averaged);
+    }
+    const bias = Float64Array.from(averaged ? averageIntercept : intercept);
+    return { nFeatures: V, nClasses: K, weights, bias, link: 'ovr' };
+  };
+  for (let epoch = 1; epoch <= options.epochs; epoch++) {
+    let epochLoss = 0;
+    for (let k = 0; k < K; k++) {
+      const s = states[k]!;
+      const visit = visits[k]!;
+      const base = k * V;
+      if (options.shuffle) shuffleInPlace(visit, rngs[k]!);
+      let b = intercept[k]!;
+      let bAverage = averageIntercept[k]!;
+      for (let i = 0; i < n; i++) {
+        const r = visit[i]!;
+        const t = (epoch - 1) * n + i + 1;
+        const eta = learningRateAt(options, t);
+        const start = indptr[r]!;
+        const end = indptr[r + 1]!;
+        let dot = 0;
+        for (let p = start; p < end; p++) dot += w[base + indices[p]!]! * data[p]!;
+        const score = dot * s.wscale + b;
+        const target = y[r] === k ? 1 : 0;
+        epochLoss += log1pExp(score) - target * score;
+        const dloss = Math.min(MAX_DLOSS, Math.max(-MAX_DLOSS, sigmoid(score) - target));
+        const update = -eta * dloss;
+        s.scale(Math.max(0, 1 - eta * options.alpha));
+        const c = update / s.wscale;
+        if (update !== 0) {
+          for (let p = start; p < end; p++) w[base + indices[p]!]! += data[p]! * c;
+          b += update * SPARSE_INTERCEPT_DECAY;
+        }
+        if (averaged) {
+          const a = -s.averageA * c;
+          if (a !== 0) for (let p = start; p < end; p++) aw![base + indices[p]!]! += data[p]! * a;
+          s.advanceAverage(t);
+          bAverage += (b - bAverage) / t;
+        }
+      }
+      intercept[k] = b;
+      averageIntercept[k] = bAverage;
+    }
+    if (options.onEpoch) options.onEpoch(epoch, epochLoss / n, meanLogLoss(current(), validation));
+  }
+  return current();
+}
+
+/**
+ * Multinomial (softmax) regression: per sample, g = softmax(scores) - onehot(y); eta as in `trainOvrSgd`;
+ * w *= max(0, 1 - eta * alpha) (lazily), w -= eta * g x, b -= eta * g (no intercept decay); with
+ * `average`, the mean of all iterates. Visits `order` in a fresh seeded shuffle each epoch when `shuffle`
+ * is set. (An index may repeat in `order`: that is how oversampling is expressed.)
  */
 export function trainSoftmaxSgd(
   train: LabelledMatrix,
@@ -101,18 +294,28 @@ export function trainSoftmaxSgd(
 ): LinearModel {
   const K = nClasses;
   const { x, y } = train;
+  const V = x.nCols;
+  const averaged = options.average === true;
   const model: LinearModel = {
-    nFeatures: x.nCols,
+    nFeatures: V,
     nClasses: K,
-    weights: new Float64Array(x.nCols * K),
+    weights: new Float64Array(V * K),
     bias: new Float64Array(K),
+    link: 'softmax',
   };
   const w = model.weights;
   const b = model.bias;
+  const aw = averaged ? new Float64Array(V * K) : null;
+  const averageBias = new Float64Array(K);
+  // One scale for all classes: every class shrinks by the same factor at every step.
+  const s = new ScaledWeights(w, aw, 0, V * K);
   const g = new Float64Array(K);
   const visit = Int32Array.from(order);
-  // wscale: true weights = w * wscale; shrinks by (1 - eta * alpha) every step (lazy L2).
-  let wscale = 1;
+  const current = (): LinearModel => ({
+    ...model,
+    weights: Float64Array.from(w, (_, j) => s.value(j, averaged)),
+    bias: Float64Array.from(averaged ? averageBias : b),
+  });
   // t: samples seen so far, from 1, as in sklearn's invscaling schedule.
   let t = 0;
   for (let epoch = 1; epoch <= options.epochs; epoch++) {
@@ -121,28 +324,35 @@ export function trainSoftmaxSgd(
     for (let i = 0; i < visit.length; i++) {
       const r = visit[i]!;
       t++;
-      const eta =
-        options.schedule === 'invscaling' ? options.learningRate / t ** options.powerT : options.learningRate;
-      rowProbabilities(model, x, r, g, wscale);
+      const eta = learningRateAt(options, t);
+      rowProbabilities(model, x, r, g, s.wscale);
       epochLoss -= Math.log(Math.max(g[y[r]!]!, 1e-15));
       g[y[r]!]! -= 1; // gradient of log loss w.r.t. the scores: p - onehot(y)
-      wscale *= Math.max(0, 1 - eta * options.alpha);
-      if (wscale < MIN_SCALE) {
-        for (let j = 0; j < w.length; j++) w[j]! *= wscale;
-        wscale = 1;
-      }
-      const step = eta / wscale;
+      s.scale(Math.max(0, 1 - eta * options.alpha));
+      const step = eta / s.wscale;
       for (let p = x.indptr[r]!; p < x.indptr[r + 1]!; p++) {
         const base = x.indices[p]! * K;
         const v = x.data[p]! * step;
         for (let k = 0; k < K; k++) w[base + k]! -= g[k]! * v;
       }
       for (let k = 0; k < K; k++) b[k]! -= eta * g[k]!;
+      if (averaged) {
+        const a = s.averageA * step;
+        for (let p = x.indptr[r]!; p < x.indptr[r + 1]!; p++) {
+          const base = x.indices[p]! * K;
+          const v = x.data[p]! * a;
+          for (let k = 0; k < K; k++) aw![base + k]! += g[k]! * v;
+        }
+        s.advanceAverage(t);
+        for (let k = 0; k < K; k++) averageBias[k]! += (b[k]! - averageBias[k]!) / t;
+      }
     }
     if (options.onEpoch) {
-      options.onEpoch(epoch, epochLoss / visit.length, meanLogLoss(model, validation, wscale));
+      const valLoss = averaged
+        ? meanLogLoss(current(), validation)
+        : meanLogLoss(model, validation, s.wscale);
+      options.onEpoch(epoch, epochLoss / visit.length, valLoss);
     }
   }
-  for (let j = 0; j < w.length; j++) w[j]! *= wscale;
-  return model;
+  return current();
 }

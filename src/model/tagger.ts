@@ -1,9 +1,10 @@
 /**
- * The tagger: preprocessing + TF-IDF + softmax SGD, trained with oversampling and an optional
- * probability threshold below which a prediction falls back to `other`.
+ * The tagger: preprocessing + TF-IDF + a linear classifier (one-vs-rest or softmax log-loss SGD), trained
+ * with oversampling and an optional probability threshold below which a prediction falls back to `other`.
  */
 import type { TrainingArgs } from './args.js';
 import { ModelInputError } from './errors.js';
+import { fitVectorizer, type TaggerVectorizer } from './features.js';
 import { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
 import { type Performance, performanceReport, weightedMetrics } from './metrics.js';
 import { cleanText } from './preprocess.js';
@@ -11,11 +12,11 @@ import { createRng, randomInt } from './rng.js';
 import {
   type LabelledMatrix,
   type LinearModel,
+  probabilitiesInPlace,
   rowProbabilities,
-  softmaxInPlace,
+  trainOvrSgd,
   trainSoftmaxSgd,
 } from './sgd.js';
-import { TfidfVectorizer } from './tfidf.js';
 
 export interface LabelledText {
   text: string;
@@ -41,7 +42,10 @@ export interface TagModel {
 export interface EpochReport {
   epoch: number;
   epochs: number;
-  /** Mean log loss of the epoch's (oversampled) training samples, each taken just before its SGD update. */
+  /**
+   * Training loss of the epoch's (oversampled) samples, each taken just before its SGD update: the mean
+   * multiclass log loss (softmax), or the mean over samples of the summed per-class binary log losses (ovr).
+   */
   trainLoss: number;
   /** Mean log loss on the validation split after the epoch; NaN when the split is empty. */
   valLoss: number;
@@ -52,7 +56,7 @@ export class LinearTagModel implements TagModel {
   readonly tags: readonly string[];
   readonly args: TrainingArgs;
   readonly threshold: number | null;
-  readonly vectorizer: TfidfVectorizer;
+  readonly vectorizer: TaggerVectorizer;
   readonly linear: LinearModel;
   // Scratch scores for predict(); overwritten by every call (JS is single-threaded).
   private readonly scores: Float64Array;
@@ -61,7 +65,7 @@ export class LinearTagModel implements TagModel {
     tags: readonly string[],
     args: TrainingArgs,
     threshold: number | null,
-    vectorizer: TfidfVectorizer,
+    vectorizer: TaggerVectorizer,
     linear: LinearModel,
   ) {
     this.tags = Object.freeze([...tags]);
@@ -87,7 +91,7 @@ export class LinearTagModel implements TagModel {
       const v = values[j]!;
       for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
     }
-    softmaxInPlace(scores);
+    probabilitiesInPlace(scores, this.linear.link);
     return scores;
   }
 
@@ -190,19 +194,17 @@ export function trainTagger(
   const labelsOf = (rows: LabelledText[]): Int32Array =>
     Int32Array.from(rows, (r) => classIndex.get(normalizeTag(r.tag, classes))!);
 
-  const vectorizer = TfidfVectorizer.fit(clean(train), {
-    analyzer: args.analyzer,
-    ngramMin: 2,
-    ngramMax: args.ngram_max_range,
-  });
-  const trainData: LabelledMatrix = { x: vectorizer.transform(clean(train)), y: labelsOf(train) };
+  const trainTexts = clean(train);
+  const vectorizer = fitVectorizer(trainTexts, args);
+  const trainData: LabelledMatrix = { x: vectorizer.transform(trainTexts), y: labelsOf(train) };
   const valData: LabelledMatrix = { x: vectorizer.transform(clean(validation)), y: labelsOf(validation) };
   const rng = createRng(options.seed);
   const order = args.oversample
     ? oversampledOrder(trainData.y, tags.length, rng)
     : Int32Array.from(trainData.y.keys());
   const history: EpochReport[] = [];
-  const linear = trainSoftmaxSgd(
+  const trainLinear = args.classifier === 'ovr' ? trainOvrSgd : trainSoftmaxSgd;
+  const linear = trainLinear(
     trainData,
     order,
     tags.length,
@@ -213,6 +215,7 @@ export function trainTagger(
       schedule: args.lr_schedule,
       epochs: args.num_epochs,
       shuffle: args.shuffle,
+      average: args.average,
       rng,
       onEpoch: (epoch, trainLoss, valLoss) => {
         const report = { epoch, epochs: args.num_epochs, trainLoss, valLoss };

@@ -1,6 +1,6 @@
 /**
- * TF-IDF vectorizer with scikit-learn's TfidfVectorizer semantics (smooth_idf=True, sublinear_tf=False,
- * norm='l2', token_pattern `(?u)\b\w\w+\b`, char_wb padding, vocabulary sorted by code point), hand-written
+ * TF-IDF vectorizer with scikit-learn's TfidfVectorizer semantics (smooth_idf=True, sublinear_tf=False
+ * unless `sublinearTf` is set, norm='l2', token_pattern `(?u)\b\w\w+\b`, char_wb padding, vocabulary sorted by code point), hand-written
  * because no maintained JS library matches sklearn exactly. Lower-casing is *not* done here (sklearn is
  * called with lowercase=False): the `lower` training arg decides it during preprocessing.
  *
@@ -23,10 +23,15 @@ export interface CsrMatrix {
   data: Float64Array;
 }
 
+/** The analyzers of a single TfidfVectorizer (`char_wb+word` is a union of two, see features.ts). */
+export type TfidfAnalyzer = Exclude<Analyzer, 'char_wb+word'>;
+
 export interface TfidfOptions {
-  analyzer: Analyzer;
+  analyzer: TfidfAnalyzer;
   ngramMin: number;
   ngramMax: number;
+  /** sklearn's sublinear_tf: a term count c becomes 1 + ln(c) before the idf weighting (default false). */
+  sublinearTf?: boolean;
 }
 
 /** Python's str.isspace(), which sklearn's `\s` and str.split() use (JS `\s` differs: it has U+FEFF, lacks U+001C..U+001F and U+0085). */
@@ -83,9 +88,10 @@ export function compareCodePoints(a: string, b: string): number {
 }
 
 export class TfidfVectorizer {
-  readonly analyzer: Analyzer;
+  readonly analyzer: TfidfAnalyzer;
   readonly ngramMin: number;
   readonly ngramMax: number;
+  readonly sublinearTf: boolean;
   /** Feature strings, sorted by code point; a feature's index is its position here. */
   readonly vocabulary: readonly string[];
   /** Smoothed idf per feature: ln((1 + n) / (1 + df)) + 1. */
@@ -113,6 +119,7 @@ export class TfidfVectorizer {
     this.analyzer = options.analyzer;
     this.ngramMin = options.ngramMin;
     this.ngramMax = options.ngramMax;
+    this.sublinearTf = options.sublinearTf === true;
     this.vocabulary = vocabulary;
     this.idf = idf;
     const v = vocabulary.length;
@@ -469,10 +476,12 @@ export class TfidfVectorizer {
     this.countAll();
     const n = this.nTouched;
     if (this.values.length < n) this.values = new Float64Array(this.touched.length);
+    const sublinear = this.sublinearTf;
     let sq = 0;
     for (let k = 0; k < n; k++) {
       const f = this.touched[k]!;
-      const v = this.counts[f]! * this.idf[f]!;
+      const c = this.counts[f]!;
+      const v = (sublinear ? 1 + Math.log(c) : c) * this.idf[f]!;
       this.counts[f] = 0;
       this.values[k] = v;
       sq += v * v;
@@ -498,48 +507,70 @@ export class TfidfVectorizer {
 
   /** Vectorises documents into a CSR matrix (sklearn's transform); column indices ascend within a row. */
   transform(docs: readonly string[]): CsrMatrix {
-    const indptr = new Int32Array(docs.length + 1);
-    let indices = new Int32Array(1024);
-    let data = new Float64Array(1024);
-    let nnz = 0;
-    let order = new Int32Array(256);
-    for (let r = 0; r < docs.length; r++) {
-      const n = this.vectorize(docs[r]!);
-      if (nnz + n > indices.length) {
-        const size = 2 * (nnz + n);
-        const i2 = new Int32Array(size);
-        i2.set(indices.subarray(0, nnz));
-        indices = i2;
-        const d2 = new Float64Array(size);
-        d2.set(data.subarray(0, nnz));
-        data = d2;
-      }
-      if (order.length < n) order = new Int32Array(2 * n);
-      for (let k = 0; k < n; k++) order[k] = k;
-      const touched = this.touched;
-      const sorted = order.subarray(0, n).sort((x, y) => touched[x]! - touched[y]!);
-      for (let k = 0; k < n; k++) {
-        indices[nnz] = touched[sorted[k]!]!;
-        data[nnz] = this.values[sorted[k]!]!;
-        nnz++;
-      }
-      indptr[r + 1] = nnz;
-    }
-    return {
-      nRows: docs.length,
-      nCols: this.size,
-      indptr,
-      indices: indices.slice(0, nnz),
-      data: data.slice(0, nnz),
-    };
+    return transformToCsr(this, docs);
   }
 }
 
+/** What prediction and training need from a fitted vectorizer (a TfidfVectorizer or a union of them). */
+export interface TextVectorizer {
+  /** Number of features (columns). */
+  readonly size: number;
+  /** Vectorises one document into scratch buffers; returns the number of non-zero features (see TfidfVectorizer). */
+  vectorize(doc: string): number;
+  readonly vectorIndices: Int32Array;
+  readonly vectorValues: Float64Array;
+  transform(docs: readonly string[]): CsrMatrix;
+}
+
+/** Vectorises documents into a CSR matrix with column indices ascending within each row. */
+export function transformToCsr(vectorizer: TextVectorizer, docs: readonly string[]): CsrMatrix {
+  const indptr = new Int32Array(docs.length + 1);
+  let indices = new Int32Array(1024);
+  let data = new Float64Array(1024);
+  let nnz = 0;
+  let order = new Int32Array(256);
+  for (let r = 0; r < docs.length; r++) {
+    const n = vectorizer.vectorize(docs[r]!);
+    if (nnz + n > indices.length) {
+      const size = 2 * (nnz + n);
+      const i2 = new Int32Array(size);
+      i2.set(indices.subarray(0, nnz));
+      indices = i2;
+      const d2 = new Float64Array(size);
+      d2.set(data.subarray(0, nnz));
+      data = d2;
+    }
+    if (order.length < n) order = new Int32Array(2 * n);
+    for (let k = 0; k < n; k++) order[k] = k;
+    const touched = vectorizer.vectorIndices;
+    const values = vectorizer.vectorValues;
+    const sorted = order.subarray(0, n).sort((x, y) => touched[x]! - touched[y]!);
+    for (let k = 0; k < n; k++) {
+      indices[nnz] = touched[sorted[k]!]!;
+      data[nnz] = values[sorted[k]!]!;
+      nnz++;
+    }
+    indptr[r + 1] = nnz;
+  }
+  return {
+    nRows: docs.length,
+    nCols: vectorizer.size,
+    indptr,
+    indices: indices.slice(0, nnz),
+    data: data.slice(0, nnz),
+  };
+}
+
 function validateOptions(options: TfidfOptions): void {
-  const { analyzer, ngramMin, ngramMax } = options;
+  const { analyzer, ngramMin, ngramMax, sublinearTf } = options;
   if (analyzer !== 'word' && analyzer !== 'char' && analyzer !== 'char_wb') {
     throw new ModelInputError(
       `model/tfidf: analyzer must be word, char or char_wb, got ${JSON.stringify(analyzer)}`,
+    );
+  }
+  if (sublinearTf !== undefined && typeof sublinearTf !== 'boolean') {
+    throw new ModelInputError(
+      `model/tfidf: sublinearTf must be a boolean, got ${JSON.stringify(sublinearTf)}`,
     );
   }
   if (!Number.isInteger(ngramMin) || !Number.isInteger(ngramMax) || ngramMin < 1 || ngramMax < ngramMin) {

@@ -3,7 +3,7 @@
  * contract described in docs/ARCHITECTURE.md. The same code reads a run through a tracking store and a
  * saved model directory through the file system; only the `ArtifactReader` differs.
  */
-import { decodeModel, MODEL_FILES, parseTrainingArgs, type TagModel } from '../model/index.js';
+import { decodeModel, MODEL_FILES, parseTrainingArgs, RUN_ARTIFACTS, type TagModel } from '../model/index.js';
 
 /** Reads one artifact by its run-relative POSIX path; rejects when it cannot be read. */
 export type ArtifactReader = (path: string) => Promise<Uint8Array>;
@@ -29,12 +29,6 @@ export interface ServedModel {
   readonly args: Readonly<Record<string, unknown>>;
   readonly performance: ServedPerformance;
 }
-
-export const ARTIFACT_FILES = {
-  args: 'args.json',
-  performance: 'performance.json',
-  modelDir: 'model',
-} as const;
 
 /** An artifact that is present but unusable (not JSON, wrong shape, undecodable model). */
 export class ArtifactFormatError extends Error {
@@ -90,7 +84,7 @@ export function parsePerformance(raw: unknown): ServedPerformance {
 
 /** Reads only `performance.json` (what GET /runs/{run_id} needs). */
 export async function readPerformance(read: ArtifactReader): Promise<ServedPerformance> {
-  return parsePerformance(await readJson(read, ARTIFACT_FILES.performance));
+  return parsePerformance(await readJson(read, RUN_ARTIFACTS.performance));
 }
 
 function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
@@ -109,10 +103,10 @@ function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
 /** Reads and checks every serving artifact; rejects with the reader's error or an ArtifactFormatError. */
 export async function loadServedModel(read: ArtifactReader): Promise<ServedModel> {
   const [rawArgs, performance, modelFiles] = await Promise.all([
-    readJson(read, ARTIFACT_FILES.args),
+    readJson(read, RUN_ARTIFACTS.args),
     readPerformance(read),
     Promise.all(
-      MODEL_FILES.map(async (name) => [name, await read(`${ARTIFACT_FILES.modelDir}/${name}`)] as const),
+      MODEL_FILES.map(async (name) => [name, await read(`${RUN_ARTIFACTS.modelDir}/${name}`)] as const),
     ),
   ]);
   const args = parseArgs(rawArgs);
@@ -120,7 +114,7 @@ export async function loadServedModel(read: ArtifactReader): Promise<ServedModel
   try {
     model = decodeModel(Object.fromEntries(modelFiles));
   } catch (error) {
-    throw new ArtifactFormatError(`${ARTIFACT_FILES.modelDir}/: ${(error as Error).message}`);
+    throw new ArtifactFormatError(`${RUN_ARTIFACTS.modelDir}/: ${(error as Error).message}`);
   }
   return { model, args, performance };
 }

@@ -1,6 +1,5 @@
 /** Public surface of src/service: what the HTTP layer serves and how it is loaded. */
 export {
-  ARTIFACT_FILES,
   ArtifactFormatError,
   type ArtifactReader,
   loadServedModel,
@@ -12,16 +11,36 @@ export {
 } from './artifacts.js';
 export { SingleFlightLru } from './cache.js';
 export { RunLoadError, StartupError, UnknownRunError } from './errors.js';
-export { RunRegistry, type RunRegistryOptions, type RunSummary, type ServiceLog } from './registry.js';
+export { ServingLifecycle } from './lifecycle.js';
+export { pollReloads, type ReloadPoller } from './poller.js';
+export {
+  RegistrySnapshot,
+  type ReloadOutcome,
+  type ReloadResult,
+  RunRegistry,
+  type RunRegistryOptions,
+  type RunSummary,
+  type ServiceLog,
+} from './registry.js';
 export { loadModelDirectory } from './single-model.js';
 
 import type { ServedModel } from './artifacts.js';
+import type { ServingLifecycle } from './lifecycle.js';
 import type { RunRegistry } from './registry.js';
 
 /**
  * What one deployment serves: the runs of an experiment (run-based mode: every endpoint of both API
- * variants) or one saved model (single-model mode: no /runs endpoints).
+ * variants) or one saved model (single-model mode: no /runs endpoints). In run-based mode read
+ * `registry.current` once per request: reloads replace that snapshot as a whole.
+ *
+ * `lifecycle` is set by the server (absent in apps built by tests): `lifecycle.ready` turns false when a
+ * graceful shutdown starts, for the readiness endpoint; treat a missing lifecycle as ready.
  */
 export type ServingState =
-  | { readonly mode: 'runs'; readonly registry: RunRegistry }
-  | { readonly mode: 'model'; readonly model: ServedModel; readonly source: string };
+  | { readonly mode: 'runs'; readonly registry: RunRegistry; readonly lifecycle?: ServingLifecycle }
+  | {
+      readonly mode: 'model';
+      readonly model: ServedModel;
+      readonly source: string;
+      readonly lifecycle?: ServingLifecycle;
+    };

@@ -1,7 +1,9 @@
 /**
- * The run registry: the runs of one experiment, ordered best first at startup, the best loadable run's
- * model held for the life of the process, and other runs' models loaded on demand into a bounded cache.
- * A run id from a request is looked up in the startup list (a Map) before anything is read for it.
+ * The run registry: the runs of one experiment, ordered best first, the best loadable run's model, and
+ * other runs' models loaded on demand into a bounded cache. All of it lives in one immutable
+ * `RegistrySnapshot`; `reload()` re-reads the experiment, loads a new best run in the background and
+ * replaces the snapshot with one reference swap, so a request that started on the old snapshot finishes
+ * on it. A run id from a request is looked up in the snapshot's run list (a Map) before anything is read.
  */
 import { type Run, type RunStatus, TrackingError, type TrackingStore } from '../tracking/store.js';
 import {
@@ -19,9 +21,11 @@ import { RunLoadError, StartupError, UnknownRunError } from './errors.js';
 export interface ServiceLog {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
+  /** Optional: reloads that change nothing are logged here (once per poll would flood `info`). */
+  debug?(obj: object, msg: string): void;
 }
 
-/** One run as listed by GET /runs, captured at startup. */
+/** One run as listed by GET /runs, captured when the snapshot was made. */
 export interface RunSummary {
   readonly runId: string;
   readonly runName: string;
@@ -35,26 +39,55 @@ export interface RunSummary {
   readonly params: Readonly<Record<string, string>>;
 }
 
+/**
+ * What a reload did:
+ * - `unchanged`: same runs, same best run; the snapshot is kept as is.
+ * - `updated`: the run list changed (new, removed or changed runs) but the same run stays best; a new
+ *   snapshot holds the new list and the same loaded model.
+ * - `swapped`: another run is now the best loadable one; its model was loaded and now serves /predict.
+ * - `failed`: the experiment could not be read (store down, experiment gone, no runs) or none of its
+ *   runs is loadable; the current snapshot keeps serving.
+ */
+export type ReloadOutcome = 'unchanged' | 'updated' | 'swapped' | 'failed';
+
+export interface ReloadResult {
+  readonly outcome: ReloadOutcome;
+  /** The run serving /predict after the reload (the previous one unless `swapped`). */
+  readonly runId: string;
+  readonly previousRunId: string;
+  /**
+   * What went wrong without stopping the reload (runs skipped because their artifacts cannot be loaded,
+   * the served run's artifacts no longer loading) or, when `failed`, why it failed (first entry).
+   */
+  readonly problems: readonly string[];
+}
+
 export interface RunRegistryOptions {
   /** Experiment to serve, e.g. `best`. */
   experiment: string;
   /** How many non-best models to keep loaded (least recently used are dropped). */
   modelCacheSize: number;
   log: ServiceLog;
+  /**
+   * Called after every reload with its outcome and the run serving /predict afterwards (for metrics).
+   * A listener that throws is ignored: reporting must not break serving.
+   */
+  onReload?: (outcome: ReloadOutcome, runId: string) => void;
 }
 
 /** What to do when there is nothing to serve, appended to every startup failure about runs. */
 const TRAIN_HINT = 'train one first, e.g. `tagger train --data samples/projects.csv`';
 
-const summarize = (run: Run): RunSummary => ({
-  runId: run.info.runId,
-  runName: run.info.runName,
-  status: run.info.status,
-  startTime: run.info.startTime,
-  endTime: run.info.endTime,
-  metrics: Object.freeze(Object.fromEntries(Object.entries(run.metrics))),
-  params: Object.freeze(Object.fromEntries(Object.entries(run.params))),
-});
+const summarize = (run: Run): RunSummary =>
+  Object.freeze({
+    runId: run.info.runId,
+    runName: run.info.runName,
+    status: run.info.status,
+    startTime: run.info.startTime,
+    endTime: run.info.endTime,
+    metrics: Object.freeze(Object.fromEntries(Object.entries(run.metrics))),
+    params: Object.freeze(Object.fromEntries(Object.entries(run.params))),
+  });
 
 function toRunLoadError(runId: string, error: unknown): RunLoadError {
   if (error instanceof RunLoadError) return error;
@@ -68,78 +101,70 @@ function toRunLoadError(runId: string, error: unknown): RunLoadError {
   });
 }
 
-export class RunRegistry {
+const readerFor =
+  (store: TrackingStore, runId: string): ArtifactReader =>
+  (path) =>
+    store.readArtifact(runId, path);
+
+/** The experiment's runs in f1 order, or why there are none to serve (`hint`: what a person can do). */
+type RunsRead = { ok: true; runs: Run[] } | { ok: false; reason: string; hint?: string; cause?: unknown };
+
+async function readRuns(store: TrackingStore, name: string): Promise<RunsRead> {
+  const where = `experiment "${name}" in ${store.displayUri}`;
+  try {
+    const experiment = await store.getExperimentByName(name);
+    if (experiment === null) {
+      return {
+        ok: false,
+        reason: `${where} does not exist`,
+        hint: `${TRAIN_HINT}, or pick another with --experiment / --tracking-uri`,
+      };
+    }
+    if (experiment.lifecycleStage === 'deleted') {
+      return {
+        ok: false,
+        reason: `${where} is deleted`,
+        hint: 'restore it or pick another with --experiment',
+      };
+    }
+    const runs = await store.searchRuns(experiment.experimentId, {
+      orderByMetric: { key: 'f1', descending: true },
+    });
+    if (runs.length === 0) return { ok: false, reason: `${where} has no runs`, hint: TRAIN_HINT };
+    return { ok: true, runs };
+  } catch (error) {
+    return { ok: false, reason: `cannot read ${where}: ${(error as Error).message}`, cause: error };
+  }
+}
+
+/**
+ * Everything one version of the experiment serves. Immutable apart from its caches, which only ever
+ * hold what the store returns for the runs of this snapshot.
+ */
+export class RegistrySnapshot {
   /** Runs in f1 order (MLflow's: real values descending, then NaN, then runs without f1). */
   readonly runs: readonly RunSummary[];
   private readonly byId: ReadonlyMap<string, RunSummary>;
   private readonly models: SingleFlightLru<ServedModel>;
   private readonly performances: SingleFlightLru<ServedPerformance>;
 
-  private constructor(
+  /** @internal built by RunRegistry only */
+  constructor(
     private readonly store: TrackingStore,
-    readonly experimentName: string,
     runs: readonly RunSummary[],
     /** The best run with loadable artifacts; it serves /predict, /performance and /args. */
     readonly bestRunId: string,
     readonly best: ServedModel,
-    modelCacheSize: number,
+    private readonly modelCacheSize: number,
   ) {
     this.runs = Object.freeze([...runs]);
     this.byId = new Map(runs.map((run) => [run.runId, run]));
     this.models = new SingleFlightLru(modelCacheSize);
-    // Bounded by the number of runs, which is fixed at startup; performance reports are small.
+    // Bounded by the number of runs of this snapshot; performance reports are small.
     this.performances = new SingleFlightLru(runs.length);
   }
 
-  /**
-   * Loads the experiment's runs and the best loadable run's artifacts. Runs whose artifacts are broken
-   * are logged and skipped; throws StartupError when there is nothing to serve.
-   * @example const registry = await RunRegistry.load(store, { experiment: 'best', modelCacheSize: 4, log });
-   */
-  static async load(store: TrackingStore, options: RunRegistryOptions): Promise<RunRegistry> {
-    const { experiment: name, log } = options;
-    const where = `experiment "${name}" in ${store.displayUri}`;
-    let runs: Run[];
-    try {
-      const experiment = await store.getExperimentByName(name);
-      if (experiment === null) {
-        throw new StartupError(
-          `${where} does not exist; ${TRAIN_HINT}, or pick another with --experiment / --tracking-uri`,
-        );
-      }
-      if (experiment.lifecycleStage === 'deleted') {
-        throw new StartupError(`${where} is deleted; restore it or pick another with --experiment`);
-      }
-      runs = await store.searchRuns(experiment.experimentId, {
-        orderByMetric: { key: 'f1', descending: true },
-      });
-    } catch (error) {
-      if (error instanceof StartupError) throw error;
-      throw new StartupError(`cannot read ${where}: ${(error as Error).message}`, { cause: error });
-    }
-    if (runs.length === 0) throw new StartupError(`${where} has no runs; ${TRAIN_HINT}`);
-
-    const failures: string[] = [];
-    for (const run of runs) {
-      const runId = run.info.runId;
-      try {
-        const best = await loadServedModel(readerFor(store, runId));
-        log.info({ runId, experiment: name, runs: runs.length }, 'serving the best loadable run');
-        return new RunRegistry(store, name, runs.map(summarize), runId, best, options.modelCacheSize);
-      } catch (error) {
-        const reason = toRunLoadError(runId, error).reason;
-        failures.push(`${runId}: ${reason}`);
-        log.warn({ runId, reason }, 'skipping a run whose artifacts cannot be loaded');
-      }
-    }
-    const shown =
-      failures.slice(0, 5).join('; ') + (failures.length > 5 ? `; … ${failures.length - 5} more` : '');
-    throw new StartupError(
-      `none of the ${runs.length} runs of ${where} has loadable artifacts (${shown}); ${TRAIN_HINT}`,
-    );
-  }
-
-  /** The run with this id, or UnknownRunError. Only ids listed at startup ever reach the store. */
+  /** The run with this id, or UnknownRunError. Only ids of this snapshot ever reach the store. */
   run(runId: string): RunSummary {
     const run = this.byId.get(runId);
     if (run === undefined) throw new UnknownRunError(runId);
@@ -172,9 +197,261 @@ export class RunRegistry {
   cachedModelRunIds(): string[] {
     return this.models.keys();
   }
+
+  /**
+   * The next snapshot. What this one already loaded is handed over for the runs that are still listed
+   * (the old best model included, when it is no longer best), so a swap reads nothing twice; runs that
+   * left the experiment are dropped with their cached models and become unknown (404).
+   */
+  successor(runs: readonly RunSummary[], bestRunId: string, best: ServedModel): RegistrySnapshot {
+    const next = new RegistrySnapshot(this.store, runs, bestRunId, best, this.modelCacheSize);
+    const keep = (runId: string) => next.byId.has(runId) && runId !== bestRunId;
+    for (const [runId, model] of this.models.entries()) if (keep(runId)) next.models.set(runId, model);
+    if (keep(this.bestRunId)) next.models.set(this.bestRunId, this.best);
+    for (const [runId, report] of this.performances.entries()) {
+      if (keep(runId)) next.performances.set(runId, report);
+    }
+    if (keep(this.bestRunId)) next.performances.set(this.bestRunId, this.best.performance);
+    return next;
+  }
 }
 
-const readerFor =
-  (store: TrackingStore, runId: string): ArtifactReader =>
-  (path) =>
-    store.readArtifact(runId, path);
+const sameMetrics = (a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): boolean => {
+  const keys = Object.keys(a);
+  return (
+    keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && Object.is(a[k], b[k]))
+  );
+};
+const sameParams = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean => {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+};
+
+/** Whether GET /runs would answer the same for both lists. */
+function sameRuns(a: readonly RunSummary[], b: readonly RunSummary[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every((x, i) => {
+      const y = b[i]!;
+      return (
+        x.runId === y.runId &&
+        x.runName === y.runName &&
+        x.status === y.status &&
+        x.startTime === y.startTime &&
+        x.endTime === y.endTime &&
+        sameMetrics(x.metrics, y.metrics) &&
+        sameParams(x.params, y.params)
+      );
+    })
+  );
+}
+
+export class RunRegistry {
+  private snapshot: RegistrySnapshot;
+  /** The reload under way, and at most one queued behind it (every caller meanwhile shares that one). */
+  private running: Promise<ReloadResult> | undefined;
+  private queued: Promise<ReloadResult> | undefined;
+
+  private constructor(
+    private readonly store: TrackingStore,
+    readonly experimentName: string,
+    first: RegistrySnapshot,
+    private readonly options: RunRegistryOptions,
+  ) {
+    this.snapshot = first;
+  }
+
+  /**
+   * Loads the experiment's runs and the best loadable run's artifacts. Runs whose artifacts are broken
+   * are logged and skipped; throws StartupError when there is nothing to serve.
+   * @example const registry = await RunRegistry.load(store, { experiment: 'best', modelCacheSize: 4, log });
+   */
+  static async load(store: TrackingStore, options: RunRegistryOptions): Promise<RunRegistry> {
+    const { experiment: name, log } = options;
+    const read = await readRuns(store, name);
+    if (!read.ok) {
+      const message = read.hint === undefined ? read.reason : `${read.reason}; ${read.hint}`;
+      throw new StartupError(message, { cause: read.cause });
+    }
+    const { runs } = read;
+    const picked = await pickBest(store, runs, log, undefined);
+    if (picked.best === undefined) {
+      const { failures } = picked;
+      const shown =
+        failures.slice(0, 5).join('; ') + (failures.length > 5 ? `; … ${failures.length - 5} more` : '');
+      throw new StartupError(
+        `none of the ${runs.length} runs of experiment "${name}" in ${store.displayUri} has loadable artifacts (${shown}); ${TRAIN_HINT}`,
+      );
+    }
+    const { runId, model } = picked.best;
+    log.info({ runId, experiment: name, runs: runs.length }, 'serving the best loadable run');
+    const snapshot = new RegistrySnapshot(store, runs.map(summarize), runId, model, options.modelCacheSize);
+    return new RunRegistry(store, name, snapshot, options);
+  }
+
+  /**
+   * What serves now. Read it once per request and use only that snapshot: a reload replaces it as a
+   * whole, never in parts.
+   */
+  get current(): RegistrySnapshot {
+    return this.snapshot;
+  }
+
+  /** Runs of the current snapshot (shorthand for `current.runs`). */
+  get runs(): readonly RunSummary[] {
+    return this.snapshot.runs;
+  }
+  /** Best run of the current snapshot (shorthand; read `current` once when you also need `best`). */
+  get bestRunId(): string {
+    return this.snapshot.bestRunId;
+  }
+  get best(): ServedModel {
+    return this.snapshot.best;
+  }
+  run(runId: string): RunSummary {
+    return this.snapshot.run(runId);
+  }
+  model(runId: string): Promise<ServedModel> {
+    return this.snapshot.model(runId);
+  }
+  performance(runId: string): Promise<ServedPerformance> {
+    return this.snapshot.performance(runId);
+  }
+  cachedModelRunIds(): string[] {
+    return this.snapshot.cachedModelRunIds();
+  }
+
+  /**
+   * Re-reads the experiment and swaps in a new snapshot when something changed; never rejects. Reloads
+   * never overlap: a call while one runs gets the single reload queued behind it (shared by every caller
+   * meanwhile), so a SIGHUP during a poll still sees what was logged before the signal.
+   * @example const { outcome } = await registry.reload(); // 'unchanged' | 'updated' | 'swapped' | 'failed'
+   */
+  reload(): Promise<ReloadResult> {
+    if (this.queued) return this.queued;
+    if (this.running) {
+      const queued = this.running.then(() => {
+        this.queued = undefined;
+        return this.start();
+      });
+      this.queued = queued;
+      return queued;
+    }
+    return this.start();
+  }
+
+  /** Resolves once no reload is running or queued (shutdown waits for it before closing the store). */
+  async settled(): Promise<void> {
+    while (this.running || this.queued) await (this.queued ?? this.running);
+  }
+
+  private start(): Promise<ReloadResult> {
+    const running = this.reloadOnce()
+      .catch((error: unknown) => this.failed(this.snapshot, [`unexpected error: ${String(error)}`]))
+      .finally(() => {
+        if (this.running === running) this.running = undefined;
+      });
+    this.running = running;
+    return running;
+  }
+
+  private async reloadOnce(): Promise<ReloadResult> {
+    const { log } = this.options;
+    const before = this.snapshot;
+    const read = await readRuns(this.store, this.experimentName);
+    if (!read.ok) return this.failed(before, [read.reason]);
+
+    const picked = await pickBest(this.store, read.runs, log, before);
+    if (picked.best === undefined) {
+      return this.failed(before, [
+        `none of the ${read.runs.length} runs has loadable artifacts`,
+        ...picked.failures,
+      ]);
+    }
+    const runs = read.runs.map(summarize);
+    const { runId, model } = picked.best;
+    const outcome: ReloadOutcome =
+      runId !== before.bestRunId ? 'swapped' : sameRuns(before.runs, runs) ? 'unchanged' : 'updated';
+    // The one write that publishes a reload: readers see the old snapshot or the new one, never a mix.
+    if (outcome !== 'unchanged') this.snapshot = before.successor(runs, runId, model);
+    const result: ReloadResult = {
+      outcome,
+      runId,
+      previousRunId: before.bestRunId,
+      problems: picked.failures,
+    };
+    const fields = { outcome, runId, previousRunId: before.bestRunId, runs: runs.length };
+    if (outcome === 'swapped') log.info(fields, 'reload: serving a new best run');
+    else if (outcome === 'updated') log.info(fields, 'reload: the runs changed, the best run stays');
+    else log.debug?.(fields, 'reload: nothing changed');
+    this.notify(result);
+    return result;
+  }
+
+  private failed(before: RegistrySnapshot, problems: string[]): ReloadResult {
+    const result: ReloadResult = {
+      outcome: 'failed',
+      runId: before.bestRunId,
+      previousRunId: before.bestRunId,
+      problems,
+    };
+    this.options.log.warn(
+      { outcome: 'failed', runId: before.bestRunId, reason: problems.join('; ') },
+      'reload failed; still serving the runs and model loaded before',
+    );
+    this.notify(result);
+    return result;
+  }
+
+  private notify(result: ReloadResult): void {
+    try {
+      this.options.onReload?.(result.outcome, result.runId);
+    } catch {
+      // A metrics listener must never break serving or the reload loop.
+    }
+  }
+}
+
+interface Picked {
+  best?: { runId: string; model: ServedModel };
+  /** `runId: reason` of each run skipped (and of the served run whose artifacts no longer load). */
+  failures: string[];
+}
+
+/**
+ * The first run in f1 order whose artifacts load. On a reload the currently served run counts as
+ * loadable whatever its artifacts say now: its model is in memory and keeps serving; its artifacts are
+ * still read once to notice (and log) a store that lost them.
+ */
+async function pickBest(
+  store: TrackingStore,
+  runs: readonly Run[],
+  log: ServiceLog,
+  current: RegistrySnapshot | undefined,
+): Promise<Picked> {
+  const failures: string[] = [];
+  for (const run of runs) {
+    const runId = run.info.runId;
+    if (runId === current?.bestRunId) {
+      try {
+        await loadServedModel(readerFor(store, runId));
+      } catch (error) {
+        const reason = toRunLoadError(runId, error).reason;
+        failures.push(`${runId}: ${reason}`);
+        log.warn(
+          { runId, reason },
+          "the served run's artifacts cannot be loaded any more; still serving the model loaded before",
+        );
+      }
+      return { best: { runId, model: current.best }, failures };
+    }
+    try {
+      return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures };
+    } catch (error) {
+      const reason = toRunLoadError(runId, error).reason;
+      failures.push(`${runId}: ${reason}`);
+      log.warn({ runId, reason }, 'skipping a run whose artifacts cannot be loaded');
+    }
+  }
+  return { failures };
+}

@@ -4,10 +4,11 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ARTIFACT_FILES, loadServedModel, type ServedModel } from './artifacts.js';
+import { RUN_ARTIFACTS } from '../model/index.js';
+import { loadServedModel, type ServedModel } from './artifacts.js';
 import { StartupError } from './errors.js';
 
-const LAYOUT = `${ARTIFACT_FILES.args}, ${ARTIFACT_FILES.performance} and ${ARTIFACT_FILES.modelDir}/`;
+const LAYOUT = `${RUN_ARTIFACTS.args}, ${RUN_ARTIFACTS.performance} and ${RUN_ARTIFACTS.modelDir}/`;
 
 /**
  * Loads a saved model directory; throws StartupError naming the directory and the problem.
@@ -24,7 +25,7 @@ export async function loadModelDirectory(dir: string): Promise<ServedModel> {
       `model directory ${root} does not exist or is not a directory; point --model at a folder holding ${LAYOUT} (a run's artifacts folder is one)`,
     );
   }
-  // Paths come from our own constants (ARTIFACT_FILES, MODEL_FILES), never from a request.
+  // Paths come from our own constants (RUN_ARTIFACTS, MODEL_FILES), never from a request.
   const read = (path: string): Promise<Uint8Array> => readFile(join(root, ...path.split('/')));
   try {
     return await loadServedModel(read);

@@ -52,6 +52,8 @@ const DEFAULT_EXPERIMENT_ID = '0';
 const RESERVED_EXPERIMENT_FOLDERS = new Set(['tags', 'datasets', 'traces', 'models']);
 /** Root-level folders that are not experiments (`.trash`, and the model registry's `models`). */
 const NON_EXPERIMENT_FOLDERS = new Set([TRASH, 'models']);
+/** Runs read at once by searchRuns. */
+const SEARCH_LANES = 16;
 /** Prefix of our temp files; MLflow never looks at files at experiment/root level. */
 const TMP_PREFIX = '.tagger-tmp-';
 
@@ -634,15 +636,21 @@ export class FileTrackingStore implements TrackingStore {
   ): Promise<Record<string, string>> {
     const dir = join(runDir, folder);
     const values: Record<string, string> = {};
-    for (const key of await walkFiles(dir)) {
+    const keys = await walkFiles(dir);
+    for (const key of keys) {
       try {
         validateKey(kind, key);
       } catch {
         throw malformed(join(dir, key), `'${key}' is not a valid ${kind} key`);
       }
-      const text = await readText(join(dir, ...key.split('/')));
-      if (text !== null) values[key] = text;
     }
+    // A run's few files are read at once (startup with many runs is bound by these reads); the values
+    // are assigned in key order afterwards, so the result does not depend on which read finishes first.
+    const texts = await Promise.all(keys.map((key) => readText(join(dir, ...key.split('/')))));
+    keys.forEach((key, i) => {
+      const text = texts[i];
+      if (text !== null && text !== undefined) values[key] = text;
+    });
     return values;
   }
 
@@ -650,17 +658,23 @@ export class FileTrackingStore implements TrackingStore {
     const loaded = await this.readRunInfo(location, runId);
     const { runDir } = location;
     const metrics: Record<string, number> = {};
-    for (const key of await walkFiles(join(runDir, METRICS))) {
+    const metricKeys = await walkFiles(join(runDir, METRICS));
+    for (const key of metricKeys) {
       try {
         validateKey('metric', key);
       } catch {
         throw malformed(join(runDir, METRICS, key), `'${key}' is not a valid metric key`);
       }
-      const latest = latestMetric((await this.readMetricFile(runDir, key)) ?? []);
-      if (latest) metrics[key] = latest.value;
     }
-    const params = await this.readValues(runDir, PARAMS, 'param');
-    const tags = await this.readValues(runDir, TAGS, 'tag');
+    const [histories, params, tags] = await Promise.all([
+      Promise.all(metricKeys.map((key) => this.readMetricFile(runDir, key))),
+      this.readValues(runDir, PARAMS, 'param'),
+      this.readValues(runDir, TAGS, 'tag'),
+    ]);
+    metricKeys.forEach((key, i) => {
+      const latest = latestMetric(histories[i] ?? []);
+      if (latest) metrics[key] = latest.value;
+    });
     // MLflow falls back to the mlflow.runName tag when meta.yaml has no run_name.
     const info =
       loaded.info.runName === '' ? { ...loaded.info, runName: tags[RUN_NAME_TAG] ?? '' } : loaded.info;
@@ -678,15 +692,20 @@ export class FileTrackingStore implements TrackingStore {
     const found = await this.findExperiment(experimentId);
     // MLflow's FileStore returns no runs for an unknown experiment.
     if (!found) return [];
-    const runs: Run[] = [];
     const names = (await subdirectories(found.dir)).filter((name) => !RESERVED_EXPERIMENT_FOLDERS.has(name));
-    // Bounded parallelism: fast on big experiments without exhausting file descriptors.
-    const batchSize = 16;
-    for (let start = 0; start < names.length; start += batchSize) {
-      const batch = names.slice(start, start + batchSize);
-      const loaded = await Promise.all(batch.map((name) => this.tryLoadRun(found.dir, experimentId, name)));
-      for (const run of loaded) if (run) runs.push(run);
-    }
+    // Bounded parallelism: a fixed number of lanes each take the next run as soon as they finish one
+    // (batches would wait for their slowest run). A run reads its ~20 files at once, so 16 lanes keep
+    // a few hundred reads in flight: fast on big experiments without exhausting file descriptors.
+    const loaded: (Run | null)[] = new Array(names.length).fill(null);
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < names.length) {
+        const index = next++;
+        loaded[index] = await this.tryLoadRun(found.dir, experimentId, names[index]!);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(SEARCH_LANES, names.length) }, lane));
+    const runs = loaded.filter((run): run is Run => run !== null);
     const selected = runs.filter(
       (run) =>
         run.info.lifecycleStage === 'active' && (!options.finishedOnly || run.info.status === 'FINISHED'),

@@ -20,6 +20,14 @@ export interface OpenTrackingStoreOptions
   extends FileTrackingStoreOptions,
     Omit<RestTrackingStoreOptions, 'uri'> {}
 
+/**
+ * The URI without credentials (`scheme://user:password@host` → `scheme://host`), for messages and logs.
+ * @example redactUri('http://admin:secret@127.0.0.1:5000') // 'http://127.0.0.1:5000'
+ */
+export function redactUri(uri: string): string {
+  return uri.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/?#]*@/, '$1');
+}
+
 /** The flag when given, else `MLFLOW_TRACKING_URI` (when non-empty), else `./mlruns`. */
 export function resolveTrackingUri(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   if (flag !== undefined && flag !== '') return flag;
@@ -47,6 +55,6 @@ export async function openTrackingStore(
   }
   throw new TrackingError(
     'UNSUPPORTED',
-    `tracking: tracking URI scheme '${scheme}:' is not supported (${uri.split('@').pop()}); use http(s)://host:port for an MLflow server or a folder path / file:// URI for a local mlruns store`,
+    `tracking: tracking URI scheme '${scheme}:' is not supported (${redactUri(uri)}); use http(s)://host:port for an MLflow server or a folder path / file:// URI for a local mlruns store`,
   );
 }

@@ -5,16 +5,9 @@
  * half-logged run is never mistaken for a complete one.
  */
 import { userInfo } from 'node:os';
-import { encodeModel, MODEL_FORMAT, type TrainingArgs } from '../model/index.js';
+import { encodeModel, MODEL_FORMAT, RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
 import { getOrCreateExperiment, type MetricPoint, type TrackingStore } from '../tracking/store.js';
 import type { TrainingOutcome } from './pipeline.js';
-
-/** Run-relative paths of the artifacts every Tagger run carries (see docs/ARCHITECTURE.md). */
-export const ARTIFACT_PATHS = {
-  args: 'args.json',
-  performance: 'performance.json',
-  modelDir: 'model',
-} as const;
 
 /** Tag naming the model artifact format, so loaders can tell Tagger runs from others at a glance. */
 export const MODEL_FORMAT_TAG = 'tagger.model_format';
@@ -96,10 +89,10 @@ export async function logTrainingRun(store: TrackingStore, input: LogRunInput): 
     }
     await store.logBatch(runId, { params, metrics });
 
-    await store.logArtifact(runId, ARTIFACT_PATHS.args, json(input.args));
-    await store.logArtifact(runId, ARTIFACT_PATHS.performance, json(outcome.performance));
+    await store.logArtifact(runId, RUN_ARTIFACTS.args, json(input.args));
+    await store.logArtifact(runId, RUN_ARTIFACTS.performance, json(outcome.performance));
     for (const [name, bytes] of Object.entries(encodeModel(outcome.model))) {
-      await store.logArtifact(runId, `${ARTIFACT_PATHS.modelDir}/${name}`, bytes);
+      await store.logArtifact(runId, `${RUN_ARTIFACTS.modelDir}/${name}`, bytes);
     }
     await store.updateRun(runId, { status: 'FINISHED', endTime: Date.now() });
   } catch (error) {

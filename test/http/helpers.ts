@@ -1,6 +1,6 @@
 /** Shared setup of the HTTP tests: a fixture store, a registry over it and an app (no port). */
 import { expect } from 'vitest';
-import { createApp } from '../../src/app.js';
+import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { RunRegistry, type ServiceLog } from '../../src/service/index.js';
 import type { TrackingStore } from '../../src/tracking/index.js';
@@ -20,14 +20,14 @@ export function captureLog(): CapturedLog {
 
 export async function runsApp(
   store: TrackingStore,
-  options: { modelCacheSize?: number; log?: ServiceLog } = {},
+  options: { modelCacheSize?: number; log?: ServiceLog; deps?: Omit<AppDeps, 'serving'> } = {},
 ): Promise<{ app: TaggerApp; registry: RunRegistry }> {
   const registry = await RunRegistry.load(store, {
     experiment: 'best',
     modelCacheSize: options.modelCacheSize ?? 4,
     log: options.log ?? captureLog(),
   });
-  const app = createApp({ serving: { mode: 'runs', registry } });
+  const app = createApp({ ...options.deps, serving: { mode: 'runs', registry } });
   await app.ready();
   return { app, registry };
 }

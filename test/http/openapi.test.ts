@@ -26,7 +26,13 @@ const ENDPOINTS: [string, string, string][] = [
   ['get', '/performance', 'Model'],
   ['get', '/args', 'Model'],
   ['get', '/args/{param}', 'Model'],
+  ['get', '/health/live', 'Operations'],
+  ['get', '/health/ready', 'Operations'],
+  ['get', '/metrics', 'Operations'],
 ];
+
+/** Operations whose success is the envelope (all but the Prometheus text of /metrics). */
+const ENVELOPED = ENDPOINTS.filter(([, path]) => path !== '/metrics');
 
 describe('openapi.json', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
@@ -40,10 +46,10 @@ describe('openapi.json', () => {
     expect(committed).toBe(formatOpenApi(document));
   });
 
-  it('declares title, description, version 0.1 and the three tags', () => {
+  it('declares title, description, version 0.1 and the four tags', () => {
     expect(document.info).toMatchObject({ title: 'Tagger', version: '0.1' });
     expect(document.info.description).toContain('envelope');
-    expect(document.tags.map((t: Json) => t.name)).toEqual(['General', 'Runs', 'Model']);
+    expect(document.tags.map((t: Json) => t.name)).toEqual(['General', 'Runs', 'Model', 'Operations']);
   });
 
   it('describes exactly the API endpoints, each under its tag (docs and helpers are hidden)', () => {
@@ -55,7 +61,7 @@ describe('openapi.json', () => {
   });
 
   it('gives every success response the envelope schema with data', () => {
-    for (const [method, path] of ENDPOINTS) {
+    for (const [method, path] of ENVELOPED) {
       const schema = document.paths[path][method].responses['200'].content['application/json'].schema;
       expect(schema.required).toEqual(['message', 'method', 'status-code', 'timestamp', 'url', 'data']);
     }
@@ -110,5 +116,48 @@ describe('openapi.json', () => {
       'metrics',
       'params',
     ]);
+  });
+});
+
+describe('openapi.json: operations, limits and access', () => {
+  const PROTECTED = ENDPOINTS.filter(([, path]) => !['/', '/health/live', '/health/ready'].includes(path));
+
+  it('documents /metrics as Prometheus text, outside the envelope', () => {
+    const ok = document.paths['/metrics'].get.responses['200'];
+    expect(Object.keys(ok.content)).toEqual(['text/plain']);
+    expect(ok.content['text/plain'].schema.type).toBe('string');
+  });
+
+  it('documents the API-key schemes; health checks are open, everything else needs a key', () => {
+    expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(document.components.securitySchemes.apiKeyHeader).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-API-Key',
+    });
+    for (const path of ['/', '/health/live', '/health/ready'])
+      expect(document.paths[path].get.security).toEqual([]);
+    for (const [method, path] of PROTECTED) {
+      const operation = document.paths[path][method];
+      expect(operation.security, `${method} ${path}`).toEqual([{ bearerAuth: [] }, { apiKeyHeader: [] }]);
+      expect(Object.keys(operation.responses), `${method} ${path}`).toEqual(
+        expect.arrayContaining(['401', '403']),
+      );
+    }
+  });
+
+  it('documents the refusals of protection and limits on every API operation', () => {
+    for (const [method, path] of PROTECTED.filter(([, p]) => p !== '/metrics')) {
+      const responses = Object.keys(document.paths[path][method].responses);
+      expect(responses, `${method} ${path}`).toEqual(expect.arrayContaining(['429', '503', '504']));
+    }
+    for (const path of ['/predict', '/runs/{run_id}/predict']) {
+      const operation = document.paths[path].post;
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['400', '413', '415', '422']));
+      const texts = operation.requestBody.content['application/json'].schema.properties.texts;
+      expect(texts.maxItems).toBe(1000);
+      expect(texts.items.properties.text.maxLength).toBe(10_000);
+    }
+    expect(Object.keys(document.paths['/health/ready'].get.responses)).toContain('503');
   });
 });

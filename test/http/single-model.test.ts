@@ -76,6 +76,9 @@ describe('single-model mode', () => {
       '/',
       '/args',
       '/args/{param}',
+      '/health/live',
+      '/health/ready',
+      '/metrics',
       '/performance',
       '/predict',
     ]);

@@ -21,6 +21,13 @@ describe('parseTrainingArgs', () => {
     });
   });
 
+  it('accepts the char_wb+word analyzer and sublinear_tf', () => {
+    const args = parseTrainingArgs({ analyzer: 'char_wb+word', sublinear_tf: true });
+    expect(args.analyzer).toBe('char_wb+word');
+    expect(args.sublinear_tf).toBe(true);
+    expect(parseTrainingArgs({ sublinear_tf: false }).sublinear_tf).toBe(false);
+  });
+
   it('keeps min_freq low enough that mlops (63 rows) stays its own class', () => {
     expect(DEFAULT_TRAINING_ARGS.min_freq).toBeLessThanOrEqual(63 * 0.7);
   });
@@ -34,7 +41,10 @@ describe('parseTrainingArgs', () => {
     [{ num_epochs: 2.5 }, /"num_epochs" must be an integer/],
     [{ num_epochs: 0 }, /"num_epochs" must be an integer in \[1, 100000\], got 0/],
     [{ ngram_max_range: 1 }, /"ngram_max_range" must be an integer in \[2, 16\], got 1/],
-    [{ analyzer: 'chars' }, /"analyzer" must be one of word, char, char_wb, got "chars"/],
+    [{ analyzer: 'chars' }, /"analyzer" must be one of word, char, char_wb, char_wb\+word, got "chars"/],
+    [{ analyzer: 'word+char_wb' }, /"analyzer" must be one of word, char, char_wb, char_wb\+word/],
+    [{ sublinear_tf: 1 }, /"sublinear_tf" must be true or false, got 1/],
+    [{ sublinear_tf: null }, /"sublinear_tf" must be true or false, got null/],
     [{ threshold: 0.5 }, /"threshold" must be one of auto, argmax, tuned, got 0.5/],
     [{ subset: 0 }, /"subset" must be an integer/],
     [{ accepted_tags: [] }, /"accepted_tags" must be null or a non-empty array/],
@@ -44,6 +54,29 @@ describe('parseTrainingArgs', () => {
   ])('rejects %j', (raw, message) => {
     expect(() => parseTrainingArgs(raw)).toThrow(ModelInputError);
     expect(() => parseTrainingArgs(raw)).toThrow(message);
+  });
+
+  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])(
+    'rejects the Object.prototype member name %s as an unknown arg',
+    (key) => {
+      // JSON.parse makes "__proto__" an own key, as a request body or args.json would.
+      const raw: unknown = JSON.parse(`{"${key}": 1}`);
+      expect(Object.hasOwn(raw as object, key)).toBe(true);
+      expect(() => parseTrainingArgs(raw)).toThrow(ModelInputError);
+      expect(() => parseTrainingArgs(raw)).toThrow(`unknown training arg "${key}"`);
+      expect(Object.getPrototypeOf(parseTrainingArgs({}))).toBe(Object.prototype);
+    },
+  );
+
+  it('accepts and validates classifier and average', () => {
+    expect(parseTrainingArgs({ classifier: 'softmax', average: true })).toMatchObject({
+      classifier: 'softmax',
+      average: true,
+    });
+    expect(() => parseTrainingArgs({ classifier: 'multinomial' })).toThrow(
+      /"classifier" must be one of ovr, softmax, got "multinomial"/,
+    );
+    expect(() => parseTrainingArgs({ average: 1 })).toThrow(/"average" must be true or false, got 1/);
   });
 
   it('starts messages with the module name', () => {

@@ -1,7 +1,14 @@
 /** Model artifact: round trip, and a clear ModelFormatError for each kind of broken input. */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/args.js';
-import { crc32, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from '../../src/model/artifact.js';
+import {
+  crc32,
+  decodeModel,
+  encodeModel,
+  MODEL_FILES,
+  MODEL_FORMAT,
+  READABLE_MODEL_FORMATS,
+} from '../../src/model/artifact.js';
 import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
 import { type TagModel, trainTagger } from '../../src/model/tagger.js';
 import { TRAIN, VALIDATION } from './fixtures.js';
@@ -24,7 +31,8 @@ describe('model artifact', () => {
   it('produces exactly MODEL_FILES with a versioned manifest', () => {
     expect(Object.keys(files).sort()).toEqual([...MODEL_FILES].sort());
     expect(manifest().format).toBe(MODEL_FORMAT);
-    expect(MODEL_FORMAT).toBe('tagger-model/1');
+    expect(MODEL_FORMAT).toBe('tagger-model/1.1');
+    expect(READABLE_MODEL_FORMATS).toEqual(['tagger-model/1', 'tagger-model/1.1']);
   });
 
   it('round-trips: save → load → predict gives identical probabilities, tags, args and threshold', () => {
@@ -48,7 +56,12 @@ describe('model artifact', () => {
     [
       'a future version',
       withManifest({ format: 'tagger-model/2' }),
-      /unsupported model format "tagger-model\/2"/,
+      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1\)/,
+    ],
+    [
+      'a future minor version',
+      withManifest({ format: 'tagger-model/1.2' }),
+      /unsupported model format "tagger-model\/1\.2"/,
     ],
     [
       'truncated weights',
@@ -86,6 +99,113 @@ describe('model artifact', () => {
     expect(() => decodeModel(broken)).toThrow(/non-finite number at value 0/);
   });
 
+  it('scores by the classifier it was trained with (ovr and softmax round-trip)', () => {
+    expect(model.args.classifier).toBe('ovr');
+    const softmax = trainTagger(
+      TRAIN,
+      VALIDATION,
+      { ...model.args, classifier: 'softmax' },
+      { seed: 7 },
+    ).model;
+    const texts = VALIDATION.map((r) => r.text);
+    expect(decodeModel(encodeModel(softmax)).predict(texts)).toEqual(softmax.predict(texts));
+    expect(softmax.predict(texts)).not.toEqual(model.predict(texts));
+  });
+
+  it('reads a model saved before `classifier` existed as the softmax model it was', () => {
+    const softmax = trainTagger(
+      TRAIN,
+      VALIDATION,
+      { ...model.args, classifier: 'softmax' },
+      { seed: 7 },
+    ).model;
+    const saved = encodeModel(softmax);
+    const old = JSON.parse(new TextDecoder().decode(saved['tagger-model.json'])) as {
+      args: Record<string, unknown>;
+    };
+    delete old.args.classifier;
+    delete old.args.average;
+    const legacy = { ...saved, 'tagger-model.json': new TextEncoder().encode(JSON.stringify(old)) };
+    const loaded = decodeModel(legacy);
+    expect(loaded.args.classifier).toBe('softmax');
+    const texts = VALIDATION.map((r) => r.text);
+    expect(loaded.predict(texts)).toEqual(softmax.predict(texts));
+  });
+
+  it('reads a tagger-model/1 artifact (no sublinear_tf arg) with raw term counts, even if the default changes', () => {
+    const old = manifest();
+    const args = { ...(old.args as Record<string, unknown>) };
+    delete args.sublinear_tf;
+    const v1 = {
+      ...files,
+      'tagger-model.json': new TextEncoder().encode(
+        JSON.stringify({ ...old, format: 'tagger-model/1', args }),
+      ),
+    };
+    const loaded = decodeModel(v1);
+    expect(loaded.args.sublinear_tf).toBe(false);
+    const texts = [...VALIDATION.map((r) => r.text), 'image image image segmentation'];
+    expect(loaded.predict(texts)).toEqual(model.predict(texts));
+  });
+
+  describe('char_wb+word and sublinear_tf models', () => {
+    const union = trainTagger(
+      TRAIN,
+      VALIDATION,
+      { ...model.args, analyzer: 'char_wb+word', sublinear_tf: true },
+      { seed: 7 },
+    ).model;
+    const saved = encodeModel(union);
+    const unionManifest = () =>
+      JSON.parse(new TextDecoder().decode(saved['tagger-model.json'])) as Record<string, unknown>;
+    const patched = (patch: Record<string, unknown>) => ({
+      ...saved,
+      'tagger-model.json': new TextEncoder().encode(JSON.stringify({ ...unionManifest(), ...patch })),
+    });
+
+    it('round-trip with the blocks recorded in the manifest', () => {
+      const m = unionManifest();
+      const blocks = m.blocks as { analyzer: string; ngram_range: number[]; n_features: number }[];
+      expect(blocks.map((b) => [b.analyzer, b.ngram_range])).toEqual([
+        ['char_wb', [2, 3]],
+        ['word', [1, 2]],
+      ]);
+      expect(blocks[0]!.n_features + blocks[1]!.n_features).toBe(m.n_features);
+      expect(m.block_weight).toBe(Math.SQRT1_2);
+      const loaded = decodeModel(saved);
+      const texts = [...VALIDATION.map((r) => r.text), '', 'unseen words 😀'];
+      expect(loaded.predict(texts)).toEqual(union.predict(texts));
+      expect(loaded.args).toEqual(union.args);
+      expect(encodeModel(loaded)).toEqual(saved);
+      // The union's word features change predictions: it is not the char_wb model under another name.
+      expect(union.predict(texts)).not.toEqual(model.predict(texts));
+    });
+
+    it.each([
+      ['missing blocks', { blocks: undefined }, /char_wb\+word needs "blocks"/],
+      [
+        'blocks in the wrong order',
+        { blocks: [...((unionManifest().blocks as unknown[]) ?? [])].reverse() },
+        /char_wb\+word needs "blocks"/,
+      ],
+      [
+        'block sizes that do not add up',
+        {
+          blocks: (unionManifest().blocks as { n_features: number }[]).map((b) => ({
+            ...b,
+            n_features: b.n_features + 1,
+          })),
+        },
+        /blocks hold \d+ features but the vocabulary has/,
+      ],
+      ['a bad block weight', { block_weight: 0 }, /block_weight must be a number in \(0, 1\]/],
+      ['the old format', { format: 'tagger-model/1' }, /char_wb\+word needs "blocks"/],
+    ])('rejects %s with a clear ModelFormatError', (_name, patch, message) => {
+      expect(() => decodeModel(patched(patch))).toThrow(ModelFormatError);
+      expect(() => decodeModel(patched(patch))).toThrow(message);
+    });
+  });
+
   it('computes the standard CRC-32', () => {
     expect(crc32(new TextEncoder().encode('123456789'))).toBe(0xcbf43926);
     expect(crc32(new Uint8Array(0))).toBe(0);
@@ -94,5 +214,16 @@ describe('model artifact', () => {
   it('refuses to encode a model it did not create', () => {
     const fake: TagModel = { tags: ['other'], args: model.args, threshold: null, predict: () => [] };
     expect(() => encodeModel(fake)).toThrow(ModelInputError);
+  });
+});
+
+describe('RUN_ARTIFACTS', () => {
+  it('pins the run artifact layout shared by training and serving, exported from the model index', async () => {
+    const index = await import('../../src/model/index.js');
+    expect(index.RUN_ARTIFACTS).toEqual({
+      args: 'args.json',
+      performance: 'performance.json',
+      modelDir: 'model',
+    });
   });
 });

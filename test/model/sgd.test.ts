@@ -1,7 +1,19 @@
-/** Softmax SGD: hand-computed update steps (invscaling + lazy L2), convergence, determinism. */
+/**
+ * SGD trainers: hand-computed update steps (invscaling + lazy L2, sparse intercept decay), agreement with
+ * scikit-learn's SGDClassifier on a fixed problem, averaging, convergence, determinism, probabilities.
+ */
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/model/rng.js';
-import { meanLogLoss, softmaxInPlace, trainSoftmaxSgd } from '../../src/model/sgd.js';
+import {
+  meanLogLoss,
+  ovrProbabilitiesInPlace,
+  rowProbabilities,
+  SPARSE_INTERCEPT_DECAY,
+  sigmoid,
+  softmaxInPlace,
+  trainOvrSgd,
+  trainSoftmaxSgd,
+} from '../../src/model/sgd.js';
 import type { CsrMatrix } from '../../src/model/tfidf.js';
 
 /** Dense rows → CSR (test helper). */
@@ -127,5 +139,189 @@ describe('trainSoftmaxSgd', () => {
       );
     expect(run(5).weights).toEqual(run(5).weights);
     expect(run(5).weights).not.toEqual(run(6).weights);
+  });
+});
+
+describe('ovrProbabilitiesInPlace', () => {
+  it('normalises the sigmoids of the scores and falls back to uniform', () => {
+    const z = Float64Array.from([0, Math.log(3)]); // sigmoids 0.5 and 0.75
+    ovrProbabilitiesInPlace(z);
+    expect(z[0]).toBeCloseTo(0.5 / 1.25, 12);
+    expect(z[1]).toBeCloseTo(0.75 / 1.25, 12);
+    const tiny = Float64Array.from([-800, -800, -800]); // every sigmoid underflows to 0
+    ovrProbabilitiesInPlace(tiny);
+    expect(Array.from(tiny)).toEqual([1 / 3, 1 / 3, 1 / 3]);
+    const broken = Float64Array.from([Number.NaN, 1]);
+    ovrProbabilitiesInPlace(broken);
+    expect(Array.from(broken)).toEqual([0.5, 0.5]);
+    expect(sigmoid(-1000)).toBe(0);
+    expect(sigmoid(1000)).toBe(1);
+  });
+});
+
+describe('trainOvrSgd', () => {
+  it('matches two hand-computed binary steps per class (sklearn rule: decayed intercept)', () => {
+    const x = csr([[2, 0]]);
+    const data = { x, y: Int32Array.from([0]) };
+    const m = trainOvrSgd(data, Int32Array.from([0, 0]), 2, { ...base, epochs: 1, rng: createRng(1) }, data);
+    // Class k, target 1 for k=0 and 0 for k=1. Step 1: t=1, eta=0.5, score 0, dloss = 0.5 - target.
+    const expected = (target: number) => {
+      let eta = 0.5;
+      let update = -eta * (0.5 - target);
+      let w = update * 2; // (1 - eta*alpha) * 0 + update * x
+      let b = update * SPARSE_INTERCEPT_DECAY;
+      // Step 2: t=2.
+      eta = 0.5 / Math.sqrt(2);
+      update = -eta * (sigmoid(w * 2 + b) - target);
+      w = w * (1 - eta * 0.1) + update * 2;
+      b += update * SPARSE_INTERCEPT_DECAY;
+      return { w, b };
+    };
+    const [c0, c1] = [expected(1), expected(0)];
+    expect(m.link).toBe('ovr');
+    expect(m.weights[0]).toBeCloseTo(c0.w, 12);
+    expect(m.weights[1]).toBeCloseTo(c1.w, 12);
+    expect(m.weights[2]).toBe(0);
+    expect(m.weights[3]).toBe(0);
+    expect(m.bias[0]).toBeCloseTo(c0.b, 12);
+    expect(m.bias[1]).toBeCloseTo(c1.b, 12);
+  });
+
+  // Reference values: scikit-learn 1.9.1, SGDClassifier(loss='log_loss', penalty='l2', alpha=0.05,
+  // learning_rate='invscaling', eta0=0.8, power_t=0.3, max_iter=3, tol=None, shuffle=False, average=…)
+  // fitted on this CSR matrix; without shuffling the sample order is the same, so the results must agree.
+  const rows = [
+    [1, 0, 0.5],
+    [0.9, 0.1, 0],
+    [0, 1, 0],
+    [0, 0.8, 0.2],
+    [0, 0, 1],
+    [0.1, 0, 0.9],
+    [0.5, 0.5, 0],
+  ];
+  const sk = { alpha: 0.05, learningRate: 0.8, powerT: 0.3, schedule: 'invscaling' as const, shuffle: false };
+  const fixed = { x: csr(rows), y: Int32Array.from([0, 0, 1, 1, 2, 2, 0]) };
+  const fitFixed = (average: boolean) =>
+    trainOvrSgd(
+      fixed,
+      Int32Array.from(rows.keys()),
+      3,
+      { ...sk, epochs: 3, average, rng: createRng(1) },
+      fixed,
+    );
+  const coef = (m: ReturnType<typeof fitFixed>) =>
+    [0, 1, 2].map((k) => [0, 1, 2].map((f) => m.weights[f * 3 + k]!));
+  const expectClose = (actual: number[], expected: number[]) =>
+    actual.forEach((v, i) => {
+      expect(v).toBeCloseTo(expected[i]!, 12);
+    });
+
+  it.each([
+    [
+      false,
+      [
+        [1.0456210840813054, -0.5396529180467338, -0.68255490972666],
+        [-1.0449828619986485, 0.5670490847108897, -0.8398469827412333],
+        [-0.9605038590627107, -0.9370582587991823, 0.5745584110326002],
+      ],
+      [-0.004577265201718742, -0.013805150800250464, -0.014491772110021096],
+      [0.5622623392621561, 0.156208213434352, 0.28152944730349194],
+    ],
+    [
+      true,
+      [
+        [0.817520525768101, -0.42428793061833614, -0.3016886482961852],
+        [-0.8161250780080014, 0.434632455697291, -0.5553012265049088],
+        [-0.7839796508145335, -0.6237840660682998, 0.22304344386187186],
+      ],
+      [-0.001224757020142322, -0.00858565214158792, -0.011467598691472049],
+      [0.5304378658557897, 0.20021221262567443, 0.269349921518536],
+    ],
+  ])('agrees with sklearn (average=%s): coef_, intercept_ and predict_proba', (average, c, b, proba) => {
+    const m = fitFixed(average);
+    coef(m).forEach((row, k) => {
+      expectClose(row, c[k]!);
+    });
+    expectClose(Array.from(m.bias), b);
+    const p = new Float64Array(3);
+    rowProbabilities(m, fixed.x, 0, p);
+    expectClose(Array.from(p), proba);
+  });
+
+  it('agrees with sklearn when the L2 step zeroes the weight scale (reset with averaging)', () => {
+    // alpha * eta = 1.2 >= 1: sklearn scales by max(0, 1 - eta*alpha) = 0 at every step, which forces a
+    // reset of the scale that must also fold in the averaging coefficients. Reference: sklearn 1.9.1,
+    // alpha=2, learning_rate='constant', eta0=0.6, max_iter=2, shuffle=False, average=True.
+    const opts = { ...sk, alpha: 2, learningRate: 0.6, schedule: 'constant' as const, epochs: 2 };
+    const m = trainOvrSgd(
+      fixed,
+      Int32Array.from(rows.keys()),
+      3,
+      { ...opts, average: true, rng: createRng(1) },
+      fixed,
+    );
+    const expected = [
+      [0.09274752402766315, -0.04828426472040551, -0.06205059506730076],
+      [-0.09950589709564597, 0.04895116318742395, -0.09007023498618703],
+      [-0.0923681289654967, -0.0973235493438678, 0.049674266242699654],
+    ];
+    coef(m).forEach((row, k) => {
+      expectClose(row, expected[k]!);
+    });
+    expectClose(Array.from(m.bias), [-0.0014136852094961579, -0.008167513876991541, -0.011325042993758692]);
+  });
+
+  it('is deterministic for a seed, shuffles per class, and reports losses per epoch', () => {
+    const run = (seed: number) => {
+      const losses: number[][] = [];
+      const m = trainOvrSgd(
+        fixed,
+        Int32Array.from(rows.keys()),
+        3,
+        {
+          ...sk,
+          epochs: 20,
+          shuffle: true,
+          rng: createRng(seed),
+          onEpoch: (_e, l, v) => losses.push([l, v]),
+        },
+        fixed,
+      );
+      return { m, losses };
+    };
+    const a = run(5);
+    expect(run(5).m.weights).toEqual(a.m.weights);
+    expect(run(6).m.weights).not.toEqual(a.m.weights);
+    expect(a.losses).toHaveLength(20);
+    expect(a.losses[19]![0]!).toBeLessThan(a.losses[0]![0]!);
+    expect(a.losses[19]![1]!).toBeCloseTo(meanLogLoss(a.m, fixed), 12);
+    const p = new Float64Array(3);
+    for (let r = 0; r < rows.length; r++) {
+      rowProbabilities(a.m, fixed.x, r, p);
+      expect(Math.abs(p.reduce((s, v) => s + v, 0) - 1)).toBeLessThan(1e-12);
+    }
+  });
+});
+
+describe('trainSoftmaxSgd with average', () => {
+  it('returns the mean of the iterates (checked against the unaveraged runs of 1, 2 and 3 steps)', () => {
+    const x = csr([
+      [1, 0.5],
+      [0, 1],
+      [1, 1],
+    ]);
+    const data = { x, y: Int32Array.from([0, 1, 1]) };
+    const opts = { ...base, shuffle: false, epochs: 1, rng: createRng(1) };
+    const steps = (n: number, average: boolean) =>
+      trainSoftmaxSgd(data, Int32Array.from([0, 1, 2].slice(0, n)), 2, { ...opts, average }, data);
+    const iterates = [1, 2, 3].map((n) => steps(n, false));
+    const averaged = steps(3, true);
+    expect(averaged.link).toBe('softmax');
+    for (let j = 0; j < averaged.weights.length; j++) {
+      expect(averaged.weights[j]).toBeCloseTo(iterates.reduce((s, m) => s + m.weights[j]!, 0) / 3, 12);
+    }
+    for (let k = 0; k < 2; k++) {
+      expect(averaged.bias[k]).toBeCloseTo(iterates.reduce((s, m) => s + m.bias[k]!, 0) / 3, 12);
+    }
   });
 });

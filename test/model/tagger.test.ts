@@ -93,6 +93,29 @@ describe('trainTagger', () => {
     expect(a.model.predict(['text'])).toEqual(b.model.predict(['text']));
   });
 
+  it.each(['ovr', 'softmax'] as const)(
+    'the %s classifier learns the topics; probabilities sum to 1',
+    (classifier) => {
+      for (const average of [false, true]) {
+        const { model: m } = trainTagger(TRAIN, VALIDATION, { ...ARGS, classifier, average }, { seed: 42 });
+        const out = m.predict([
+          'bert language model for text',
+          'segmenting images',
+          'kubernetes serving',
+          '',
+        ]);
+        expect(out.slice(0, 3).map((p) => p.predicted_tag)).toEqual([
+          'natural-language-processing',
+          'computer-vision',
+          'mlops',
+        ]);
+        for (const p of out) {
+          expect(Math.abs(Object.values(p.probabilities).reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-12);
+        }
+      }
+    },
+  );
+
   it('rejects an empty training split', () => {
     expect(() => trainTagger([], VALIDATION, ARGS, { seed: 1 })).toThrow(ModelInputError);
   });
@@ -114,6 +137,41 @@ describe('trainTagger', () => {
     );
     const huge = 'image '.repeat(50_000) + '😀'.repeat(1000);
     expect(model.predict(['', huge, '\u0000\ud800'])).toHaveLength(3);
+  });
+});
+
+describe('trainTagger with the char_wb+word analyzer and sublinear_tf', () => {
+  const UNION = parseTrainingArgs({ ...ARGS, analyzer: 'char_wb+word', sublinear_tf: true });
+  const { model } = trainTagger(TRAIN, VALIDATION, UNION, { seed: 42 });
+  const texts = [...VALIDATION.map((r) => r.text), 'bert language model for text', 'segmenting images'];
+
+  it('is deterministic for a seed', () => {
+    const again = trainTagger(TRAIN, VALIDATION, UNION, { seed: 42 }).model;
+    expect(again.predict(texts)).toEqual(model.predict(texts));
+    expect(encodeModel(again)).toEqual(encodeModel(model));
+  });
+
+  it('predicts the clear topics with probabilities summing to 1', () => {
+    const [nlp, cv] = model.predict(['bert language model for text', 'segmenting images']);
+    expect(nlp!.predicted_tag).toBe('natural-language-processing');
+    expect(cv!.predicted_tag).toBe('computer-vision');
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => {
+        const [p] = model.predict([text]);
+        const values = Object.values(p!.probabilities);
+        expect(values).toHaveLength(model.tags.length);
+        expect(Math.abs(values.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-9);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('differs from plain char_wb (the options reach the features)', () => {
+    const plain = trainTagger(TRAIN, VALIDATION, ARGS, { seed: 42 }).model;
+    const sublinearOnly = trainTagger(TRAIN, VALIDATION, { ...ARGS, sublinear_tf: true }, { seed: 42 }).model;
+    const plainP = plain.predict(texts).map((p) => p.probabilities);
+    expect(model.predict(texts).map((p) => p.probabilities)).not.toEqual(plainP);
+    expect(sublinearOnly.predict(texts).map((p) => p.probabilities)).not.toEqual(plainP);
   });
 });
 

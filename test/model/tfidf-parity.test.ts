@@ -1,6 +1,7 @@
 /**
  * Parity with scikit-learn: TfidfVectorizer (lowercase=False, otherwise defaults) and our TfidfVectorizer
- * must produce the same vocabulary and the same matrix (to 1e-6) on the shared dataset, for every analyzer.
+ * must produce the same vocabulary and the same matrix (to 1e-6) on the shared dataset, for every analyzer;
+ * also with sublinear_tf, and Tagger's `char_wb+word` union against sklearn's FeatureUnion.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Analyzer } from '../../src/model/args.js';
+import { fitVectorizer } from '../../src/model/features.js';
 import { cleanText } from '../../src/model/preprocess.js';
 import { TfidfVectorizer } from '../../src/model/tfidf.js';
 import { REPO_ROOT, sharedDataset, venvPython } from '../support/components.js';
@@ -21,6 +23,7 @@ interface Case {
   docs: string[];
   analyzer: Analyzer;
   ngram_range: [number, number];
+  sublinear_tf?: boolean;
 }
 interface SklearnResult {
   vocabulary: string[];
@@ -41,20 +44,39 @@ const UNICODE_DOCS = [
 
 // "clean" = the shared dataset after Tagger's preprocessing (what the model sees); "raw" = 50 unprocessed
 // dataset texts plus UNICODE_DOCS. Ranges beyond 8 characters exercise the hashed (non-packed) lookups.
-const SPECS: { name: string; source: 'clean' | 'raw'; analyzer: Analyzer; ngram_range: [number, number] }[] =
-  [
-    { name: 'word 2..3 (preprocessed)', source: 'clean', analyzer: 'word', ngram_range: [2, 3] },
-    { name: 'char 2..4 (preprocessed)', source: 'clean', analyzer: 'char', ngram_range: [2, 4] },
-    {
-      name: 'char_wb 2..5 (preprocessed, default args)',
-      source: 'clean',
-      analyzer: 'char_wb',
-      ngram_range: [2, 5],
-    },
-    { name: 'word 1..2 (raw Unicode)', source: 'raw', analyzer: 'word', ngram_range: [1, 2] },
-    { name: 'char 1..3 (raw Unicode)', source: 'raw', analyzer: 'char', ngram_range: [1, 3] },
-    { name: 'char_wb 2..10 (raw Unicode)', source: 'raw', analyzer: 'char_wb', ngram_range: [2, 10] },
-  ];
+const SPECS: (Omit<Case, 'docs'> & { source: 'clean' | 'raw' })[] = [
+  { name: 'word 2..3 (preprocessed)', source: 'clean', analyzer: 'word', ngram_range: [2, 3] },
+  { name: 'char 2..4 (preprocessed)', source: 'clean', analyzer: 'char', ngram_range: [2, 4] },
+  {
+    name: 'char_wb 2..5 (preprocessed, default args)',
+    source: 'clean',
+    analyzer: 'char_wb',
+    ngram_range: [2, 5],
+  },
+  { name: 'word 1..2 (raw Unicode)', source: 'raw', analyzer: 'word', ngram_range: [1, 2] },
+  { name: 'char 1..3 (raw Unicode)', source: 'raw', analyzer: 'char', ngram_range: [1, 3] },
+  { name: 'char_wb 2..10 (raw Unicode)', source: 'raw', analyzer: 'char_wb', ngram_range: [2, 10] },
+  {
+    name: 'char_wb 2..5 sublinear_tf (preprocessed)',
+    source: 'clean',
+    analyzer: 'char_wb',
+    ngram_range: [2, 5],
+    sublinear_tf: true,
+  },
+  {
+    name: 'char_wb+word 2..5 (preprocessed)',
+    source: 'clean',
+    analyzer: 'char_wb+word',
+    ngram_range: [2, 5],
+  },
+  {
+    name: 'char_wb+word 2..4 sublinear_tf (raw Unicode)',
+    source: 'raw',
+    analyzer: 'char_wb+word',
+    ngram_range: [2, 4],
+    sublinear_tf: true,
+  },
+];
 
 describe.skipIf(python === null || datasetPath === null)('TF-IDF parity with scikit-learn', () => {
   let dir: string;
@@ -90,11 +112,20 @@ describe.skipIf(python === null || datasetPath === null)('TF-IDF parity with sci
     (_name, i) => {
       const c = cases[i]!;
       const expected = results[i]!;
-      const ours = TfidfVectorizer.fit(c.docs, {
-        analyzer: c.analyzer,
-        ngramMin: c.ngram_range[0],
-        ngramMax: c.ngram_range[1],
-      });
+      const sublinearTf = c.sublinear_tf === true;
+      const ours =
+        c.analyzer === 'char_wb+word'
+          ? fitVectorizer(c.docs, {
+              analyzer: c.analyzer,
+              ngram_max_range: c.ngram_range[1],
+              sublinear_tf: sublinearTf,
+            })
+          : TfidfVectorizer.fit(c.docs, {
+              analyzer: c.analyzer,
+              ngramMin: c.ngram_range[0],
+              ngramMax: c.ngram_range[1],
+              sublinearTf,
+            });
       expect(ours.vocabulary, c.name).toEqual(expected.vocabulary);
       const m = ours.transform(c.docs);
       expect(Array.from(m.indptr), c.name).toEqual(expected.indptr);

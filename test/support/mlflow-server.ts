@@ -15,7 +15,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { venvPython } from './components.js';
 
-const READY_TIMEOUT_MS = 60_000;
+// A fresh SQLite backend runs ~40 migrations; on a busy 2-core machine that took over 60 s, so the
+// deadline is generous (it bounds a hang, it is not a speed assertion).
+const READY_TIMEOUT_MS = 180_000;
 const STOP_GRACE_MS = 10_000;
 
 export interface MlflowServer {

@@ -11,7 +11,7 @@ import {
   parseMetricLine,
   parseMetricValue,
 } from '../../src/tracking/file-store.js';
-import { openTrackingStore, resolveTrackingUri } from '../../src/tracking/index.js';
+import { openTrackingStore, redactUri, resolveTrackingUri } from '../../src/tracking/index.js';
 import { RestTrackingStore } from '../../src/tracking/rest-store.js';
 import { expectTrackingError, runTrackingStoreContract } from './contract.js';
 
@@ -338,6 +338,15 @@ describe('FileTrackingStore: MLflow layout', () => {
 });
 
 describe('openTrackingStore / resolveTrackingUri', () => {
+  it('redacts credentials from URIs for messages', () => {
+    expect(redactUri('http://admin:s3cr3t@127.0.0.1:5000/prefix?x=1')).toBe(
+      'http://127.0.0.1:5000/prefix?x=1',
+    );
+    expect(redactUri('https://token@host')).toBe('https://host');
+    expect(redactUri('http://127.0.0.1:5000')).toBe('http://127.0.0.1:5000');
+    expect(redactUri('./mlruns')).toBe('./mlruns');
+  });
+
   it('resolves flag, then MLFLOW_TRACKING_URI, then ./mlruns', () => {
     expect(resolveTrackingUri('http://x:5000', { MLFLOW_TRACKING_URI: '/y' })).toBe('http://x:5000');
     expect(resolveTrackingUri(undefined, { MLFLOW_TRACKING_URI: '/y' })).toBe('/y');
@@ -360,6 +369,7 @@ describe('openTrackingStore / resolveTrackingUri', () => {
       expect(rest).toBeInstanceOf(RestTrackingStore);
       await rest.close();
       await expectTrackingError(() => openTrackingStore('sqlite:///mlflow.db'), 'UNSUPPORTED');
+      await expect(openTrackingStore('sqlite://user:s3cr3t@db/mlflow')).rejects.not.toThrow(/s3cr3t/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -2,11 +2,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeModel, MODEL_FILES, MODEL_FORMAT, parseTrainingArgs } from '../../src/model/index.js';
+import {
+  decodeModel,
+  MODEL_FILES,
+  MODEL_FORMAT,
+  parseTrainingArgs,
+  RUN_ARTIFACTS,
+} from '../../src/model/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';
-import { ARTIFACT_PATHS, formatParam, logTrainingRun, MODEL_FORMAT_TAG } from '../../src/train/log-run.js';
+import { formatParam, logTrainingRun, MODEL_FORMAT_TAG } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
@@ -87,16 +93,16 @@ describe('logTrainingRun', () => {
     expect(run.tags['mlflow.user']).toBeTruthy();
     expect(run.tags[MODEL_FORMAT_TAG]).toBe(MODEL_FORMAT);
 
-    const args = JSON.parse(decoder.decode(await store.readArtifact(logged.runId, ARTIFACT_PATHS.args)));
+    const args = JSON.parse(decoder.decode(await store.readArtifact(logged.runId, RUN_ARTIFACTS.args)));
     expect(args).toEqual(ARGS);
     const performance = JSON.parse(
-      decoder.decode(await store.readArtifact(logged.runId, ARTIFACT_PATHS.performance)),
+      decoder.decode(await store.readArtifact(logged.runId, RUN_ARTIFACTS.performance)),
     );
     expect(performance).toEqual(outcome.performance);
 
     const files: Record<string, Uint8Array> = {};
     for (const name of MODEL_FILES)
-      files[name] = await store.readArtifact(logged.runId, `${ARTIFACT_PATHS.modelDir}/${name}`);
+      files[name] = await store.readArtifact(logged.runId, `${RUN_ARTIFACTS.modelDir}/${name}`);
     const texts = ['A convolutional network for image segmentation', 'Serving models with Kubernetes'];
     expect(decodeModel(files).predict(texts)).toEqual(outcome.model.predict(texts));
   });

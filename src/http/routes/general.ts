@@ -1,11 +1,13 @@
 /** `GET /` (health check) and `POST /predict` (the best run, or the single served model). */
 import type { ServingState } from '../../service/index.js';
 import { envelope } from '../envelope.js';
+import type { HttpLimits } from '../options.js';
 import { errorResponses, predict } from '../responses.js';
-import { Empty, Envelope, PredictData, PredictPayload } from '../schemas.js';
+import { Empty, Envelope, PredictData, predictPayload } from '../schemas.js';
+import { servedNow } from '../served.js';
 import type { TaggerApp } from '../types.js';
 
-export function generalRoutes(app: TaggerApp, current: () => ServingState): void {
+export function generalRoutes(app: TaggerApp, current: () => ServingState, limits: HttpLimits): void {
   app.get(
     '/',
     {
@@ -27,22 +29,20 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState): void
         tags: ['General'],
         summary: 'Predict tags with the best run',
         description:
-          'One prediction per submitted text, in order. Run-based mode answers with the best run and includes its `run_id`; single-model mode answers with the served model and has no `run_id`.',
-        body: PredictPayload,
-        response: { 200: Envelope(PredictData, 'PredictResponse'), ...errorResponses(415, 422, 500) },
+          'One prediction per submitted text, in order. Run-based mode answers with the best run and includes its `run_id`; single-model mode answers with the served model and has no `run_id`. The response carries `Server-Timing` (parse, inference, total in ms).',
+        body: predictPayload(limits),
+        response: {
+          200: Envelope(PredictData, 'PredictResponse'),
+          ...errorResponses(400, 413, 415, 422, 500),
+        },
       },
     },
     async (request) => {
       const texts = request.body.texts.map((entry) => entry.text);
-      const serving = current();
-      if (serving.mode === 'runs') {
-        const { registry } = serving;
-        return envelope(request, 200, {
-          run_id: registry.bestRunId,
-          predictions: predict(registry.best, texts),
-        });
-      }
-      return envelope(request, 200, { predictions: predict(serving.model, texts) });
+      // One read of the served run, so run_id and the predictions agree even if a reload swaps it.
+      const { runId, served } = servedNow(current());
+      const predictions = predict(request, served, texts);
+      return envelope(request, 200, runId === null ? { predictions } : { run_id: runId, predictions });
     },
   );
 }

@@ -4,10 +4,11 @@
  */
 import type { RunRegistry } from '../../service/index.js';
 import { envelope } from '../envelope.js';
+import type { HttpLimits } from '../options.js';
 import { errorResponses, predict, runRecord } from '../responses.js';
 import {
   Envelope,
-  PredictPayload,
+  predictPayload,
   RunIdParams,
   RunPerformanceData,
   RunPredictData,
@@ -16,7 +17,7 @@ import {
 } from '../schemas.js';
 import type { TaggerApp } from '../types.js';
 
-export function runRoutes(app: TaggerApp, current: () => RunRegistry): void {
+export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: HttpLimits): void {
   app.get(
     '/runs',
     {
@@ -65,12 +66,12 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry): void {
         tags: ['Runs'],
         summary: "Predict tags with one run's model",
         description:
-          'One prediction per submitted text, in order, with the model of the given run (loaded on first use and kept in a bounded cache).',
+          'One prediction per submitted text, in order, with the model of the given run (loaded on first use and kept in a bounded cache). The response carries `Server-Timing` (parse, inference, total in ms).',
         params: RunIdParams,
-        body: PredictPayload,
+        body: predictPayload(limits),
         response: {
           200: Envelope(RunPredictData, 'RunPredictResponse'),
-          ...errorResponses(404, 409, 415, 422, 500, 503),
+          ...errorResponses(400, 404, 409, 413, 415, 422, 500, 503),
         },
       },
     },
@@ -79,7 +80,7 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry): void {
       // The run is resolved before the body is used, so an unknown run is a 404 even for a valid body.
       const served = await current().model(run_id);
       const texts = request.body.texts.map((entry) => entry.text);
-      return envelope(request, 200, { run_id, predictions: predict(served, texts) });
+      return envelope(request, 200, { run_id, predictions: predict(request, served, texts) });
     },
   );
 }

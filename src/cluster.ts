@@ -1,0 +1,266 @@
+/**
+ * `tagger serve --workers <n>`: serving on every core with Node's `cluster` module. The primary process
+ * forks n workers that each run the normal serve path (`runServeCommand`) on the same port; the kernel
+ * socket is shared by the primary, which hands connections to workers round-robin.
+ *
+ * The primary only supervises:
+ * - a worker that dies is replaced, after a back-off that grows while replacements keep dying young, so
+ *   a worker that crashes on every start cannot make the primary spin;
+ * - a worker that fails before it ever listened counts as a startup failure: an expected one (a
+ *   StartupError: bad configuration, missing experiment, store not reachable) is final at once, since
+ *   starting again would fail the same way; after `maxStartupFailures` unexpected ones in a row the
+ *   primary gives up. Either way it stops the other workers and exits non-zero with the worker's message;
+ * - SIGTERM/SIGINT/SIGHUP are forwarded to the workers (SIGHUP: each worker reloads its runs); after a
+ *   stop signal the primary exits once every worker has, with status 0 only when all exited 0.
+ *
+ * Every worker loads the same store on its own, so all serve the same best run; a reload (SIGHUP or the
+ * poller) happens in each worker separately.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { pino } from 'pino';
+import { resolveServeConfig, type ServeFlags, StartupError } from './config.js';
+
+/** The most workers `--workers` accepts: far above any core count, low enough to catch typos. */
+export const MAX_WORKERS = 256;
+
+/** A failure of the cluster as a whole; a StartupError so the CLI prints its message without a stack. */
+export class ClusterError extends StartupError {}
+
+/**
+ * `--workers`, else TAGGER_WORKERS, else the number of cores this process may use.
+ * @example resolveWorkerCount('2', {}) // 2
+ */
+export function resolveWorkerCount(flag: string | number | undefined, env: NodeJS.ProcessEnv): number {
+  const fromFlag = flag !== undefined && String(flag) !== '';
+  const raw = fromFlag ? String(flag) : env.TAGGER_WORKERS?.trim();
+  if (raw === undefined || raw === '') return availableParallelism();
+  const source = fromFlag ? '--workers' : 'TAGGER_WORKERS';
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_WORKERS) {
+    throw new StartupError(
+      `serve: ${source} must be the number of worker processes, an integer from 1 to ${MAX_WORKERS}; got ${JSON.stringify(raw)}`,
+    );
+  }
+  return Number(raw);
+}
+
+/** Messages between primary and workers over the cluster's IPC channel. */
+type ToPrimary = { tagger: 'startup-failed'; message: string; expected: boolean };
+type ToWorker = { tagger: 'signal'; signal: NodeJS.Signals };
+
+const isToPrimary = (value: unknown): value is ToPrimary =>
+  typeof value === 'object' &&
+  value !== null &&
+  (value as { tagger?: unknown }).tagger === 'startup-failed' &&
+  typeof (value as { message?: unknown }).message === 'string';
+
+const isToWorker = (value: unknown): value is ToWorker =>
+  typeof value === 'object' &&
+  value !== null &&
+  (value as { tagger?: unknown }).tagger === 'signal' &&
+  typeof (value as { signal?: unknown }).signal === 'string';
+
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+/**
+ * The worker side: runs the serve path. A failure goes to the primary, which prints a startup failure
+ * once for all workers (instead of every worker printing it) and logs any other one.
+ *
+ * Stop signals reach a worker two ways: from the primary (forwarded over IPC) and, for Ctrl+C in a
+ * terminal, straight from the terminal, since workers share the primary's process group. A second stop
+ * signal makes the serve path give up on in-flight requests, so the worker raises a forwarded signal on
+ * itself only when it has not already received that kind of signal directly.
+ */
+export async function runClusterWorker(
+  serve: () => Promise<void>,
+  describe: (error: unknown) => string,
+): Promise<void> {
+  const seen = new Set<string>();
+  const remember = (signal: NodeJS.Signals): void => {
+    seen.add(signal);
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, remember);
+  process.on('message', (message: unknown) => {
+    if (!isToWorker(message)) return;
+    if (seen.has(message.signal)) return;
+    process.kill(process.pid, message.signal);
+  });
+  try {
+    await serve();
+    // The IPC channel to the primary would keep this process alive after the server has closed.
+    process.disconnect?.();
+  } catch (error) {
+    if (process.send === undefined) throw error;
+    // The primary knows whether this worker had listened: it reports a startup failure, or a crash.
+    const message: ToPrimary = {
+      tagger: 'startup-failed',
+      message: describe(error),
+      expected: error instanceof StartupError,
+    };
+    // Exit only once the message is delivered; the primary prints it.
+    await new Promise<void>((done) => process.send!(message, undefined, {}, () => done()));
+    process.exit(1);
+  }
+}
+
+export interface ClusterOptions {
+  workers: number;
+  /** Unexpected startup failures in a row after which the primary gives up (default 3). */
+  maxStartupFailures?: number;
+  /** First restart delay; doubles for each young death in a row (default 100 ms). */
+  restartDelayMs?: number;
+  /** Longest restart delay (default 5 s). */
+  maxRestartDelayMs?: number;
+  /** A worker that lived shorter than this died young (default 10 s). */
+  youngMs?: number;
+  /** After a stop signal, workers still alive this much later are killed (default 20 s). */
+  shutdownTimeoutMs?: number;
+  logger?: pino.Logger;
+}
+
+interface Slot {
+  worker: Worker;
+  startedAt: number;
+  listened: boolean;
+  failure?: ToPrimary;
+}
+
+/**
+ * The primary: forks the workers and supervises them until they have all exited after a stop signal.
+ * Resolves when every worker exited 0; rejects with a ClusterError otherwise, or when workers keep
+ * failing to start.
+ */
+export function runClusterPrimary(options: ClusterOptions): Promise<void> {
+  const logger = options.logger ?? pino();
+  const maxStartupFailures = options.maxStartupFailures ?? 3;
+  const baseDelay = options.restartDelayMs ?? 100;
+  const maxDelay = options.maxRestartDelayMs ?? 5_000;
+  const youngMs = options.youngMs ?? 10_000;
+  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 20_000;
+
+  const slots = new Map<number, Slot>();
+  const pendingRestarts = new Set<NodeJS.Timeout>();
+  let startupFailures = 0;
+  let youngDeaths = 0;
+  let stopping: { reason: 'signal' | 'failure'; error?: ClusterError } | undefined;
+  let unclean = 0;
+
+  return new Promise<void>((resolveRun, rejectRun) => {
+    const fork = (): void => {
+      const worker = cluster.fork();
+      const slot: Slot = { worker, startedAt: Date.now(), listened: false };
+      slots.set(worker.id, slot);
+      worker.on('listening', () => {
+        slot.listened = true;
+        startupFailures = 0;
+      });
+      worker.on('message', (message: unknown) => {
+        if (isToPrimary(message)) slot.failure = message;
+      });
+      worker.once('exit', (code, signal) => onExit(slot, code, signal));
+    };
+
+    const finish = (): void => {
+      for (const signal of [...STOP_SIGNALS, 'SIGHUP'] as const) process.off(signal, handlers[signal]);
+      clearTimeout(killTimer);
+      if (stopping?.error) rejectRun(stopping.error);
+      else if (unclean > 0) {
+        rejectRun(new ClusterError(`serve: ${unclean} worker(s) did not shut down cleanly`));
+      } else resolveRun();
+    };
+
+    let killTimer: NodeJS.Timeout | undefined;
+    const stopAll = (signal: NodeJS.Signals, reason: 'signal' | 'failure', error?: ClusterError): void => {
+      const again = stopping !== undefined;
+      if (!again) stopping = error ? { reason, error } : { reason };
+      for (const timer of pendingRestarts) clearTimeout(timer);
+      pendingRestarts.clear();
+      for (const { worker } of slots.values()) {
+        if (again) {
+          // A second signal: the workers' own second-signal handling ends them without waiting.
+          if (worker.process.pid !== undefined) process.kill(worker.process.pid, signal);
+        } else if (worker.isConnected()) {
+          worker.send({ tagger: 'signal', signal } satisfies ToWorker);
+        } else {
+          worker.process.kill(signal);
+        }
+      }
+      if (!again) {
+        killTimer = setTimeout(() => {
+          for (const { worker } of slots.values()) worker.process.kill('SIGKILL');
+        }, shutdownTimeoutMs);
+        killTimer.unref();
+      }
+      if (slots.size === 0) finish();
+    };
+
+    const onExit = (slot: Slot, code: number | null, signal: string | null): void => {
+      slots.delete(slot.worker.id);
+      const pid = slot.worker.process.pid;
+      if (stopping) {
+        if (stopping.reason === 'signal' && code !== 0) {
+          unclean += 1;
+          logger.warn({ pid, code, signal }, 'worker did not shut down cleanly');
+        }
+        if (slots.size === 0) finish();
+        return;
+      }
+      const how = signal ? `signal ${signal}` : `exit code ${code}`;
+      if (slot.listened && slot.failure) logger.error({ pid }, slot.failure.message);
+      if (!slot.listened) {
+        startupFailures += 1;
+        const reason = slot.failure?.message ?? `worker ${pid} ended with ${how} before listening`;
+        if (slot.failure?.expected || startupFailures >= maxStartupFailures) {
+          const prefix = slot.failure?.expected
+            ? ''
+            : `worker failed to start ${startupFailures} times in a row; last: `;
+          // The message already names the command ("serve: ..."), so it is passed on as it is.
+          stopAll('SIGTERM', 'failure', new ClusterError(`${prefix}${reason}`));
+          return;
+        }
+      }
+      const young = Date.now() - slot.startedAt < youngMs;
+      youngDeaths = young ? youngDeaths + 1 : 0;
+      const delay = young ? Math.min(maxDelay, baseDelay * 2 ** (youngDeaths - 1)) : 0;
+      logger.warn({ pid, code, signal, restartInMs: delay }, `worker ended (${how}); starting a replacement`);
+      const timer = setTimeout(() => {
+        pendingRestarts.delete(timer);
+        if (!stopping) fork();
+      }, delay);
+      pendingRestarts.add(timer);
+    };
+
+    const handlers = {
+      SIGTERM: () => stopAll('SIGTERM', 'signal'),
+      SIGINT: () => stopAll('SIGINT', 'signal'),
+      SIGHUP: () => {
+        // Reload is per worker; a worker still starting loads the current runs anyway.
+        for (const { worker } of slots.values()) {
+          if (worker.process.pid !== undefined) process.kill(worker.process.pid, 'SIGHUP');
+        }
+      },
+    } satisfies Record<NodeJS.Signals & ('SIGTERM' | 'SIGINT' | 'SIGHUP'), () => void>;
+    for (const signal of [...STOP_SIGNALS, 'SIGHUP'] as const) process.on(signal, handlers[signal]);
+
+    logger.info({ workers: options.workers }, 'starting worker processes');
+    for (let i = 0; i < options.workers; i += 1) fork();
+  });
+}
+
+/**
+ * `tagger serve` with the worker count resolved: one process (the plain serve path) for 1 worker,
+ * else the primary here and `serve` in every worker. The configuration is checked in the primary first,
+ * so a bad flag fails once, before anything is forked.
+ */
+export async function runServe(
+  flags: ServeFlags & { workers?: string | undefined },
+  env: NodeJS.ProcessEnv,
+  serve: () => Promise<void>,
+  describe: (error: unknown) => string,
+): Promise<void> {
+  if (cluster.isWorker) return runClusterWorker(serve, describe);
+  const workers = resolveWorkerCount(flags.workers, env);
+  if (workers === 1) return serve();
+  const config = resolveServeConfig(flags, env);
+  return runClusterPrimary({ workers, logger: pino({ level: config.logLevel }) });
+}

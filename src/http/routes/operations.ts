@@ -1,0 +1,95 @@
+/**
+ * Endpoints for orchestrators and monitoring: `GET /health/live` (the process answers), `GET
+ * /health/ready` (a model is loaded and the server is not draining) and `GET /metrics` (Prometheus text
+ * format, the one response outside the envelope besides 422).
+ */
+import type { ServingState } from '../../service/index.js';
+import { envelope } from '../envelope.js';
+import { HttpError } from '../http-error.js';
+import { type HttpMetrics, METRICS_CONTENT_TYPE } from '../observability.js';
+import { errorResponses } from '../responses.js';
+import { Envelope, LiveData, ReadyData } from '../schemas.js';
+import { servedNow, takesTraffic } from '../served.js';
+import type { TaggerApp } from '../types.js';
+
+export interface Readiness {
+  /** Extra readiness condition from the server (false while it drains before shutdown). */
+  ready?: (() => boolean) | undefined;
+  /** True once the app has started closing. */
+  closing: () => boolean;
+}
+
+export function operationsRoutes(
+  app: TaggerApp,
+  current: () => ServingState,
+  metrics: HttpMetrics,
+  readiness: Readiness,
+): void {
+  app.get(
+    '/health/live',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'Liveness probe',
+        description:
+          'Answers 200 while the process runs and its event loop turns; never authenticated, rate limited or shed.',
+        response: { 200: Envelope(LiveData, 'LiveResponse'), ...errorResponses(500) },
+      },
+    },
+    async (request) => envelope(request, 200, { status: 'live' as const }),
+  );
+
+  app.get(
+    '/health/ready',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'Readiness probe',
+        description:
+          'Answers 200 with the served run when a model is loaded and the server takes traffic; 503 (with `Retry-After`) before loading and while draining for shutdown. Never authenticated, rate limited or shed.',
+        response: { 200: Envelope(ReadyData, 'ReadyResponse'), ...errorResponses(500, 503) },
+      },
+    },
+    async (request) => {
+      const notReady = (why: string): never => {
+        throw new HttpError(503, `not ready: ${why}`, { 'retry-after': '1' });
+      };
+      if (readiness.closing()) notReady('the server is shutting down');
+      if (readiness.ready !== undefined && !readiness.ready()) notReady('the server is draining or starting');
+      let runId: string | null;
+      try {
+        const state = current();
+        if (!takesTraffic(state)) notReady('the server is draining for shutdown');
+        ({ runId } = servedNow(state));
+      } catch (error) {
+        if (error instanceof HttpError) throw error;
+        return notReady('no model is loaded');
+      }
+      return envelope(
+        request,
+        200,
+        runId === null ? { status: 'ready' as const } : { status: 'ready' as const, run_id: runId },
+      );
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'Prometheus metrics',
+        description:
+          'Prometheus text exposition format 0.0.4 (not the envelope): request counts and latency by route pattern and status, texts predicted, predictions by tag, the served run (`tagger_served_run_info{run_id}`) and its f1, reloads by outcome, and process metrics. Needs the API key when keys are configured; never rate limited or shed.',
+        response: {
+          200: {
+            description: 'Metrics in the Prometheus text format (`text/plain; version=0.0.4`)',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          ...errorResponses(500),
+        },
+      },
+    },
+    async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await metrics.registry.metrics()),
+  );
+}

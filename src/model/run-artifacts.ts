@@ -1,0 +1,11 @@
+/**
+ * The run artifact layout: the contract between training and serving (see docs/ARCHITECTURE.md).
+ * A training run stores its arguments as `args.json`, its evaluation as `performance.json` and the model
+ * files (encodeModel's MODEL_FILES) under `model/`, all relative to the run's artifact root; serving reads
+ * them back by these names. Change them only together with every reader and writer.
+ */
+export const RUN_ARTIFACTS = {
+  args: 'args.json',
+  performance: 'performance.json',
+  modelDir: 'model',
+} as const;

@@ -1,0 +1,210 @@
+/**
+ * `tagger serve --workers <n>` as real processes on 127.0.0.1: every worker serves the same best run, a
+ * killed worker is replaced while the service keeps answering, SIGTERM on the primary ends them all with
+ * status 0, and a startup failure ends the primary with the worker's message instead of a restart loop.
+ * Worker pids come from /proc (the API has no worker header on purpose).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_WORKERS, resolveWorkerCount } from '../src/cluster.js';
+import { StartupError } from '../src/config.js';
+import { REPO_ROOT, TSX_LOADER } from './support/components.js';
+import { buildServingFixture, type ServingFixture } from './support/fixtures.js';
+
+const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
+const hasProc = existsSync('/proc/self/task');
+
+let fx: ServingFixture;
+beforeAll(async () => {
+  fx = await buildServingFixture();
+});
+afterAll(async () => {
+  await fx?.close();
+});
+
+const started = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of started) child.kill('SIGKILL');
+});
+
+interface Serve {
+  child: ChildProcess;
+  output(): string;
+  exit: Promise<number | null>;
+}
+
+function serve(args: string[]): Serve {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
+  }
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, 'serve', '--port', '0', ...args], {
+    env: { ...env, MLFLOW_TRACKING_URI: fx.dir, TAGGER_RELOAD_INTERVAL_MS: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.add(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  const exit = new Promise<number | null>((done) =>
+    child.once('exit', (code) => {
+      started.delete(child);
+      done(code);
+    }),
+  );
+  return { child, output: () => output, exit };
+}
+
+async function until<T>(what: string, probe: () => T | undefined, maxMs: number, serve?: Serve): Promise<T> {
+  const deadline = Date.now() + maxMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}\n${serve?.output().slice(-3000) ?? ''}`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+}
+
+const childrenOf = (pid: number): number[] => {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+};
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** One POST /predict on a fresh connection (so the primary hands every request to a worker anew). */
+function predict(url: string): Promise<{ status: number; runId: string | undefined }> {
+  return new Promise((done, fail) => {
+    const body = JSON.stringify({ texts: [{ text: 'Transformers for text classification' }] });
+    const req = request(
+      `${url}/predict`,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json' }, timeout: 30_000 },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString('utf8');
+        });
+        res.on('end', () => {
+          const parsed = JSON.parse(text) as { run_id?: string; data?: { run_id?: string } };
+          done({ status: res.statusCode ?? 0, runId: parsed.data?.run_id ?? parsed.run_id });
+        });
+      },
+    );
+    req.on('error', fail);
+    req.on('timeout', () => req.destroy(new Error('request timed out')));
+    req.end(body);
+  });
+}
+
+describe('resolveWorkerCount', () => {
+  it('defaults to the available cores and reads --workers, then TAGGER_WORKERS', async () => {
+    const { availableParallelism } = await import('node:os');
+    expect(resolveWorkerCount(undefined, {})).toBe(availableParallelism());
+    expect(resolveWorkerCount('3', { TAGGER_WORKERS: '5' })).toBe(3);
+    expect(resolveWorkerCount(undefined, { TAGGER_WORKERS: '5' })).toBe(5);
+    expect(resolveWorkerCount('', { TAGGER_WORKERS: ' ' })).toBe(availableParallelism());
+  });
+
+  it.each(['0', '-1', '1.5', 'two', String(MAX_WORKERS + 1)])('rejects %j with a clear message', (value) => {
+    expect(() => resolveWorkerCount(value, {})).toThrow(StartupError);
+    expect(() => resolveWorkerCount(value, {})).toThrow(/--workers must be the number of worker processes/);
+  });
+});
+
+describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
+  it('serves one run from every worker, replaces a killed worker, and stops on SIGTERM', async () => {
+    const server = serve(['--workers', '2']);
+    try {
+      const url = await until(
+        'the listening address',
+        () => /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1],
+        90_000,
+        server,
+      );
+      const primary = server.child.pid!;
+      const first = await until(
+        'two workers listening',
+        () => {
+          const pids = childrenOf(primary);
+          const listening = server.output().match(/Server listening at/g)?.length ?? 0;
+          return pids.length === 2 && listening >= 2 ? pids : undefined;
+        },
+        90_000,
+        server,
+      );
+
+      // Many requests over fresh connections reach both workers; every answer names the same run.
+      const answers = await Promise.all(Array.from({ length: 40 }, () => predict(url)));
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      expect(new Set(answers.map((a) => a.runId))).toEqual(new Set([fx.runs.alpha]));
+
+      // A worker killed outright is replaced; the other one keeps answering meanwhile.
+      process.kill(first[0]!, 'SIGKILL');
+      // A connection the killed worker had already accepted dies with it; new ones must not.
+      await new Promise((done) => setTimeout(done, 300));
+      const during = await Promise.all(Array.from({ length: 10 }, () => predict(url)));
+      expect(during.every((a) => a.status === 200 && a.runId === fx.runs.alpha)).toBe(true);
+      const replaced = await until(
+        'a replacement worker',
+        () => {
+          const pids = childrenOf(primary);
+          return pids.length === 2 && !pids.includes(first[0]!) ? pids : undefined;
+        },
+        60_000,
+        server,
+      );
+      expect(replaced).toContain(first[1]);
+      await until(
+        'the replacement listening',
+        () => ((server.output().match(/Server listening at/g)?.length ?? 0) >= 3 ? true : undefined),
+        60_000,
+        server,
+      );
+      const after = await Promise.all(Array.from({ length: 20 }, () => predict(url)));
+      expect(after.every((a) => a.status === 200 && a.runId === fx.runs.alpha)).toBe(true);
+
+      server.child.kill('SIGTERM');
+      expect(await server.exit).toBe(0);
+      for (const pid of replaced) expect(alive(pid)).toBe(false);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 180_000);
+
+  it('exits non-zero with the workers’ message, once, when they cannot start', async () => {
+    const server = serve(['--workers', '2', '--experiment', 'no-such-experiment']);
+    try {
+      const code = await Promise.race([
+        server.exit,
+        new Promise<'hang'>((done) => setTimeout(() => done('hang'), 90_000)),
+      ]);
+      expect(code).toBe(1);
+      const lines = server.output().match(/^tagger: .*no-such-experiment.*$/gm) ?? [];
+      expect(lines).toHaveLength(1);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 120_000);
+});

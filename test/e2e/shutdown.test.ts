@@ -1,0 +1,100 @@
+/**
+ * Graceful shutdown of the real server process under load: SIGTERM while keep-alive clients and
+ * autocannon hammer POST /predict loses no accepted request and exits 0; a second signal exits at once
+ * with a non-zero code. Loopback only; each server runs a few seconds.
+ */
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { KeepAliveLoad, killServers, runAutocannon, spawnServer } from '../support/serve-process.js';
+
+let fx: ServingFixture;
+
+beforeAll(async () => {
+  fx = await buildServingFixture();
+});
+
+afterAll(async () => {
+  killServers();
+  await fx?.close();
+});
+
+/** Errors a client may see once the server has closed its listener: what "not accepted" looks like. */
+const REFUSED = 'ECONNREFUSED';
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'socket hang up']);
+
+describe('SIGTERM under load', () => {
+  it('answers every accepted request with 200, refuses only new connections, and exits 0', async () => {
+    const server = await spawnServer({ MLFLOW_TRACKING_URI: fx.dir, TAGGER_SHUTDOWN_GRACE_MS: '30000' });
+    const connections = 6;
+    const load = new KeepAliveLoad(server.url, { connections }).start();
+    const cannon = runAutocannon(server.url, 4);
+    await load.settleMore(300);
+    const cannonErrorsBefore = [...cannon.counts.errors.values()].reduce((a, b) => a + b, 0);
+
+    load.markSignal();
+    server.child.kill('SIGTERM');
+    const exit = await server.exited;
+    const outcomes = await load.ended(); // every loop ends at its first refused connection
+    const cannonCounts = await cannon.stop();
+
+    expect(exit).toEqual({ code: 0, signal: null });
+
+    const answered = outcomes.filter((o) => o.status !== undefined);
+    expect(answered.length).toBeGreaterThanOrEqual(300);
+    expect(answered.filter((o) => o.status !== 200)).toEqual([]);
+    expect(new Set(answered.map((o) => o.runId))).toEqual(new Set([fx.runs.alpha]));
+    // Requests in flight when the signal went out were finished, not dropped.
+    expect(answered.some((o) => !o.sentAfterSignal && o.settledAfterSignal)).toBe(true);
+
+    const failed = outcomes.filter((o) => o.error !== undefined);
+    // Nothing failed before the signal; afterwards only connection-level refusals, and a reset only of
+    // a reused keep-alive connection that the server closed as idle (at most one per connection).
+    expect(failed.filter((o) => !o.settledAfterSignal)).toEqual([]);
+    const unexpected = failed.filter((o) => o.error !== REFUSED && !(RESET.has(o.error!) && o.reused));
+    expect(unexpected).toEqual([]);
+    expect(failed.filter((o) => o.error !== REFUSED).length).toBeLessThanOrEqual(connections);
+    for (let loop = 0; loop < connections; loop++) {
+      expect(outcomes.filter((o) => o.loop === loop).at(-1)?.error).toBe(REFUSED);
+    }
+
+    expect(cannonErrorsBefore).toBe(0);
+    expect(cannonCounts.sent).toBeGreaterThan(0);
+    expect([...cannonCounts.statuses.keys()]).toEqual([200]);
+    expect(cannonCounts.non2xx).toBe(0);
+  }, 120_000);
+});
+
+describe('a second signal', () => {
+  it('exits at once with 1 while a request still holds the drain open', async () => {
+    const server = await spawnServer({
+      MLFLOW_TRACKING_URI: fx.dir,
+      TAGGER_LOG_LEVEL: 'info',
+      TAGGER_SHUTDOWN_GRACE_MS: '600000',
+    });
+    const port = Number(new URL(server.url).port);
+    // A request whose body never completes keeps the graceful drain waiting (grace: 10 minutes).
+    const stalled = connect({ host: '127.0.0.1', port });
+    await new Promise<void>((done) => stalled.once('connect', () => done()));
+    stalled.on('error', () => undefined);
+    stalled.write(
+      'POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{',
+    );
+    // Fastify logs the request once its headers are parsed: from then on the connection is busy, not idle.
+    await server.waitForLog(
+      (l) => l.msg === 'incoming request' && (l.req as { url?: string } | undefined)?.url === '/predict',
+      'incoming request POST /predict',
+    );
+
+    server.child.kill('SIGTERM');
+    const draining = await server.waitForLog(
+      (l) => l.msg === 'draining: no new connections, finishing requests',
+      'draining',
+    );
+    expect(draining.inFlight).toBe(1);
+    server.child.kill('SIGINT');
+    expect(await server.exited).toEqual({ code: 1, signal: null });
+    expect(server.lines.map((l) => l.msg)).toContain('second signal: exiting without waiting for requests');
+    stalled.destroy();
+  }, 120_000);
+});

@@ -1,0 +1,365 @@
+/**
+ * RunRegistry.reload over a real file store: outcomes (unchanged, updated, swapped, failed), snapshots
+ * that stay consistent for requests that started on them, the model caches across reloads, faults of
+ * the store and of the served run's artifacts, coalescing of overlapping reloads, and the poll timer.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  pollReloads,
+  type ReloadOutcome,
+  type ReloadResult,
+  RunRegistry,
+  UnknownRunError,
+} from '../../src/service/index.js';
+import { TrackingError, type TrackingStore } from '../../src/tracking/index.js';
+import { captureLog } from '../http/helpers.js';
+import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { logServedRun } from '../support/serve-process.js';
+
+let fx: ServingFixture;
+
+beforeAll(async () => {
+  fx = await buildServingFixture();
+});
+
+afterAll(async () => {
+  await fx?.close();
+});
+
+let experiments = 0;
+
+/** A fresh experiment with alpha (f1 0.9, model A) and beta (f1 0.7, model B), so tests never share runs. */
+async function freshExperiment(): Promise<{ name: string; alpha: string; beta: string }> {
+  const name = `reload-${++experiments}`;
+  const alpha = await logServedRun(fx.store, name, { name: 'alpha', f1: 0.9, model: fx.modelA });
+  const beta = await logServedRun(fx.store, name, { name: 'beta', f1: 0.7, model: fx.modelB });
+  return { name, alpha, beta };
+}
+
+/** Store wrapper whose searchRuns / readArtifact can be made to fail or hide runs. */
+function faultyStore(inner: TrackingStore) {
+  const faults = {
+    searchFails: false as false | TrackingError,
+    hiddenRuns: new Set<string>(),
+    unreadableRuns: new Set<string>(),
+  };
+  const store: TrackingStore = {
+    ...instrumentStore(inner),
+    searchRuns: async (id, options) => {
+      if (faults.searchFails) throw faults.searchFails;
+      const runs = await inner.searchRuns(id, options);
+      return runs.filter((run) => !faults.hiddenRuns.has(run.info.runId));
+    },
+    readArtifact: async (runId, path) => {
+      if (faults.unreadableRuns.has(runId)) {
+        throw new TrackingError('NOT_FOUND', `artifact ${path} of run ${runId} not found`);
+      }
+      return inner.readArtifact(runId, path);
+    },
+  };
+  return { store, faults };
+}
+
+async function loadRegistry(
+  name: string,
+  store: TrackingStore = fx.store,
+  onReload?: (outcome: ReloadOutcome, runId: string) => void,
+) {
+  const log = captureLog();
+  const registry = await RunRegistry.load(store, {
+    experiment: name,
+    modelCacheSize: 4,
+    log,
+    ...(onReload ? { onReload } : {}),
+  });
+  return { registry, log };
+}
+
+describe('RunRegistry.reload outcomes', () => {
+  it('is unchanged (same snapshot object) when neither the runs nor the best run changed', async () => {
+    const { name, alpha } = await freshExperiment();
+    const { registry, log } = await loadRegistry(name);
+    const before = registry.current;
+    const result = await registry.reload();
+    expect(result).toEqual({ outcome: 'unchanged', runId: alpha, previousRunId: alpha, problems: [] });
+    expect(registry.current).toBe(before);
+    expect(log.lines.filter((line) => line.level === 'warn')).toEqual([]);
+  });
+
+  it('is updated when a worse run appears: listed by /runs, same loaded best model', async () => {
+    const { name, alpha, beta } = await freshExperiment();
+    const { registry } = await loadRegistry(name);
+    const best = registry.best;
+    const gamma = await logServedRun(fx.store, name, { name: 'gamma', f1: 0.8, model: fx.modelB });
+    const result = await registry.reload();
+    expect(result.outcome).toBe('updated');
+    expect(result.runId).toBe(alpha);
+    expect(registry.runs.map((run) => run.runId)).toEqual([alpha, gamma, beta]);
+    expect(registry.best).toBe(best);
+    expect((await registry.model(gamma)).args).toEqual(fx.modelB.args);
+  });
+
+  it('swaps to a new better run; a snapshot taken before still answers with the old run', async () => {
+    const { name, alpha, beta } = await freshExperiment();
+    const store = instrumentStore(fx.store);
+    const { registry, log } = await loadRegistry(name, store);
+    const old = registry.current;
+    await registry.model(beta); // cached before the swap, handed over to the next snapshot
+    const gamma = await logServedRun(fx.store, name, { name: 'gamma', f1: 0.95, model: fx.modelB });
+
+    const result = await registry.reload();
+    expect(result).toEqual({ outcome: 'swapped', runId: gamma, previousRunId: alpha, problems: [] });
+    expect(registry.bestRunId).toBe(gamma);
+    expect(registry.best.args).toEqual(fx.modelB.args);
+    expect(registry.runs.map((run) => run.runId)).toEqual([gamma, alpha, beta]);
+    expect(log.lines).toContainEqual(
+      expect.objectContaining({ level: 'info', msg: 'reload: serving a new best run' }),
+    );
+
+    // The old snapshot is untouched: what a request that started on it reads.
+    expect(old.bestRunId).toBe(alpha);
+    expect(old.best.args).toEqual(fx.modelA.args);
+    expect(old.runs.map((run) => run.runId)).toEqual([alpha, beta]);
+    expect(() => old.run(gamma)).toThrow(UnknownRunError);
+
+    // Models already loaded move over to the new snapshot without being read again.
+    const reads = store.reads.length;
+    expect(await registry.model(alpha)).toBe(old.best);
+    expect(await registry.model(beta)).toBe(await old.model(beta));
+    expect(await registry.performance(alpha)).toBe(old.best.performance);
+    expect(store.reads.length).toBe(reads);
+  });
+
+  it('skips a broken new best run for the next loadable one, and keeps the current one when that is it', async () => {
+    const { name, alpha } = await freshExperiment();
+    const { registry, log } = await loadRegistry(name);
+    const best = registry.best;
+    const bad = await logServedRun(fx.store, name, {
+      name: 'bad',
+      f1: 0.99,
+      model: fx.modelA,
+      brokenModel: true,
+    });
+
+    const kept = await registry.reload();
+    expect(kept.outcome).toBe('updated');
+    expect(kept.runId).toBe(alpha);
+    expect(kept.problems).toEqual([expect.stringMatching(new RegExp(`^${bad}: model/`))]);
+    expect(registry.best).toBe(best);
+    expect(registry.runs[0]!.runId).toBe(bad);
+    expect(log.lines).toContainEqual({
+      level: 'warn',
+      msg: 'skipping a run whose artifacts cannot be loaded',
+      obj: { runId: bad, reason: expect.stringContaining('model/') },
+    });
+
+    const good = await logServedRun(fx.store, name, { name: 'good', f1: 0.95, model: fx.modelB });
+    const swapped = await registry.reload();
+    expect(swapped).toMatchObject({ outcome: 'swapped', runId: good, previousRunId: alpha });
+    expect(swapped.problems).toHaveLength(1);
+    expect(registry.best.args).toEqual(fx.modelB.args);
+  });
+
+  it('fails when the store cannot be read, keeps the snapshot, and recovers on the next reload', async () => {
+    const { name, alpha } = await freshExperiment();
+    const { store, faults } = faultyStore(fx.store);
+    const outcomes: [ReloadOutcome, string][] = [];
+    const { registry, log } = await loadRegistry(name, store, (outcome, runId) => {
+      outcomes.push([outcome, runId]);
+    });
+    const before = registry.current;
+    faults.searchFails = new TrackingError('UNAVAILABLE', 'tracking server 127.0.0.1:9 is unreachable');
+    const gamma = await logServedRun(fx.store, name, { name: 'gamma', f1: 0.95, model: fx.modelB });
+
+    const failed = await registry.reload();
+    expect(failed.outcome).toBe('failed');
+    expect(failed.runId).toBe(alpha);
+    expect(failed.problems[0]).toMatch(
+      /cannot read experiment "reload-\d+" in .*: tracking server .* unreachable/,
+    );
+    expect(registry.current).toBe(before);
+    expect(log.lines).toContainEqual({
+      level: 'warn',
+      msg: 'reload failed; still serving the runs and model loaded before',
+      obj: { outcome: 'failed', runId: alpha, reason: expect.stringContaining('unreachable') },
+    });
+
+    faults.searchFails = false;
+    expect((await registry.reload()).outcome).toBe('swapped');
+    expect(registry.bestRunId).toBe(gamma);
+    expect(outcomes).toEqual([
+      ['failed', alpha],
+      ['swapped', gamma],
+    ]);
+  });
+
+  it('fails and keeps serving when no listed run is loadable any more', async () => {
+    const { name, alpha, beta } = await freshExperiment();
+    const { store, faults } = faultyStore(fx.store);
+    const { registry } = await loadRegistry(name, store);
+    const before = registry.current;
+    faults.hiddenRuns.add(alpha); // the served run left the experiment…
+    faults.unreadableRuns.add(beta); // …and the only other one cannot be read
+    const result = await registry.reload();
+    expect(result.outcome).toBe('failed');
+    expect(result.problems[0]).toBe('none of the 1 runs has loadable artifacts');
+    expect(registry.current).toBe(before);
+    expect(registry.bestRunId).toBe(alpha);
+  });
+
+  it('keeps serving the loaded model when its artifacts disappear, and says so on each reload', async () => {
+    const { name, alpha } = await freshExperiment();
+    const { store, faults } = faultyStore(fx.store);
+    const { registry, log } = await loadRegistry(name, store);
+    const best = registry.best;
+    faults.unreadableRuns.add(alpha);
+    const result = await registry.reload();
+    expect(result.outcome).toBe('unchanged');
+    expect(result.runId).toBe(alpha);
+    expect(result.problems).toEqual([expect.stringContaining(`${alpha}: artifact`)]);
+    expect(log.lines).toContainEqual({
+      level: 'warn',
+      msg: "the served run's artifacts cannot be loaded any more; still serving the model loaded before",
+      obj: { runId: alpha, reason: expect.stringContaining('not found') },
+    });
+    expect(registry.best).toBe(best);
+    expect(await registry.model(alpha)).toBe(best);
+    expect(await registry.performance(alpha)).toBe(best.performance);
+  });
+
+  it('drops runs that left the experiment: unknown (404) with their cached models gone', async () => {
+    const { name, alpha, beta } = await freshExperiment();
+    const { store, faults } = faultyStore(fx.store);
+    const { registry } = await loadRegistry(name, store);
+    await registry.model(beta);
+    await registry.performance(beta);
+    expect(registry.cachedModelRunIds()).toEqual([beta]);
+    const old = registry.current;
+
+    faults.hiddenRuns.add(beta);
+    expect((await registry.reload()).outcome).toBe('updated');
+    expect(registry.runs.map((run) => run.runId)).toEqual([alpha]);
+    expect(registry.cachedModelRunIds()).toEqual([]);
+    await expect(registry.model(beta)).rejects.toBeInstanceOf(UnknownRunError);
+    await expect(registry.performance(beta)).rejects.toBeInstanceOf(UnknownRunError);
+    // A request that started before the reload still finishes on its snapshot.
+    expect((await old.model(beta)).args).toEqual(fx.modelB.args);
+  });
+
+  it('ignores a reload listener that throws', async () => {
+    const { name } = await freshExperiment();
+    const { registry } = await loadRegistry(name, fx.store, () => {
+      throw new Error('metrics broke');
+    });
+    expect((await registry.reload()).outcome).toBe('unchanged');
+  });
+});
+
+describe('RunRegistry.reload coalescing', () => {
+  it('never runs two reloads at once: calls during one share a single reload queued behind it', async () => {
+    const { name } = await freshExperiment();
+    let active = 0;
+    let maxActive = 0;
+    let searches = 0;
+    let release!: () => void;
+    let gate: Promise<void> | undefined;
+    const inner = fx.store;
+    const store: TrackingStore = {
+      ...instrumentStore(inner),
+      searchRuns: async (id, options) => {
+        searches++;
+        active++;
+        maxActive = Math.max(maxActive, active);
+        try {
+          await gate;
+          return await inner.searchRuns(id, options);
+        } finally {
+          active--;
+        }
+      },
+    };
+    const { registry } = await loadRegistry(name, store);
+    searches = 0;
+    gate = new Promise<void>((done) => {
+      release = done;
+    });
+    const first = registry.reload();
+    await vi.waitFor(() => expect(searches).toBe(1));
+    const second = registry.reload();
+    const third = registry.reload();
+    expect(third).toBe(second);
+    expect(second).not.toBe(first);
+    let settled = false;
+    const idle = registry.settled().then(() => {
+      settled = true;
+    });
+    release();
+    const results = await Promise.all([first, second, third]);
+    await idle;
+    expect(settled).toBe(true);
+    expect(results.map((r: ReloadResult) => r.outcome)).toEqual(['unchanged', 'unchanged', 'unchanged']);
+    expect(searches).toBe(2);
+    expect(maxActive).toBe(1);
+    // Once idle, a new call starts a new reload.
+    await registry.reload();
+    expect(searches).toBe(3);
+  });
+});
+
+describe('pollReloads', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const result: ReloadResult = { outcome: 'unchanged', runId: 'r', previousRunId: 'r', problems: [] };
+
+  it('reloads every interval, counted from the end of the previous reload, until stopped', async () => {
+    vi.useFakeTimers();
+    let calls = 0;
+    let finish: (() => void) | undefined;
+    const reload = () => {
+      calls++;
+      return new Promise<ReloadResult>((done) => {
+        finish = () => done(result);
+      });
+    };
+    const poller = pollReloads(reload, 1_000);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(calls).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toBe(1);
+    // A slow reload: no second one is started while it runs.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(calls).toBe(1);
+    finish!();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(calls).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toBe(2);
+    finish!();
+    poller.stop();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(calls).toBe(2);
+  });
+
+  it('keeps polling after a reload that rejects, and does nothing with interval 0', async () => {
+    vi.useFakeTimers();
+    let calls = 0;
+    const poller = pollReloads(() => {
+      calls++;
+      return Promise.reject(new Error('boom'));
+    }, 100);
+    await vi.advanceTimersByTimeAsync(350);
+    expect(calls).toBe(3);
+    poller.stop();
+
+    let off = 0;
+    pollReloads(() => {
+      off++;
+      return Promise.resolve(result);
+    }, 0);
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(off).toBe(0);
+    expect(() => pollReloads(() => Promise.resolve(result), -1)).toThrow(RangeError);
+  });
+});

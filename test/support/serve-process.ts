@@ -1,0 +1,422 @@
+/**
+ * The real server as a child process (`node --import tsx src/server.ts`, env config only) and two load
+ * generators against it, for the hot-reload, shutdown and fault tests:
+ * - `KeepAliveLoad`: a few keep-alive connections each sending one POST /predict after another and
+ *   recording every request's outcome (status, run id, error code, whether the socket was reused and
+ *   whether the request was sent and settled before or after the test sent a signal), so a test can tell
+ *   a refused new connection after the listener closed from a lost accepted request;
+ * - `runAutocannon`: autocannon's programmatic API for extra, fixed-connection load (counts only).
+ * Loopback only. Every child is killed (by its own pid) when the test file ends if it still runs.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { createRequire } from 'node:module';
+import { createServer, type Socket } from 'node:net';
+import { resolve } from 'node:path';
+import { MODEL_FILES } from '../../src/model/index.js';
+import { getOrCreateExperiment, type TrackingStore } from '../../src/tracking/index.js';
+import { REPO_ROOT, TSX_LOADER } from './components.js';
+import type { TrainedModel } from './fixtures.js';
+
+const SERVER_ENTRY = resolve(REPO_ROOT, 'src', 'server.ts');
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  /** Every JSON log line so far. */
+  readonly lines: LogLine[];
+  stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal) once the process has exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves with the first log line (already written or to come) matching `match`. */
+  waitForLog(match: (line: LogLine) => boolean, what: string, timeoutMs?: number): Promise<LogLine>;
+  kill(): void;
+}
+
+const started = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+/** Kills every server this file started that still runs (call in afterAll). */
+export function killServers(): void {
+  for (const child of started)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  started.clear();
+}
+
+/**
+ * Starts `src/server.ts` with the given environment on a free loopback port and resolves once GET /
+ * answers 200. Rejects with the server's stderr if it exits first, or after `readyTimeoutMs`.
+ */
+export async function spawnServer(
+  env: Record<string, string>,
+  readyTimeoutMs = 60_000,
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, SERVER_ENTRY], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      TAGGER_HOST: '127.0.0.1',
+      TAGGER_PORT: String(port),
+      TAGGER_LOG_LEVEL: 'warn',
+      TAGGER_RELOAD_INTERVAL_MS: '0',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.add(child);
+  const lines: LogLine[] = [];
+  const waiters: { match: (line: LogLine) => boolean; done: (line: LogLine) => void }[] = [];
+  let partial = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    partial += chunk.toString('utf8');
+    const complete = partial.split('\n');
+    partial = complete.pop() ?? '';
+    for (const text of complete) {
+      if (text.trim() === '') continue;
+      let line: LogLine;
+      try {
+        line = JSON.parse(text) as LogLine;
+      } catch {
+        continue;
+      }
+      lines.push(line);
+      for (const waiter of [...waiters]) {
+        if (waiter.match(line)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.done(line);
+        }
+      }
+    }
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once('exit', (code, signal) => done({ code, signal })),
+  );
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+  });
+  const url = `http://127.0.0.1:${port}`;
+
+  const waitForLog = (match: (line: LogLine) => boolean, what: string, timeoutMs = 30_000) => {
+    const found = lines.find(match);
+    if (found) return Promise.resolve(found);
+    return new Promise<LogLine>((done, fail) => {
+      const timer = setTimeout(() => {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        fail(new Error(`no log line "${what}" within ${timeoutMs} ms; stderr: ${stderr}`));
+      }, timeoutMs);
+      const waiter = {
+        match,
+        done: (line: LogLine) => {
+          clearTimeout(timer);
+          done(line);
+        },
+      };
+      waiters.push(waiter);
+    });
+  };
+
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    if (hasExited) throw new Error(`server exited during startup: ${stderr}`);
+    const ok = await fetch(`${url}/`).then(
+      (response) => response.status === 200,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server not ready within ${readyTimeoutMs} ms: ${stderr}`);
+    }
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  return {
+    child,
+    url,
+    lines,
+    stderr: () => stderr,
+    exited,
+    waitForLog,
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+/** A POST /predict body with `count` texts. */
+export function predictBody(count = 2): string {
+  const texts = Array.from({ length: count }, (_, i) => ({
+    text: `transfer learning with transformers for image classification ${i}`,
+  }));
+  return JSON.stringify({ texts });
+}
+
+export interface RequestOutcome {
+  /** Which connection loop sent it. */
+  loop: number;
+  status?: number;
+  runId?: string;
+  /** The error code (ECONNREFUSED, ECONNRESET, …) when no response arrived. */
+  error?: string;
+  /** Sent on a keep-alive connection that had answered before. */
+  reused: boolean;
+  /** The test had sent its signal (see `markSignal`) before this request was sent / settled. */
+  sentAfterSignal: boolean;
+  settledAfterSignal: boolean;
+  /** Positions in one sequence of every send and settle of the load: orders events without clocks. */
+  sentAt: number;
+  settledAt: number;
+}
+
+/**
+ * `connections` loops, each sending POST /predict one after another over a shared keep-alive agent
+ * (one socket per loop). A loop ends on `stop()` or at its first ECONNREFUSED (nothing listens any more).
+ */
+export class KeepAliveLoad {
+  readonly outcomes: RequestOutcome[] = [];
+  private readonly agent: Agent;
+  private stopped = false;
+  private signalled = false;
+  private sequence = 0;
+  private active = 0;
+  private readonly loops: Promise<void>[] = [];
+  /** Requests sent per socket. `req.reusedSocket` is false for a request that waited in the agent's queue
+   * and then got a socket that had served another request, so reuse is counted here instead. */
+  private readonly sentOn = new WeakMap<Socket, number>();
+
+  constructor(
+    private readonly url: string,
+    private readonly options: { connections: number; body?: string },
+  ) {
+    this.agent = new Agent({ keepAlive: true, maxSockets: options.connections });
+  }
+
+  start(): this {
+    for (let loop = 0; loop < this.options.connections; loop++) this.loops.push(this.run(loop));
+    return this;
+  }
+
+  /** Records that the test is about to signal the server: outcomes after this are marked. */
+  markSignal(): void {
+    this.signalled = true;
+  }
+
+  /** The current position in the send/settle sequence. */
+  now(): number {
+    return this.sequence;
+  }
+
+  /** Resolves once `count` more requests have settled, or every loop has ended. */
+  async settleMore(count: number): Promise<void> {
+    const target = this.outcomes.length + count;
+    while (this.outcomes.length < target && this.active > 0) await new Promise((d) => setTimeout(d, 10));
+  }
+
+  /** Stops sending (requests under way finish) and resolves with every outcome. */
+  async stop(): Promise<RequestOutcome[]> {
+    this.stopped = true;
+    return this.ended();
+  }
+
+  /** Resolves once every loop has ended (each got ECONNREFUSED, or `stop()` was called). */
+  async ended(): Promise<RequestOutcome[]> {
+    await Promise.all(this.loops);
+    this.agent.destroy();
+    return this.outcomes;
+  }
+
+  private async run(loop: number): Promise<void> {
+    const body = this.options.body ?? predictBody();
+    this.active++;
+    try {
+      while (!this.stopped) {
+        const outcome = await this.one(loop, body);
+        this.outcomes.push(outcome);
+        if (outcome.error === 'ECONNREFUSED') return;
+      }
+    } finally {
+      this.active--;
+    }
+  }
+
+  private one(loop: number, body: string): Promise<RequestOutcome> {
+    const sentAfterSignal = this.signalled;
+    const sentAt = ++this.sequence;
+    return new Promise((done) => {
+      const req = request(`${this.url}/predict`, {
+        method: 'POST',
+        agent: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      });
+      let settled = false;
+      let reused = false;
+      req.once('socket', (socket: Socket) => {
+        const before = this.sentOn.get(socket) ?? 0;
+        reused = before > 0;
+        this.sentOn.set(socket, before + 1);
+      });
+      const finish = (fields: Partial<RequestOutcome>) => {
+        if (settled) return;
+        settled = true;
+        done({
+          loop,
+          reused,
+          sentAfterSignal,
+          settledAfterSignal: this.signalled,
+          sentAt,
+          settledAt: ++this.sequence,
+          ...fields,
+        });
+      };
+      req.once('response', (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.once('end', () => {
+          let runId: string | undefined;
+          try {
+            const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+              data?: { run_id?: string };
+            };
+            runId = parsed.data?.run_id;
+          } catch {
+            runId = undefined;
+          }
+          finish({ status: response.statusCode ?? 0, ...(runId === undefined ? {} : { runId }) });
+        });
+        response.once('error', (error: NodeJS.ErrnoException) =>
+          finish({ error: error.code ?? error.message }),
+        );
+      });
+      req.once('error', (error: NodeJS.ErrnoException) => finish({ error: error.code ?? error.message }));
+      req.end(body);
+    });
+  }
+}
+
+export interface AutocannonCounts {
+  /** Responses by status code, counted from autocannon's `response` events. */
+  statuses: Map<number, number>;
+  /** Error messages/codes of failed requests, counted from `reqError` events. */
+  errors: Map<string, number>;
+  /** autocannon's own totals: responses with a status outside 2xx, requests sent. */
+  non2xx: number;
+  sent: number;
+}
+
+interface AutocannonInstance {
+  on(event: 'response', listener: (client: unknown, statusCode: number) => void): void;
+  on(event: 'reqError', listener: (error: NodeJS.ErrnoException) => void): void;
+  stop(): void;
+}
+type Autocannon = (
+  options: Record<string, unknown>,
+  done: (error: Error | null, result: { non2xx: number; requests: { sent: number } }) => void,
+) => AutocannonInstance;
+
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+/**
+ * Starts autocannon with fixed connections against POST /predict; `stop()` ends it and resolves with the
+ * counts (autocannon reports at its next one-second tick).
+ */
+export function runAutocannon(
+  url: string,
+  connections = 4,
+): { stop(): Promise<AutocannonCounts>; counts: AutocannonCounts } {
+  const counts: AutocannonCounts = { statuses: new Map(), errors: new Map(), non2xx: 0, sent: 0 };
+  let finished!: (value: AutocannonCounts) => void;
+  let failed!: (error: Error) => void;
+  const result = new Promise<AutocannonCounts>((done, fail) => {
+    finished = done;
+    failed = fail;
+  });
+  const instance = autocannon(
+    {
+      url: `${url}/predict`,
+      method: 'POST',
+      connections,
+      pipelining: 1,
+      duration: 120,
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: predictBody(),
+    },
+    (error, summary) => {
+      if (error) failed(error);
+      else {
+        counts.non2xx = summary.non2xx;
+        counts.sent = summary.requests.sent;
+        finished(counts);
+      }
+    },
+  );
+  instance.on('response', (_client, statusCode) => {
+    counts.statuses.set(statusCode, (counts.statuses.get(statusCode) ?? 0) + 1);
+  });
+  instance.on('reqError', (error) => {
+    const key = error.code ?? error.message;
+    counts.errors.set(key, (counts.errors.get(key) ?? 0) + 1);
+  });
+  return {
+    counts,
+    stop: () => {
+      instance.stop();
+      return result;
+    },
+  };
+}
+
+const encoder = new TextEncoder();
+
+/** Logs a finished run into `experiment` of a store the way `tagger train` lays it out; returns its id. */
+export async function logServedRun(
+  store: TrackingStore,
+  experiment: string,
+  plan: { name: string; f1: number; model: TrainedModel; brokenModel?: boolean },
+): Promise<string> {
+  const experimentId = await getOrCreateExperiment(store, experiment);
+  const startTime = Date.now();
+  const run = await store.createRun(experimentId, { runName: plan.name, startTime });
+  const runId = run.info.runId;
+  await store.logBatch(runId, {
+    metrics: [{ key: 'f1', value: plan.f1, timestamp: startTime, step: 0 }],
+    params: Object.fromEntries(Object.entries(plan.model.args).map(([k, v]) => [k, JSON.stringify(v)])),
+  });
+  await store.logArtifact(runId, 'args.json', encoder.encode(JSON.stringify(plan.model.args)));
+  await store.logArtifact(runId, 'performance.json', encoder.encode(JSON.stringify(plan.model.performance)));
+  for (const name of MODEL_FILES) {
+    const bytes = plan.model.files[name]!;
+    // Half a file: present but undecodable, like an interrupted upload.
+    await store.logArtifact(
+      runId,
+      `model/${name}`,
+      plan.brokenModel ? bytes.slice(0, Math.floor(bytes.length / 2)) : bytes,
+    );
+  }
+  await store.updateRun(runId, { status: 'FINISHED', endTime: startTime + 1 });
+  return runId;
+}
