@@ -8,6 +8,7 @@ sublinear_tf=<sublinear_tf>) (for analyzer `char_wb+word`: FeatureUnion of a cha
 TfidfVectorizer with transformer_weights 1/sqrt(2) each, as src/model/features.ts), random oversampling, SGDClassifier(loss='log_loss', penalty='l2', learning_rate=<schedule>, max_iter=num_epochs,
 tol=None, average=<average>) and plain argmax. SGDClassifier is always one-vs-rest (Tagger's `classifier: ovr`);
 for `classifier: softmax` it is the nearest sklearn equivalent, not the same algorithm.
+With `ensemble` k > 1: k such models with different seeds (member 0: the seed), coef_ and intercept_ averaged.
 Timed: preprocessing + vectorising + oversampling + fitting.
 """
 
@@ -70,30 +71,44 @@ def main() -> None:
     y = np.array([t if t in classes else "other" for t in tags])
     vectorizer = make_vectorizer(args)
     x = vectorizer.fit_transform(texts)
-    rng = np.random.default_rng(spec["seed"])
-    if args.get("oversample", True):
-        largest = max(int((y == c).sum()) for c in classes)
-        index = [np.arange(len(y))]
-        for c in sorted(classes):
-            members = np.flatnonzero(y == c)
-            if 0 < len(members) < largest:
-                index.append(rng.choice(members, largest - len(members)))
-        index = np.concatenate(index)
-        x, y = x[index], y[index]
-    model = SGDClassifier(
-        loss="log_loss",
-        penalty="l2",
-        alpha=args["alpha"],
-        learning_rate=args.get("lr_schedule", "invscaling"),
-        eta0=args["learning_rate"],
-        power_t=args["power_t"],
-        max_iter=args["num_epochs"],
-        tol=None,
-        shuffle=args["shuffle"],
-        random_state=spec["seed"],
-        average=bool(args.get("average", False)),
-    )
-    model.fit(x, y)
+    # A seed ensemble (`ensemble` k > 1, as in Tagger's trainTagger): k models that differ only in their seeded
+    # randomness (oversampling draw, SGD shuffles), member 0 with the seed itself; their coef_ and intercept_
+    # are averaged into one linear model. The member seeds are numpy's, not Tagger's.
+    k = int(args.get("ensemble", 1))
+    seeds = [spec["seed"]] + [int(s) for s in np.random.SeedSequence(spec["seed"]).generate_state(k - 1) % (2**31 - 1)]
+    x_all, y_all = x, y
+    models = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        x, y = x_all, y_all
+        if args.get("oversample", True):
+            largest = max(int((y == c).sum()) for c in classes)
+            index = [np.arange(len(y))]
+            for c in sorted(classes):
+                members = np.flatnonzero(y == c)
+                if 0 < len(members) < largest:
+                    index.append(rng.choice(members, largest - len(members)))
+            index = np.concatenate(index)
+            x, y = x[index], y[index]
+        member = SGDClassifier(
+            loss="log_loss",
+            penalty="l2",
+            alpha=args["alpha"],
+            learning_rate=args.get("lr_schedule", "invscaling"),
+            eta0=args["learning_rate"],
+            power_t=args["power_t"],
+            max_iter=args["num_epochs"],
+            tol=None,
+            shuffle=args["shuffle"],
+            random_state=seed,
+            average=bool(args.get("average", False)),
+        )
+        member.fit(x, y)
+        models.append(member)
+    model = models[0]
+    if k > 1:
+        model.coef_ = np.mean([m.coef_ for m in models], axis=0)
+        model.intercept_ = np.mean([m.intercept_ for m in models], axis=0)
     train_seconds = time.perf_counter() - start
     test_x = vectorizer.transform([clean(r["text"]) for r in spec["test"]])
     test_y = [r["tag"] if r["tag"] in classes else "other" for r in spec["test"]]

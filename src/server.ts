@@ -9,7 +9,7 @@ import { Server as NetServer } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { createApp } from './app.js';
+import { createApp, createHttpMetrics } from './app.js';
 import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
 import type { TaggerApp } from './http/index.js';
 import {
@@ -131,9 +131,15 @@ function listenError(error: unknown, config: ServeConfig): Error {
  */
 export async function startServer(config: ServeConfig, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const { serving, registry, store } = await loadServing(config, options, logger);
+  // Created before loading so that every reload, from the first one on, is counted.
+  const metrics = createHttpMetrics();
+  const onReload = (outcome: ReloadOutcome, runId: string): void => {
+    metrics.recordReload(outcome);
+    options.onReload?.(outcome, runId);
+  };
+  const { serving, registry, store } = await loadServing(config, { ...options, onReload }, logger);
   const lifecycle = serving.lifecycle ?? new ServingLifecycle();
-  const app = createApp({ serving, logger });
+  const app = createApp({ serving, logger, http: config.http, metrics });
   const inFlight = trackResponses(app, lifecycle);
   try {
     await app.listen({ host: config.host, port: config.port });

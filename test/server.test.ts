@@ -202,6 +202,35 @@ describe('startServer', () => {
     }
   });
 
+  it('applies the HTTP settings of the environment and counts reloads in /metrics', async () => {
+    const config = resolveServeConfig(
+      { trackingUri: fx.dir, port: 0 },
+      {
+        TAGGER_LOG_LEVEL: 'silent',
+        TAGGER_API_KEYS: 'key-one',
+        TAGGER_MAX_TEXTS: '2',
+        TAGGER_RELOAD_INTERVAL_MS: '0',
+      },
+    );
+    const server = await startServer(config);
+    const auth = { authorization: 'Bearer key-one' };
+    try {
+      expect((await fetch(`${server.url}/runs`)).status).toBe(401);
+      expect((await fetch(`${server.url}/runs`, { headers: auth })).status).toBe(200);
+      const tooMany = await fetch(`${server.url}/predict`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ texts: [{ text: 'a' }, { text: 'b' }, { text: 'c' }] }),
+      });
+      expect(tooMany.status).toBe(413);
+      expect((await server.reload())?.outcome).toBe('unchanged');
+      const metrics = await (await fetch(`${server.url}/metrics`, { headers: auth })).text();
+      expect(metrics).toMatch(/tagger_reloads_total\{outcome="unchanged"\} 1/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('refuses a port that is taken, with a message', async () => {
     const config = resolveServeConfig({ model: fx.modelDir, port: 0 }, { TAGGER_LOG_LEVEL: 'silent' });
     const first = await startServer(config);

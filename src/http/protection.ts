@@ -55,7 +55,7 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
         inFlight--;
         metrics.inFlight.set(inFlight);
       };
-      app.addHook('onRequest', async (request) => {
+      app.addHook('onRequest', async (request, reply) => {
         const kind = routeClass(request.routeOptions.url);
         if (kind === 'health' || kind === 'metrics') return;
         if (inFlight >= options.maxInFlight) {
@@ -68,9 +68,11 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
         inFlight++;
         counted.add(request);
         metrics.inFlight.set(inFlight);
+        // A client that hangs up mid-request gets neither onResponse nor (always) onRequestAbort, and
+        // its slot would leak until the server sheds everything; the response's 'close' always comes.
+        reply.raw.once('close', () => void release(request));
       });
       app.addHook('onResponse', release);
-      // A client that hangs up before its response is sent still frees its slot.
       app.addHook('onRequestAbort', release);
     }
     if (options.maxEventLoopDelayMs > 0) {

@@ -6,7 +6,9 @@
  * Format history: `tagger-model/1` — one TfidfVectorizer; `tagger-model/1.1` (additive) — the
  * `sublinear_tf` arg and the `char_wb+word` analyzer, whose manifest adds `blocks` (each block's analyzer,
  * n-gram range and feature count, in column order) and `block_weight`; the vocabulary and idf are the
- * blocks' concatenated. Both are read; a `/1` model has no `sublinear_tf` and loads with it false.
+ * blocks' concatenated; later, also additively, the `ensemble` arg (a seed ensemble is stored as its
+ * members' averaged weights, one ordinary linear model, so only args records it). Both are read; a `/1`
+ * model has no `sublinear_tf` and loads with it false, and a model without `ensemble` loads with 1.
  */
 import { parseTrainingArgs, type TrainingArgs } from './args.js';
 import { ModelFormatError, ModelInputError } from './errors.js';
@@ -137,11 +139,13 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   let args: TrainingArgs;
   try {
     // Models saved before an arg existed were trained with its old behaviour: softmax for `classifier`,
-    // raw term counts for `sublinear_tf`; fill those in rather than the current defaults.
+    // raw term counts for `sublinear_tf`, a single model for `ensemble`; fill those in rather than the
+    // current defaults.
     const isObject = m.args !== null && typeof m.args === 'object' && !Array.isArray(m.args);
     const legacy: Record<string, unknown> = {};
     if (isObject && !Object.hasOwn(m.args as object, 'classifier')) legacy.classifier = 'softmax';
     if (isObject && !Object.hasOwn(m.args as object, 'sublinear_tf')) legacy.sublinear_tf = false;
+    if (isObject && !Object.hasOwn(m.args as object, 'ensemble')) legacy.ensemble = 1;
     args = parseTrainingArgs(isObject ? { ...m.args, ...legacy } : m.args);
   } catch (error) {
     return bad(`invalid args (${(error as Error).message})`);

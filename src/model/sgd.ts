@@ -141,6 +141,35 @@ export function meanLogLoss(model: LinearModel, data: LabelledMatrix, scale = 1)
   return total / data.x.nRows;
 }
 
+/**
+ * The mean of linear models of the same shape and link: weights and biases averaged entry by entry (summed
+ * in member order, then divided by the count). Its scores are exactly the mean of the members' scores, so
+ * it is the "average the decision functions" ensemble as one model. One model is returned as it is.
+ */
+export function averageLinearModels(models: readonly LinearModel[]): LinearModel {
+  const first = models[0];
+  if (first === undefined) throw new RangeError('model/sgd: averageLinearModels needs at least one model');
+  if (models.length === 1) return first;
+  const { nFeatures, nClasses, link } = first;
+  for (const m of models) {
+    if (m.nFeatures !== nFeatures || m.nClasses !== nClasses || m.link !== link) {
+      throw new RangeError(
+        `model/sgd: cannot average a ${m.nFeatures}x${m.nClasses} ${m.link} model with a ${nFeatures}x${nClasses} ${link} one`,
+      );
+    }
+  }
+  const weights = new Float64Array(first.weights.length);
+  const bias = new Float64Array(nClasses);
+  for (const m of models) {
+    for (let j = 0; j < weights.length; j++) weights[j]! += m.weights[j]!;
+    for (let k = 0; k < nClasses; k++) bias[k]! += m.bias[k]!;
+  }
+  const n = models.length;
+  for (let j = 0; j < weights.length; j++) weights[j]! /= n;
+  for (let k = 0; k < nClasses; k++) bias[k]! /= n;
+  return { nFeatures, nClasses, weights, bias, link };
+}
+
 /** log(1 + e^s) without overflow. */
 const log1pExp = (s: number): number => (s > 0 ? s + Math.log1p(Math.exp(-s)) : Math.log1p(Math.exp(s)));
 

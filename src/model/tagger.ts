@@ -10,6 +10,7 @@ import { type Performance, performanceReport, weightedMetrics } from './metrics.
 import { cleanText } from './preprocess.js';
 import { createRng, randomInt } from './rng.js';
 import {
+  averageLinearModels,
   type LabelledMatrix,
   type LinearModel,
   probabilitiesInPlace,
@@ -39,6 +40,11 @@ export interface TagModel {
   predict(texts: readonly string[]): Prediction[];
 }
 
+/**
+ * One epoch's losses. With `ensemble` > 1 the members train one after another and each report is the mean
+ * over members of their losses at that epoch (valLoss: the members' mean validation loss, not the averaged
+ * model's), emitted while the last member trains.
+ */
 export interface EpochReport {
   epoch: number;
   epochs: number;
@@ -49,6 +55,22 @@ export interface EpochReport {
   trainLoss: number;
   /** Mean log loss on the validation split after the epoch; NaN when the split is empty. */
   valLoss: number;
+}
+
+/**
+ * The training seeds of a seed ensemble's members: `seed` itself first (so `ensemble: 1` is the single
+ * model trained with `seed`), then `count - 1` distinct seeds drawn from an RNG seeded with `seed` mixed
+ * with a constant (not seed + 1, seed + 2 …, which would share members between nearby training seeds).
+ * @example ensembleSeeds(42, 1) // [42]
+ */
+export function ensembleSeeds(seed: number, count: number): number[] {
+  const seeds = [seed];
+  const rng = createRng(((seed >>> 0) ^ 0x5eed5eed) >>> 0);
+  while (seeds.length < count) {
+    const next = randomInt(rng, 0x7fffffff);
+    if (!seeds.includes(next)) seeds.push(next);
+  }
+  return seeds;
 }
 
 /** The TagModel implementation; artifact.ts reads its parts. */
@@ -198,33 +220,51 @@ export function trainTagger(
   const vectorizer = fitVectorizer(trainTexts, args);
   const trainData: LabelledMatrix = { x: vectorizer.transform(trainTexts), y: labelsOf(train) };
   const valData: LabelledMatrix = { x: vectorizer.transform(clean(validation)), y: labelsOf(validation) };
-  const rng = createRng(options.seed);
-  const order = args.oversample
-    ? oversampledOrder(trainData.y, tags.length, rng)
-    : Int32Array.from(trainData.y.keys());
-  const history: EpochReport[] = [];
   const trainLinear = args.classifier === 'ovr' ? trainOvrSgd : trainSoftmaxSgd;
-  const linear = trainLinear(
-    trainData,
-    order,
-    tags.length,
-    {
-      alpha: args.alpha,
-      learningRate: args.learning_rate,
-      powerT: args.power_t,
-      schedule: args.lr_schedule,
-      epochs: args.num_epochs,
-      shuffle: args.shuffle,
-      average: args.average,
-      rng,
-      onEpoch: (epoch, trainLoss, valLoss) => {
-        const report = { epoch, epochs: args.num_epochs, trainLoss, valLoss };
-        history.push(report);
-        options.onEpoch?.(report);
+  const seeds = ensembleSeeds(options.seed, args.ensemble);
+  const members: LinearModel[] = [];
+  // Per-epoch losses of the members trained so far; the last member reports their means (see EpochReport).
+  const trainLosses = new Float64Array(args.num_epochs);
+  const valLosses = new Float64Array(args.num_epochs);
+  const history: EpochReport[] = [];
+  seeds.forEach((seed, m) => {
+    const rng = createRng(seed);
+    const order = args.oversample
+      ? oversampledOrder(trainData.y, tags.length, rng)
+      : Int32Array.from(trainData.y.keys());
+    const last = m === seeds.length - 1;
+    const member = trainLinear(
+      trainData,
+      order,
+      tags.length,
+      {
+        alpha: args.alpha,
+        learningRate: args.learning_rate,
+        powerT: args.power_t,
+        schedule: args.lr_schedule,
+        epochs: args.num_epochs,
+        shuffle: args.shuffle,
+        average: args.average,
+        rng,
+        onEpoch: (epoch, trainLoss, valLoss) => {
+          trainLosses[epoch - 1]! += trainLoss;
+          valLosses[epoch - 1]! += valLoss;
+          if (!last) return;
+          const report = {
+            epoch,
+            epochs: args.num_epochs,
+            trainLoss: seeds.length === 1 ? trainLoss : trainLosses[epoch - 1]! / seeds.length,
+            valLoss: seeds.length === 1 ? valLoss : valLosses[epoch - 1]! / seeds.length,
+          };
+          history.push(report);
+          options.onEpoch?.(report);
+        },
       },
-    },
-    valData,
-  );
+      valData,
+    );
+    members.push(member);
+  });
+  const linear = averageLinearModels(members);
 
   const p = new Float64Array(tags.length);
   const top = new Float64Array(validation.length);

@@ -130,7 +130,11 @@ describe('under load', () => {
     expect(result.statusCodeStats['503']!.count).toBeGreaterThan(0);
     expect([...retryAfter]).toEqual(['2']);
 
-    // Recovery: every slot was given back, and requests are served again.
+    // Recovery: requests autocannon left behind finish (or are aborted) and give their slots back ...
+    const inFlight = async () =>
+      /^tagger_http_requests_in_flight (\d+)$/m.exec((await app.inject({ url: '/metrics' })).body)?.[1];
+    await expect.poll(inFlight, { timeout: 10_000 }).toBe('0');
+    // ... and requests are served again.
     const response = await fetch(`${base}/runs/${fx.runs.beta}/predict`, {
       method: 'POST',
       headers: JSON_HEADERS,

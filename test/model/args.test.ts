@@ -79,6 +79,17 @@ describe('parseTrainingArgs', () => {
     expect(() => parseTrainingArgs({ average: 1 })).toThrow(/"average" must be true or false, got 1/);
   });
 
+  it('accepts ensemble sizes 1..16 (default 1) and rejects anything else', () => {
+    expect(parseTrainingArgs({}).ensemble).toBe(1);
+    expect(parseTrainingArgs({ ensemble: 16 }).ensemble).toBe(16);
+    expect(parseTrainingArgs({ ensemble: 3 }).ensemble).toBe(3);
+    for (const bad of [0, 17, 2.5, -1, '3', null, true]) {
+      expect(() => parseTrainingArgs({ ensemble: bad })).toThrow(
+        /"ensemble" must be an integer in \[1, 16\]/,
+      );
+    }
+  });
+
   it('starts messages with the module name', () => {
     expect(() => parseTrainingArgs({ power_t: -1 })).toThrow(/^model\/args: /);
   });

@@ -148,6 +148,26 @@ describe('model artifact', () => {
     expect(loaded.predict(texts)).toEqual(model.predict(texts));
   });
 
+  it('round-trips a seed-ensemble model (one averaged weight matrix, ensemble recorded in args)', () => {
+    const args = parseTrainingArgs({ min_freq: 2, num_epochs: 5, ngram_max_range: 3, ensemble: 3 });
+    const { model: ensemble } = trainTagger(TRAIN, VALIDATION, args, { seed: 7 });
+    const saved = encodeModel(ensemble);
+    // Same layout and size as a single model: idf[V] + weights[V*K] + bias[K].
+    expect(saved['weights.bin']!.byteLength).toBe(files['weights.bin']!.byteLength);
+    const loaded = decodeModel(saved);
+    expect(loaded.args.ensemble).toBe(3);
+    const texts = [...VALIDATION.map((r) => r.text), '', 'unseen words'];
+    expect(loaded.predict(texts)).toEqual(ensemble.predict(texts));
+  });
+
+  it('reads a model saved before `ensemble` existed as a single model, even if the default changes', () => {
+    const args = { ...(manifest().args as Record<string, unknown>) };
+    delete args.ensemble;
+    const loaded = decodeModel(withManifest({ args }));
+    expect(loaded.args.ensemble).toBe(1);
+    expect(loaded.predict(['text'])).toEqual(model.predict(['text']));
+  });
+
   describe('char_wb+word and sublinear_tf models', () => {
     const union = trainTagger(
       TRAIN,

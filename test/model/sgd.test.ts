@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/model/rng.js';
 import {
+  averageLinearModels,
+  type LinearModel,
   meanLogLoss,
   ovrProbabilitiesInPlace,
   rowProbabilities,
@@ -323,5 +325,43 @@ describe('trainSoftmaxSgd with average', () => {
     for (let k = 0; k < 2; k++) {
       expect(averaged.bias[k]).toBeCloseTo(iterates.reduce((s, m) => s + m.bias[k]!, 0) / 3, 12);
     }
+  });
+});
+
+describe('averageLinearModels', () => {
+  const model = (weights: number[], bias: number[]): LinearModel => ({
+    nFeatures: 2,
+    nClasses: 2,
+    weights: Float64Array.from(weights),
+    bias: Float64Array.from(bias),
+    link: 'ovr',
+  });
+
+  it('averages weights and biases entry by entry (hand-computed)', () => {
+    const a = model([1, 2, 3, 4], [0.5, -1]);
+    const b = model([3, 0, -1, 8], [1.5, 1]);
+    const c = model([2, 1, 7, 0], [1, 3]);
+    const mean = averageLinearModels([a, b, c]);
+    expect(Array.from(mean.weights)).toEqual([2, 1, 3, 4]);
+    expect(Array.from(mean.bias)).toEqual([1, 1]);
+    expect(mean).toMatchObject({ nFeatures: 2, nClasses: 2, link: 'ovr' });
+    // Its scores are the members' mean scores: x = (0.5, 2) → class 0: 0.5·w00 + 2·w10 + b0.
+    const score = (m: LinearModel, k: number): number =>
+      0.5 * m.weights[0 * 2 + k]! + 2 * m.weights[1 * 2 + k]! + m.bias[k]!;
+    for (const k of [0, 1]) {
+      expect(score(mean, k)).toBeCloseTo((score(a, k) + score(b, k) + score(c, k)) / 3, 12);
+    }
+    // The members are not modified.
+    expect(Array.from(a.weights)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('returns a single model unchanged and rejects empty or mismatched lists', () => {
+    const a = model([1, 2, 3, 4], [0, 0]);
+    expect(averageLinearModels([a])).toBe(a);
+    expect(() => averageLinearModels([])).toThrow(/at least one model/);
+    expect(() => averageLinearModels([a, { ...a, link: 'softmax' }])).toThrow(/cannot average/);
+    expect(() => averageLinearModels([a, { ...model([1, 2, 3], [0]), nClasses: 1, nFeatures: 3 }])).toThrow(
+      /cannot average/,
+    );
   });
 });

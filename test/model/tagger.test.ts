@@ -1,4 +1,5 @@
 /** trainTagger / predict / evaluate on a tiny corpus (exact behaviour) and once on the shared dataset. */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
@@ -10,8 +11,11 @@ import { stratifiedSplit } from '../../src/model/split.js';
 import {
   chooseThreshold,
   type EpochReport,
+  ensembleSeeds,
   evaluate,
   type LabelledText,
+  type LinearTagModel,
+  type TagModel,
   trainTagger,
 } from '../../src/model/tagger.js';
 import { sharedDataset } from '../support/components.js';
@@ -137,6 +141,96 @@ describe('trainTagger', () => {
     );
     const huge = 'image '.repeat(50_000) + '😀'.repeat(1000);
     expect(model.predict(['', huge, '\u0000\ud800'])).toHaveLength(3);
+  });
+});
+
+describe('trainTagger with a seed ensemble', () => {
+  const linear = (m: TagModel) => (m as LinearTagModel).linear;
+  const weightsHash = (m: TagModel) =>
+    createHash('sha256').update(encodeModel(m)['weights.bin']!).digest('hex');
+
+  it('ensemble 1 is bit for bit the single model trained before ensembles existed', () => {
+    // sha256 of weights.bin from the pre-ensemble trainTagger (git HEAD at the time) on this corpus, seed 42.
+    const single = {
+      ovr: 'd40ce4deddeefb4d2fdc771577effd1d463cf8037df58a41a0fa26544508940a',
+      softmax: '6c3fbd11e530a28a55b54e9ce051a4dd82525655435b247566e0432c77a1b823',
+    };
+    for (const classifier of ['ovr', 'softmax'] as const) {
+      const { model: m, history } = trainTagger(
+        TRAIN,
+        VALIDATION,
+        { ...ARGS, classifier, ensemble: 1 },
+        { seed: 42 },
+      );
+      expect(weightsHash(m)).toBe(single[classifier]);
+      expect(history).toHaveLength(20);
+    }
+  });
+
+  it('derives distinct member seeds from the training seed, the first being the seed itself', () => {
+    expect(ensembleSeeds(42, 1)).toEqual([42]);
+    const five = ensembleSeeds(42, 5);
+    expect(five[0]).toBe(42);
+    expect(new Set(five).size).toBe(5);
+    expect(ensembleSeeds(42, 3)).toEqual(five.slice(0, 3));
+    expect(ensembleSeeds(42, 5)).toEqual(five);
+    // Not seed + 1, …: nearby training seeds share no members.
+    expect(ensembleSeeds(43, 5).filter((s) => five.includes(s))).toEqual([]);
+  });
+
+  it('is the mean of its members (each the single model of one member seed): weights, bias and losses', () => {
+    const k = 3;
+    const { model: m, history } = trainTagger(TRAIN, VALIDATION, { ...ARGS, ensemble: k }, { seed: 42 });
+    const members = ensembleSeeds(42, k).map((seed) =>
+      trainTagger(TRAIN, VALIDATION, { ...ARGS, ensemble: 1 }, { seed }),
+    );
+    const w = members.map((r) => linear(r.model).weights);
+    const b = members.map((r) => linear(r.model).bias);
+    const expectedW = Float64Array.from(w[0]!, (_, j) => (w[0]![j]! + w[1]![j]! + w[2]![j]!) / k);
+    const expectedB = Float64Array.from(b[0]!, (_, j) => (b[0]![j]! + b[1]![j]! + b[2]![j]!) / k);
+    expect(linear(m).weights).toEqual(expectedW);
+    expect(linear(m).bias).toEqual(expectedB);
+    // The members really differ (different shuffles), so the mean is not any one of them.
+    expect(w[1]).not.toEqual(w[0]);
+    expect(linear(m).weights).not.toEqual(w[0]);
+    expect(history.map((h) => h.epoch)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    history.forEach((h, e) => {
+      const mean = (key: 'trainLoss' | 'valLoss') =>
+        members.reduce((sum, r) => sum + r.history[e]![key], 0) / k;
+      expect(h.trainLoss).toBeCloseTo(mean('trainLoss'), 12);
+      expect(h.valLoss).toBeCloseTo(mean('valLoss'), 12);
+    });
+  });
+
+  it('is deterministic per seed, differs across seeds, and predicts distributions summing to 1', () => {
+    const args = { ...ARGS, ensemble: 3 };
+    const texts = [...VALIDATION.map((r) => r.text), 'bert language model for text', '', '😀'];
+    const a = trainTagger(TRAIN, VALIDATION, args, { seed: 42 });
+    const again = trainTagger(TRAIN, VALIDATION, args, { seed: 42 });
+    expect(encodeModel(again.model)).toEqual(encodeModel(a.model));
+    expect(again.history).toEqual(a.history);
+    const other = trainTagger(TRAIN, VALIDATION, args, { seed: 43 });
+    expect(weightsHash(other.model)).not.toBe(weightsHash(a.model));
+    for (const classifier of ['ovr', 'softmax'] as const) {
+      const { model: m } = trainTagger(TRAIN, VALIDATION, { ...args, classifier }, { seed: 42 });
+      expect(m.args.ensemble).toBe(3);
+      const out = m.predict(texts);
+      expect(out[VALIDATION.length]!.predicted_tag).toBe('natural-language-processing');
+      for (const p of out) {
+        expect(Math.abs(Object.values(p.probabilities).reduce((x, y) => x + y, 0) - 1)).toBeLessThan(1e-12);
+      }
+    }
+  });
+
+  it('reports every epoch once, from the last member', () => {
+    const seen: EpochReport[] = [];
+    trainTagger(
+      TRAIN,
+      VALIDATION,
+      { ...ARGS, num_epochs: 3, ensemble: 4 },
+      { seed: 1, onEpoch: (r) => seen.push(r) },
+    );
+    expect(seen.map((r) => `${r.epoch}/${r.epochs}`)).toEqual(['1/3', '2/3', '3/3']);
   });
 });
 
