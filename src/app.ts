@@ -43,6 +43,8 @@ function serverOptions(http: HttpOptions): FastifyServerOptions {
     // Node answers a request that does not arrive in time with 408 (clientErrorHandler's envelope).
     requestTimeout: http.limits.requestTimeoutMs,
     keepAliveTimeout: 5_000,
+    // One completion line per request is logged by observability.ts instead of Fastify's two.
+    disableRequestLogging: true,
     return503OnClosing: true,
     // The id comes from genReqId alone, which validates the client's X-Request-Id.
     requestIdHeader: false,

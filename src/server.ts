@@ -326,7 +326,18 @@ export async function serveUntilSignalled(
  */
 export async function runServeCommand(flags: ServeFlags, env: NodeJS.ProcessEnv): Promise<void> {
   const config = resolveServeConfig(flags, env);
-  const logger = pino({ level: config.logLevel });
+  // Asynchronous writes keep logging off the request path (a synchronous write per log line cost
+  // ~40% of single-text /predict throughput); buffered lines are flushed before any forced exit.
+  const destination = pino.destination({ dest: 1, sync: false });
+  const logger = pino({ level: config.logLevel }, destination);
+  const exit = (code: number): void => {
+    try {
+      destination.flushSync();
+    } catch {
+      // Nothing more can be done for the log on the way out.
+    }
+    process.exit(code);
+  };
   // SIGHUP's default action ends the process; during startup the runs are being read anyway.
   const duringStartup = (): void => logger.info('SIGHUP ignored: the runs are being loaded');
   process.on('SIGHUP', duringStartup);
@@ -339,7 +350,7 @@ export async function runServeCommand(flags: ServeFlags, env: NodeJS.ProcessEnv)
   } finally {
     process.off('SIGHUP', duringStartup);
   }
-  await serveUntilSignalled(server, { logger }, stopSignal);
+  await serveUntilSignalled(server, { logger, exit }, stopSignal);
 }
 
 function isMainModule(): boolean {

@@ -185,20 +185,30 @@ export function tracePredict<T extends { predicted_tag: string }>(
 /** Routes whose responses carry Server-Timing. */
 const TIMED_ROUTES = new Set(['/predict', '/runs/:run_id/predict']);
 
-/** Request ids on every response, metrics of every response, Server-Timing on predict responses. */
+/**
+ * Request ids on every response, metrics and one log line of every response, Server-Timing on predict
+ * responses. Callback-style hooks: on the hot path they save a promise per hook per request over async
+ * ones (measured: the hooks of this file were ~5% of a single-text /predict).
+ */
 export function installObservability(app: TaggerApp, metrics: HttpMetrics): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     traces.set(request, { metrics, inferenceNs: 0n, predicted: false });
+    // Fastify's own request logging is off (two lines per request cost ~40% of /predict throughput);
+    // this line is kept for debugging, the completion line below is the per-request record.
+    request.log.debug({ req: request }, 'incoming request');
+    done();
   });
-  app.addHook('preParsing', async (request) => {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const trace = traces.get(request);
     if (trace) trace.parseStart = process.hrtime.bigint();
+    done(null, payload);
   });
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     const trace = traces.get(request);
     if (trace?.parseStart !== undefined) trace.parseEnd = process.hrtime.bigint();
+    done();
   });
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     const trace = traces.get(request);
     if (trace && TIMED_ROUTES.has(request.routeOptions.url ?? '')) {
@@ -209,9 +219,11 @@ export function installObservability(app: TaggerApp, metrics: HttpMetrics): void
       parts.push(`total;dur=${reply.elapsedTime.toFixed(3)}`);
       reply.header('server-timing', parts.join(', '));
     }
-    return payload;
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observeResponse(request, reply);
+    request.log.info({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    done();
   });
 }

@@ -69,7 +69,8 @@ describe('a second signal', () => {
   it('exits at once with 1 while a request still holds the drain open', async () => {
     const server = await spawnServer({
       MLFLOW_TRACKING_URI: fx.dir,
-      TAGGER_LOG_LEVEL: 'info',
+      // debug: the "incoming request" line tells when the stalled request is in flight.
+      TAGGER_LOG_LEVEL: 'debug',
       TAGGER_SHUTDOWN_GRACE_MS: '600000',
     });
     const port = Number(new URL(server.url).port);

@@ -357,8 +357,13 @@ describe('request ids', () => {
     await logged.inject({ url: '/args', headers: { 'x-request-id': 'trace-me-1' } });
     const entries = memory.lines.map((line) => JSON.parse(line));
     const mine = entries.filter((entry) => entry.reqId === 'trace-me-1');
-    expect(mine.map((entry) => entry.msg)).toEqual(['incoming request', 'request completed']);
+    // The logger is at trace level: "incoming request" is a debug line, "request completed" an info one.
+    expect(mine.map((entry) => [entry.msg, entry.level])).toEqual([
+      ['incoming request', 20],
+      ['request completed', 30],
+    ]);
     expect(mine[1].res.statusCode).toBe(200);
+    expect(mine[1].responseTime).toBeTypeOf('number');
   });
 });
 
