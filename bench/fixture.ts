@@ -2,8 +2,9 @@
  * What the HTTP benchmark serves, built once and cached under `.tagger-cache/bench/` (gitignored):
  * - `store-1/`: an mlruns store whose experiment `best` has one run, trained like
  *   `tagger train --data ../shared/data/dataset.csv` (default arguments, seed 42);
- * - `store-1000/`: the same best run plus 999 worse runs (params + metrics; only the best 4 carry model
- *   artifacts — the others must still be listed), written through the FileTrackingStore API;
+ * - `store-1000/`: the same best run plus 999 worse runs (params, metrics with 60-epoch loss histories,
+ *   tags; only the best 4 carry model artifacts — the others must still be listed), written through the
+ *   FileTrackingStore API;
  * - the request texts (holdout.csv, `title + " " + description`).
  * The cache key hashes the data and the sources that decide the model and the store layout, so a change
  * to any of them rebuilds. Also resolves the `tagger` CLI to run: `dist/` when it is newer than `src/`,
@@ -37,6 +38,8 @@ const EXPERIMENT = 'best';
 /** Runs of the big store, and how many of them (the best) carry model artifacts. */
 export const MANY_RUNS = 1000;
 const RUNS_WITH_ARTIFACTS = 4;
+/** Loss history length of the bulk runs (the real run logs one point per epoch; ~60 by default). */
+const EPOCHS = 60;
 
 export interface Fixture {
   dir: string;
@@ -135,7 +138,20 @@ async function buildStores(tmp: string): Promise<void> {
       timestamp: now,
       step: 0,
     }));
-    await many.logBatch(run.info.runId, { params: { ...params, seed: String(i) }, metrics });
+    // Like a real training run: per-epoch loss histories (every line is read to find the latest value)
+    // and the tags logTrainingRun sets, so startup with 1,000 runs reads what a real store holds.
+    for (let epoch = 0; epoch < EPOCHS; epoch += 1) {
+      const loss = 1 / (epoch + 1) + (i % 7) * 0.001;
+      metrics.push({ key: 'train_loss', value: loss, timestamp: now + epoch, step: epoch });
+      metrics.push({ key: 'val_loss', value: loss * 1.1, timestamp: now + epoch, step: epoch });
+    }
+    const tags = {
+      'mlflow.source.type': 'LOCAL',
+      'mlflow.source.name': 'bench/fixture.ts',
+      'mlflow.user': 'bench',
+      'tagger.bench': 'bulk',
+    };
+    await many.logBatch(run.info.runId, { params: { ...params, seed: String(i) }, metrics, tags });
     await many.updateRun(run.info.runId, { status: 'FINISHED', endTime: now });
   });
   const runDir = join(tmp, 'store-1', experimentIdDir(tmp), best.runId);

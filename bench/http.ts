@@ -57,6 +57,9 @@ interface Measured {
 }
 
 /** A `tagger serve` process on a free port, ready once the port accepts connections. */
+/** Below this ratio of the floor in every round, single-text /predict has regressed grossly. */
+const GROSS_REGRESSION_RATIO = 0.1;
+
 async function startTagger(
   cli: string,
   store: string,
@@ -403,8 +406,12 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
   // disturbed by other load on the machine cannot fail the run.
   const floorRounds = results.get('floor')!;
   const bestRatio = Math.max(...results.get('tagger-1')!.map((r, i) => r.rps / floorRounds[i]!.rps));
-  if (bestRatio < 0.25) {
-    breakage.push(`tagger-1 stayed under 0.25x the floor in every round (best ${bestRatio.toFixed(2)}x)`);
+  // Tagger-1 measures ~0.2-0.3x the floor on a 2-core machine where wrk shares the cores (see the
+  // README); under 0.1x in every round means something regressed grossly (> 2x), not noise.
+  if (bestRatio < GROSS_REGRESSION_RATIO) {
+    breakage.push(
+      `tagger-1 stayed under ${GROSS_REGRESSION_RATIO}x the floor in every round (best ${bestRatio.toFixed(2)}x)`,
+    );
   }
 
   const rows: BenchRow[] = [];

@@ -8,6 +8,9 @@ import {
   FileTrackingStore,
   formatMetricValue,
   latestMetric,
+  latestMetricValue,
+  parseMeta,
+  parseMetaWithYaml,
   parseMetricLine,
   parseMetricValue,
 } from '../../src/tracking/file-store.js';
@@ -373,5 +376,115 @@ describe('openTrackingStore / resolveTrackingUri', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('FileTrackingStore: hand-written fast paths match the general ones', () => {
+  /** The outcome of a parse: its result, or the error message it threw. */
+  const outcome = <T>(parse: () => T): { ok: T } | { error: string } => {
+    try {
+      return { ok: parse() };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  };
+
+  it('parses meta.yaml like the yaml package, for the flat shape and everything it hands over', () => {
+    const mlflowRun = [
+      'artifact_uri: file:///tmp/mlruns/1/abc/artifacts',
+      'end_time: 1700000000123',
+      "entry_point_name: ''",
+      "experiment_id: '396423987761200461'",
+      'lifecycle_stage: active',
+      'run_id: 0047d3ce170442b799dffb7bbf91bc64',
+      'run_name: 1e5',
+      'source_type: 4',
+      'status: 3',
+      'tags: []',
+      'user_id: null',
+      'deleted_time:',
+      '',
+    ].join('\n');
+    const texts = [
+      mlflowRun,
+      mlflowRun.replace('\n', '\r\n'),
+      "run_name: 'it''s ''quoted'''\n",
+      "run_name: 'unclosed\n",
+      "run_name: 'a'b'\n",
+      'run_name: "double quoted"\n',
+      'run_name: "with \\t escape"\n',
+      'run_name: my  run (2), v=3\n',
+      'run_name: a: b\n',
+      'run_name: ends with colon:\n',
+      'run_name: has # comment\n',
+      'run_name: -1\n',
+      'run_name: - item\n',
+      'run_name: ~\n',
+      'run_name: NULL\n',
+      'run_name: %x\n',
+      'run_name: @x\n',
+      'run_name: trailing   \n',
+      'run_name: naïve\n',
+      'run_name: a\n  continued\n',
+      'tags:\n- a\n- b\n',
+      'tags: [a, b]\n',
+      'tags: {}\n',
+      'a: 1\na: 2\n',
+      '# comment\na: 1\n',
+      '---\na: 1\n',
+      'a: 1\n\nb: 2\n',
+      'a:\tx\n',
+      '',
+      'just text\n',
+      '- a\n',
+      'run_id: [unclosed\n',
+    ];
+    for (const text of texts) {
+      expect(
+        outcome(() => parseMeta(text, '/m/meta.yaml')),
+        JSON.stringify(text),
+      ).toEqual(outcome(() => parseMetaWithYaml(text, '/m/meta.yaml')));
+    }
+    // What metaString then makes of it: the flat run above keeps its quoting information.
+    const meta = parseMeta(mlflowRun, 'f');
+    expect(meta.get('experiment_id')).toEqual({ text: '396423987761200461', plain: false });
+    expect(meta.get('run_name')).toEqual({ text: '1e5', plain: true });
+    expect(meta.get('tags')).toBe('collection');
+    expect(meta.get('deleted_time')).toEqual({ text: '', plain: true });
+  });
+
+  it('takes the latest metric value like parseMetricLine + latestMetric, errors included', () => {
+    const texts = [
+      '100 0.3\n50 0.9 2\n60 0.7 2 train abc123\n70 -Infinity 1\n',
+      '1 NaN 0\n2 +inf 1\n3 INFINITY 2\n',
+      '1 nan 5\n1 0.5 5\n',
+      '1 0.5 5\n1 nan 5\n',
+      '5 1e-05 -3\n5 2. 3\n6 .5 3',
+      ' 1 0.5 0 \n2 0.25 0\r\n',
+      '1 0.5 0\n\n',
+      '1 0.5 0\nnot a metric line at all\n',
+      '1  2\n',
+      'a 2\n',
+      '1 2 x\n',
+      '1 2 3 4\n',
+      '+1 2 -0\n',
+      '1 0x10 0\n',
+      '\n',
+      '',
+    ];
+    const general = (text: string): number | undefined => {
+      const lines = text.split('\n');
+      if (lines.at(-1) === '') lines.pop();
+      if (lines.length === 0) throw new Error('tracking: /r/metrics/k is malformed: no data');
+      return latestMetric(lines.map((line) => parseMetricLine('k', line, '/r/metrics/k')))?.value;
+    };
+    for (const text of texts) {
+      const fast = outcome(() => latestMetricValue('k', text, '/r/metrics/k'));
+      const slow = outcome(() => general(text));
+      if ('error' in slow)
+        expect(fast, JSON.stringify(text)).toEqual({ error: expect.stringContaining(slow.error) });
+      else expect(fast, JSON.stringify(text)).toEqual(slow);
+    }
+    expect(latestMetricValue('k', '1 0.5 0\n2 0.25 0\n', 'f')).toBe(0.25);
   });
 });
