@@ -87,6 +87,28 @@ const TYPE_MESSAGES: Readonly<Record<string, { msg: string; type: string }>> = {
 
 const MISSING = { msg: 'field required', type: 'value_error.missing' };
 
+/** pydantic v1's wording of a violated bound, by Ajv keyword: `<msg> <limit><unit>`, ctx.limit_value. */
+const LIMIT_MESSAGES: Record<string, { msg: string; unit: string; type: string }> = {
+  minLength: {
+    msg: 'ensure this value has at least',
+    unit: ' characters',
+    type: 'value_error.any_str.min_length',
+  },
+  maxLength: {
+    msg: 'ensure this value has at most',
+    unit: ' characters',
+    type: 'value_error.any_str.max_length',
+  },
+  minItems: { msg: 'ensure this value has at least', unit: ' items', type: 'value_error.list.min_items' },
+  maxItems: { msg: 'ensure this value has at most', unit: ' items', type: 'value_error.list.max_items' },
+  minimum: {
+    msg: 'ensure this value is greater than or equal to',
+    unit: '',
+    type: 'value_error.number.not_ge',
+  },
+  maximum: { msg: 'ensure this value is less than or equal to', unit: '', type: 'value_error.number.not_le' },
+};
+
 function issueFor(error: ErrorObject, root: string, input: unknown): ValidationIssue {
   const { path, value } = locate(error.instancePath, input);
   const loc: (string | number)[] = [root, ...path];
@@ -96,6 +118,15 @@ function issueFor(error: ErrorObject, root: string, input: unknown): ValidationI
       `${[root, ...path.filter((p) => typeof p === 'string')].join('.')}:${error.keyword}`
     ];
   if (custom) return { loc, ...custom };
+  const limit = Object.hasOwn(LIMIT_MESSAGES, error.keyword) ? LIMIT_MESSAGES[error.keyword] : undefined;
+  if (limit) {
+    return {
+      loc,
+      msg: `${limit.msg} ${params.limit}${limit.unit}`,
+      type: limit.type,
+      ctx: { limit_value: params.limit },
+    };
+  }
   switch (error.keyword) {
     case 'required':
       return { loc: [...loc, String(params.missingProperty)], ...MISSING };
@@ -110,48 +141,6 @@ function issueFor(error: ErrorObject, root: string, input: unknown): ValidationI
         ...(TYPE_MESSAGES[expected] ?? { msg: `${expected} type expected`, type: `type_error.${expected}` }),
       };
     }
-    case 'minLength':
-      return {
-        loc,
-        msg: `ensure this value has at least ${params.limit} characters`,
-        type: 'value_error.any_str.min_length',
-        ctx: { limit_value: params.limit },
-      };
-    case 'maxLength':
-      return {
-        loc,
-        msg: `ensure this value has at most ${params.limit} characters`,
-        type: 'value_error.any_str.max_length',
-        ctx: { limit_value: params.limit },
-      };
-    case 'minItems':
-      return {
-        loc,
-        msg: `ensure this value has at least ${params.limit} items`,
-        type: 'value_error.list.min_items',
-        ctx: { limit_value: params.limit },
-      };
-    case 'maxItems':
-      return {
-        loc,
-        msg: `ensure this value has at most ${params.limit} items`,
-        type: 'value_error.list.max_items',
-        ctx: { limit_value: params.limit },
-      };
-    case 'minimum':
-      return {
-        loc,
-        msg: `ensure this value is greater than or equal to ${params.limit}`,
-        type: 'value_error.number.not_ge',
-        ctx: { limit_value: params.limit },
-      };
-    case 'maximum':
-      return {
-        loc,
-        msg: `ensure this value is less than or equal to ${params.limit}`,
-        type: 'value_error.number.not_le',
-        ctx: { limit_value: params.limit },
-      };
     case 'enum': {
       const permitted = params.allowedValues as unknown[];
       return {
