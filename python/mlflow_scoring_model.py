@@ -6,73 +6,48 @@ OUT: {"model_uri": str, "run_id": str}
 The pipeline is Tagger's: the same clean-up as src/model/preprocess.ts (see sklearn_train.py), then
 TfidfVectorizer(analyzer, ngram_range=(2, ngram_max_range), lowercase=False) and SGDClassifier(log_loss),
 logged with mlflow.sklearn.log_model into a file store; pyfunc predicts probabilities (predict_proba), as
-Tagger's /predict answers probabilities for every tag. The clean-up is a module-level function of this
-script, so cloudpickle stores it by value and the scoring server needs nothing from this repository.
+Tagger's /predict answers probabilities for every tag. The pipeline is built by sklearn_train.py's
+make_cleaner/make_vectorizer/make_classifier (one definition for both comparisons); that module is
+registered to be pickled by value, so the scoring server needs nothing from this repository.
 """
 
 import json
-import re
 import sys
 
+import cloudpickle
 import mlflow
 import mlflow.sklearn
 import pandas as pd
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import SGDClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
+import sklearn_train
+from sklearn_train import make_classifier, make_cleaner, make_vectorizer
 
-URL_RE = re.compile(r"\b(?:https?://|www\.)\S*", re.IGNORECASE)
-NON_ALNUM_RE = re.compile(r"[^A-Za-z0-9]+")
-STOP_RE = None
-LOWER = True
+cloudpickle.register_pickle_by_value(sklearn_train)
+
+CLEAN = None
 
 
 def clean_column(frame):
     """Takes the pyfunc input (a DataFrame with a `text` column, or a list of texts) to cleaned texts."""
     texts = frame["text"] if hasattr(frame, "columns") else frame
-    out = []
-    for text in texts:
-        if LOWER:
-            text = text.lower()
-        text = URL_RE.sub(" ", text)
-        text = STOP_RE.sub("", text)
-        out.append(NON_ALNUM_RE.sub(" ", text).strip())
-    return out
+    return [CLEAN(text) for text in texts]
 
 
 def main() -> None:
-    global STOP_RE, LOWER
+    global CLEAN
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
     args = spec["args"]
-    if args["stem"]:
-        raise SystemExit("mlflow_scoring_model.py: stem=true needs a Porter stemmer, which the venv lacks")
-    LOWER = bool(args["lower"])
-    STOP_RE = re.compile(r"\b(" + "|".join(spec["stopwords"]) + r")\b\s*")
+    # The same preprocessing, vectorizer and classifier as the scikit-learn comparison of the model bench.
+    CLEAN = make_cleaner(spec["stopwords"], args["lower"], args["stem"])
     frame = pd.DataFrame({"text": [r["text"] for r in spec["train"]]})
     tags = [r["tag"] for r in spec["train"]]
     pipeline = Pipeline(
         [
             ("clean", FunctionTransformer(clean_column)),
-            (
-                "tfidf",
-                TfidfVectorizer(analyzer=args["analyzer"], ngram_range=(2, args["ngram_max_range"]), lowercase=False),
-            ),
-            (
-                "sgd",
-                SGDClassifier(
-                    loss="log_loss",
-                    penalty="l2",
-                    alpha=args["alpha"],
-                    learning_rate=args.get("lr_schedule", "invscaling"),
-                    eta0=args["learning_rate"],
-                    power_t=args["power_t"],
-                    max_iter=args["num_epochs"],
-                    tol=None,
-                    random_state=spec["seed"],
-                ),
-            ),
+            ("tfidf", make_vectorizer(args)),
+            ("sgd", make_classifier(args, spec["seed"])),
         ]
     )
     pipeline.fit(frame, tags)

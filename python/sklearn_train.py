@@ -56,6 +56,23 @@ def make_vectorizer(args):
     return FeatureUnion([("char_wb", chars), ("word", words)], transformer_weights={"char_wb": weight, "word": weight})
 
 
+def make_classifier(args, seed):
+    """The SGDClassifier of Tagger's training arguments (one-vs-rest log loss, as Tagger's default)."""
+    return SGDClassifier(
+        loss="log_loss",
+        penalty="l2",
+        alpha=args["alpha"],
+        learning_rate=args.get("lr_schedule", "invscaling"),
+        eta0=args["learning_rate"],
+        power_t=args["power_t"],
+        max_iter=args["num_epochs"],
+        tol=None,
+        shuffle=args["shuffle"],
+        random_state=seed,
+        average=bool(args.get("average", False)),
+    )
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         spec = json.load(f)
@@ -90,19 +107,7 @@ def main() -> None:
                     index.append(rng.choice(members, largest - len(members)))
             index = np.concatenate(index)
             x, y = x[index], y[index]
-        member = SGDClassifier(
-            loss="log_loss",
-            penalty="l2",
-            alpha=args["alpha"],
-            learning_rate=args.get("lr_schedule", "invscaling"),
-            eta0=args["learning_rate"],
-            power_t=args["power_t"],
-            max_iter=args["num_epochs"],
-            tol=None,
-            shuffle=args["shuffle"],
-            random_state=seed,
-            average=bool(args.get("average", False)),
-        )
+        member = make_classifier(args, seed)
         member.fit(x, y)
         models.append(member)
     model = models[0]
