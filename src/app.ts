@@ -3,7 +3,7 @@
  * listening (src/server.ts listens; tests use `app.inject`).
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyServerOptions, LogController } from 'fastify';
 import {
   clientErrorHandler,
   createHttpMetrics,
@@ -44,7 +44,7 @@ function serverOptions(http: HttpOptions): FastifyServerOptions {
     requestTimeout: http.limits.requestTimeoutMs,
     keepAliveTimeout: 5_000,
     // One completion line per request is logged by observability.ts instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     // The id comes from genReqId alone, which validates the client's X-Request-Id.
     requestIdHeader: false,
