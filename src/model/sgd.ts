@@ -72,8 +72,15 @@ export function softmaxInPlace(z: Float64Array): void {
     z[k] = e;
     sum += e;
   }
+  normalizeInPlace(z, sum);
+}
+
+/**
+ * Divides `z` by `sum` in place; a zero or non-finite sum (only reachable with diverged weights) gives the
+ * uniform distribution, so probabilities always sum to 1.
+ */
+function normalizeInPlace(z: Float64Array, sum: number): void {
   if (!(sum > 0 && sum < Infinity)) {
-    // Only reachable with diverged (non-finite) weights; still honour "probabilities sum to 1".
     z.fill(1 / z.length);
     return;
   }
@@ -98,11 +105,7 @@ export function ovrProbabilitiesInPlace(z: Float64Array): void {
     z[k] = p;
     sum += p;
   }
-  if (!(sum > 0 && sum < Infinity)) {
-    z.fill(1 / z.length);
-    return;
-  }
-  for (let k = 0; k < z.length; k++) z[k]! /= sum;
+  normalizeInPlace(z, sum);
 }
 
 /** Turns linear scores into probabilities in place, by the model's link. */

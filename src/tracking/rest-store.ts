@@ -14,7 +14,7 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type RequestSpec, RestHttpClient } from './rest-http.js';
+import { type RequestSpec, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
   Answers,
   decodeAnswer,
@@ -39,20 +39,8 @@ import {
   type TrackingStore,
 } from './store.js';
 
-export interface RestTrackingStoreOptions {
-  /** `http(s)://[user:password@]host[:port][/prefix]`; credentials in the URI are used after the env ones. */
-  uri: string;
-  /** Source of MLFLOW_TRACKING_USERNAME/PASSWORD/TOKEN, MLFLOW_HTTP_REQUEST_TIMEOUT/MAX_RETRIES. */
-  env?: NodeJS.ProcessEnv;
-  /** Per-attempt timeout in ms (default: MLFLOW_HTTP_REQUEST_TIMEOUT seconds, else 30 s). */
-  timeoutMs?: number;
-  /** Retries after the first attempt (default: MLFLOW_HTTP_REQUEST_MAX_RETRIES, else 5). */
-  maxRetries?: number;
-  /** First retry delay (doubled each retry, plus jitter); default 500 ms. */
-  backoffBaseMs?: number;
-  /** Cap of one retry delay; default 10 s. */
-  backoffMaxMs?: number;
-}
+/** The transport's options: URI, credentials source, timeout and retry tuning (documented there). */
+export type RestTrackingStoreOptions = RestHttpOptions;
 
 /** MLflow's limits (`mlflow/utils/validation.py`). */
 const MAX_PARAMS_TAGS_PER_BATCH = 100;
