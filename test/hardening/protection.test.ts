@@ -23,6 +23,27 @@ afterAll(async () => {
   await fx?.close();
 });
 
+/**
+ * An app whose tracking store holds every read of `runId` until `release()`: requests that need that
+ * run's artifacts stay in flight (for deadlines and load shedding).
+ */
+async function appWithHeldRun(runId: string, http: AppDeps['http']) {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const slow = instrumentStore(fx.store, {
+    beforeRead: async (read) => {
+      if (read === runId) await gate;
+    },
+  });
+  const registry = await RunRegistry.load(slow, { experiment: 'best', modelCacheSize: 2, log: captureLog() });
+  const app = createApp({ serving: { mode: 'runs', registry }, http });
+  apps.push(app);
+  await app.ready();
+  return { app, release, slow };
+}
+
 async function appWith(deps: Omit<AppDeps, 'serving'> = {}): Promise<TaggerApp> {
   const { app } = await runsApp(fx.store, { deps });
   apps.push(app);
@@ -115,26 +136,7 @@ describe('limits', () => {
 
 describe('request deadline', () => {
   it('a request that does not finish in time is a 504 envelope with Retry-After; the server goes on', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const slow = instrumentStore(fx.store, {
-      beforeRead: async (runId) => {
-        if (runId === fx.runs.beta) await gate;
-      },
-    });
-    const registry = await RunRegistry.load(slow, {
-      experiment: 'best',
-      modelCacheSize: 2,
-      log: captureLog(),
-    });
-    const app = createApp({
-      serving: { mode: 'runs', registry },
-      http: { limits: { requestTimeoutMs: 200 } },
-    });
-    apps.push(app);
-    await app.ready();
+    const { app, release } = await appWithHeldRun(fx.runs.beta, { limits: { requestTimeoutMs: 200 } });
     try {
       const url = `/runs/${fx.runs.beta}/predict`;
       const response = await postJson(app, url, { texts: [TEXT] });
@@ -285,26 +287,10 @@ describe('rate limiting', () => {
 
 describe('load shedding', () => {
   it('sheds requests over the in-flight cap with a 503 envelope and Retry-After; probes still answer', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
+    const { app, release, slow } = await appWithHeldRun(fx.runs.nan, {
+      maxInFlight: 2,
+      retryAfterSeconds: 7,
     });
-    const slow = instrumentStore(fx.store, {
-      beforeRead: async (runId) => {
-        if (runId === fx.runs.nan) await gate;
-      },
-    });
-    const registry = await RunRegistry.load(slow, {
-      experiment: 'best',
-      modelCacheSize: 2,
-      log: captureLog(),
-    });
-    const app = createApp({
-      serving: { mode: 'runs', registry },
-      http: { maxInFlight: 2, retryAfterSeconds: 7 },
-    });
-    apps.push(app);
-    await app.ready();
     const held = [1, 2].map(() => app.inject({ url: `/runs/${fx.runs.nan}` }));
     // Both held requests are inside the handler once the store has been asked.
     await expect.poll(() => slow.readsOf(fx.runs.nan), { timeout: 5000 }).toBeGreaterThan(0);
