@@ -15,17 +15,11 @@ Reads one JSON command on stdin:
 Prints one JSON answer on stdout: {"created": [run ids, in the order of `runs`]}, or {"error": "..."}.
 """
 
-import contextlib
 import json
 import os
 import sys
-import traceback
 
-
-def to_float(value):
-    if isinstance(value, str):
-        return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(value, value))
-    return float(value)
+from mlflow_interop import answer_as_json, from_json_float
 
 
 def main():
@@ -43,17 +37,11 @@ def main():
             if spec.get("params"):
                 mlflow.log_params(spec["params"])
             if spec.get("metrics"):
-                mlflow.log_metrics({key: to_float(value) for key, value in spec["metrics"].items()})
+                mlflow.log_metrics({key: from_json_float(value) for key, value in spec["metrics"].items()})
             mlflow.log_artifacts(artifacts_dir)
             created.append(run.info.run_id)
     print(json.dumps({"created": created}), file=sys.__stdout__)
 
 
 if __name__ == "__main__":
-    # MLflow prints to stdout (e.g. "View run ... at: <url>"); keep stdout for the one JSON answer.
-    real_stdout = sys.stdout
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            main()
-    except Exception:
-        print(json.dumps({"error": traceback.format_exc()}), file=real_stdout)
+    answer_as_json(main)

@@ -128,12 +128,16 @@ def main():
     print(json.dumps(answer), file=sys.__stdout__)
 
 
-if __name__ == "__main__":
-    # MLflow prints to stdout (e.g. "View run ... at: <url>" for tracking servers); keep stdout for
-    # the one JSON answer.
+def answer_as_json(main):
+    """Runs `main` with stdout kept for its one JSON answer (MLflow prints e.g. "View run ... at: <url>"
+    for tracking servers; that goes to stderr); a failure becomes `{"error": <traceback>}`."""
     real_stdout = sys.stdout
     try:
         with contextlib.redirect_stdout(sys.stderr):
             main()
     except Exception:
         print(json.dumps({"error": traceback.format_exc()}), file=real_stdout)
+
+
+if __name__ == "__main__":
+    answer_as_json(main)
