@@ -7,6 +7,7 @@ export default defineConfig({
     hookTimeout: 240_000,
     // Tests that start real servers (MLflow, Chromium) are heavy on a 2-core machine.
     maxWorkers: 2,
-    reporters: ['default'],
+    // The summary reporter prints the plain closing line `tests: N passed, N failed, N skipped`.
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
