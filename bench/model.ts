@@ -36,6 +36,7 @@ const quantile = (sorted: Float64Array, q: number): number =>
 
 function sklearn(
   train: LabelledText[],
+  validation: LabelledText[],
   test: LabelledText[],
   args: TrainingArgs = DEFAULT_TRAINING_ARGS,
   seed = SEED,
@@ -48,7 +49,10 @@ function sklearn(
   }
   const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-'));
   try {
-    writeFileSync(join(dir, 'in.json'), JSON.stringify({ train, test, args, stopwords: STOPWORDS, seed }));
+    writeFileSync(
+      join(dir, 'in.json'),
+      JSON.stringify({ train, validation, test, args, stopwords: STOPWORDS, seed }),
+    );
     execFileSync(
       PYTHON,
       [resolve(REPO, 'python', 'sklearn_train.py'), join(dir, 'in.json'), join(dir, 'out.json')],
@@ -87,7 +91,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   );
   const autoF1 = evaluate(auto.model, holdout).overall.f1;
 
-  const sk = sklearn(train!, holdout);
+  const sk = sklearn(train!, validation!, holdout);
 
   // Prediction: one text per call, the way a request is served; warm up first so the JIT has settled.
   const texts = holdout.map((r) => r.text);
@@ -197,7 +201,7 @@ export function crossValidate(
       seconds += (performance.now() - t0) / 1000;
       ours.push(evaluate(model, test).overall.f1);
       if (opts.sklearn) {
-        const result = sklearn(train!, test, args, seed);
+        const result = sklearn(train!, validation!, test, args, seed);
         if (result !== null) theirs.push(result.weighted_f1);
       }
     }

@@ -1,12 +1,13 @@
 """scikit-learn version of Tagger's training pipeline, timed for bench/model.ts.
 
 Usage: python sklearn_train.py IN.json OUT.json
-IN:  {"train": [{"text", "tag"}], "test": [{"text", "tag"}], "args": TrainingArgs, "stopwords": [str], "seed": int}
+IN:  {"train": [{"text", "tag"}], "validation"?: [{"text", "tag"}], "test": [{"text", "tag"}], "args": TrainingArgs,
+      "stopwords": [str], "seed": int}
 OUT: {"train_seconds": float, "weighted_f1": float, "n_features": int}
 Same preprocessing as src/model/preprocess.ts, TfidfVectorizer(analyzer, ngram_range=(2, max), lowercase=False,
 sublinear_tf=<sublinear_tf>) (for analyzer `char_wb+word`: FeatureUnion of a char_wb (2, max) and a word (1, 2)
 TfidfVectorizer with transformer_weights 1/sqrt(2) each, as src/model/features.ts), random oversampling, SGDClassifier(loss='log_loss', penalty='l2', learning_rate=<schedule>, max_iter=num_epochs,
-tol=None, average=<average>) and plain argmax. SGDClassifier is always one-vs-rest (Tagger's `classifier: ovr`);
+tol=None, average=<average>) and plain argmax; with `refit`, fitted again on train + validation (as Tagger). SGDClassifier is always one-vs-rest (Tagger's `classifier: ovr`);
 for `classifier: softmax` it is the nearest sklearn equivalent, not the same algorithm.
 With `ensemble` k > 1: k such models with different seeds (member 0: the seed), coef_ and intercept_ averaged.
 Timed: preprocessing + vectorising + oversampling + fitting.
@@ -73,14 +74,12 @@ def make_classifier(args, seed):
     )
 
 
-def main() -> None:
-    with open(sys.argv[1], encoding="utf-8") as f:
-        spec = json.load(f)
+def fit(spec, rows):
+    """Preprocessing, vectorizer, label normalisation, oversampling and SGD on `rows`: (clean, vectorizer, classes, model)."""
     args = spec["args"]
-    start = time.perf_counter()
     clean = make_cleaner(spec["stopwords"], args["lower"], args["stem"])
-    texts = [clean(r["text"]) for r in spec["train"]]
-    tags = [r["tag"] for r in spec["train"]]
+    texts = [clean(r["text"]) for r in rows]
+    tags = [r["tag"] for r in rows]
     counts = {t: tags.count(t) for t in set(tags)}
     accepted = args.get("accepted_tags")
     classes = {t for t, c in counts.items() if c >= args["min_freq"] and (accepted is None or t in accepted)}
@@ -114,6 +113,20 @@ def main() -> None:
     if k > 1:
         model.coef_ = np.mean([m.coef_ for m in models], axis=0)
         model.intercept_ = np.mean([m.intercept_ for m in models], axis=0)
+    return clean, vectorizer, classes, model
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    validation = spec.get("validation", [])
+    start = time.perf_counter()
+    fitted = fit(spec, spec["train"])
+    # `refit` (as Tagger's trainTagger): the validated fit is followed by a fit on train + validation, which
+    # is the model scored. Both fits are timed, as Tagger's are.
+    if spec["args"].get("refit", False) and validation:
+        fitted = fit(spec, spec["train"] + validation)
+    clean, vectorizer, classes, model = fitted
     train_seconds = time.perf_counter() - start
     test_x = vectorizer.transform([clean(r["text"]) for r in spec["test"]])
     test_y = [r["tag"] if r["tag"] in classes else "other" for r in spec["test"]]

@@ -106,7 +106,8 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
   const progress = createProgress({
     label: 'training',
-    total: args.num_epochs,
+    // With refit the epochs run twice: the validated fit, then the fit on train + validation.
+    total: args.num_epochs * (args.refit ? 2 : 1),
     silent: flags.quiet === true,
   });
   let outcome: ReturnType<typeof trainAndEvaluate>;
@@ -120,6 +121,11 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         progress.update(
           report.epoch,
           `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
+        ),
+      onRefitEpoch: (report) =>
+        progress.update(
+          report.epochs + report.epoch,
+          `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
         ),
     });
   } finally {

@@ -76,7 +76,8 @@ describe('tagger train', () => {
     expect(output.run_id).toMatch(/^[0-9a-f]{32}$/);
     for (const key of ['precision', 'recall', 'f1']) expect(output.metrics[key]).toBeTypeOf('number');
     // Progress goes to stderr when it is not a terminal: plain lines, no escape codes.
-    expect(result.stderr).toMatch(/training: 3\/3/);
+    // 3 epochs of the validated fit + 3 of the refit on train + validation.
+    expect(result.stderr).toMatch(/training: 6\/6 refit on train\+validation/);
     expect(result.stderr).not.toContain('\u001b[');
 
     const tracking = await openTrackingStore(store);

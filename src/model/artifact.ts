@@ -139,13 +139,14 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   let args: TrainingArgs;
   try {
     // Models saved before an arg existed were trained with its old behaviour: softmax for `classifier`,
-    // raw term counts for `sublinear_tf`, a single model for `ensemble`; fill those in rather than the
-    // current defaults.
+    // raw term counts for `sublinear_tf`, a single model for `ensemble`, no refit for `refit`; fill those
+    // in rather than the current defaults.
     const isObject = m.args !== null && typeof m.args === 'object' && !Array.isArray(m.args);
     const legacy: Record<string, unknown> = {};
     if (isObject && !Object.hasOwn(m.args as object, 'classifier')) legacy.classifier = 'softmax';
     if (isObject && !Object.hasOwn(m.args as object, 'sublinear_tf')) legacy.sublinear_tf = false;
     if (isObject && !Object.hasOwn(m.args as object, 'ensemble')) legacy.ensemble = 1;
+    if (isObject && !Object.hasOwn(m.args as object, 'refit')) legacy.refit = false;
     args = parseTrainingArgs(isObject ? { ...m.args, ...legacy } : m.args);
   } catch (error) {
     return bad(`invalid args (${(error as Error).message})`);

@@ -187,23 +187,27 @@ export function chooseThreshold(
   return best > 0 && bestF1 > argmaxF1 ? best : null;
 }
 
+/** What one fit of features + linear classifier produces (see `fitTagger`). */
+interface FittedTagger {
+  tags: string[];
+  vectorizer: TaggerVectorizer;
+  linear: LinearModel;
+  /** The validation rows as features and labels of this fit's vocabulary and tags. */
+  valData: LabelledMatrix;
+  history: EpochReport[];
+}
+
 /**
- * Trains a tagger. Tags are normalised with the training split's counts (`min_freq`, `accepted_tags`);
- * validation rows drive the per-epoch validation loss and the threshold. `args.subset` is not applied
- * here: the caller that loads the data applies it.
- * @example const { model } = trainTagger(train, val, DEFAULT_TRAINING_ARGS, { seed: 42 });
+ * One fit: tags from `train`'s counts (`min_freq`, `accepted_tags`), a vectorizer fitted on `train`, and
+ * `args.ensemble` seeded SGD members averaged into one linear model. Epoch losses go to `onEpoch`.
  */
-export function trainTagger(
+function fitTagger(
   train: LabelledText[],
   validation: LabelledText[],
   args: TrainingArgs,
-  options: { seed: number; onEpoch?: (r: EpochReport) => void },
-): { model: TagModel; history: EpochReport[]; threshold: number | null } {
-  if (train.length === 0) {
-    throw new ModelInputError(
-      'model/tagger: the training split is empty; provide at least one labelled text',
-    );
-  }
+  seed: number,
+  onEpoch: ((r: EpochReport) => void) | undefined,
+): FittedTagger {
   const tags = modelTags(
     train.map((r) => r.tag),
     args.min_freq,
@@ -221,14 +225,14 @@ export function trainTagger(
   const trainData: LabelledMatrix = { x: vectorizer.transform(trainTexts), y: labelsOf(train) };
   const valData: LabelledMatrix = { x: vectorizer.transform(clean(validation)), y: labelsOf(validation) };
   const trainLinear = args.classifier === 'ovr' ? trainOvrSgd : trainSoftmaxSgd;
-  const seeds = ensembleSeeds(options.seed, args.ensemble);
+  const seeds = ensembleSeeds(seed, args.ensemble);
   const members: LinearModel[] = [];
   // Per-epoch losses of the members trained so far; the last member reports their means (see EpochReport).
   const trainLosses = new Float64Array(args.num_epochs);
   const valLosses = new Float64Array(args.num_epochs);
   const history: EpochReport[] = [];
-  seeds.forEach((seed, m) => {
-    const rng = createRng(seed);
+  seeds.forEach((memberSeed, m) => {
+    const rng = createRng(memberSeed);
     const order = args.oversample
       ? oversampledOrder(trainData.y, tags.length, rng)
       : Int32Array.from(trainData.y.keys());
@@ -257,15 +261,57 @@ export function trainTagger(
             valLoss: seeds.length === 1 ? valLoss : valLosses[epoch - 1]! / seeds.length,
           };
           history.push(report);
-          options.onEpoch?.(report);
+          onEpoch?.(report);
         },
       },
       valData,
     );
     members.push(member);
   });
-  const linear = averageLinearModels(members);
+  return { tags, vectorizer, linear: averageLinearModels(members), valData, history };
+}
 
+export interface TrainOptions {
+  seed: number;
+  /** Epoch losses of the validated fit (the one whose validation loss means something). */
+  onEpoch?: (r: EpochReport) => void;
+  /** Epoch losses of the refit on train + validation (`args.refit`); `valLoss` is NaN there. */
+  onRefitEpoch?: (r: EpochReport) => void;
+}
+
+export interface TrainedTagger {
+  model: TagModel;
+  /** Per-epoch losses of the validated fit. */
+  history: EpochReport[];
+  threshold: number | null;
+  /**
+   * Weighted f1 on the validation split of the validated fit, with the chosen threshold. With `refit` the
+   * returned model has seen the validation rows, so this is the model-selection score, not the model's.
+   */
+  validationF1: number;
+}
+
+/**
+ * Trains a tagger. A first fit on `train` is scored on `validation`: its per-epoch validation loss is the
+ * history and its validation predictions choose the threshold (`args.threshold`). With `args.refit` (and a
+ * non-empty validation split) the returned model is then fitted again, with the same arguments and seed, on
+ * train + validation, and keeps that threshold; without it the first fit is the model. `args.subset` is not
+ * applied here: the caller that loads the data applies it.
+ * @example const { model } = trainTagger(train, val, DEFAULT_TRAINING_ARGS, { seed: 42 });
+ */
+export function trainTagger(
+  train: LabelledText[],
+  validation: LabelledText[],
+  args: TrainingArgs,
+  options: TrainOptions,
+): TrainedTagger {
+  if (train.length === 0) {
+    throw new ModelInputError(
+      'model/tagger: the training split is empty; provide at least one labelled text',
+    );
+  }
+  const first = fitTagger(train, validation, args, options.seed, options.onEpoch);
+  const { tags, linear, valData } = first;
   const p = new Float64Array(tags.length);
   const top = new Float64Array(validation.length);
   const argmax: string[] = [];
@@ -278,7 +324,17 @@ export function trainTagger(
   }
   const yVal = Array.from(valData.y, (k) => tags[k]!);
   const threshold = chooseThreshold(args.threshold, top, argmax, yVal);
-  return { model: new LinearTagModel(tags, args, threshold, vectorizer, linear), history, threshold };
+  const validationF1 = validation.length === 0 ? Number.NaN : f1WithThreshold(top, argmax, yVal, threshold);
+  const final =
+    args.refit && validation.length > 0
+      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch)
+      : first;
+  return {
+    model: new LinearTagModel(final.tags, args, threshold, final.vectorizer, final.linear),
+    history: first.history,
+    threshold,
+    validationF1,
+  };
 }
 
 /**

@@ -28,6 +28,8 @@ export interface TrainingInput {
   args: TrainingArgs;
   seed: number;
   onEpoch?: (report: EpochReport) => void;
+  /** Epochs of the refit on train + validation (`args.refit`). */
+  onRefitEpoch?: (report: EpochReport) => void;
 }
 
 export interface TrainingOutcome {
@@ -36,7 +38,10 @@ export interface TrainingOutcome {
   /** The probability threshold chosen on the validation split, or null for argmax. */
   threshold: number | null;
   performance: Performance;
-  /** Weighted f1 on the validation split (what hyper-parameter search compares). */
+  /**
+   * Weighted f1 on the validation split of the model fitted without it (what hyper-parameter search
+   * compares); with `args.refit` the returned model has since learnt from those rows too.
+   */
   validationF1: number;
   sizes: { train: number; validation: number; test: number };
 }
@@ -82,13 +87,14 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const trained = trainTagger(split.train, split.validation, input.args, {
     seed: input.seed,
     ...(input.onEpoch ? { onEpoch: input.onEpoch } : {}),
+    ...(input.onRefitEpoch ? { onRefitEpoch: input.onRefitEpoch } : {}),
   });
   return {
     model: trained.model,
     history: trained.history,
     threshold: trained.threshold,
     performance: evaluate(trained.model, test),
-    validationF1: evaluate(trained.model, split.validation).overall.f1,
+    validationF1: trained.validationF1,
     sizes: { train: split.train.length, validation: split.validation.length, test: test.length },
   };
 }

@@ -147,8 +147,15 @@ describe('request deadline', () => {
     } finally {
       release();
     }
-    // Once the store answers, the same run is served (the late load was not lost or poisoned).
-    expect((await postJson(app, `/runs/${fx.runs.beta}/predict`, { texts: [TEXT] })).statusCode).toBe(200);
+    // Once the store answers, the same run is served (the late load was not lost or poisoned). The load may
+    // still be finishing under the 200 ms deadline on a busy machine, so a few more 504s are allowed first;
+    // a poisoned or lost load would never answer 200.
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < 20 && statuses.at(-1) !== 200; attempt++) {
+      statuses.push((await postJson(app, `/runs/${fx.runs.beta}/predict`, { texts: [TEXT] })).statusCode);
+    }
+    expect(statuses.at(-1), `statuses after release: ${statuses.join(', ')}`).toBe(200);
+    expect(statuses.filter((s) => s !== 200 && s !== 504)).toEqual([]);
   });
 });
 

@@ -16,7 +16,13 @@ import { TRAIN, VALIDATION } from './fixtures.js';
 const { model } = trainTagger(
   TRAIN,
   VALIDATION,
-  parseTrainingArgs({ min_freq: 2, num_epochs: 5, ngram_max_range: 3, threshold: 'tuned' }),
+  parseTrainingArgs({
+    min_freq: 2,
+    num_epochs: 5,
+    analyzer: 'char_wb',
+    ngram_max_range: 3,
+    threshold: 'tuned',
+  }),
   { seed: 7 },
 );
 const files = encodeModel(model);
@@ -149,7 +155,7 @@ describe('model artifact', () => {
   });
 
   it('round-trips a seed-ensemble model (one averaged weight matrix, ensemble recorded in args)', () => {
-    const args = parseTrainingArgs({ min_freq: 2, num_epochs: 5, ngram_max_range: 3, ensemble: 3 });
+    const args = { ...model.args, ensemble: 3 };
     const { model: ensemble } = trainTagger(TRAIN, VALIDATION, args, { seed: 7 });
     const saved = encodeModel(ensemble);
     // Same layout and size as a single model: idf[V] + weights[V*K] + bias[K].
@@ -165,6 +171,15 @@ describe('model artifact', () => {
     delete args.ensemble;
     const loaded = decodeModel(withManifest({ args }));
     expect(loaded.args.ensemble).toBe(1);
+    expect(loaded.predict(['text'])).toEqual(model.predict(['text']));
+  });
+
+  it('reads a model saved before `refit` existed as not refitted (its /args must not claim a refit)', () => {
+    expect(model.args.refit).toBe(true);
+    const args = { ...(manifest().args as Record<string, unknown>) };
+    delete args.refit;
+    const loaded = decodeModel(withManifest({ args }));
+    expect(loaded.args.refit).toBe(false);
     expect(loaded.predict(['text'])).toEqual(model.predict(['text']));
   });
 

@@ -21,7 +21,15 @@ import {
 import { sharedDataset } from '../support/components.js';
 import { TRAIN, VALIDATION } from './fixtures.js';
 
-const ARGS = parseTrainingArgs({ min_freq: 2, num_epochs: 20, ngram_max_range: 4, threshold: 'argmax' });
+// Pinned apart from the defaults (which may change): one char_wb vectorizer, the validated fit as the model.
+const ARGS = parseTrainingArgs({
+  min_freq: 2,
+  num_epochs: 20,
+  analyzer: 'char_wb',
+  ngram_max_range: 4,
+  threshold: 'argmax',
+  refit: false,
+});
 
 describe('trainTagger', () => {
   const { model, history, threshold } = trainTagger(TRAIN, VALIDATION, ARGS, { seed: 42 });
@@ -266,6 +274,57 @@ describe('trainTagger with the char_wb+word analyzer and sublinear_tf', () => {
     const plainP = plain.predict(texts).map((p) => p.probabilities);
     expect(model.predict(texts).map((p) => p.probabilities)).not.toEqual(plainP);
     expect(sublinearOnly.predict(texts).map((p) => p.probabilities)).not.toEqual(plainP);
+  });
+});
+
+describe('trainTagger with refit', () => {
+  const TUNED = { ...ARGS, threshold: 'tuned' as const };
+  const validated = trainTagger(TRAIN, VALIDATION, TUNED, { seed: 42 });
+  const refitEpochs: EpochReport[] = [];
+  const refitted = trainTagger(
+    TRAIN,
+    VALIDATION,
+    { ...TUNED, refit: true },
+    { seed: 42, onRefitEpoch: (r) => refitEpochs.push(r) },
+  );
+  const weights = (m: TagModel) => createHash('sha256').update(encodeModel(m)['weights.bin']!).digest('hex');
+
+  it('returns the model fitted on train + validation with the same args and seed', () => {
+    const direct = trainTagger([...TRAIN, ...VALIDATION], [], TUNED, { seed: 42 }).model as LinearTagModel;
+    const model = refitted.model as LinearTagModel;
+    expect(weights(model)).toBe(weights(direct));
+    expect(model.vectorizer.size).toBe(direct.vectorizer.size);
+    expect(model.vectorizer.size).toBeGreaterThan((validated.model as LinearTagModel).vectorizer.size);
+    expect(weights(model)).not.toBe(weights(validated.model));
+  });
+
+  it("keeps the validated fit's history, threshold and validation f1, and applies that threshold", () => {
+    expect(refitted.history).toEqual(validated.history);
+    expect(refitted.threshold).toBe(validated.threshold);
+    expect(refitted.threshold).not.toBeNull();
+    expect(refitted.model.threshold).toBe(validated.threshold);
+    expect(refitted.validationF1).toBe(validated.validationF1);
+    expect(validated.validationF1).toBe(evaluate(validated.model, VALIDATION).overall.f1);
+  });
+
+  it('reports the refit epochs separately, without a validation loss', () => {
+    expect(refitEpochs.map((r) => r.epoch)).toEqual(Array.from({ length: ARGS.num_epochs }, (_, i) => i + 1));
+    expect(refitEpochs.every((r) => Number.isNaN(r.valLoss) && r.trainLoss > 0)).toBe(true);
+  });
+
+  it('is a no-op without validation rows, and never runs when refit is off', () => {
+    const calls: EpochReport[] = [];
+    const noValidation = trainTagger(
+      TRAIN,
+      [],
+      { ...ARGS, refit: true },
+      { seed: 42, onRefitEpoch: (r) => calls.push(r) },
+    );
+    const plain = trainTagger(TRAIN, [], ARGS, { seed: 42 });
+    expect(weights(noValidation.model)).toBe(weights(plain.model));
+    expect(Number.isNaN(noValidation.validationF1)).toBe(true);
+    trainTagger(TRAIN, VALIDATION, ARGS, { seed: 42, onRefitEpoch: (r) => calls.push(r) });
+    expect(calls).toEqual([]);
   });
 });
 
