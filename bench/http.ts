@@ -11,6 +11,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serveExecArgv } from '../src/node-flags.js';
 import { loadModelDirectory } from '../src/service/index.js';
 import { type Fixture, MANY_RUNS, prepareFixture, REPO, resolveCli } from './fixture.js';
 import { type LoadResult, loadTool, runLoad } from './load.js';
@@ -71,7 +72,8 @@ async function startTagger(
   const proc = start(
     name,
     process.execPath,
-    [cli, 'serve', '--port', String(port), '--workers', String(workers)],
+    // Started as `npm start` starts it: with the serve flags (src/node-flags.ts), unless NODE_OPTIONS sets them.
+    [...serveExecArgv([]), cli, 'serve', '--port', String(port), '--workers', String(workers)],
     {
       cwd: workDir,
       env: {

@@ -14,6 +14,7 @@ if (!existsSync(cli)) {
 }
 
 const { openTrackingStore, redactUri, resolveTrackingUri } = await import('../dist/tracking/index.js');
+const { serveExecArgv } = await import('../dist/node-flags.js');
 const experiment = process.env.TAGGER_EXPERIMENT || 'best';
 const trackingUri = resolveTrackingUri(undefined, process.env);
 const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
@@ -47,9 +48,10 @@ if (!(await hasRuns())) {
   ]);
   if (status !== 0) process.exit(status);
 }
-// The server runs as a child so that it is the same `tagger serve` users run; signals are forwarded
-// so a process manager stopping `npm start` gets a graceful shutdown.
-const server = spawn(process.execPath, [cli, 'serve', ...process.argv.slice(2)], {
+// The server runs as a child so that it is the same `tagger serve` users run, started with the serve
+// flags (src/node-flags.ts); signals are forwarded so a process manager stopping `npm start` gets a
+// graceful shutdown.
+const server = spawn(process.execPath, [...serveExecArgv([]), cli, 'serve', ...process.argv.slice(2)], {
   stdio: 'inherit',
   cwd: root,
 });

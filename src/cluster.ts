@@ -20,6 +20,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
 import { resolveServeConfig, type ServeFlags, StartupError } from './config.js';
+import { serveExecArgv } from './node-flags.js';
 
 /** The most workers `--workers` accepts: far above any core count, low enough to catch typos. */
 export const MAX_WORKERS = 256;
@@ -145,6 +146,8 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
   let stopping: { reason: 'signal' | 'failure'; error?: ClusterError } | undefined;
   let unclean = 0;
 
+  // Workers are the serving processes: they start with the serve flags (a smaller young generation).
+  cluster.setupPrimary({ execArgv: serveExecArgv(process.execArgv) });
   return new Promise<void>((resolveRun, rejectRun) => {
     const fork = (): void => {
       const worker = cluster.fork();

@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_WORKERS, resolveWorkerCount } from '../src/cluster.js';
 import { StartupError } from '../src/config.js';
+import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
 import { REPO_ROOT, TSX_LOADER } from './support/components.js';
 import { buildServingFixture, type ServingFixture } from './support/fixtures.js';
 
@@ -155,6 +156,17 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
         server,
       );
 
+      // Workers run with the serve flags (src/node-flags.ts), and V8 honours them: the young generation
+      // (two semi-spaces) stays within 2 × 8 MiB, where Node's default lets it grow to 2 × 16 MiB at startup.
+      for (const pid of first) {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        expect(argv).toEqual(expect.arrayContaining([...SERVE_NODE_FLAGS]));
+      }
+      const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+      const newSpace = /^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(metrics)?.[1];
+      expect(Number(newSpace)).toBeGreaterThan(0);
+      expect(Number(newSpace)).toBeLessThanOrEqual(16 * 1024 * 1024);
+
       // Many requests over fresh connections reach both workers; every answer names the same run.
       const answers = await Promise.all(Array.from({ length: 40 }, () => predict(url)));
       expect(answers.every((a) => a.status === 200)).toBe(true);
@@ -176,6 +188,10 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
         server,
       );
       expect(replaced).toContain(first[1]);
+      const replacement = replaced.find((pid) => pid !== first[1])!;
+      expect(readFileSync(`/proc/${replacement}/cmdline`, 'utf8').split('\0')).toEqual(
+        expect.arrayContaining([...SERVE_NODE_FLAGS]),
+      );
       await until(
         'the replacement listening',
         () => ((server.output().match(/Server listening at/g)?.length ?? 0) >= 3 ? true : undefined),

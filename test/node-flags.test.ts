@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { SERVE_NODE_FLAGS, serveExecArgv } from '../src/node-flags.js';
+
+describe('serveExecArgv', () => {
+  it('appends the serve flags after the existing arguments', () => {
+    expect(SERVE_NODE_FLAGS).toEqual(['--max-semi-space-size=8']);
+    expect(serveExecArgv(['--import', 'tsx'], '')).toEqual(['--import', 'tsx', '--max-semi-space-size=8']);
+    expect(serveExecArgv([], '')).toEqual(['--max-semi-space-size=8']);
+  });
+
+  it("keeps the user's own setting, from the command line (either spelling) or NODE_OPTIONS", () => {
+    expect(serveExecArgv(['--max-semi-space-size=32'], '')).toEqual(['--max-semi-space-size=32']);
+    expect(serveExecArgv(['--max_semi_space_size=2'], '')).toEqual(['--max_semi_space_size=2']);
+    expect(
+      serveExecArgv(['--enable-source-maps'], '--max-old-space-size=512 --max-semi-space-size=1'),
+    ).toEqual(['--enable-source-maps']);
+  });
+
+  it('does not take other flags or values for the serve flags', () => {
+    expect(serveExecArgv(['--max-old-space-size=512', 'max-semi-space-size'], '--inspect')).toEqual([
+      '--max-old-space-size=512',
+      'max-semi-space-size',
+      '--max-semi-space-size=8',
+    ]);
+  });
+});
