@@ -364,7 +364,7 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
       if (peak !== null && (peakRss === null || peak > peakRss)) peakRss = peak;
       results.get(target.id)!.push(result);
       log(
-        `  ${target.id.padEnd(12)} ${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms${result.failures ? `, ${result.failures} FAILED` : ''}`,
+        `  ${target.id.padEnd(12)} ${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms${peak === null ? '' : `, peak RSS ${peak.toFixed(0)} MB`}${result.failures ? `, ${result.failures} FAILED` : ''}`,
       );
     }
     // Startup: 1 run vs 1,000 runs, alternating.
