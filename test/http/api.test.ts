@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { TrackingError } from '../../src/tracking/index.js';
+import { SPEC_ARG_KEYS } from '../support/components.js';
 import {
   buildServingFixture,
   type InstrumentedStore,
@@ -346,20 +347,7 @@ describe('GET /args and /args/{param}', () => {
       args: Record<string, unknown>;
     };
     expect(data.args).toEqual(roundTrip(fx.modelA.args));
-    for (const key of [
-      'shuffle',
-      'subset',
-      'min_freq',
-      'lower',
-      'stem',
-      'analyzer',
-      'ngram_max_range',
-      'alpha',
-      'learning_rate',
-      'power_t',
-    ]) {
-      expect(data.args).toHaveProperty(key);
-    }
+    for (const key of SPEC_ARG_KEYS) expect(data.args).toHaveProperty(key);
   });
 
   it.each(['alpha', 'subset', 'analyzer', 'shuffle'])(

@@ -11,6 +11,20 @@ export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
 export const SHARED_DATA = resolve(REPO_ROOT, '..', 'shared', 'data');
 export const SAMPLE_DATA = resolve(REPO_ROOT, 'samples', 'projects.csv');
 
+/** The ten training-argument keys the API contract names (`../shared/spec/tag-prediction-api.md`). */
+export const SPEC_ARG_KEYS = [
+  'shuffle',
+  'subset',
+  'min_freq',
+  'lower',
+  'stem',
+  'analyzer',
+  'ngram_max_range',
+  'alpha',
+  'learning_rate',
+  'power_t',
+] as const;
+
 const inCi = (): boolean => {
   const ci = process.env.CI;
   return ci !== undefined && ci !== '' && ci !== '0' && ci.toLowerCase() !== 'false';

@@ -14,7 +14,7 @@ import type { TrackingStore } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';
 import { formatParam, logTrainingRun, MODEL_FORMAT_TAG } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { SAMPLE_DATA, SPEC_ARG_KEYS } from '../support/components.js';
 
 const ARGS = parseTrainingArgs({ num_epochs: 4, ngram_max_range: 4 });
 const decoder = new TextDecoder();
@@ -65,18 +65,7 @@ describe('logTrainingRun', () => {
 
     for (const key of Object.keys(ARGS))
       expect(run.params[key]).toBe(formatParam(ARGS[key as keyof typeof ARGS]));
-    for (const key of [
-      'shuffle',
-      'subset',
-      'min_freq',
-      'lower',
-      'stem',
-      'analyzer',
-      'ngram_max_range',
-      'alpha',
-    ]) {
-      expect(run.params).toHaveProperty(key);
-    }
+    for (const key of SPEC_ARG_KEYS) expect(run.params).toHaveProperty(key);
     expect(run.params.seed).toBe('3');
     expect(run.params.data).toBe('samples.csv');
 
