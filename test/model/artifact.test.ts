@@ -26,12 +26,16 @@ const { model } = trainTagger(
   { seed: 7 },
 );
 const files = encodeModel(model);
-const manifest = () =>
-  JSON.parse(new TextDecoder().decode(files['tagger-model.json'])) as Record<string, unknown>;
-const withManifest = (patch: Record<string, unknown>) => ({
-  ...files,
-  'tagger-model.json': new TextEncoder().encode(JSON.stringify({ ...manifest(), ...patch })),
+/** The parsed manifest of saved model files. */
+const manifestOf = (saved: Record<string, Uint8Array>) =>
+  JSON.parse(new TextDecoder().decode(saved['tagger-model.json'])) as Record<string, unknown>;
+/** The saved model files with `patch` merged over their manifest. */
+const patchManifest = (saved: Record<string, Uint8Array>, patch: Record<string, unknown>) => ({
+  ...saved,
+  'tagger-model.json': new TextEncoder().encode(JSON.stringify({ ...manifestOf(saved), ...patch })),
 });
+const manifest = () => manifestOf(files);
+const withManifest = (patch: Record<string, unknown>) => patchManifest(files, patch);
 
 describe('model artifact', () => {
   it('produces exactly MODEL_FILES with a versioned manifest', () => {
@@ -191,12 +195,8 @@ describe('model artifact', () => {
       { seed: 7 },
     ).model;
     const saved = encodeModel(union);
-    const unionManifest = () =>
-      JSON.parse(new TextDecoder().decode(saved['tagger-model.json'])) as Record<string, unknown>;
-    const patched = (patch: Record<string, unknown>) => ({
-      ...saved,
-      'tagger-model.json': new TextEncoder().encode(JSON.stringify({ ...unionManifest(), ...patch })),
-    });
+    const unionManifest = () => manifestOf(saved);
+    const patched = (patch: Record<string, unknown>) => patchManifest(saved, patch);
 
     it('round-trip with the blocks recorded in the manifest', () => {
       const m = unionManifest();
