@@ -22,6 +22,7 @@ export {
   type LabelledText,
   type Prediction,
   type TagModel,
+  type TrainOptions,
   trainTagger,
 } from './tagger.js';
 export { type CsrMatrix, TfidfVectorizer } from './tfidf.js';

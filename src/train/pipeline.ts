@@ -10,6 +10,7 @@ import {
   stratifiedSplit,
   type TagModel,
   type TrainingArgs,
+  type TrainOptions,
   trainTagger,
 } from '../model/index.js';
 import { DataError } from './data.js';
@@ -21,15 +22,12 @@ export const SPLIT_WITH_TEST = [0.85, 0.15] as const;
 /** Fewest rows a split may have; below it metrics and threshold tuning mean nothing. */
 export const MIN_SPLIT_ROWS = 2;
 
-export interface TrainingInput {
+/** The data and arguments of one training, with trainTagger's options (seed, epoch callbacks). */
+export interface TrainingInput extends TrainOptions {
   data: readonly LabelledText[];
   /** Separate test data; when absent the test split is carved out of `data`. */
   testData?: readonly LabelledText[];
   args: TrainingArgs;
-  seed: number;
-  onEpoch?: (report: EpochReport) => void;
-  /** Epochs of the refit on train + validation (`args.refit`). */
-  onRefitEpoch?: (report: EpochReport) => void;
 }
 
 export interface TrainingOutcome {
@@ -84,11 +82,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const split = splitData(data, input.testData !== undefined, input.seed);
   const test = input.testData ? [...input.testData] : split.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
-  const trained = trainTagger(split.train, split.validation, input.args, {
-    seed: input.seed,
-    ...(input.onEpoch ? { onEpoch: input.onEpoch } : {}),
-    ...(input.onRefitEpoch ? { onRefitEpoch: input.onRefitEpoch } : {}),
-  });
+  const trained = trainTagger(split.train, split.validation, input.args, input);
   return {
     model: trained.model,
     history: trained.history,
