@@ -1,7 +1,7 @@
 /**
  * Node/V8 flags the serving processes run with, added only where the user has not set the same flag.
  *
- * `--max-semi-space-size=8` (MiB; Node 20's default cap is 16 on 64-bit): startup (reading runs, decoding
+ * `--max-semi-space-size=8` (MiB; V8's default cap was 16 on 64-bit Node 20 and is derived from the heap limit on Node 24): startup (reading runs, decoding
  * models) and batched requests make V8 grow the young generation to its cap and keep it, which is what
  * put peak RSS under 1,000-text requests at 150–180 MB. Capped at 8 MiB, the peak measured 118–129 MB with
  * single-text and 1,000-text throughput unchanged within noise (side by side, alternating, on this
