@@ -12,6 +12,7 @@
  * | model cache     |                  | TAGGER_MODEL_CACHE_SIZE   | 4             |
  * | store wait (ms) |                  | TAGGER_STORE_WAIT_MS      | 30000         |
  * | reload (ms)     | --reload-interval| TAGGER_RELOAD_INTERVAL_MS | 60000 (0 off) |
+ * | shutdown delay  |                  | TAGGER_SHUTDOWN_DELAY_MS  | 5000          |
  * | shutdown grace  |                  | TAGGER_SHUTDOWN_GRACE_MS  | 10000         |
  * | log level       |                  | TAGGER_LOG_LEVEL          | info          |
  * | HTTP limits, API keys, rate limit, load shedding: TAGGER_MAX_*, TAGGER_API_KEYS(_FILE), ... (src/http/README.md) |
@@ -41,6 +42,11 @@ interface Common {
   host: string;
   port: number;
   logLevel: LogLevel;
+  /**
+   * After a stop signal, how long the server keeps accepting and answering (readiness already 503) before
+   * it drains: the time a load balancer or Kubernetes needs to stop sending it new connections. 0: drain at once.
+   */
+  shutdownDelayMs: number;
   /** How long a graceful shutdown waits for in-flight requests before closing their connections. */
   shutdownGraceMs: number;
   /** Limits, API keys, rate limiting and load shedding of the HTTP layer (TAGGER_MAX_*, see src/http/README.md). */
@@ -72,6 +78,7 @@ export const SERVE_DEFAULTS = {
   storeWaitMs: 30_000,
   logLevel: 'info' as LogLevel,
   reloadIntervalMs: 60_000,
+  shutdownDelayMs: 5_000,
   shutdownGraceMs: 10_000,
 } as const;
 
@@ -134,6 +141,13 @@ export function resolveServeConfig(flags: ServeFlags, env: NodeJS.ProcessEnv): S
     3_600_000,
     'a grace period in milliseconds',
   );
+  const shutdownDelayMs = integerSetting(
+    pick(undefined, '', env, 'TAGGER_SHUTDOWN_DELAY_MS'),
+    SERVE_DEFAULTS.shutdownDelayMs,
+    0,
+    3_600_000,
+    'a delay in milliseconds (0: drain at once)',
+  );
   let http: HttpOptionsInput | undefined;
   try {
     http = httpOptionsFromEnv(env);
@@ -141,7 +155,7 @@ export function resolveServeConfig(flags: ServeFlags, env: NodeJS.ProcessEnv): S
     if (error instanceof HttpConfigError) throw new StartupError(`serve: ${error.message}`);
     throw error;
   }
-  const common = { host, port, logLevel, shutdownGraceMs, http };
+  const common = { host, port, logLevel, shutdownDelayMs, shutdownGraceMs, http };
 
   const model = pick(flags.model, '--model', env, 'TAGGER_MODEL');
   if (model !== undefined) {

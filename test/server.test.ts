@@ -42,6 +42,7 @@ describe('resolveServeConfig', () => {
       modelCacheSize: 4,
       storeWaitMs: 30_000,
       reloadIntervalMs: 60_000,
+      shutdownDelayMs: 5_000,
       shutdownGraceMs: 10_000,
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');

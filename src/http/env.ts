@@ -75,6 +75,7 @@ export const HTTP_ENV_VARIABLES = [
   'TAGGER_MAX_IN_FLIGHT',
   'TAGGER_MAX_EVENT_LOOP_DELAY_MS',
   'TAGGER_RETRY_AFTER_S',
+  'TAGGER_REDIS_URL',
 ] as const;
 
 /**
@@ -126,6 +127,13 @@ export function httpOptionsFromEnv(
   if (delay !== undefined) options.maxEventLoopDelayMs = delay;
   const retry = integer(env, 'TAGGER_RETRY_AFTER_S', 1, 3600, 'seconds');
   if (retry !== undefined) options.retryAfterSeconds = retry;
+  const redisUrl = value(env, 'TAGGER_REDIS_URL');
+  if (redisUrl !== undefined) {
+    if (!/^rediss?:\/\/[^\s]+$/.test(redisUrl)) {
+      throw new HttpConfigError('TAGGER_REDIS_URL must be a redis:// or rediss:// URL');
+    }
+    options.redisUrl = redisUrl;
+  }
   return options;
 }
 

@@ -40,6 +40,11 @@ export interface HttpOptions {
   maxEventLoopDelayMs: number;
   /** Retry-After (seconds) sent with 503s from load shedding and timeouts. */
   retryAfterSeconds: number;
+  /**
+   * Redis shared by every worker and replica (`redis://[user:password@]host:port[/db]`): rate limits are
+   * counted there, across the whole deployment. null: each process counts on its own.
+   */
+  redisUrl: string | null;
 }
 
 export const HTTP_DEFAULTS: HttpOptions = Object.freeze({
@@ -61,6 +66,7 @@ export const HTTP_DEFAULTS: HttpOptions = Object.freeze({
   // request of the following sampling second a 503. Opt in (e.g. 1000) where that trade-off suits.
   maxEventLoopDelayMs: 0,
   retryAfterSeconds: 5,
+  redisUrl: null,
 });
 
 /** Settings given partially (per field, limits per limit) on top of the defaults. */
