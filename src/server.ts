@@ -1,7 +1,18 @@
 /**
  * `tagger serve`: resolve the config, load what to serve (the port opens only after loading), listen,
- * reload the experiment's runs on a timer and on SIGHUP, and drain gracefully on SIGTERM/SIGINT. Also
- * runnable on its own: `node dist/server.js` (env only).
+ * reload the experiment's runs on a timer and on SIGHUP, and shut down gracefully on SIGTERM/SIGINT.
+ * Also runnable on its own: `node dist/server.js` (env only).
+ *
+ * The shutdown sequence, built for removal from behind a load balancer or a Kubernetes Service:
+ * 1. readiness (`/health/ready`) answers 503 at once and reloads stop;
+ * 2. for `shutdownDelayMs` (TAGGER_SHUTDOWN_DELAY_MS) the server still accepts connections and answers
+ *    every request, each response saying `Connection: close`, while the balancer's health checks (or
+ *    the endpoint controller) take it out of rotation — closing the listener at once would reset the
+ *    connections still being routed here;
+ * 3. the listener closes, idle keep-alive connections close, in-flight requests finish (at most
+ *    `shutdownGraceMs`, after which the rest are cut and the exit status is 1);
+ * 4. the tracking store closes, which also aborts a reload still retrying an unreachable store, and the
+ *    process exits 0.
  */
 import { realpathSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
@@ -32,14 +43,17 @@ export interface RunningServer {
   readonly url: string;
   /** What the app serves (the same object createApp got); `serving.lifecycle` says whether it drains. */
   readonly serving: ServingState;
+  /** How long `close()` keeps answering (readiness 503) before it drains. */
+  readonly shutdownDelayMs: number;
   /** How long `close()` lets in-flight requests finish. */
   readonly shutdownGraceMs: number;
   /** Reloads the experiment's runs now (coalesced with a poll under way); null in single-model mode. */
   reload(): Promise<ReloadResult | null>;
   /**
-   * Graceful shutdown: marks the lifecycle draining, stops polling, stops accepting connections, closes
-   * idle keep-alive connections at once and asks busy ones to close after their response, waits up to
-   * the grace period for in-flight requests, then closes what is left and the tracking store.
+   * Graceful shutdown: marks the lifecycle draining (readiness 503), stops polling, keeps answering for
+   * the shutdown delay, then stops accepting connections, closes idle keep-alive connections at once and
+   * asks busy ones to close after their response, waits up to the grace period for in-flight requests,
+   * then closes what is left and the tracking store (aborting a reload under way).
    * `drained` is false when the grace period ran out and connections were cut. Idempotent.
    */
   close(): Promise<{ drained: boolean }>;
@@ -160,6 +174,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
     app,
     url: `http://${host}:${port}`,
     serving,
+    shutdownDelayMs: config.shutdownDelayMs,
     shutdownGraceMs: config.shutdownGraceMs,
     reload: async () => (registry ? registry.reload() : null),
     close: () => {
@@ -167,19 +182,29 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
         lifecycle.beginDrain();
         poller?.stop();
         try {
+          if (config.shutdownDelayMs > 0) {
+            logger.info(
+              { delayMs: config.shutdownDelayMs },
+              'shutdown: not ready; still answering while the load balancer moves traffic away',
+            );
+            await sleep(config.shutdownDelayMs);
+          }
           const drained = await drainConnections(app, inFlight, config.shutdownGraceMs, logger);
           await app.close();
           return { drained };
         } finally {
-          // A reload under way still reads from the store; let it finish before closing the store.
-          await registry?.settled();
+          // Closing the store first aborts a reload that is waiting on an unreachable store (its
+          // retries and back-off sleeps), so shutdown never waits for the store to come back.
           await store?.close();
+          await registry?.settled();
         }
       })();
       return closing;
     },
   };
 }
+
+const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 /**
  * Keeps the set of responses under way, and while draining asks every connection to close after its
@@ -290,17 +315,23 @@ export async function serveUntilSignalled(
   try {
     const signal = await stopSignal;
     stopping = true;
-    logger.info({ signal, graceMs: server.shutdownGraceMs }, 'shutting down: finishing in-flight requests');
+    logger.info(
+      { signal, delayMs: server.shutdownDelayMs, graceMs: server.shutdownGraceMs },
+      'shutting down: not ready, then finishing in-flight requests',
+    );
     const force = (second: NodeJS.Signals): void => {
       logger.error({ signal: second }, 'second signal: exiting without waiting for requests');
       exit(1);
     };
     process.once('SIGINT', force);
     process.once('SIGTERM', force);
-    const backstop = setTimeout(() => {
-      logger.error({ graceMs: server.shutdownGraceMs }, 'graceful shutdown hangs; exiting');
-      exit(1);
-    }, server.shutdownGraceMs + CLOSE_BACKSTOP_MS);
+    const backstop = setTimeout(
+      () => {
+        logger.error({ graceMs: server.shutdownGraceMs }, 'graceful shutdown hangs; exiting');
+        exit(1);
+      },
+      server.shutdownDelayMs + server.shutdownGraceMs + CLOSE_BACKSTOP_MS,
+    );
     backstop.unref();
     try {
       const { drained } = await server.close();

@@ -43,7 +43,7 @@ function serve(args: string[]): Serve {
     if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
   }
   const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, 'serve', '--port', '0', ...args], {
-    env: { ...env, MLFLOW_TRACKING_URI: fx.dir, TAGGER_RELOAD_INTERVAL_MS: '0' },
+    env: { ...env, MLFLOW_TRACKING_URI: fx.dir, TAGGER_RELOAD_INTERVAL_MS: '0', TAGGER_SHUTDOWN_DELAY_MS: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started.add(child);

@@ -16,6 +16,7 @@ import {
   startServer,
 } from '../src/server.js';
 import type { ReloadResult } from '../src/service/index.js';
+import type { TrackingStore } from '../src/tracking/index.js';
 import { REPO_ROOT } from './support/components.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from './support/fixtures.js';
 import { logServedRun, predictBody } from './support/serve-process.js';
@@ -165,7 +166,7 @@ describe('startServer', () => {
     });
     const config = resolveServeConfig(
       { trackingUri: fx.dir, port, host: '127.0.0.1' },
-      { TAGGER_LOG_LEVEL: 'silent' },
+      { TAGGER_LOG_LEVEL: 'silent', TAGGER_SHUTDOWN_DELAY_MS: '0' },
     );
     const starting = startServer(config, { openStore: async () => store });
     await loading; // startup is now reading artifacts
@@ -186,7 +187,10 @@ describe('startServer', () => {
   });
 
   it('serves a saved model directory in single-model mode', async () => {
-    const config = resolveServeConfig({ model: fx.modelDir, port: 0 }, { TAGGER_LOG_LEVEL: 'silent' });
+    const config = resolveServeConfig(
+      { model: fx.modelDir, port: 0 },
+      { TAGGER_LOG_LEVEL: 'silent', TAGGER_SHUTDOWN_DELAY_MS: '0' },
+    );
     const server = await startServer(config);
     try {
       const response = await fetch(`${server.url}/predict`, {
@@ -208,6 +212,7 @@ describe('startServer', () => {
       { trackingUri: fx.dir, port: 0 },
       {
         TAGGER_LOG_LEVEL: 'silent',
+        TAGGER_SHUTDOWN_DELAY_MS: '0',
         TAGGER_API_KEYS: 'key-one',
         TAGGER_MAX_TEXTS: '2',
         TAGGER_RELOAD_INTERVAL_MS: '0',
@@ -233,7 +238,10 @@ describe('startServer', () => {
   });
 
   it('refuses a port that is taken, with a message', async () => {
-    const config = resolveServeConfig({ model: fx.modelDir, port: 0 }, { TAGGER_LOG_LEVEL: 'silent' });
+    const config = resolveServeConfig(
+      { model: fx.modelDir, port: 0 },
+      { TAGGER_LOG_LEVEL: 'silent', TAGGER_SHUTDOWN_DELAY_MS: '0' },
+    );
     const first = await startServer(config);
     try {
       const port = Number(new URL(first.url).port);
@@ -249,7 +257,7 @@ describe('startServer', () => {
 });
 
 describe('runServeCommand startup failures (nothing listens, a StartupError says what to do)', () => {
-  const env = { TAGGER_LOG_LEVEL: 'silent', TAGGER_PORT: '0' };
+  const env = { TAGGER_LOG_LEVEL: 'silent', TAGGER_PORT: '0', TAGGER_SHUTDOWN_DELAY_MS: '0' };
   it.each([
     [
       'a missing experiment',
@@ -296,7 +304,12 @@ describe('REST tracking store at startup', () => {
     const port = await freePort(); // nothing listens there
     const error = await runServeCommand(
       { trackingUri: `http://127.0.0.1:${port}` },
-      { TAGGER_LOG_LEVEL: 'silent', TAGGER_PORT: '0', TAGGER_STORE_WAIT_MS: '300' },
+      {
+        TAGGER_LOG_LEVEL: 'silent',
+        TAGGER_PORT: '0',
+        TAGGER_STORE_WAIT_MS: '300',
+        TAGGER_SHUTDOWN_DELAY_MS: '0',
+      },
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StartupError);
     expect((error as Error).message).toMatch(
@@ -370,7 +383,11 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((d) => setTimeout(d, 5));
 }
 
-const silentEnv = { TAGGER_LOG_LEVEL: 'silent', TAGGER_RELOAD_INTERVAL_MS: '0' };
+const silentEnv = {
+  TAGGER_LOG_LEVEL: 'silent',
+  TAGGER_RELOAD_INTERVAL_MS: '0',
+  TAGGER_SHUTDOWN_DELAY_MS: '0',
+};
 
 describe('graceful shutdown (RunningServer.close)', () => {
   it('refuses new connections, closes idle keep-alive ones, finishes in-flight requests with Connection: close', async () => {
@@ -428,6 +445,36 @@ describe('graceful shutdown (RunningServer.close)', () => {
 });
 
 describe('hot reload in a started server', () => {
+  it('shuts down at once when a reload waits on an unreachable store: closing the store aborts it', async () => {
+    let storeDown = false;
+    let closeStore!: () => void;
+    const closed = new Promise<void>((done) => {
+      closeStore = done;
+    });
+    // Like the REST store with its server gone: reads wait (retrying) until the store is closed.
+    const instrumented = instrumentStore(fx.store);
+    const store: TrackingStore = {
+      ...instrumented,
+      searchRuns: async (id, o) => {
+        if (storeDown) {
+          await closed;
+          throw new Error('tracking: the store is closed');
+        }
+        return instrumented.searchRuns(id, o);
+      },
+      close: async () => {
+        closeStore();
+        await instrumented.close();
+      },
+    };
+    const config = resolveServeConfig({ trackingUri: fx.dir, port: 0 }, silentEnv);
+    const server = await startServer(config, { openStore: async () => store });
+    storeDown = true;
+    const reloading = server.reload();
+    expect(await server.close()).toEqual({ drained: true });
+    expect((await reloading)?.outcome).toBe('failed');
+  });
+
   it('polls the store on the configured interval and serves a new best run', async () => {
     const experiment = 'polled';
     const first = await logServedRun(fx.store, experiment, { name: 'first', f1: 0.5, model: fx.modelA });
@@ -486,6 +533,7 @@ describe('serveUntilSignalled', () => {
     let finishClose!: (value: { drained: boolean }) => void;
     const calls = { reload: 0, close: 0 };
     const server = {
+      shutdownDelayMs: 0,
       shutdownGraceMs: 60_000,
       reload: async () => {
         calls.reload++;

@@ -114,7 +114,7 @@ async function serve(cwd: string, args: string[], env: Record<string, string> = 
     cwd,
     // One process: with several workers each has its own registry and caches, and requests land on
     // any of them, so "already cached" would depend on which worker answers.
-    env: childEnv({ TAGGER_WORKERS: '1', ...env }),
+    env: childEnv({ TAGGER_WORKERS: '1', TAGGER_SHUTDOWN_DELAY_MS: '0', ...env }),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

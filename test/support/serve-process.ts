@@ -76,6 +76,8 @@ export async function spawnServer(
       TAGGER_PORT: String(port),
       TAGGER_LOG_LEVEL: 'warn',
       TAGGER_RELOAD_INTERVAL_MS: '0',
+      // Tests about the shutdown delay set their own; the others stop at once.
+      TAGGER_SHUTDOWN_DELAY_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -191,7 +193,8 @@ export interface RequestOutcome {
 
 /**
  * `connections` loops, each sending POST /predict one after another over a shared keep-alive agent
- * (one socket per loop). A loop ends on `stop()` or at its first ECONNREFUSED (nothing listens any more).
+ * (one socket per loop), or with `keepAlive: false` on a fresh connection per request (as a load
+ * balancer's pool may). A loop ends on `stop()` or at its first ECONNREFUSED (nothing listens any more).
  */
 export class KeepAliveLoad {
   readonly outcomes: RequestOutcome[] = [];
@@ -207,9 +210,9 @@ export class KeepAliveLoad {
 
   constructor(
     private readonly url: string,
-    private readonly options: { connections: number; body?: string },
+    private readonly options: { connections: number; body?: string; keepAlive?: boolean },
   ) {
-    this.agent = new Agent({ keepAlive: true, maxSockets: options.connections });
+    this.agent = new Agent({ keepAlive: options.keepAlive ?? true, maxSockets: options.connections });
   }
 
   start(): this {
