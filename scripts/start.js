@@ -15,6 +15,7 @@ if (!existsSync(cli)) {
 
 const { openTrackingStore, redactUri, resolveTrackingUri } = await import('../dist/tracking/index.js');
 const { serveExecArgv } = await import('../dist/node-flags.js');
+const { watchParent } = await import('../dist/parent-watch.js');
 const experiment = process.env.TAGGER_EXPERIMENT || 'best';
 const trackingUri = resolveTrackingUri(undefined, process.env);
 const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
@@ -58,4 +59,7 @@ const server = spawn(process.execPath, [...serveExecArgv([]), cli, 'serve', ...p
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => server.kill(signal));
 }
+// npm runs this script through `sh -c`; stopping npm ends npm and that shell without signalling us, so
+// losing the parent counts as SIGTERM (src/parent-watch.ts). The server child watches us the same way.
+watchParent(() => server.kill('SIGTERM'));
 server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

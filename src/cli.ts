@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runServe } from './cluster.js';
 import { ModelFormatError, ModelInputError, parseTrainingArgs, type TrainingArgs } from './model/index.js';
+import { startedByNpm, watchParent } from './parent-watch.js';
 import { runServeCommand, StartupError } from './server.js';
 import { loadModelForPrediction } from './service/predict-command.js';
 import { openTrackingStore, resolveTrackingUri } from './tracking/index.js';
@@ -326,9 +327,17 @@ export function buildProgram(): Command {
         'worker processes serving the same port (default: the number of cores; 1 = a single process)',
       ).env('TAGGER_WORKERS'),
     )
-    .action((flags: Record<string, string | undefined>) =>
-      runServe(flags, process.env, () => runServeCommand(flags, process.env), explain),
-    );
+    .action(async (flags: Record<string, string | undefined>) => {
+      // Started by npm, the server stops when npm does, even though npm's signal never reaches it.
+      const stopWatching = startedByNpm(process.env)
+        ? watchParent(() => process.kill(process.pid, 'SIGTERM'))
+        : undefined;
+      try {
+        await runServe(flags, process.env, () => runServeCommand(flags, process.env), explain);
+      } finally {
+        stopWatching?.();
+      }
+    });
 
   return program;
 }
