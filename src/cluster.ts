@@ -6,10 +6,14 @@
  * The primary only supervises:
  * - a worker that dies is replaced, after a back-off that grows while replacements keep dying young, so
  *   a worker that crashes on every start cannot make the primary spin;
- * - a worker that fails before it ever listened counts as a startup failure: an expected one (a
- *   StartupError: bad configuration, missing experiment, store not reachable) is final at once, since
- *   starting again would fail the same way; after `maxStartupFailures` unexpected ones in a row the
- *   primary gives up. Either way it stops the other workers and exits non-zero with the worker's message;
+ * - at first start, a worker that fails before it ever listened counts as a startup failure: an expected
+ *   one (a StartupError: bad configuration, missing experiment, store not reachable) is final at once,
+ *   since starting again would fail the same way; after `maxStartupFailures` unexpected ones in a row
+ *   the primary gives up. Either way it stops the other workers and exits non-zero with the message;
+ * - once any worker has served, a replacement that cannot start (the store went down, say) is logged
+ *   and retried with the growing back-off, never final: the healthy workers keep serving;
+ * - a replacement starts with the run its siblings serve (they report it over IPC), so the workers do
+ *   not answer from different runs until the next reload;
  * - SIGTERM/SIGINT/SIGHUP are forwarded to the workers (SIGHUP: each worker reloads its runs); after a
  *   stop signal the primary exits once every worker has, with status 0 only when all exited 0.
  *
@@ -47,6 +51,8 @@ export function resolveWorkerCount(flag: string | number | undefined, env: NodeJ
 
 /** Messages between primary and workers over the cluster's IPC channel. */
 type ToPrimary = { tagger: 'startup-failed'; message: string; expected: boolean };
+/** A worker serves this run now (sent after loading and after every reload that swapped). */
+type ServingReport = { tagger: 'serving'; runId: string };
 type ToWorker = { tagger: 'signal'; signal: NodeJS.Signals };
 
 const isToPrimary = (value: unknown): value is ToPrimary =>
@@ -54,6 +60,32 @@ const isToPrimary = (value: unknown): value is ToPrimary =>
   value !== null &&
   (value as { tagger?: unknown }).tagger === 'startup-failed' &&
   typeof (value as { message?: unknown }).message === 'string';
+
+const isServingReport = (value: unknown): value is ServingReport =>
+  typeof value === 'object' &&
+  value !== null &&
+  (value as { tagger?: unknown }).tagger === 'serving' &&
+  typeof (value as { runId?: unknown }).runId === 'string';
+
+/** The environment variable through which the primary tells a replacement worker what to serve. */
+const PREFER_RUN_ENV = 'TAGGER_WORKER_PREFER_RUN_ID';
+
+/**
+ * What the serve path of a cluster worker does beyond a single process: start with the run its
+ * siblings serve (set by the primary for a replacement) and report every run it serves. Empty outside
+ * a cluster worker.
+ */
+export function clusterWorkerHooks(): { preferRunId?: string; onServing?: (runId: string) => void } {
+  if (!cluster.isWorker || process.send === undefined) return {};
+  const preferRunId = process.env[PREFER_RUN_ENV];
+  let reported: string | undefined;
+  const onServing = (runId: string): void => {
+    if (runId === reported || !process.connected) return;
+    reported = runId;
+    process.send?.({ tagger: 'serving', runId } satisfies ServingReport);
+  };
+  return preferRunId ? { preferRunId, onServing } : { onServing };
+}
 
 const isToWorker = (value: unknown): value is ToWorker =>
   typeof value === 'object' &&
@@ -124,6 +156,8 @@ interface Slot {
   startedAt: number;
   listened: boolean;
   failure?: ToPrimary;
+  /** The run this worker last reported serving. */
+  servingRunId?: string;
 }
 
 /**
@@ -142,6 +176,8 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
   const slots = new Map<number, Slot>();
   const pendingRestarts = new Set<NodeJS.Timeout>();
   let startupFailures = 0;
+  /** Some worker has listened: from then on the service is up and a failing replacement is retried. */
+  let served = false;
   let youngDeaths = 0;
   let stopping: { reason: 'signal' | 'failure'; error?: ClusterError } | undefined;
   let unclean = 0;
@@ -149,16 +185,28 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
   // Workers are the serving processes: they start with the serve flags (a smaller young generation).
   cluster.setupPrimary({ execArgv: serveExecArgv(process.execArgv) });
   return new Promise<void>((resolveRun, rejectRun) => {
+    /** The run most of the serving workers serve: what a replacement should serve too. */
+    const siblingsRun = (): string | undefined => {
+      const counts = new Map<string, number>();
+      for (const { servingRunId, listened } of slots.values()) {
+        if (listened && servingRunId) counts.set(servingRunId, (counts.get(servingRunId) ?? 0) + 1);
+      }
+      return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0];
+    };
+
     const fork = (): void => {
-      const worker = cluster.fork();
+      const prefer = siblingsRun();
+      const worker = cluster.fork(prefer ? { [PREFER_RUN_ENV]: prefer } : {});
       const slot: Slot = { worker, startedAt: Date.now(), listened: false };
       slots.set(worker.id, slot);
       worker.on('listening', () => {
         slot.listened = true;
+        served = true;
         startupFailures = 0;
       });
       worker.on('message', (message: unknown) => {
         if (isToPrimary(message)) slot.failure = message;
+        else if (isServingReport(message)) slot.servingRunId = message.runId;
       });
       worker.once('exit', (code, signal) => onExit(slot, code, signal));
     };
@@ -213,7 +261,11 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
       if (!slot.listened) {
         startupFailures += 1;
         const reason = slot.failure?.message ?? `worker ${pid} ended with ${how} before listening`;
-        if (slot.failure?.expected || startupFailures >= maxStartupFailures) {
+        if (served) {
+          // A replacement that cannot start (e.g. the tracking store is down) must not take the healthy
+          // workers down with it: they keep serving while it is retried with a growing back-off.
+          logger.error({ pid, failures: startupFailures }, `a replacement worker could not start: ${reason}`);
+        } else if (slot.failure?.expected || startupFailures >= maxStartupFailures) {
           const prefix = slot.failure?.expected
             ? ''
             : `worker failed to start ${startupFailures} times in a row; last: `;

@@ -21,6 +21,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { createApp, createHttpMetrics } from './app.js';
+import { clusterWorkerHooks } from './cluster.js';
 import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
 import type { TaggerApp } from './http/index.js';
 import {
@@ -65,6 +66,10 @@ export interface StartOptions {
   logger?: pino.Logger;
   /** Told the outcome of every reload and the run serving afterwards (metrics: tagger_reloads_total). */
   onReload?: (outcome: ReloadOutcome, runId: string) => void;
+  /** Serve this run at first instead of the best one, if it loads (a replacement cluster worker). */
+  preferRunId?: string | undefined;
+  /** Told the run that serves /predict after loading and after every reload. */
+  onServing?: ((runId: string) => void) | undefined;
 }
 
 /** A store that can wait for its server (the REST store); file stores are ready at once. */
@@ -114,6 +119,7 @@ async function loadServing(
       experiment: config.experiment,
       modelCacheSize: config.modelCacheSize,
       log: logger,
+      preferRunId: options.preferRunId,
       ...(options.onReload ? { onReload: options.onReload } : {}),
     });
     return { serving: { mode: 'runs', registry, lifecycle }, registry, store };
@@ -150,8 +156,10 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   const onReload = (outcome: ReloadOutcome, runId: string): void => {
     metrics.recordReload(outcome);
     options.onReload?.(outcome, runId);
+    options.onServing?.(runId);
   };
   const { serving, registry, store } = await loadServing(config, { ...options, onReload }, logger);
+  if (registry) options.onServing?.(registry.bestRunId);
   const lifecycle = serving.lifecycle ?? new ServingLifecycle();
   const app = createApp({ serving, logger, http: config.http, metrics });
   const inFlight = trackResponses(app, lifecycle);
@@ -377,7 +385,7 @@ export async function runServeCommand(flags: ServeFlags, env: NodeJS.ProcessEnv)
   const stopSignal = firstSignal();
   let server: RunningServer;
   try {
-    server = await startServer(config, { logger });
+    server = await startServer(config, { logger, ...clusterWorkerHooks() });
   } finally {
     process.off('SIGHUP', duringStartup);
   }

@@ -5,7 +5,7 @@
  * Worker pids come from /proc (the API has no worker header on purpose).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { StartupError } from '../src/config.js';
 import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
 import { REPO_ROOT, TSX_LOADER } from './support/components.js';
 import { buildServingFixture, type ServingFixture } from './support/fixtures.js';
+import { logServedRun } from './support/serve-process.js';
 
 const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
 const hasProc = existsSync('/proc/self/task');
@@ -43,7 +44,12 @@ function serve(args: string[]): Serve {
     if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
   }
   const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, 'serve', '--port', '0', ...args], {
-    env: { ...env, MLFLOW_TRACKING_URI: fx.dir, TAGGER_RELOAD_INTERVAL_MS: '0', TAGGER_SHUTDOWN_DELAY_MS: '0' },
+    env: {
+      ...env,
+      MLFLOW_TRACKING_URI: fx.dir,
+      TAGGER_RELOAD_INTERVAL_MS: '0',
+      TAGGER_SHUTDOWN_DELAY_MS: '0',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started.add(child);
@@ -204,6 +210,106 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
       server.child.kill('SIGTERM');
       expect(await server.exit).toBe(0);
       for (const pid of replaced) expect(alive(pid)).toBe(false);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 180_000);
+
+  /** Starts `--workers 2` on `experiment`; resolves with the URL and the two worker pids. */
+  async function twoWorkers(experiment: string): Promise<{ server: Serve; url: string; workers: number[] }> {
+    const server = serve(['--workers', '2', '--experiment', experiment]);
+    const url = await until(
+      'the listening address',
+      () => /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1],
+      90_000,
+      server,
+    );
+    const workers = await until(
+      'two workers listening',
+      () => {
+        const pids = childrenOf(server.child.pid!);
+        const listening = server.output().match(/Server listening at/g)?.length ?? 0;
+        return pids.length === 2 && listening >= 2 ? pids : undefined;
+      },
+      90_000,
+      server,
+    );
+    return { server, url, workers };
+  }
+
+  const listeningCount = (server: Serve): number =>
+    server.output().match(/Server listening at/g)?.length ?? 0;
+
+  it('keeps the healthy worker serving while a replacement cannot start, and retries it until it can', async () => {
+    const experiment = 'cluster-outage';
+    const runId = await logServedRun(fx.store, experiment, { name: 'only', f1: 0.7, model: fx.modelA });
+    const { server, url, workers } = await twoWorkers(experiment);
+    const experimentId = (await fx.store.getExperimentByName(experiment))!.experimentId;
+    const folder = resolve(fx.dir, experimentId);
+    try {
+      // The store loses the experiment (as an MLflow server that is down): a new worker cannot load.
+      renameSync(folder, `${folder}.away`);
+      process.kill(workers[0]!, 'SIGKILL');
+      await until(
+        'two failed attempts to start a replacement',
+        () =>
+          (server.output().match(/a replacement worker could not start/g)?.length ?? 0) >= 2
+            ? true
+            : undefined,
+        60_000,
+        server,
+      );
+      // The primary did not give up, and the healthy worker answers every request.
+      expect(alive(server.child.pid!)).toBe(true);
+      const during = await Promise.all(Array.from({ length: 20 }, () => predict(url)));
+      expect(during.map((a) => [a.status, a.runId])).toEqual(Array(20).fill([200, runId]));
+
+      // The store is back: the next retry starts a replacement that serves.
+      renameSync(`${folder}.away`, folder);
+      await until(
+        'the replacement listening',
+        () => (listeningCount(server) >= 3 ? true : undefined),
+        60_000,
+        server,
+      );
+      expect(childrenOf(server.child.pid!)).toHaveLength(2);
+      server.child.kill('SIGTERM');
+      expect(await server.exit).toBe(0);
+    } finally {
+      if (existsSync(`${folder}.away`)) renameSync(`${folder}.away`, folder);
+      server.child.kill('SIGKILL');
+    }
+  }, 180_000);
+
+  it('starts a replacement with the run its siblings serve, not a newer best they have not loaded yet', async () => {
+    const experiment = 'cluster-siblings';
+    const served = await logServedRun(fx.store, experiment, { name: 'first', f1: 0.6, model: fx.modelA });
+    const { server, url, workers } = await twoWorkers(experiment);
+    try {
+      // A better run appears; reloads are off (the interval is 0), so the workers keep the first one.
+      const newer = await logServedRun(fx.store, experiment, { name: 'newer', f1: 0.9, model: fx.modelB });
+      process.kill(workers[0]!, 'SIGKILL');
+      await until(
+        'the replacement listening',
+        () => (listeningCount(server) >= 3 ? true : undefined),
+        60_000,
+        server,
+      );
+      const answers = await Promise.all(Array.from({ length: 40 }, () => predict(url)));
+      expect(new Set(answers.map((a) => `${a.status} ${a.runId}`))).toEqual(new Set([`200 ${served}`]));
+      // A reload (SIGHUP to the primary reaches every worker) moves them all to the newer run.
+      process.kill(server.child.pid!, 'SIGHUP');
+      await until(
+        'both workers swapped',
+        () =>
+          (server.output().match(/reload: serving a new best run/g)?.length ?? 0) >= 2 ? true : undefined,
+        60_000,
+        server,
+      );
+      const later = await Promise.all(Array.from({ length: 40 }, () => predict(url)));
+      expect(new Set(later.map((a) => `${a.status} ${a.runId}`))).toEqual(new Set([`200 ${newer}`]));
+      server.child.kill('SIGTERM');
+      expect(await server.exit).toBe(0);
     } finally {
       server.child.kill('SIGKILL');
     }

@@ -73,6 +73,12 @@ export interface RunRegistryOptions {
    * A listener that throws is ignored: reporting must not break serving.
    */
   onReload?: (outcome: ReloadOutcome, runId: string) => void;
+  /**
+   * A run to serve at first instead of the best one, when it is among the experiment's runs and loads:
+   * a worker replacing one that died serves what its siblings serve (they may not have reloaded a newer
+   * best run yet); the next reload moves it along with them.
+   */
+  preferRunId?: string | undefined;
 }
 
 /** What to do when there is nothing to serve, appended to every startup failure about runs. */
@@ -274,7 +280,9 @@ export class RunRegistry {
       throw new StartupError(message, { cause: read.cause });
     }
     const { runs } = read;
-    const picked = await pickBest(store, runs, log, undefined);
+    const picked =
+      (await loadPreferred(store, runs, options.preferRunId, log)) ??
+      (await pickBest(store, runs, log, undefined));
     if (picked.best === undefined) {
       const { failures } = picked;
       const shown =
@@ -284,7 +292,12 @@ export class RunRegistry {
       );
     }
     const { runId, model } = picked.best;
-    log.info({ runId, experiment: name, runs: runs.length }, 'serving the best loadable run');
+    log.info(
+      { runId, experiment: name, runs: runs.length },
+      runId === options.preferRunId && runId !== runs[0]?.info.runId
+        ? 'serving the run the other workers serve (a newer best run follows at the next reload)'
+        : 'serving the best loadable run',
+    );
     const snapshot = new RegistrySnapshot(store, runs.map(summarize), runId, model, options.modelCacheSize);
     return new RunRegistry(store, name, snapshot, options);
   }
@@ -423,6 +436,25 @@ interface Picked {
  * loadable whatever its artifacts say now: its model is in memory and keeps serving; its artifacts are
  * still read once to notice (and log) a store that lost them.
  */
+/** The preferred run when it is one of `runs` and loads; undefined otherwise (then the best is picked). */
+async function loadPreferred(
+  store: TrackingStore,
+  runs: readonly Run[],
+  runId: string | undefined,
+  log: ServiceLog,
+): Promise<Picked | undefined> {
+  if (runId === undefined || !runs.some((run) => run.info.runId === runId)) return undefined;
+  try {
+    return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures: [] };
+  } catch (error) {
+    log.warn(
+      { runId, reason: toRunLoadError(runId, error).reason },
+      'the run the other workers serve cannot be loaded here; serving the best loadable run',
+    );
+    return undefined;
+  }
+}
+
 async function pickBest(
   store: TrackingStore,
   runs: readonly Run[],
