@@ -23,6 +23,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
+import { serveClusterMetrics } from './cluster-metrics.js';
 import { resolveServeConfig, type ServeFlags, StartupError } from './config.js';
 import { serveExecArgv } from './node-flags.js';
 
@@ -184,6 +185,7 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
 
   // Workers are the serving processes: they start with the serve flags (a smaller young generation).
   cluster.setupPrimary({ execArgv: serveExecArgv(process.execArgv) });
+  serveClusterMetrics();
   return new Promise<void>((resolveRun, rejectRun) => {
     /** The run most of the serving workers serve: what a replacement should serve too. */
     const siblingsRun = (): string | undefined => {

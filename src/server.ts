@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { createApp, createHttpMetrics } from './app.js';
 import { clusterWorkerHooks } from './cluster.js';
+import { clusterMetricsSource } from './cluster-metrics.js';
 import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
 import type { TaggerApp } from './http/index.js';
 import {
@@ -153,6 +154,9 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   const logger = options.logger ?? pino({ level: config.logLevel });
   // Created before loading so that every reload, from the first one on, is counted.
   const metrics = createHttpMetrics();
+  // A --workers worker serves the whole process group's metrics (src/cluster-metrics.ts).
+  const clusterMetrics = clusterMetricsSource(metrics.registry);
+  if (clusterMetrics) metrics.serveExpositionFrom(clusterMetrics);
   const onReload = (outcome: ReloadOutcome, runId: string): void => {
     metrics.recordReload(outcome);
     options.onReload?.(outcome, runId);

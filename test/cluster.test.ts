@@ -12,12 +12,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_WORKERS, resolveWorkerCount } from '../src/cluster.js';
 import { StartupError } from '../src/config.js';
 import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
-import { REPO_ROOT, TSX_LOADER } from './support/components.js';
+import { REPO_ROOT, redisServerPath, TSX_LOADER } from './support/components.js';
 import { buildServingFixture, type ServingFixture } from './support/fixtures.js';
+import { redisServer } from './support/redis-server.js';
 import { logServedRun } from './support/serve-process.js';
 
 const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
 const hasProc = existsSync('/proc/self/task');
+const redisBinary = redisServerPath();
 
 let fx: ServingFixture;
 beforeAll(async () => {
@@ -38,7 +40,7 @@ interface Serve {
   exit: Promise<number | null>;
 }
 
-function serve(args: string[]): Serve {
+function serve(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Serve {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
@@ -49,6 +51,7 @@ function serve(args: string[]): Serve {
       MLFLOW_TRACKING_URI: fx.dir,
       TAGGER_RELOAD_INTERVAL_MS: '0',
       TAGGER_SHUTDOWN_DELAY_MS: '0',
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -171,7 +174,8 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
       const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
       const newSpace = /^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(metrics)?.[1];
       expect(Number(newSpace)).toBeGreaterThan(0);
-      expect(Number(newSpace)).toBeLessThanOrEqual(16 * 1024 * 1024);
+      // /metrics sums the two workers (src/cluster-metrics.ts): at most 16 MiB each.
+      expect(Number(newSpace)).toBeLessThanOrEqual(2 * 16 * 1024 * 1024);
 
       // Many requests over fresh connections reach both workers; every answer names the same run.
       const answers = await Promise.all(Array.from({ length: 40 }, () => predict(url)));
@@ -314,6 +318,72 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
       server.child.kill('SIGKILL');
     }
   }, 180_000);
+
+  it('reports the whole process group in /metrics, whichever worker answers the scrape', async () => {
+    const server = serve(['--workers', '3']);
+    try {
+      const url = await until(
+        'three workers listening',
+        () =>
+          listeningCount(server) >= 3
+            ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
+            : undefined,
+        90_000,
+        server,
+      );
+      const sent = 30;
+      const answers = await Promise.all(Array.from({ length: sent }, () => predict(url)));
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      const readings: string[] = [];
+      for (let scrape = 0; scrape < 6; scrape++) {
+        const text = await fetch(`${url}/metrics`).then((r) => r.text());
+        readings.push(
+          /^tagger_http_requests_total\{method="POST",route="\/predict",status_code="200"\} (\d+)/m.exec(
+            text,
+          )?.[1] ?? 'absent',
+        );
+        expect(text).toMatch(new RegExp(`^tagger_served_run_info\\{run_id="${fx.runs.alpha}"\\} 1$`, 'm'));
+      }
+      // Six scrapes over fresh connections land on different workers; each reads the group's total.
+      expect(readings).toEqual(Array(6).fill(String(sent)));
+      server.child.kill('SIGTERM');
+      expect(await server.exit).toBe(0);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 180_000);
+
+  it.skipIf(redisBinary === null)(
+    'counts the rate limit across workers through Redis',
+    async () => {
+      const redis = await redisServer(redisBinary!);
+      const server = serve(['--workers', '2'], {
+        TAGGER_RATE_LIMIT_MAX: '5',
+        TAGGER_REDIS_URL: redis.url,
+      });
+      try {
+        const url = await until(
+          'two workers listening',
+          () =>
+            listeningCount(server) >= 2
+              ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
+              : undefined,
+          90_000,
+          server,
+        );
+        const statuses: number[] = [];
+        for (let i = 0; i < 9; i++) statuses.push((await predict(url)).status);
+        // Without Redis each worker counted on its own and let 9 of 9 through (5 + 4).
+        expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429, 429]);
+        server.child.kill('SIGTERM');
+        expect(await server.exit).toBe(0);
+      } finally {
+        server.child.kill('SIGKILL');
+        await redis.stop();
+      }
+    },
+    180_000,
+  );
 
   it('exits non-zero with the workers’ message, once, when they cannot start', async () => {
     const server = serve(['--workers', '2', '--experiment', 'no-such-experiment']);

@@ -50,6 +50,8 @@ export class HttpMetrics {
   private readonly texts: Counter;
   private readonly predictions: Counter<'tag'>;
   private readonly reloads: Counter<'outcome'>;
+  /** Rate-limit checks that could not reach the shared store (Redis) and let the request through. */
+  readonly rateLimitStoreErrors: Counter;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -88,6 +90,8 @@ export class HttpMetrics {
       help: 'The run that answers /predict now (value 1; absent in single-model mode)',
       labelNames: ['run_id'],
       registers,
+      // Across workers: 1 for every run some worker serves, not the number of workers serving it.
+      aggregator: 'max',
       collect() {
         // Read at scrape time, so a reloaded run replaces the old series instead of adding one.
         this.reset();
@@ -99,6 +103,7 @@ export class HttpMetrics {
       name: 'tagger_served_run_f1',
       help: "The served run's f1 (the served model's overall test f1 in single-model mode)",
       registers,
+      aggregator: 'max',
       collect() {
         this.reset();
         const f1 = served()?.f1;
@@ -111,7 +116,27 @@ export class HttpMetrics {
       labelNames: ['outcome'],
       registers,
     });
+    this.rateLimitStoreErrors = new Counter({
+      name: 'tagger_rate_limit_store_errors_total',
+      help: 'Requests let through without a rate-limit check because the shared store (Redis) failed (fail open)',
+      registers,
+    });
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  private expositionSource: (() => Promise<string>) | undefined;
+
+  /**
+   * Replaces what /metrics serves: in `--workers` mode the whole process group's metrics, aggregated
+   * by the primary (src/cluster-metrics.ts), instead of this process's own.
+   */
+  serveExpositionFrom(source: () => Promise<string>): void {
+    this.expositionSource = source;
+  }
+
+  /** The Prometheus text /metrics answers with. */
+  exposition(): Promise<string> {
+    return this.expositionSource?.() ?? this.registry.metrics();
   }
 
   /** Where the served-run gauges read from (installed by installApi). */

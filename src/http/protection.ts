@@ -2,7 +2,8 @@
  * Access control and overload protection, as onRequest hooks that run in this order (cheapest refusal
  * first, before any body is read):
  *   1. load shedding: too many requests in flight, or the event loop lagging → 503 + Retry-After;
- *   2. rate limiting per client (the API key when a valid one is sent, else the address) → 429 + Retry-After;
+ *   2. rate limiting per client (the API key when a valid one is sent, else the address) → 429 + Retry-After,
+ *      counted per process or, with a Redis URL, across every worker and replica (fail open when Redis fails);
  *   3. API-key check → 401 (no key, with WWW-Authenticate) or 403 (wrong key).
  * Rate limiting runs before the key check and buckets invalid keys by address, so guessing keys is rate
  * limited too. Health checks are exempt from all three (an orchestrator must always reach them);
@@ -16,6 +17,7 @@ import { ApiKeys, type Credential } from './auth.js';
 import { HttpError } from './http-error.js';
 import type { HttpMetrics } from './observability.js';
 import type { HttpOptions } from './options.js';
+import { sharedRateLimit } from './shared-rate-limit.js';
 
 /** Probes for orchestrators and the spec's health check: never authenticated, limited or shed. */
 export const HEALTH_ROUTES: ReadonlySet<string> = new Set(['/', '/health/live', '/health/ready']);
@@ -96,9 +98,15 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
       credentials.set(request, keys.enabled ? keys.identify(request) : { kind: 'missing' });
     });
 
-    // 2. Rate limiting.
+    // 2. Rate limiting: per process, or across the deployment when Redis is configured.
     if (options.rateLimit !== null) {
+      const shared = options.redisUrl ? sharedRateLimit(options.redisUrl, metrics, app.log) : undefined;
+      if (shared) {
+        app.addHook('onClose', shared.close);
+        await shared.connected;
+      }
       await app.register(fastifyRateLimit, {
+        ...(shared ? { store: shared.Store, skipOnError: true } : {}),
         global: false,
         max: options.rateLimit.max,
         timeWindow: options.rateLimit.windowMs,

@@ -58,6 +58,15 @@ export function chromiumPath(): string | null {
   );
 }
 
+/** Debian's Redis server, for the shared rate limit (`apt-get install redis-server`). */
+export function redisServerPath(): string | null {
+  return locate(
+    'redis-server',
+    [process.env.REDIS_SERVER_PATH ?? '/usr/bin/redis-server'],
+    'install it with `apt-get install redis-server`',
+  );
+}
+
 /** The shared labelled dataset (../shared/data), never copied into the repository. */
 export function sharedDataset(file: 'dataset.csv' | 'holdout.csv'): string | null {
   return locate('the shared dataset', [resolve(SHARED_DATA, file)], 'check out ../shared beside the repo');

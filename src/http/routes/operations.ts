@@ -86,10 +86,22 @@ export function operationsRoutes(
             description: 'Metrics in the Prometheus text format (`text/plain; version=0.0.4`)',
             content: { 'text/plain': { schema: { type: 'string' } } },
           },
-          ...errorResponses(500),
+          ...errorResponses(500, 503),
         },
       },
     },
-    async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await metrics.registry.metrics()),
+    async (_request, reply) => {
+      let text: string;
+      try {
+        text = await metrics.exposition();
+      } catch (error) {
+        // In --workers mode the aggregate comes from the primary; a scrape without it fails visibly
+        // instead of passing one worker's share off as the service's numbers.
+        throw new HttpError(503, `metrics are unavailable: ${(error as Error).message}`, {
+          'retry-after': '1',
+        });
+      }
+      return reply.type(METRICS_CONTENT_TYPE).send(text);
+    },
   );
 }
