@@ -58,6 +58,11 @@ export function chromiumPath(): string | null {
   );
 }
 
+/** A program at a fixed path (from a Debian package); skip with a reason, or fail under CI. */
+export function locateBinary(name: string, path: string, howToInstall: string): string | null {
+  return locate(name, [path], howToInstall);
+}
+
 /** Debian's Redis server, for the shared rate limit (`apt-get install redis-server`). */
 export function redisServerPath(): string | null {
   return locate(
