@@ -1,0 +1,230 @@
+/**
+ * The Helm chart (deploy/helm/tagger) and the kustomize manifests (deploy/kustomize), checked offline:
+ * Helm's own lint and render (helm-python-sdk: Helm's Go SDK as a library, no binary, no cluster) for
+ * several value sets, strict schema validation of every rendered object against Kubernetes 1.30 and 1.37
+ * (kubernetes-validate), `kubectl kustomize` where kubectl exists, and the rules that make the objects
+ * work together. No cluster runs here: nothing in this file claims the chart was deployed.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT, venvPython } from '../support/components.js';
+
+const python = venvPython();
+const CHART = resolve(REPO_ROOT, 'deploy', 'helm', 'tagger');
+const KUBE_VERSIONS = ['1.30.0', '1.37.0'];
+const KUBECTL = '/usr/bin/kubectl';
+const hasKubectl = existsSync(KUBECTL);
+if (!hasKubectl) {
+  // The issue asks for kustomize checks "where kubectl exists"; CI machines may not have it.
+  process.stderr.write(`[skip] kubectl not found at ${KUBECTL}: the kustomize manifests are not rendered\n`);
+}
+
+type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  // biome-ignore lint/suspicious/noExplicitAny: rendered objects of many kinds, checked field by field below
+  spec?: Record<string, any>;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+};
+interface SetResult {
+  lint: { messages: { severity: number; path: string; error: string }[]; errors: string[] } | null;
+  objects: K8sObject[];
+  problems: string[];
+  render_error: string | null;
+}
+
+const TRACKING = { mlflow: { trackingUri: 'http://mlflow.mlops.svc:5000' } };
+const SETS: Record<string, unknown> = {
+  defaults: TRACKING,
+  everything: {
+    ...TRACKING,
+    mlflow: { ...TRACKING.mlflow, credentialsSecret: 'mlflow-credentials' },
+    redis: { bundled: true },
+    apiKeys: { keys: ['key-one-1234', 'key-two-5678'] },
+    rateLimit: { max: 100, windowMs: 1000 },
+    autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 12 },
+    shutdown: { delayMs: 8000, graceMs: 20000 },
+    image: { repository: 'registry.example.com/tagger', tag: '1.2.3' },
+  },
+  existing: {
+    ...TRACKING,
+    redis: { url: 'redis://redis.cache.svc:6379/0' },
+    apiKeys: { existingSecret: 'tagger-keys' },
+    podDisruptionBudget: { enabled: false },
+    workers: 2,
+  },
+  'no tracking server': {},
+  'negative delay': { ...TRACKING, shutdown: { delayMs: -1, graceMs: 1000 } },
+};
+
+/** Names of the environment variables Tagger reads: every TAGGER_* and MLFLOW_* its sources mention. */
+function variablesTaggerReads(): Set<string> {
+  const names = new Set<string>();
+  for (const file of ['src/config.ts', 'src/http/env.ts', 'src/cluster.ts', 'src/tracking/rest-http.ts']) {
+    const text = readFileSync(resolve(REPO_ROOT, file), 'utf8');
+    for (const match of text.matchAll(/\b(TAGGER_[A-Z_]+|MLFLOW_[A-Z_]+)\b/g)) names.add(match[1]!);
+  }
+  return names;
+}
+
+function runPython(
+  command: unknown,
+): Promise<{ sets: Record<string, SetResult>; manifests: Record<string, SetResult> }> {
+  return new Promise((done, fail) => {
+    const child = spawn(python!, [resolve(REPO_ROOT, 'test', 'deploy', 'kubernetes.py')], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      err += chunk.toString('utf8');
+    });
+    child.once('exit', (code) => {
+      if (code !== 0) fail(new Error(`kubernetes.py exited ${code}: ${err}`));
+      else done(JSON.parse(out));
+    });
+    child.stdin.end(JSON.stringify(command));
+  });
+}
+
+const kustomize = async (dir: string): Promise<string> =>
+  (await promisify(execFile)(KUBECTL, ['kustomize', resolve(REPO_ROOT, 'deploy', 'kustomize', dir)])).stdout;
+
+let result: Awaited<ReturnType<typeof runPython>>;
+
+beforeAll(async () => {
+  if (python === null) return;
+  const manifests = hasKubectl
+    ? { base: await kustomize('base'), production: await kustomize('overlays/production') }
+    : {};
+  result = await runPython({ chart: CHART, sets: SETS, kube_versions: KUBE_VERSIONS, manifests });
+}, 120_000);
+
+const only = (objects: K8sObject[], kind: string): K8sObject[] => objects.filter((o) => o.kind === kind);
+const one = (objects: K8sObject[], kind: string, name?: string): K8sObject => {
+  const found = only(objects, kind).filter((o) => name === undefined || o.metadata.name === name);
+  expect(found, `one ${kind}${name ? ` ${name}` : ''}`).toHaveLength(1);
+  return found[0]!;
+};
+const matches = (selector: Record<string, string>, labels: Record<string, string> = {}): boolean =>
+  Object.entries(selector).every(([key, value]) => labels[key] === value);
+
+/** The rules that make a Deployment, its ConfigMap, Service, PDB and HPA work together. */
+function checkServing(objects: K8sObject[], deploymentName: string): void {
+  const deployment = one(objects, 'Deployment', deploymentName);
+  const pod = deployment.spec!.template;
+  const container = pod.spec.containers.find((c: { name: string }) => c.name === 'tagger');
+  const configMapName = container.envFrom.find((e: { configMapRef?: { name: string } }) => e.configMapRef)
+    .configMapRef.name;
+  const config = one(objects, 'ConfigMap', configMapName).data!;
+  const env: Record<string, string> = { ...config };
+  for (const entry of container.env ?? []) env[entry.name] = entry.value;
+
+  // Only variables Tagger reads, with values its configuration accepts.
+  const known = variablesTaggerReads();
+  for (const name of Object.keys(env)) expect(known, `${name} is read by Tagger`).toContain(name);
+  expect(env.TAGGER_HOST).toBe('0.0.0.0');
+  const port = Number(env.TAGGER_PORT);
+  expect(container.ports.map((p: { containerPort: number }) => p.containerPort)).toEqual([port]);
+
+  // Probes on the paths the server has; readiness on /health/ready (503 while draining).
+  const probePort = (probe: { httpGet: { port: string | number } }) =>
+    probe.httpGet.port === 'http' ? port : probe.httpGet.port;
+  expect(container.readinessProbe.httpGet.path).toBe('/health/ready');
+  for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) {
+    expect(['/health/live', '/health/ready']).toContain(probe.httpGet.path);
+    expect(probePort(probe)).toBe(port);
+  }
+  // Kubernetes waits longer than the server's own shutdown: the delay, then the drain.
+  const shutdownMs =
+    Number(env.TAGGER_SHUTDOWN_DELAY_MS ?? 5000) + Number(env.TAGGER_SHUTDOWN_GRACE_MS ?? 10000);
+  expect(pod.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(shutdownMs);
+  // Hardened: no root, nothing written to the image's filesystem, no capabilities.
+  expect(pod.spec.securityContext.runAsNonRoot).toBe(true);
+  expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
+  expect(container.securityContext.allowPrivilegeEscalation).toBe(false);
+  expect(container.securityContext.capabilities.drop).toEqual(['ALL']);
+  expect(container.resources.limits.memory).toBeDefined();
+
+  // The Service and the PDB select exactly the Tagger pods.
+  const podLabels = pod.metadata.labels as Record<string, string>;
+  expect(matches(deployment.spec!.selector.matchLabels, podLabels)).toBe(true);
+  const service = only(objects, 'Service').find((s) => matches(s.spec!.selector, podLabels));
+  expect(service, 'a Service selecting the pods').toBeDefined();
+  expect(service!.spec!.ports[0].targetPort).toBe('http');
+  for (const other of only(objects, 'Deployment').filter((d) => d !== deployment)) {
+    expect(matches(service!.spec!.selector, other.spec!.template.metadata.labels)).toBe(false);
+  }
+  for (const pdb of only(objects, 'PodDisruptionBudget')) {
+    expect(pdb.spec!.selector.matchLabels).toEqual(deployment.spec!.selector.matchLabels);
+  }
+  for (const hpa of only(objects, 'HorizontalPodAutoscaler')) {
+    expect(hpa.spec!.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: deployment.metadata.name });
+    expect(deployment.spec!.replicas).toBeUndefined(); // the HPA owns the count
+  }
+}
+
+describe.skipIf(python === null)('the Helm chart', () => {
+  it.each(['defaults', 'everything', 'existing'])(
+    'lints, renders and validates strictly against Kubernetes 1.30 and 1.37: %s',
+    (name) => {
+      const set = result.sets[name]!;
+      expect(set.render_error).toBeNull();
+      expect(set.lint!.errors).toEqual([]);
+      expect(set.lint!.messages.filter((m) => m.severity >= 2)).toEqual([]);
+      expect(set.problems).toEqual([]);
+      checkServing(set.objects, 'tagger');
+    },
+  );
+
+  it('keeps API keys in a Secret mounted as a file, never in the ConfigMap or the environment', () => {
+    const { objects } = result.sets.everything!;
+    const secret = one(objects, 'Secret', 'tagger-api-keys');
+    expect(secret.stringData!.keys!.split('\n').filter(Boolean)).toEqual(['key-one-1234', 'key-two-5678']);
+    for (const config of only(objects, 'ConfigMap')) expect(JSON.stringify(config)).not.toContain('key-one');
+    const deployment = one(objects, 'Deployment', 'tagger');
+    expect(JSON.stringify(deployment)).not.toContain('key-one');
+    const container = deployment.spec!.template.spec.containers[0];
+    const file = container.env.find((e: { name: string }) => e.name === 'TAGGER_API_KEYS_FILE').value;
+    const mount = container.volumeMounts.find((m: { name: string }) => m.name === 'api-keys');
+    expect(file.startsWith(`${mount.mountPath}/`)).toBe(true);
+    // A changed key or setting rolls the pods.
+    expect(Object.keys(deployment.spec!.template.metadata.annotations)).toEqual(
+      expect.arrayContaining(['checksum/config', 'checksum/api-keys']),
+    );
+  });
+
+  it('points every replica at one Redis for the shared rate limit, bundled or existing', () => {
+    const bundled = result.sets.everything!.objects;
+    const redisService = one(bundled, 'Service', 'tagger-redis');
+    const config = one(bundled, 'ConfigMap', 'tagger').data!;
+    expect(config.TAGGER_REDIS_URL).toBe(`redis://${redisService.metadata.name}:6379/0`);
+    expect(config.TAGGER_RATE_LIMIT_MAX).toBe('100');
+    expect(one(result.sets.existing!.objects, 'ConfigMap', 'tagger').data!.TAGGER_REDIS_URL).toBe(
+      'redis://redis.cache.svc:6379/0',
+    );
+    expect(only(result.sets.defaults!.objects, 'ConfigMap')[0]!.data!.TAGGER_REDIS_URL).toBeUndefined();
+  });
+
+  it('refuses values that cannot work, naming them', () => {
+    expect(result.sets['no tracking server']!.render_error).toMatch(/mlflow\.trackingUri is required/);
+    expect(result.sets['negative delay']!.render_error).toMatch(/delayMs/);
+  });
+});
+
+describe.skipIf(python === null || !hasKubectl)('the kustomize manifests', () => {
+  it.each(['base', 'production'])('render with kubectl and validate strictly: %s', (name) => {
+    const { objects, problems } = result.manifests[name]!;
+    expect(problems).toEqual([]);
+    const deployment = one(objects, 'Deployment');
+    checkServing(objects, deployment.metadata.name);
+  });
+});
