@@ -35,6 +35,14 @@ export interface MlflowServer {
 export interface StartOptions {
   /** Runs `mlflow server --app-name basic-auth` with a generated admin password. */
   basicAuth?: boolean;
+  /** Another backend (e.g. `postgresql+psycopg2://…`) instead of SQLite in the temp dir. */
+  backendStoreUri?: string;
+  /** Another artifact store (e.g. `s3://bucket/prefix`, with `env` for its endpoint and keys). */
+  artifactsDestination?: string;
+  /** A fixed port (to restart a server where its clients expect it); default: a free one. */
+  port?: number;
+  /** Extra environment of the server process. */
+  env?: Record<string, string>;
 }
 
 /** `.venv/bin/mlflow` next to the venv's Python; null (with a printed reason) when absent outside CI. */
@@ -87,7 +95,7 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 
 export async function startMlflowServer(mlflow: string, options: StartOptions = {}): Promise<MlflowServer> {
   const dir = await mkdtemp(join(tmpdir(), 'tagger-mlflow-'));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const uri = `http://127.0.0.1:${port}`;
   const args = [
     'server',
@@ -96,13 +104,13 @@ export async function startMlflowServer(mlflow: string, options: StartOptions = 
     '--port',
     String(port),
     '--backend-store-uri',
-    `sqlite:///${join(dir, 'mlflow.db')}`,
+    options.backendStoreUri ?? `sqlite:///${join(dir, 'mlflow.db')}`,
     '--artifacts-destination',
-    join(dir, 'artifacts'),
+    options.artifactsDestination ?? join(dir, 'artifacts'),
     '--workers',
     '1',
   ];
-  const extraEnv: Record<string, string> = {};
+  const extraEnv: Record<string, string> = { ...options.env };
   let admin: MlflowServer['admin'];
   if (options.basicAuth) {
     admin = { username: 'admin', password: `pw-${randomBytes(9).toString('base64url')}` };
