@@ -5,11 +5,19 @@
  * function returns a handle whose `stop()` ends what it started, by PID or container id.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { locateBinary } from './components.js';
+import { join, resolve } from 'node:path';
+import { locateBinary, REPO_ROOT } from './components.js';
 import { podman } from './image.js';
 import { freePort } from './serve-process.js';
 
@@ -140,42 +148,33 @@ export interface Haproxy extends Stoppable {
   output(): string;
 }
 
+/** The committed deploy/haproxy/haproxy.cfg, listening on `port` and pointing at loopback `backends`. */
+export function haproxyConfigFor(port: number, backends: number[]): string {
+  const committed = readFileSync(resolve(REPO_ROOT, 'deploy', 'haproxy', 'haproxy.cfg'), 'utf8');
+  let server = 0;
+  const lines = committed.split('\n').map((line) => {
+    if (/^\s*bind\s/.test(line)) return `  bind 127.0.0.1:${port}`;
+    const named = /^\s*server\s+(\S+)\s+\S+:\d+(.*)$/.exec(line);
+    if (named === null) return line;
+    const backend = backends[server++];
+    if (backend === undefined)
+      throw new Error(`haproxy.cfg has more servers than the ${backends.length} given`);
+    return `  server ${named[1]} 127.0.0.1:${backend}${named[2]}`;
+  });
+  if (server !== backends.length)
+    throw new Error(`haproxy.cfg has ${server} servers, ${backends.length} given`);
+  return lines.join('\n');
+}
+
 /**
- * haproxy in front of `backends` (loopback ports): health checks on /health/ready every 300 ms (one
- * failure takes a server out, two successes bring it back), retries with redispatch to another server
- * for connection failures and empty responses.
+ * haproxy with the committed configuration (health checks on /health/ready every 300 ms, retries with
+ * redispatch), in front of `backends` (loopback ports).
  */
 export async function startHaproxy(binary: string, backends: number[]): Promise<Haproxy> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'tagger-haproxy-'));
   const config = join(dir, 'haproxy.cfg');
-  writeFileSync(
-    config,
-    [
-      'global',
-      '  maxconn 4096',
-      'defaults',
-      '  mode http',
-      '  log stdout format raw local0',
-      '  timeout connect 1s',
-      '  timeout client 30s',
-      '  timeout server 30s',
-      '  retries 3',
-      '  option redispatch 1',
-      '  retry-on conn-failure empty-response response-timeout',
-      '  option http-buffer-request',
-      'frontend web',
-      `  bind 127.0.0.1:${port}`,
-      '  default_backend tagger',
-      'backend tagger',
-      '  balance roundrobin',
-      '  option httpchk GET /health/ready',
-      '  http-check expect status 200',
-      '  default-server inter 300ms fall 1 rise 2',
-      ...backends.map((backend, i) => `  server replica${i + 1} 127.0.0.1:${backend} check`),
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(config, haproxyConfigFor(port, backends));
   const child = spawn(binary, ['-f', config, '-db'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => {
