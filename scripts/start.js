@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm start`: serve the best run of the tracking store. On a fresh clone the embedded store
 // (./mlruns) is empty, so a first model is trained on the bundled sample data before serving.
-// Honours the same variables as `tagger serve` (MLFLOW_TRACKING_URI, TAGGER_EXPERIMENT, TAGGER_PORT, ...).
+// Honours the same settings as `tagger serve` (variables such as MLFLOW_TRACKING_URI, TAGGER_PORT, a
+// TAGGER_CONFIG file; docs/configuration.md).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,11 +14,14 @@ if (!existsSync(cli)) {
   process.exit(1);
 }
 
-const { openTrackingStore, redactUri, resolveTrackingUri } = await import('../dist/tracking/index.js');
+const { openTrackingStore, redactUri } = await import('../dist/tracking/index.js');
+const { resolveSettings } = await import('../dist/config.js');
 const { serveExecArgv } = await import('../dist/node-flags.js');
 const { watchParent } = await import('../dist/parent-watch.js');
-const experiment = process.env.TAGGER_EXPERIMENT || 'best';
-const trackingUri = resolveTrackingUri(undefined, process.env);
+// The same settings `tagger serve` will use (variables, then TAGGER_CONFIG's file, then defaults).
+const settings = resolveSettings({}, process.env);
+const experiment = settings.get('experiment').value;
+const trackingUri = settings.get('tracking_uri').value;
 const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
 
 async function hasRuns() {

@@ -6,6 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runServe } from './cluster.js';
+import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
 import { ModelFormatError, ModelInputError, parseTrainingArgs, type TrainingArgs } from './model/index.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
 import { runServeCommand, StartupError } from './server.js';
@@ -301,43 +302,33 @@ export function buildProgram(): Command {
     .addOption(trackingOption())
     .action((texts: string[], flags: PredictFlags) => predictCommand(texts, flags));
 
-  program
+  const serve = program
     .command('serve')
-    .description('Serve the prediction API (best run of an experiment, or one saved model with --model)')
-    .addOption(trackingOption())
-    .addOption(
-      new Option('--experiment <name>', 'experiment whose runs are served (default best)').env(
-        'TAGGER_EXPERIMENT',
-      ),
+    .description(
+      'Serve the prediction API (best run of an experiment, or one saved model with --model). Every setting can also come from its environment variable or a config file; flags win, then variables, then the file (docs/configuration.md).',
     )
-    .addOption(new Option('--host <host>', 'interface to listen on').env('TAGGER_HOST'))
-    .addOption(new Option('--port <port>', 'port to listen on (default 8000)').env('TAGGER_PORT'))
-    .addOption(
-      new Option('--model <dir>', 'single-model mode: serve this saved model directory').env('TAGGER_MODEL'),
-    )
-    .addOption(
-      new Option(
-        '--reload-interval <ms>',
-        'poll the tracking store for a new best run every <ms> (default 60000; 0: only on SIGHUP)',
-      ).env('TAGGER_RELOAD_INTERVAL_MS'),
-    )
-    .addOption(
-      new Option(
-        '--workers <n>',
-        'worker processes serving the same port (default: the number of cores; 1 = a single process)',
-      ).env('TAGGER_WORKERS'),
-    )
-    .action(async (flags: Record<string, string | undefined>) => {
-      // Started by npm, the server stops when npm does, even though npm's signal never reaches it.
-      const stopWatching = startedByNpm(process.env)
-        ? watchParent(() => process.kill(process.pid, 'SIGTERM'))
-        : undefined;
-      try {
-        await runServe(flags, process.env, () => runServeCommand(flags, process.env), explain);
-      } finally {
-        stopWatching?.();
-      }
-    });
+    .option('--print-config', 'print the effective configuration (secrets masked) and exit');
+  // Generated from the one settings table; no `.env()`: src/config.ts reads the variables itself, so a
+  // bad value is blamed on where it really came from.
+  for (const setting of SERVE_SETTINGS) {
+    const fallback = setting.default === null ? '' : `; default ${setting.default}`;
+    serve.addOption(new Option(`${setting.flag} <value>`, `${setting.help} (env ${setting.env}${fallback})`));
+  }
+  serve.action(async (flags: ServeFlags & { printConfig?: boolean }) => {
+    if (flags.printConfig) {
+      process.stdout.write(printableConfig(flags, process.env));
+      return;
+    }
+    // Started by npm, the server stops when npm does, even though npm's signal never reaches it.
+    const stopWatching = startedByNpm(process.env)
+      ? watchParent(() => process.kill(process.pid, 'SIGTERM'))
+      : undefined;
+    try {
+      await runServe(flags, process.env, () => runServeCommand(flags, process.env), explain);
+    } finally {
+      stopWatching?.();
+    }
+  });
 
   return program;
 }

@@ -21,33 +21,23 @@
  * poller) happens in each worker separately.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
 import { serveClusterMetrics } from './cluster-metrics.js';
 import { resolveServeConfig, type ServeFlags, StartupError } from './config.js';
 import { serveExecArgv } from './node-flags.js';
 
-/** The most workers `--workers` accepts: far above any core count, low enough to catch typos. */
-export const MAX_WORKERS = 256;
+export { MAX_WORKERS } from './config.js';
 
 /** A failure of the cluster as a whole; a StartupError so the CLI prints its message without a stack. */
 export class ClusterError extends StartupError {}
 
 /**
- * `--workers`, else TAGGER_WORKERS, else the number of cores this process may use.
+ * `--workers`, else TAGGER_WORKERS, else the config file, else the number of cores this process may use
+ * (the `workers` setting of src/config.ts).
  * @example resolveWorkerCount('2', {}) // 2
  */
 export function resolveWorkerCount(flag: string | number | undefined, env: NodeJS.ProcessEnv): number {
-  const fromFlag = flag !== undefined && String(flag) !== '';
-  const raw = fromFlag ? String(flag) : env.TAGGER_WORKERS?.trim();
-  if (raw === undefined || raw === '') return availableParallelism();
-  const source = fromFlag ? '--workers' : 'TAGGER_WORKERS';
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_WORKERS) {
-    throw new StartupError(
-      `serve: ${source} must be the number of worker processes, an integer from 1 to ${MAX_WORKERS}; got ${JSON.stringify(raw)}`,
-    );
-  }
-  return Number(raw);
+  return resolveServeConfig({ workers: flag }, env).workers;
 }
 
 /** Messages between primary and workers over the cluster's IPC channel. */
@@ -310,14 +300,13 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
  * so a bad flag fails once, before anything is forked.
  */
 export async function runServe(
-  flags: ServeFlags & { workers?: string | undefined },
+  flags: ServeFlags,
   env: NodeJS.ProcessEnv,
   serve: () => Promise<void>,
   describe: (error: unknown) => string,
 ): Promise<void> {
   if (cluster.isWorker) return runClusterWorker(serve, describe);
-  const workers = resolveWorkerCount(flags.workers, env);
-  if (workers === 1) return serve();
   const config = resolveServeConfig(flags, env);
-  return runClusterPrimary({ workers, logger: pino({ level: config.logLevel }) });
+  if (config.workers === 1) return serve();
+  return runClusterPrimary({ workers: config.workers, logger: pino({ level: config.logLevel }) });
 }

@@ -4,6 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createConnection, createServer, type Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -45,6 +46,7 @@ describe('resolveServeConfig', () => {
       reloadIntervalMs: 60_000,
       shutdownDelayMs: 5_000,
       shutdownGraceMs: 10_000,
+      workers: availableParallelism(),
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');
   });
@@ -118,7 +120,7 @@ describe('resolveServeConfig', () => {
       {},
       '--model serves one saved model without a tracking store, so --experiment cannot',
     ],
-    [{ host: 'a b' }, {}, 'the host must not contain spaces'],
+    [{ host: 'a b' }, {}, '--host must not contain spaces'],
   ])('refuses %j %j with a clear message', (flags, env, message) => {
     expect(() => resolveServeConfig(flags, env)).toThrow(StartupError);
     expect(() => resolveServeConfig(flags, env)).toThrow(message);

@@ -1,11 +1,12 @@
-/** The HTTP settings from environment variables (what `tagger serve` passes to createApp). */
+/** The HTTP settings of `tagger serve` (what it passes to createApp), from flags, variables or a file. */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveServeConfig, StartupError } from '../../src/config.js';
-import { httpOptionsFromEnv } from '../../src/http/env.js';
 import { parseApiKeys, resolveHttpOptions } from '../../src/http/index.js';
+
+const httpOptionsFromEnv = (env: NodeJS.ProcessEnv) => resolveServeConfig({}, env).http;
 
 let dir: string;
 beforeAll(async () => {
