@@ -19,7 +19,13 @@ const { resolveSettings } = await import('../dist/config.js');
 const { serveExecArgv } = await import('../dist/node-flags.js');
 const { watchParent } = await import('../dist/parent-watch.js');
 // The same settings `tagger serve` will use (variables, then TAGGER_CONFIG's file, then defaults).
-const settings = resolveSettings({}, process.env);
+let settings;
+try {
+  settings = resolveSettings({}, process.env);
+} catch (error) {
+  process.stderr.write(`start: ${error.message}\n`);
+  process.exit(1);
+}
 const experiment = settings.get('experiment').value;
 const trackingUri = settings.get('tracking_uri').value;
 const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
