@@ -312,7 +312,9 @@ export function buildProgram(): Command {
   // bad value is blamed on where it really came from.
   for (const setting of SERVE_SETTINGS) {
     const fallback = setting.default === null ? '' : `; default ${setting.default}`;
-    serve.addOption(new Option(`${setting.flag} <value>`, `${setting.help} (env ${setting.env}${fallback})`));
+    serve.addOption(
+      new Option(`${setting.flag} ${setting.arg}`, `${setting.help} (env ${setting.env}${fallback})`),
+    );
   }
   serve.action(async (flags: ServeFlags & { printConfig?: boolean }) => {
     if (flags.printConfig) {

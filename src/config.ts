@@ -1,20 +1,26 @@
 /**
  * The serve configuration, 12-factor style: every setting of `tagger serve` is described once in
- * SERVE_SETTINGS (its flag, environment variable, config-file key, type, range, default, whether it is
- * a secret), and everything else is derived from that table — reading and validating (here), the flags
- * and `--help` (src/cli.ts), `--print-config`, and the table in docs/configuration.md
- * (scripts/config-table.ts; a test fails when it is stale).
+ * SETTINGS (its flag, environment variable, config-file key, TypeBox schema with range and default,
+ * whether it is a secret, its help), and everything else is derived from that table: the one JSON
+ * Schema that Ajv validates every value with (here), the flags and `--help` (src/cli.ts),
+ * `--print-config`, and docs/configuration.md (scripts/config-table.ts; a test fails when it is stale).
  *
- * Precedence: a flag, else its environment variable (an empty one counts as unset), else the config
- * file (`--config <file>` / TAGGER_CONFIG; YAML or JSON, keys as in the table), else the default. A bad
- * value names the setting and where it came from (`TAGGER_PORT`, `--port` or `tagger.yaml: port`).
- * No side effects at import time.
+ * Precedence: a flag, else its environment variable, else the config file (`--config <file>` /
+ * TAGGER_CONFIG; YAML or JSON, keys as in the table), else the default. An empty value counts as unset
+ * wherever it comes from. A bad value names the setting and where it came from (`TAGGER_PORT`, `--port`
+ * or `tagger.yaml: port`); every bad value is reported at once. No side effects at import time.
+ *
+ * Every source is read by the same text rules (variables and flags are text; a scalar in the file is
+ * read as its text): a decimal integer for integer settings, true/false/yes/no/on/off/1/0 for booleans,
+ * any case for choices. The schema then decides, so `1e3`, `0x10` or `80.5` is no port.
  *
  * The host defaults to loopback because the API has no authentication by default; set `0.0.0.0` (e.g.
  * in a container) to accept connections from other machines.
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { Ajv } from 'ajv';
+import Type, { type Static, type TSchema } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { parseApiKeys } from './http/auth.js';
 import { HTTP_DEFAULTS, type HttpOptionsInput } from './http/options.js';
@@ -46,256 +52,348 @@ export const SERVE_DEFAULTS = {
 /** Window of `rate_limit_max` when `rate_limit_window_ms` is not set. */
 export const RATE_LIMIT_WINDOW_DEFAULT_MS = 60_000;
 
-type Kind =
-  | { type: 'integer'; min: number; max: number; what: string }
-  | { type: 'string' }
-  | { type: 'boolean' }
-  | { type: 'choice'; values: readonly string[] }
-  | { type: 'redis-url' };
-
-export interface Setting {
+/** One row of the settings table. */
+export interface Setting<S extends TSchema = TSchema> {
   /** Key in a config file and in `--print-config`. */
   key: string;
   flag: `--${string}`;
+  /** What `--help` shows after the flag, e.g. `<ms>`. */
+  arg: `<${string}>`;
   env: string;
-  kind: Kind;
-  /** Shown in --help and the docs; null: unset unless given. */
-  default: string | number | boolean | null;
-  /** Masked by --print-config (whole value, or the password of a URL). */
-  secret?: 'value' | 'url-password';
+  /** The value's type and range (Ajv validates it); its description is `help`. */
+  schema: S;
+  /** What the setting does: `--help`, the docs and the schema's description. */
   help: string;
+  /** Used when no source gives the setting; null: unset. */
+  default: Static<S> | null;
+  /** How a bad value is described: "--port must be <what>, an integer from 0 to 65535". */
+  what?: string;
+  /** Masked by --print-config and never echoed in messages (whole value, or a URL's password). */
+  secret?: 'value' | 'url-password';
+  /** Part of the HTTP layer's options (HttpOptions): all at their defaults, the app uses its own. */
+  http?: true;
+  /** Meaningless in a config file (the file's own path). */
+  notInFile?: true;
 }
 
-const integer = (min: number, max: number, what: string): Kind => ({ type: 'integer', min, max, what });
-const STRING: Kind = { type: 'string' };
+type Row<S extends TSchema, D> = Omit<Setting<S>, 'key' | 'schema' | 'default' | 'help'> & {
+  schema: S;
+  default: D;
+};
+/** Keeps each row's schema and default types, so the resolved values are typed by the table. */
+const row = <S extends TSchema, D extends Static<S> | null>(spec: Row<S, D>): Row<S, D> => spec;
+
+const integer = (minimum: number, maximum: number, help: string) =>
+  Type.Integer({ minimum, maximum, description: help });
+const text = (help: string, pattern?: string) =>
+  Type.String(pattern === undefined ? { minLength: 1, description: help } : { pattern, description: help });
 const L = HTTP_DEFAULTS.limits;
 
-export const SERVE_SETTINGS: readonly Setting[] = Object.freeze([
-  {
-    key: 'config',
+/** The table. Order is the order of `--help`, `--print-config` and the docs. */
+const SETTINGS = {
+  config: row({
     flag: '--config',
+    arg: '<file>',
     env: 'TAGGER_CONFIG',
-    kind: STRING,
+    schema: text(
+      'a YAML or JSON file with settings (keys as in this table); flags and variables win over it',
+    ),
     default: null,
-    help: 'a YAML or JSON file with settings (keys as in this table); flags and variables win over it',
-  },
-  {
-    key: 'tracking_uri',
+    notInFile: true,
+  }),
+  tracking_uri: row({
     flag: '--tracking-uri',
+    arg: '<uri>',
     env: 'MLFLOW_TRACKING_URI',
-    kind: STRING,
+    schema: text('MLflow tracking store: a folder (mlruns layout) or http(s)://server'),
     default: SERVE_DEFAULTS.trackingUri,
     secret: 'url-password',
-    help: 'MLflow tracking store: a folder (mlruns layout) or http(s)://server',
-  },
-  {
-    key: 'experiment',
+  }),
+  experiment: row({
     flag: '--experiment',
+    arg: '<name>',
     env: 'TAGGER_EXPERIMENT',
-    kind: STRING,
+    schema: text('experiment whose best run is served'),
     default: SERVE_DEFAULTS.experiment,
-    help: 'experiment whose best run is served',
-  },
-  {
-    key: 'model',
+  }),
+  model: row({
     flag: '--model',
+    arg: '<dir>',
     env: 'TAGGER_MODEL',
-    kind: STRING,
+    schema: text('single-model mode: serve this saved model directory instead of runs'),
     default: null,
-    help: 'single-model mode: serve this saved model directory instead of runs',
-  },
-  {
-    key: 'host',
+  }),
+  host: row({
     flag: '--host',
+    arg: '<host>',
     env: 'TAGGER_HOST',
-    kind: STRING,
+    schema: text('interface to listen on (0.0.0.0: every interface, e.g. in a container)', '^\\S+$'),
     default: SERVE_DEFAULTS.host,
-    help: 'interface to listen on (0.0.0.0: every interface, e.g. in a container)',
-  },
-  {
-    key: 'port',
+    what: 'a host name or IP address (no spaces)',
+  }),
+  port: row({
     flag: '--port',
+    arg: '<port>',
     env: 'TAGGER_PORT',
-    kind: integer(0, 65_535, 'a TCP port (0 picks a free one)'),
+    schema: integer(0, 65_535, 'port to listen on (0: a free one)'),
     default: SERVE_DEFAULTS.port,
-    help: 'port to listen on',
-  },
-  {
-    key: 'workers',
+    what: 'a TCP port (0 picks a free one)',
+  }),
+  workers: row({
     flag: '--workers',
+    arg: '<n>',
     env: 'TAGGER_WORKERS',
-    kind: integer(1, MAX_WORKERS, 'the number of worker processes'),
+    schema: integer(
+      1,
+      MAX_WORKERS,
+      'worker processes serving the same port (default: the cores available; 1: a single process)',
+    ),
     default: null,
-    help: 'worker processes serving the same port (default: the cores available; 1: a single process)',
-  },
-  {
-    key: 'log_level',
+    what: 'the number of worker processes',
+  }),
+  log_level: row({
     flag: '--log-level',
+    arg: '<level>',
     env: 'TAGGER_LOG_LEVEL',
-    kind: { type: 'choice', values: LOG_LEVELS },
+    schema: Type.Enum(LOG_LEVELS, { description: `log level: ${LOG_LEVELS.join(', ')}` }),
     default: SERVE_DEFAULTS.logLevel,
-    help: `log level: ${LOG_LEVELS.join(', ')}`,
-  },
-  {
-    key: 'reload_interval_ms',
+  }),
+  reload_interval_ms: row({
     flag: '--reload-interval',
+    arg: '<ms>',
     env: 'TAGGER_RELOAD_INTERVAL_MS',
-    kind: integer(0, 86_400_000, 'an interval in milliseconds (0 turns polling off)'),
+    schema: integer(
+      0,
+      86_400_000,
+      'poll the tracking store for a new best run every <ms> (0: only on SIGHUP)',
+    ),
     default: SERVE_DEFAULTS.reloadIntervalMs,
-    help: 'poll the tracking store for a new best run every <ms> (0: only on SIGHUP)',
-  },
-  {
-    key: 'model_cache_size',
+    what: 'an interval in milliseconds (0 turns polling off)',
+  }),
+  model_cache_size: row({
     flag: '--model-cache-size',
+    arg: '<n>',
     env: 'TAGGER_MODEL_CACHE_SIZE',
-    kind: integer(0, 1_000, 'the number of run models to keep loaded'),
+    schema: integer(
+      0,
+      1_000,
+      'models of other runs kept loaded for /runs/{id}/predict (least recently used dropped)',
+    ),
     default: SERVE_DEFAULTS.modelCacheSize,
-    help: 'models of other runs kept loaded for /runs/{id}/predict (least recently used dropped)',
-  },
-  {
-    key: 'store_wait_ms',
+    what: 'the number of run models to keep loaded',
+  }),
+  store_wait_ms: row({
     flag: '--store-wait',
+    arg: '<ms>',
     env: 'TAGGER_STORE_WAIT_MS',
-    kind: integer(0, 3_600_000, 'a wait in milliseconds'),
+    schema: integer(0, 3_600_000, 'how long startup waits for a tracking server to answer'),
     default: SERVE_DEFAULTS.storeWaitMs,
-    help: 'how long startup waits for a tracking server to answer',
-  },
-  {
-    key: 'shutdown_delay_ms',
+    what: 'a wait in milliseconds',
+  }),
+  shutdown_delay_ms: row({
     flag: '--shutdown-delay',
+    arg: '<ms>',
     env: 'TAGGER_SHUTDOWN_DELAY_MS',
-    kind: integer(0, 3_600_000, 'a delay in milliseconds (0: drain at once)'),
+    schema: integer(
+      0,
+      3_600_000,
+      'after SIGTERM, keep answering (readiness 503) this long before draining, so a load balancer moves away',
+    ),
     default: SERVE_DEFAULTS.shutdownDelayMs,
-    help: 'after SIGTERM, keep answering (readiness 503) this long before draining, so a load balancer moves away',
-  },
-  {
-    key: 'shutdown_grace_ms',
+    what: 'a delay in milliseconds (0: drain at once)',
+  }),
+  shutdown_grace_ms: row({
     flag: '--shutdown-grace',
+    arg: '<ms>',
     env: 'TAGGER_SHUTDOWN_GRACE_MS',
-    kind: integer(0, 3_600_000, 'a grace period in milliseconds'),
+    schema: integer(0, 3_600_000, 'how long in-flight requests may take to finish when shutting down'),
     default: SERVE_DEFAULTS.shutdownGraceMs,
-    help: 'how long in-flight requests may take to finish when shutting down',
-  },
-  {
-    key: 'max_body_bytes',
+    what: 'a grace period in milliseconds',
+  }),
+  max_body_bytes: row({
     flag: '--max-body-bytes',
+    arg: '<bytes>',
     env: 'TAGGER_MAX_BODY_BYTES',
-    kind: integer(1024, 1024 ** 3, 'a size in bytes'),
+    schema: integer(1024, 1024 ** 3, 'largest request body; larger is a 413'),
     default: L.bodyBytes,
-    help: 'largest request body; larger is a 413',
-  },
-  {
-    key: 'max_texts',
+    what: 'a size in bytes',
+    http: true,
+  }),
+  max_texts: row({
     flag: '--max-texts',
+    arg: '<n>',
     env: 'TAGGER_MAX_TEXTS',
-    kind: integer(1, 1_000_000, 'the most texts per request'),
+    schema: integer(1, 1_000_000, 'most entries in `texts` of one request; more is a 413'),
     default: L.texts,
-    help: 'most entries in `texts` of one request; more is a 413',
-  },
-  {
-    key: 'max_text_length',
+    what: 'the most texts per request',
+    http: true,
+  }),
+  max_text_length: row({
     flag: '--max-text-length',
+    arg: '<chars>',
     env: 'TAGGER_MAX_TEXT_LENGTH',
-    kind: integer(1, 100_000_000, 'the most characters per text'),
+    schema: integer(1, 100_000_000, 'most characters in one text; longer is a 422'),
     default: L.textLength,
-    help: 'most characters in one text; longer is a 422',
-  },
-  {
-    key: 'max_json_depth',
+    what: 'the most characters per text',
+    http: true,
+  }),
+  max_json_depth: row({
     flag: '--max-json-depth',
+    arg: '<n>',
     env: 'TAGGER_MAX_JSON_DEPTH',
-    kind: integer(3, 10_000, 'the deepest JSON nesting'),
+    schema: integer(3, 10_000, 'deepest array/object nesting of a body; deeper is a 413'),
     default: L.jsonDepth,
-    help: 'deepest array/object nesting of a body; deeper is a 413',
-  },
-  {
-    key: 'request_timeout_ms',
+    what: 'the deepest JSON nesting',
+    http: true,
+  }),
+  request_timeout_ms: row({
     flag: '--request-timeout',
+    arg: '<ms>',
     env: 'TAGGER_REQUEST_TIMEOUT_MS',
-    kind: integer(0, 3_600_000, 'a timeout in milliseconds (0: none)'),
+    schema: integer(
+      0,
+      3_600_000,
+      'time to receive a request (408) and, separately, to answer it (504); 0: none',
+    ),
     default: L.requestTimeoutMs,
-    help: 'time to receive a request (408) and, separately, to answer it (504); 0: none',
-  },
-  {
-    key: 'api_keys',
+    what: 'a timeout in milliseconds (0: none)',
+    http: true,
+  }),
+  api_keys: row({
     flag: '--api-keys',
+    arg: '<keys>',
     env: 'TAGGER_API_KEYS',
-    kind: STRING,
+    schema: Type.Union([Type.String(), Type.Array(Type.String())], {
+      description:
+        'API keys, comma-separated (a list in the file); any key turns authentication on. A flag shows in `ps`: prefer the file or the variable',
+    }),
     default: null,
+    what: 'API keys, comma-separated (or a list of strings in the file)',
     secret: 'value',
-    help: 'comma-separated API keys; any key turns authentication on (a flag shows in `ps`: prefer the file)',
-  },
-  {
-    key: 'api_keys_file',
+    http: true,
+  }),
+  api_keys_file: row({
     flag: '--api-keys-file',
+    arg: '<file>',
     env: 'TAGGER_API_KEYS_FILE',
-    kind: STRING,
+    schema: text('file with one API key per line (# comments); a file without keys refuses to start'),
     default: null,
-    help: 'file with one API key per line (# comments); a file without keys refuses to start',
-  },
-  {
-    key: 'protect_docs',
+    http: true,
+  }),
+  protect_docs: row({
     flag: '--protect-docs',
+    arg: '<bool>',
     env: 'TAGGER_PROTECT_DOCS',
-    kind: { type: 'boolean' },
+    schema: Type.Boolean({ description: 'also require the API key for /docs, /redoc and /openapi.json' }),
     default: HTTP_DEFAULTS.protectDocs,
-    help: 'also require the API key for /docs, /redoc and /openapi.json',
-  },
-  {
-    key: 'rate_limit_max',
+    http: true,
+  }),
+  rate_limit_max: row({
     flag: '--rate-limit-max',
+    arg: '<n>',
     env: 'TAGGER_RATE_LIMIT_MAX',
-    kind: integer(0, 1_000_000_000, 'requests per window (0: off)'),
+    schema: integer(
+      0,
+      1_000_000_000,
+      'requests per client (API key, else address) per window; over it a 429 (0: off)',
+    ),
     default: 0,
-    help: 'requests per client (API key, else address) per window; over it a 429 (0: off)',
-  },
-  {
-    key: 'rate_limit_window_ms',
+    what: 'requests per window (0: off)',
+    http: true,
+  }),
+  rate_limit_window_ms: row({
     flag: '--rate-limit-window',
+    arg: '<ms>',
     env: 'TAGGER_RATE_LIMIT_WINDOW_MS',
-    kind: integer(1, 86_400_000, 'a window in milliseconds'),
+    schema: integer(1, 86_400_000, 'the rate-limit window'),
     default: RATE_LIMIT_WINDOW_DEFAULT_MS,
-    help: 'the rate-limit window',
-  },
-  {
-    key: 'redis_url',
+    what: 'a window in milliseconds',
+    http: true,
+  }),
+  redis_url: row({
     flag: '--redis-url',
+    arg: '<url>',
     env: 'TAGGER_REDIS_URL',
-    kind: { type: 'redis-url' },
+    schema: text(
+      'Redis shared by all workers and replicas: rate limits are counted there (fail open when it is down)',
+      '^rediss?://\\S+$',
+    ),
     default: null,
+    what: 'a redis:// or rediss:// URL',
     secret: 'url-password',
-    help: 'Redis shared by all workers and replicas: rate limits are counted there (fail open when it is down)',
-  },
-  {
-    key: 'max_in_flight',
+    http: true,
+  }),
+  max_in_flight: row({
     flag: '--max-in-flight',
+    arg: '<n>',
     env: 'TAGGER_MAX_IN_FLIGHT',
-    kind: integer(0, 1_000_000, 'the most concurrent requests (0: no cap)'),
+    schema: integer(
+      0,
+      1_000_000,
+      'requests handled at once; more are shed with 503 + Retry-After (0: no cap)',
+    ),
     default: HTTP_DEFAULTS.maxInFlight,
-    help: 'requests handled at once; more are shed with 503 + Retry-After (0: no cap)',
-  },
-  {
-    key: 'max_event_loop_delay_ms',
+    what: 'the most concurrent requests (0: no cap)',
+    http: true,
+  }),
+  max_event_loop_delay_ms: row({
     flag: '--max-event-loop-delay',
+    arg: '<ms>',
     env: 'TAGGER_MAX_EVENT_LOOP_DELAY_MS',
-    kind: integer(0, 600_000, 'a delay in milliseconds (0: off)'),
+    schema: integer(0, 600_000, 'shed with 503 while the event-loop delay is above it (0: off)'),
     default: HTTP_DEFAULTS.maxEventLoopDelayMs,
-    help: 'shed with 503 while the event-loop delay is above it (0: off)',
-  },
-  {
-    key: 'retry_after_s',
+    what: 'a delay in milliseconds (0: off)',
+    http: true,
+  }),
+  retry_after_s: row({
     flag: '--retry-after',
+    arg: '<s>',
     env: 'TAGGER_RETRY_AFTER_S',
-    kind: integer(1, 3600, 'seconds'),
+    schema: integer(1, 3600, 'Retry-After of load-shedding 503s and 504s'),
     default: HTTP_DEFAULTS.retryAfterSeconds,
-    help: 'Retry-After of load-shedding 503s and 504s',
-  },
-] satisfies Setting[]);
+    what: 'seconds',
+    http: true,
+  }),
+};
 
-/** Settings of the HTTP layer: when none is given from any source, the app uses its defaults. */
-const HTTP_KEYS = new Set(
-  SERVE_SETTINGS.slice(SERVE_SETTINGS.findIndex((s) => s.key === 'max_body_bytes')).map((s) => s.key),
+type Table = typeof SETTINGS;
+export type SettingKey = keyof Table;
+/** The effective value of every setting (null: unset). */
+export type SettingValues = { [K in SettingKey]: Static<Table[K]['schema']> | Table[K]['default'] };
+
+const KEYS = Object.keys(SETTINGS) as SettingKey[];
+
+/** Every setting, in table order, with its key. */
+export const SERVE_SETTINGS: readonly Setting[] = Object.freeze(
+  KEYS.map((key) => {
+    const spec = SETTINGS[key];
+    return Object.freeze({
+      key,
+      ...spec,
+      help: String((spec.schema as { description?: string }).description),
+    }) as Setting;
+  }),
 );
+
+const byKey = (key: SettingKey): Setting => SERVE_SETTINGS[KEYS.indexOf(key)]!;
+
+/**
+ * The JSON Schema of a config file: every setting but `config`, no other key. The same schema checks
+ * values from flags and variables (after the text rules), so all sources agree on what is valid.
+ */
+export const CONFIG_FILE_SCHEMA = Type.Object(
+  Object.fromEntries(
+    SERVE_SETTINGS.filter((s) => !s.notInFile).map((s) => [
+      s.key,
+      Type.Optional(s.default === null ? s.schema : { ...s.schema, default: s.default }),
+    ]),
+  ),
+  { additionalProperties: false, description: 'Settings of `tagger serve` (docs/configuration.md)' },
+);
+
+const ajv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: true });
+const validateDocument = ajv.compile(CONFIG_FILE_SCHEMA);
+const validateConfigPath = ajv.compile(byKey('config').schema);
 
 /** The commander attribute of a flag: `--tracking-uri` → `trackingUri`. */
 export const flagAttribute = (flag: string): string =>
@@ -312,16 +410,196 @@ export type ServeFlags = {
   workers?: string | number | undefined;
 } & Record<string, string | number | boolean | undefined>;
 
-/** One setting's effective value and where it came from (`--port`, `TAGGER_PORT`, `f.yaml: port`, `default`). */
+/** One setting's effective value and where it came from. */
 export interface Resolved {
   setting: Setting;
-  value: string | number | boolean | null;
+  value: unknown;
+  origin: 'flag' | 'env' | 'file' | 'default';
+  /** How a message names the origin: `--port`, `TAGGER_PORT`, `tagger.yaml: port` or `default`. */
   source: string;
+}
+
+const TRUE = ['1', 'true', 'yes', 'on'];
+const FALSE = ['0', 'false', 'no', 'off'];
+
+/**
+ * A text value as the setting's schema expects it (see the module comment); anything that does not
+ * fit stays text, for the schema to refuse. Empty text is unset.
+ */
+function fromText(setting: Setting, raw: string): unknown {
+  const value = raw.trim();
+  if (value === '') return undefined;
+  const type = (setting.schema as { type?: unknown }).type;
+  if (type === 'integer') return /^\d+$/.test(value) ? Number(value) : value;
+  if (type === 'boolean') {
+    if (TRUE.includes(value.toLowerCase())) return true;
+    if (FALSE.includes(value.toLowerCase())) return false;
+    return value;
+  }
+  if ('enum' in setting.schema) return value.toLowerCase();
+  return value;
+}
+
+/** A value from the config file: scalars by the text rules, lists and mappings for the schema. */
+function fromFile(setting: Setting, value: unknown): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'string') {
+    return fromText(setting, String(value));
+  }
+  return value;
+}
+
+/** How a bad value is described, from its schema. */
+function requirement(setting: Setting): string {
+  const schema = setting.schema as { type?: string; minimum?: number; maximum?: number; enum?: unknown[] };
+  if (schema.type === 'integer') {
+    return `${setting.what ?? 'a whole number'}, an integer from ${schema.minimum} to ${schema.maximum}`;
+  }
+  if (schema.type === 'boolean') return 'true or false';
+  if (schema.enum) return `one of ${schema.enum.join(', ')}`;
+  return setting.what ?? 'a non-empty text';
+}
+
+/** The value as an error message may show it: never a secret. */
+function quoted(setting: Setting, value: unknown): string {
+  if (setting.secret === 'value') return '(hidden)';
+  if (setting.secret === 'url-password' && typeof value === 'string') {
+    return JSON.stringify(setting.key === 'redis_url' ? redactRedisUrl(value) : redactUri(value));
+  }
+  return JSON.stringify(value);
+}
+
+/** Messages for the settings of `document` that the schema refuses, each blamed on `sourceOf(key)`. */
+function schemaProblems(document: Record<string, unknown>, sourceOf: (key: string) => string): string[] {
+  if (validateDocument(document)) return [];
+  const problems: string[] = [];
+  const reported = new Set<string>();
+  const unknown: string[] = [];
+  for (const error of validateDocument.errors ?? []) {
+    if (error.keyword === 'additionalProperties') {
+      unknown.push(String(error.params.additionalProperty));
+      continue;
+    }
+    // One message per setting, however many schema keywords it failed.
+    const key = error.instancePath.split('/')[1] ?? '';
+    if (reported.has(key)) continue;
+    reported.add(key);
+    const setting = byKey(key as SettingKey);
+    problems.push(`${sourceOf(key)} must be ${requirement(setting)}; got ${quoted(setting, document[key])}`);
+  }
+  if (unknown.length > 0) {
+    const known = SERVE_SETTINGS.filter((s) => !s.notInFile).map((s) => s.key);
+    problems.unshift(
+      `${sourceOf('')}unknown setting${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => JSON.stringify(k)).join(', ')}; the settings are ${known.join(', ')}`,
+    );
+  }
+  return problems;
+}
+
+const fail = (problems: string[]): never => {
+  throw new StartupError(
+    problems.length === 1
+      ? `serve: ${problems[0]}`
+      : `serve: ${problems.length} settings are invalid:\n  ${problems.join('\n  ')}`,
+  );
+};
+
+/** The config file's settings (validated by the schema, errors blamed on `path: key`). */
+function readConfigFile(path: string, readFile: (path: string) => string): Map<string, unknown> {
+  let content: string;
+  try {
+    content = readFile(path);
+  } catch (error) {
+    throw new StartupError(
+      `serve: cannot read the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    // YAML 1.2 is a superset of JSON, so one parser reads both.
+    parsed = parseYaml(content);
+  } catch (error) {
+    throw new StartupError(
+      `serve: the config file ${path} is not valid YAML or JSON: ${(error as Error).message}`,
+    );
+  }
+  if (parsed === null || parsed === undefined) return new Map();
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new StartupError(`serve: the config file ${path} must hold a mapping of settings (key: value)`);
+  }
+  const document: Record<string, unknown> = {};
+  for (const [key, raw] of Object.entries(parsed)) {
+    const setting = KEYS.includes(key as SettingKey) ? byKey(key as SettingKey) : undefined;
+    const value = setting === undefined || setting.notInFile ? raw : fromFile(setting, raw);
+    if (value !== undefined) document[key] = value;
+  }
+  const problems = schemaProblems(document, (key) => (key === '' ? `${path}: ` : `${path}: ${key}`));
+  if (problems.length > 0) fail(problems);
+  return new Map(Object.entries(document));
+}
+
+export interface ResolveOptions {
+  /** Reads the config file and the API-key file (tests pass a fake); default readFileSync utf8. */
+  readFile?: (path: string) => string;
+}
+
+const readUtf8 = (path: string): string => readFileSync(path, 'utf8');
+
+/**
+ * Every setting's effective value and source, validated (every problem reported at once).
+ * @example resolveSettings({ port: '8080' }, {}).get('port')?.source // '--port'
+ */
+export function resolveSettings(
+  flags: ServeFlags,
+  env: NodeJS.ProcessEnv,
+  options: ResolveOptions = {},
+): Map<SettingKey, Resolved> {
+  const readFile = options.readFile ?? readUtf8;
+  const given = (setting: Setting): Omit<Resolved, 'setting'> | undefined => {
+    const flag = flags[flagAttribute(setting.flag)];
+    const fromFlag = flag === undefined ? undefined : fromText(setting, String(flag));
+    if (fromFlag !== undefined) return { value: fromFlag, origin: 'flag', source: setting.flag };
+    const variable = env[setting.env];
+    const fromEnv = variable === undefined ? undefined : fromText(setting, variable);
+    if (fromEnv !== undefined) return { value: fromEnv, origin: 'env', source: setting.env };
+    return undefined;
+  };
+
+  const configSetting = byKey('config');
+  const config = given(configSetting);
+  if (config !== undefined && !validateConfigPath(config.value)) {
+    fail([
+      `${config.source} must be ${requirement(configSetting)}; got ${quoted(configSetting, config.value)}`,
+    ]);
+  }
+  const configPath = config?.value as string | undefined;
+  const file = configPath === undefined ? new Map<string, unknown>() : readConfigFile(configPath, readFile);
+
+  const resolved = new Map<SettingKey, Resolved>();
+  for (const setting of SERVE_SETTINGS) {
+    const key = setting.key as SettingKey;
+    const value = given(setting);
+    if (value !== undefined) resolved.set(key, { setting, ...value });
+    else if (file.has(key)) {
+      resolved.set(key, { setting, value: file.get(key), origin: 'file', source: `${configPath}: ${key}` });
+    } else resolved.set(key, { setting, value: setting.default, origin: 'default', source: 'default' });
+  }
+
+  // Flags and variables are checked by the same schema as the file (which was checked whole above).
+  const fromFlagsAndEnv = Object.fromEntries(
+    [...resolved]
+      .filter(([key, r]) => (r.origin === 'flag' || r.origin === 'env') && !byKey(key).notInFile)
+      .map(([key, r]) => [key, r.value]),
+  );
+  const problems = schemaProblems(fromFlagsAndEnv, (key) => resolved.get(key as SettingKey)!.source);
+  if (problems.length > 0) fail(problems);
+  return resolved;
 }
 
 interface Common {
   host: string;
   port: number;
+  /** Processes serving the port (`--workers`); 1: the plain single-process server. */
   workers: number;
   logLevel: LogLevel;
   /**
@@ -349,142 +627,24 @@ export type ServeConfig =
     })
   | (Common & { mode: 'model'; modelDir: string });
 
-const TRUE = ['1', 'true', 'yes', 'on'];
-const FALSE = ['0', 'false', 'no', 'off'];
+const keyList = (value: unknown): string[] =>
+  value === null ? [] : parseApiKeys(Array.isArray(value) ? value.join(',') : String(value));
 
-/** Parses one raw value by its kind; throws StartupError naming the setting's source. */
-function parseValue(setting: Setting, raw: string, source: string): string | number | boolean {
-  const kind = setting.kind;
-  const bad = (what: string): never => {
-    const shown = setting.secret === 'value' ? '(hidden)' : JSON.stringify(raw);
-    throw new StartupError(`serve: ${source} must be ${what}; got ${shown}`);
-  };
-  switch (kind.type) {
-    case 'integer':
-      if (!/^\d+$/.test(raw) || Number(raw) < kind.min || Number(raw) > kind.max) {
-        return bad(`${kind.what}, an integer from ${kind.min} to ${kind.max}`);
-      }
-      return Number(raw);
-    case 'boolean':
-      if (TRUE.includes(raw.toLowerCase())) return true;
-      if (FALSE.includes(raw.toLowerCase())) return false;
-      return bad('true or false');
-    case 'choice':
-      if (!kind.values.includes(raw.toLowerCase())) return bad(`one of ${kind.values.join(', ')}`);
-      return raw.toLowerCase();
-    case 'redis-url':
-      // Not echoed: the URL may hold a password.
-      if (!/^rediss?:\/\/\S+$/.test(raw))
-        throw new StartupError(`serve: ${source} must be a redis:// or rediss:// URL`);
-      return raw;
-    case 'string':
-      return raw;
-  }
-}
-
-/** A config file's settings: a mapping of known keys to scalars (or, for api_keys, a list). */
-function readConfigFile(path: string, readFile: (path: string) => string): Map<string, string> {
-  let text: string;
-  try {
-    text = readFile(path);
-  } catch (error) {
-    throw new StartupError(
-      `serve: cannot read the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-    );
-  }
-  let parsed: unknown;
-  try {
-    parsed = parseYaml(text);
-  } catch (error) {
-    throw new StartupError(
-      `serve: the config file ${path} is not valid YAML or JSON: ${(error as Error).message}`,
-    );
-  }
-  if (parsed === null || parsed === undefined) return new Map();
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new StartupError(`serve: the config file ${path} must hold a mapping of settings (key: value)`);
-  }
-  const known = new Map(SERVE_SETTINGS.filter((s) => s.key !== 'config').map((s) => [s.key, s]));
-  const values = new Map<string, string>();
-  for (const [key, value] of Object.entries(parsed)) {
-    const setting = known.get(key);
-    if (setting === undefined) {
-      throw new StartupError(
-        `serve: ${path}: unknown setting "${key}"; the settings are ${[...known.keys()].join(', ')}`,
-      );
-    }
-    if (key === 'api_keys' && Array.isArray(value) && value.every((k) => typeof k === 'string')) {
-      values.set(key, value.join(','));
-    } else if (value === null) {
-    } else if (['string', 'number', 'boolean'].includes(typeof value)) {
-      values.set(key, String(value));
-    } else {
-      throw new StartupError(`serve: ${path}: ${key} must be a single value, not ${JSON.stringify(value)}`);
-    }
-  }
-  return values;
-}
-
-export interface ResolveOptions {
-  /** Reads the config file and the API-key file (tests pass a fake); default readFileSync utf8. */
-  readFile?: (path: string) => string;
-}
-
-/**
- * Every setting's effective value and source, validated.
- * @example resolveSettings({ port: '8080' }, {}).get('port')?.source // '--port'
- */
-export function resolveSettings(
-  flags: ServeFlags,
-  env: NodeJS.ProcessEnv,
-  options: ResolveOptions = {},
-): Map<string, Resolved> {
-  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
-  const fromFlag = (setting: Setting): string | undefined => {
-    const value = flags[flagAttribute(setting.flag)];
-    return value === undefined || String(value) === '' ? undefined : String(value);
-  };
-  const fromEnv = (setting: Setting): string | undefined => {
-    const value = env[setting.env];
-    return value === undefined || value.trim() === '' ? undefined : value.trim();
-  };
-  const configSetting = SERVE_SETTINGS.find((s) => s.key === 'config')!;
-  const configFlag = fromFlag(configSetting);
-  const configPath = configFlag ?? fromEnv(configSetting);
-  const file = configPath === undefined ? new Map<string, string>() : readConfigFile(configPath, readFile);
-
-  const resolved = new Map<string, Resolved>();
-  for (const setting of SERVE_SETTINGS) {
-    const given: [string, string] | undefined =
-      (fromFlag(setting) !== undefined && [fromFlag(setting)!, setting.flag]) ||
-      (fromEnv(setting) !== undefined && [fromEnv(setting)!, setting.env]) ||
-      (file.has(setting.key) && [file.get(setting.key)!, `${configPath}: ${setting.key}`]) ||
-      undefined;
-    resolved.set(
-      setting.key,
-      given === undefined
-        ? { setting, value: setting.default, source: 'default' }
-        : { setting, value: parseValue(setting, given[0], given[1]), source: given[1] },
-    );
-  }
-  return resolved;
-}
-
-/** Keys from api_keys (comma-separated) and api_keys_file (one per line), deduplicated. */
-function apiKeys(settings: Map<string, Resolved>, readFile: (path: string) => string): string[] {
-  const keys = parseApiKeys(String(settings.get('api_keys')!.value ?? ''));
+/** Keys from api_keys and api_keys_file (one per line), deduplicated. */
+function apiKeys(settings: Map<SettingKey, Resolved>, readFile: (path: string) => string): string[] {
+  const keys = keyList(settings.get('api_keys')!.value);
   const file = settings.get('api_keys_file')!;
   if (file.value !== null) {
     const path = String(file.value);
-    let text: string;
+    let content: string;
     try {
-      text = readFile(path);
+      content = readFile(path);
     } catch (error) {
       throw new StartupError(
         `serve: ${file.source}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
       );
     }
-    const fromFile = parseApiKeys(text);
+    const fromFile = parseApiKeys(content);
     if (fromFile.length === 0) {
       // An empty key file would silently turn authentication off: refuse to start instead.
       throw new StartupError(`serve: ${file.source}: ${path} holds no keys (one per line, # for comments)`);
@@ -495,28 +655,31 @@ function apiKeys(settings: Map<string, Resolved>, readFile: (path: string) => st
 }
 
 function httpOptions(
-  settings: Map<string, Resolved>,
+  settings: Map<SettingKey, Resolved>,
+  values: SettingValues,
   readFile: (path: string) => string,
 ): HttpOptionsInput | undefined {
-  if ([...HTTP_KEYS].every((key) => settings.get(key)!.source === 'default')) return undefined;
-  const n = (key: string) => settings.get(key)!.value as number;
-  const rateMax = n('rate_limit_max');
-  const redisUrl = settings.get('redis_url')!.value;
+  if (SERVE_SETTINGS.every((s) => !s.http || settings.get(s.key as SettingKey)!.origin === 'default')) {
+    return undefined;
+  }
   return {
     limits: {
-      bodyBytes: n('max_body_bytes'),
-      texts: n('max_texts'),
-      textLength: n('max_text_length'),
-      jsonDepth: n('max_json_depth'),
-      requestTimeoutMs: n('request_timeout_ms'),
+      bodyBytes: values.max_body_bytes,
+      texts: values.max_texts,
+      textLength: values.max_text_length,
+      jsonDepth: values.max_json_depth,
+      requestTimeoutMs: values.request_timeout_ms,
     },
     apiKeys: apiKeys(settings, readFile),
-    protectDocs: settings.get('protect_docs')!.value as boolean,
-    rateLimit: rateMax > 0 ? { max: rateMax, windowMs: n('rate_limit_window_ms') } : null,
-    maxInFlight: n('max_in_flight'),
-    maxEventLoopDelayMs: n('max_event_loop_delay_ms'),
-    retryAfterSeconds: n('retry_after_s'),
-    redisUrl: redisUrl === null ? null : String(redisUrl),
+    protectDocs: values.protect_docs,
+    rateLimit:
+      values.rate_limit_max > 0
+        ? { max: values.rate_limit_max, windowMs: values.rate_limit_window_ms }
+        : null,
+    maxInFlight: values.max_in_flight,
+    maxEventLoopDelayMs: values.max_event_loop_delay_ms,
+    retryAfterSeconds: values.retry_after_s,
+    redisUrl: values.redis_url,
   };
 }
 
@@ -529,79 +692,72 @@ export function resolveServeConfig(
   env: NodeJS.ProcessEnv,
   options: ResolveOptions = {},
 ): ServeConfig {
-  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const readFile = options.readFile ?? readUtf8;
   const settings = resolveSettings(flags, env, { readFile });
-  const value = (key: string) => settings.get(key)!.value;
-  const host = String(value('host'));
-  if (/\s/.test(host)) {
-    throw new StartupError(
-      `serve: ${settings.get('host')!.source} must not contain spaces; got ${JSON.stringify(host)}`,
-    );
-  }
+  // Validated against each setting's schema above, so the values have the table's types.
+  const values = Object.fromEntries([...settings].map(([key, r]) => [key, r.value])) as SettingValues;
   const common: Common = {
-    host,
-    port: value('port') as number,
-    workers: (value('workers') as number | null) ?? availableParallelism(),
-    logLevel: value('log_level') as LogLevel,
-    shutdownDelayMs: value('shutdown_delay_ms') as number,
-    shutdownGraceMs: value('shutdown_grace_ms') as number,
-    http: httpOptions(settings, readFile),
+    host: values.host,
+    port: values.port,
+    workers: values.workers ?? availableParallelism(),
+    logLevel: values.log_level,
+    shutdownDelayMs: values.shutdown_delay_ms,
+    shutdownGraceMs: values.shutdown_grace_ms,
+    http: httpOptions(settings, values, readFile),
   };
 
   const model = settings.get('model')!;
-  if (model.value !== null) {
+  if (values.model !== null) {
     // Run-based settings given on purpose (a flag or the file) contradict --model; variables are ignored.
-    const conflicting = ['tracking_uri', 'experiment']
+    const conflicting = (['tracking_uri', 'experiment'] as const)
       .map((key) => settings.get(key)!)
-      .filter((r) => r.source === r.setting.flag || r.source.endsWith(`: ${r.setting.key}`))
+      .filter((r) => r.origin === 'flag' || r.origin === 'file')
       .map((r) => r.source);
     if (conflicting.length > 0) {
       throw new StartupError(
         `serve: ${model.source} serves one saved model without a tracking store, so ${conflicting.join(' and ')} cannot be used with it; drop one of them`,
       );
     }
-    return { ...common, mode: 'model', modelDir: String(model.value) };
+    return { ...common, mode: 'model', modelDir: values.model };
   }
   return {
     ...common,
     mode: 'runs',
-    trackingUri: String(value('tracking_uri')),
-    experiment: String(value('experiment')),
-    modelCacheSize: value('model_cache_size') as number,
-    storeWaitMs: value('store_wait_ms') as number,
-    reloadIntervalMs: value('reload_interval_ms') as number,
+    trackingUri: values.tracking_uri,
+    experiment: values.experiment,
+    modelCacheSize: values.model_cache_size,
+    storeWaitMs: values.store_wait_ms,
+    reloadIntervalMs: values.reload_interval_ms,
   };
 }
 
 /** A value as `--print-config` shows it: secrets masked. */
-function shown(resolved: Resolved): string {
-  const { setting, value } = resolved;
-  if (value === null)
-    return setting.key === 'workers' ? `(the cores available: ${availableParallelism()})` : '(unset)';
+function shown({ setting, value }: Resolved): string {
+  if (value === null) {
+    return setting.key === 'workers' ? `(unset: the cores available, ${availableParallelism()})` : '(unset)';
+  }
   if (setting.secret === 'value') {
-    const count = parseApiKeys(String(value)).length;
+    const count = keyList(value).length;
     return `*** (${count} key${count === 1 ? '' : 's'})`;
   }
   if (setting.secret === 'url-password') {
-    return setting.kind.type === 'redis-url' ? redactRedisUrl(String(value)) : redactUri(String(value));
+    return setting.key === 'redis_url' ? redactRedisUrl(String(value)) : redactUri(String(value));
   }
   return String(value);
 }
 
 /**
  * The effective configuration, one line per setting with its source, secrets masked (`--print-config`).
- * @example printableConfig({}, {}) // "config = (unset)  # default\n…"
+ * Fails like `serve` on a bad value, having resolved the whole configuration (and read the key file).
+ * @example printableConfig({}, {}) // "config                  = (unset)  # default\n…"
  */
 export function printableConfig(
   flags: ServeFlags,
   env: NodeJS.ProcessEnv,
   options: ResolveOptions = {},
 ): string {
-  // Resolving the whole config first reports a bad value the same way `serve` would.
   resolveServeConfig(flags, env, options);
   const settings = resolveSettings(flags, env, options);
   const width = Math.max(...SERVE_SETTINGS.map((s) => s.key.length));
-  return `${[...settings.values()]
-    .map((r) => `${r.setting.key.padEnd(width)} = ${shown(r)}  # ${r.source}`)
-    .join('\n')}\n`;
+  return `${[...settings.values()].map((r) => `${r.setting.key.padEnd(width)} = ${shown(r)}  # ${r.source}`).join('\n')}\n`;
 }
