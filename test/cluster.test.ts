@@ -15,7 +15,7 @@ import { SERVE_NODE_FLAGS } from '../src/node-flags.js';
 import { REPO_ROOT, redisServerPath, TSX_LOADER } from './support/components.js';
 import { buildServingFixture, type ServingFixture } from './support/fixtures.js';
 import { redisServer } from './support/redis-server.js';
-import { logServedRun } from './support/serve-process.js';
+import { KeepAliveLoad, logServedRun } from './support/serve-process.js';
 
 const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
 const hasProc = existsSync('/proc/self/task');
@@ -384,6 +384,39 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
     },
     180_000,
   );
+
+  it('removes itself from behind a balancer on SIGTERM without failing a request', async () => {
+    const server = serve(['--workers', '2'], {
+      TAGGER_SHUTDOWN_DELAY_MS: '1500',
+      TAGGER_SHUTDOWN_GRACE_MS: '30000',
+    });
+    try {
+      const url = await until(
+        'two workers listening',
+        () =>
+          listeningCount(server) >= 2
+            ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
+            : undefined,
+        90_000,
+        server,
+      );
+      const kept = new KeepAliveLoad(url, { connections: 3 }).start();
+      const fresh = new KeepAliveLoad(url, { connections: 3, keepAlive: false }).start();
+      await Promise.all([kept.settleMore(100), fresh.settleMore(100)]);
+      server.child.kill('SIGTERM');
+      // The balancer's health check: every worker turns not ready at once, and it stops sending.
+      while ((await fetch(`${url}/health/ready`).then((r) => r.status)) === 200) {}
+      const outcomes = [...(await kept.stop()), ...(await fresh.stop())];
+      const failed = outcomes.filter((o) => o.error !== undefined || o.status !== 200);
+      console.log(
+        `--workers 2, SIGTERM behind a balancer: ${outcomes.length} requests, ${failed.length} failed`,
+      );
+      expect(failed).toEqual([]);
+      expect(await server.exit).toBe(0);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 180_000);
 
   it('exits non-zero with the workers’ message, once, when they cannot start', async () => {
     const server = serve(['--workers', '2', '--experiment', 'no-such-experiment']);
