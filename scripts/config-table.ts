@@ -2,8 +2,10 @@
  * Writes docs/configuration.md (the table of every `tagger serve` setting) and
  * docs/configuration.schema.json (the JSON Schema of a config file), both generated from the one
  * settings table in src/config.ts. test/config.test.ts fails when either committed file is stale.
+ * Run it after changing a setting; it formats the JSON with Biome.
  * Run: npx tsx scripts/config-table.ts
  */
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CONFIG_FILE_SCHEMA, SERVE_SETTINGS, type Setting } from '../src/config.js';
@@ -105,5 +107,11 @@ export function configurationSchema(): string {
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === resolve(import.meta.filename)) {
   writeFileSync(CONFIGURATION_FILE, configurationDoc());
   writeFileSync(CONFIGURATION_SCHEMA_FILE, configurationSchema());
+  // The repository's formatter owns the JSON layout (the stale-file test compares the parsed schema).
+  execFileSync(resolve(import.meta.dirname, '..', 'node_modules', '.bin', 'biome'), [
+    'format',
+    '--write',
+    CONFIGURATION_SCHEMA_FILE,
+  ]);
   process.stdout.write(`wrote ${CONFIGURATION_FILE} and ${CONFIGURATION_SCHEMA_FILE}\n`);
 }

@@ -307,7 +307,10 @@ export function buildProgram(): Command {
     .description(
       'Serve the prediction API (best run of an experiment, or one saved model with --model). Every setting can also come from its environment variable or a config file; flags win, then variables, then the file (docs/configuration.md).',
     )
-    .option('--print-config', 'print the effective configuration (secrets masked) and exit');
+    .option(
+      '--print-config',
+      'print every setting, its value and where it came from (secrets masked), and exit without serving',
+    );
   // Generated from the one settings table; no `.env()`: src/config.ts reads the variables itself, so a
   // bad value is blamed on where it really came from.
   for (const setting of SERVE_SETTINGS) {

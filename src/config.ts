@@ -96,7 +96,7 @@ const SETTINGS = {
     arg: '<file>',
     env: 'TAGGER_CONFIG',
     schema: text(
-      'a YAML or JSON file with settings (keys as in this table); flags and variables win over it',
+      'a YAML or JSON file of settings (keys: docs/configuration.md); flags and variables win over it',
     ),
     default: null,
     notInFile: true,

@@ -120,7 +120,7 @@ describe('resolveServeConfig', () => {
       {},
       '--model serves one saved model without a tracking store, so --experiment cannot',
     ],
-    [{ host: 'a b' }, {}, '--host must not contain spaces'],
+    [{ host: 'a b' }, {}, '--host must be a host name or IP address (no spaces); got "a b"'],
   ])('refuses %j %j with a clear message', (flags, env, message) => {
     expect(() => resolveServeConfig(flags, env)).toThrow(StartupError);
     expect(() => resolveServeConfig(flags, env)).toThrow(message);
