@@ -61,10 +61,13 @@ export function configurationDoc(): string {
 
 Every setting comes from a flag, else its environment variable, else the config file
 (\`--config <file>\` or \`TAGGER_CONFIG\`: YAML or JSON, keys as in the first column), else its default.
-An empty value counts as unset. Variables and flags are text; a decimal integer for integer settings,
-\`true\`/\`false\` (or \`yes\`/\`no\`, \`on\`/\`off\`, \`1\`/\`0\`) for booleans. A bad value stops startup
+An empty value counts as unset. Variables, flags and the file's values are read by the same rules: a
+decimal integer for integer settings, \`true\`/\`false\` (or \`yes\`/\`no\`, \`on\`/\`off\`, \`1\`/\`0\`) for
+booleans, any case for the log level; API keys may be a list in the file. A bad value stops startup
 with a message naming the setting and where it came from (\`--port\`, \`TAGGER_PORT\` or
 \`tagger.yaml: port\`), every bad value at once; a key the file should not have is an error naming it.
+Paths (the config file, \`api_keys_file\`, \`model\`, a folder \`tracking_uri\`) are relative to the
+working directory, also inside the config file.
 
 \`tagger serve --print-config\` prints the effective configuration, each value with its source, secrets
 masked (API keys, the password in the tracking URI and in the Redis URL), and exits without starting.
