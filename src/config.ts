@@ -19,7 +19,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import Type, { type Static, type TSchema } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { parseApiKeys } from './http/auth.js';
@@ -391,9 +391,18 @@ export const CONFIG_FILE_SCHEMA = Type.Object(
   { additionalProperties: false, description: 'Settings of `tagger serve` (docs/configuration.md)' },
 );
 
-const ajv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: true });
-const validateDocument = ajv.compile(CONFIG_FILE_SCHEMA);
-const validateConfigPath = ajv.compile(byKey('config').schema);
+/** Compiled on first use: `tagger train` and `predict` import this module too. */
+let validators: { document: ValidateFunction; configPath: ValidateFunction } | undefined;
+const compiled = () => {
+  if (validators === undefined) {
+    const ajv = new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, strict: true });
+    validators = {
+      document: ajv.compile(CONFIG_FILE_SCHEMA),
+      configPath: ajv.compile(byKey('config').schema),
+    };
+  }
+  return validators;
+};
 
 /** The commander attribute of a flag: `--tracking-uri` → `trackingUri`. */
 export const flagAttribute = (flag: string): string =>
@@ -471,6 +480,7 @@ function quoted(setting: Setting, value: unknown): string {
 
 /** Messages for the settings of `document` that the schema refuses, each blamed on `sourceOf(key)`. */
 function schemaProblems(document: Record<string, unknown>, sourceOf: (key: string) => string): string[] {
+  const validateDocument = compiled().document;
   if (validateDocument(document)) return [];
   const problems: string[] = [];
   const reported = new Set<string>();
@@ -567,7 +577,7 @@ export function resolveSettings(
 
   const configSetting = byKey('config');
   const config = given(configSetting);
-  if (config !== undefined && !validateConfigPath(config.value)) {
+  if (config !== undefined && !compiled().configPath(config.value)) {
     fail([
       `${config.source} must be ${requirement(configSetting)}; got ${quoted(configSetting, config.value)}`,
     ]);
