@@ -474,3 +474,29 @@ describe('/metrics', () => {
     expect(count((await b.inject({ url: '/metrics' })).body)).toBeUndefined();
   });
 });
+
+describe('the request log under load', () => {
+  it('at info, writes server errors and slow requests one by one and the rest as one summary line', async () => {
+    const lines: string[] = [];
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    const app = await appWith({ logger });
+    for (let i = 0; i < 50; i++) await app.inject({ url: '/args' });
+    await app.inject({ url: '/no-such-route' });
+    const entries = () => lines.map((line) => JSON.parse(line) as { msg: string; [key: string]: unknown });
+    // Nothing per request for successes and client errors.
+    expect(entries().filter((e) => e.msg === 'request completed')).toEqual([]);
+    await app.close();
+    apps.splice(apps.indexOf(app), 1);
+    const summaries = entries().filter((e) => e.msg === 'requests completed');
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]).toMatchObject({ requests: 51, byStatus: { '200': 50, '404': 1 } });
+  });
+});
