@@ -8,7 +8,8 @@
  * cores as the server under test. Targets are reported as pass/fail; only breakage (failed requests, a
  * server that does not start, Tagger under a quarter of the floor) makes the benchmark fail.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveExecArgv } from '../src/node-flags.js';
@@ -57,21 +58,33 @@ interface Measured {
   failures: number;
 }
 
-/** A `tagger serve` process on a free port, ready once the port accepts connections. */
+/** A node binary of another major version to run the same server on (default: Debian's /usr/bin/node). */
+const OTHER_NODE_ENV = 'TAGGER_BENCH_OTHER_NODE';
+
+function otherNode(): { path: string; version: string } | undefined {
+  const path = process.env[OTHER_NODE_ENV] ?? '/usr/bin/node';
+  if (!existsSync(path)) return undefined;
+  const version = spawnSync(path, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout?.trim();
+  if (!version || version.split('.')[0] === process.versions.node.split('.')[0]) return undefined;
+  return { path, version };
+}
+
 /** Below this ratio of the floor in every round, single-text /predict has regressed grossly. */
 const GROSS_REGRESSION_RATIO = 0.1;
 
+/** A `tagger serve` process on a free port (on `node`), ready once the port accepts connections. */
 async function startTagger(
   cli: string,
   store: string,
   workers: number,
   workDir: string,
   name: string,
+  node: string = process.execPath,
 ): Promise<{ proc: Proc; url: string; startupSeconds: number }> {
   const port = await freePort();
   const proc = start(
     name,
-    process.execPath,
+    node,
     // Started as `npm start` starts it: with the serve flags (src/node-flags.ts), unless NODE_OPTIONS sets them.
     [...serveExecArgv([]), cli, 'serve', '--port', String(port), '--workers', String(workers)],
     {
@@ -220,6 +233,12 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
   }
 
   const two = await startTagger(cli, fixture.store1, 2, work, 'tagger-2w');
+  // The same code on the previous LTS line, when the machine has it (Debian's Node 20): side by side.
+  const other = otherNode();
+  const onOther = other
+    ? await startTagger(cli, fixture.store1, 1, work, 'tagger-other-node', other.path)
+    : undefined;
+  if (!other) notes.push(`no other Node to compare with (set ${OTHER_NODE_ENV} to a node binary)`);
 
   let mlflow: { url: string } | undefined;
   let mlflowStartup: number | undefined;
@@ -306,6 +325,16 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
       connections: 50,
       measure: http(`${two.url}/predict`, bodies.get(1)!.file, 50),
     },
+    ...(onOther
+      ? [
+          {
+            id: 'tagger-1-other-node',
+            texts: 1,
+            connections: 50,
+            measure: http(`${onOther.url}/predict`, bodies.get(1)!.file, 50),
+          },
+        ]
+      : []),
     { id: 'inproc-1', texts: 1, connections: 0, measure: inProcess(1) },
     { id: 'inproc-1000', texts: 1000, connections: 0, measure: inProcess(1000) },
   ];
@@ -502,6 +531,16 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
       tagger: t1.rps,
       reference: null,
       note: notes.find((n) => n.includes('MLflow')) ?? 'skipped',
+    });
+  }
+  const onOtherNode = get('tagger-1-other-node');
+  if (other && onOtherNode) {
+    row({
+      metric: `Tagger 1 text on Node ${process.versions.node} vs Node ${other.version}`,
+      unit: 'req/s',
+      tagger: t1.rps,
+      reference: onOtherNode.rps,
+      note: `same dist/ and load; Node ${other.version}: ${lat(onOtherNode)}`,
     });
   }
   row({
