@@ -1,16 +1,19 @@
 /**
  * Picks a `TrackingStore` from a tracking URI, the way MLflow reads `MLFLOW_TRACKING_URI`:
- * `http://` / `https://` → an MLflow tracking server (REST); `file://` URIs and plain paths → an
- * `mlruns` folder in MLflow's file layout. Other schemes (`sqlite:`, `databricks`, ...) are refused
- * with a clear message rather than guessed at.
+ * `http://` / `https://` → an MLflow tracking server (REST); `sqlite:///…` and `postgresql://…` → a
+ * database in MLflow's relational schema; `file://` URIs and plain paths → an `mlruns` folder in MLflow's
+ * file layout. Other schemes (`mysql:`, `databricks`, ...) are refused with a clear message rather than
+ * guessed at.
  */
 import { FileTrackingStore, type FileTrackingStoreOptions } from './file-store.js';
 import { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.js';
+import { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
 import { TrackingError, type TrackingStore } from './store.js';
 
 export { FileTrackingStore, type FileTrackingStoreOptions } from './file-store.js';
 export { compareByMetric, compareNatural, sortRuns } from './order.js';
 export { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.js';
+export { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
 export * from './store.js';
 
 /** MLflow's default when nothing is configured (a folder relative to the working directory). */
@@ -18,6 +21,7 @@ export const DEFAULT_TRACKING_URI = './mlruns';
 
 export interface OpenTrackingStoreOptions
   extends FileTrackingStoreOptions,
+    SqlTrackingStoreOptions,
     Omit<RestTrackingStoreOptions, 'uri'> {}
 
 /**
@@ -46,8 +50,15 @@ export async function openTrackingStore(
 ): Promise<TrackingStore> {
   const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
   if (scheme === 'http' || scheme === 'https') {
-    const { onWarning: _unused, ...restOptions } = options;
+    const { onWarning: _unused, artifactRoot: _local, ...restOptions } = options;
     return new RestTrackingStore({ ...restOptions, uri });
+  }
+  const dialect = scheme?.split('+')[0];
+  if (dialect === 'sqlite' || dialect === 'postgresql' || dialect === 'postgres') {
+    return SqlTrackingStore.open(uri, redactUri(uri), {
+      ...(options.artifactRoot !== undefined ? { artifactRoot: options.artifactRoot } : {}),
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+    });
   }
   // One-letter "schemes" are Windows drive letters (C:\mlruns), i.e. paths.
   if (scheme === undefined || scheme === 'file' || scheme.length === 1) {
@@ -55,6 +66,6 @@ export async function openTrackingStore(
   }
   throw new TrackingError(
     'UNSUPPORTED',
-    `tracking: tracking URI scheme '${scheme}:' is not supported (${redactUri(uri)}); use http(s)://host:port for an MLflow server or a folder path / file:// URI for a local mlruns store`,
+    `tracking: tracking URI scheme '${scheme}:' is not supported (${redactUri(uri)}); use http(s)://host:port for an MLflow server, sqlite:///path.db or postgresql://… for a database in MLflow's schema, or a folder path / file:// URI for a local mlruns store`,
   );
 }

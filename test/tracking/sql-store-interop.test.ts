@@ -1,0 +1,261 @@
+/**
+ * The SQL adapter against real MLflow (the venv's pinned version): the schema Tagger creates is the one
+ * MLflow creates (tables, columns, indexes, constraints, alembic head) on SQLite and PostgreSQL; MLflow's
+ * client and `mlflow server` read a database Tagger wrote with no migration; Tagger reads a database
+ * Python MLflow wrote. One Python process per scenario (`python/mlflow_interop.py`).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RestTrackingStore } from '../../src/tracking/rest-store.js';
+import { ALEMBIC_HEAD, MLFLOW_VERSION } from '../../src/tracking/sql/mlflow-schema.js';
+import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
+import { venvPython } from '../support/components.js';
+import {
+  expectMlflowSeesTaggerRuns,
+  expectTaggerSeesPythonRuns,
+  logTaggerRuns,
+  PYTHON_RUNS,
+  type PyAnswer,
+  runInteropScript,
+} from '../support/mlflow-interop.js';
+import { startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
+import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+
+const python = venvPython();
+const mlflow = venvMlflow();
+const pgBin = postgresBin();
+const runPython = (command: Record<string, unknown>): Promise<PyAnswer> => runInteropScript(python!, command);
+
+/** Lets the venv's MLflow create (and migrate) a database, as `mlflow server` does on first start. */
+async function mlflowCreates(uri: string, artifactRoot: string): Promise<string> {
+  const code = [
+    'import sys, mlflow',
+    'from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore',
+    'SqlAlchemyStore(sys.argv[1], sys.argv[2])',
+    'print(mlflow.__version__)',
+  ].join('\n');
+  const { stdout } = await promisify(execFile)(python!, ['-c', code, uri, artifactRoot]);
+  return stdout.trim();
+}
+
+const SPECS = [
+  { name: 'good', start: 1_000, f1: 0.8 },
+  { name: 'best', start: 2_000, f1: 0.9 },
+  { name: 'tie-newer', start: 3_000, f1: 0.8 },
+  { name: 'nan', start: 4_000, f1: Number.NaN },
+  { name: 'no-f1', start: 5_000 },
+];
+
+/** What MLflow would find different between two SQLite schemas: every DDL statement, by name. */
+function sqliteSchema(file: string): { head: string; ddl: Record<string, string> } {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    const ddl: Record<string, string> = {};
+    for (const row of db.prepare('SELECT type, name, sql FROM sqlite_master ORDER BY type, name').all()) {
+      ddl[`${String(row.type)} ${String(row.name)}`] = String(row.sql ?? '(implicit)');
+    }
+    const head = String(db.prepare('SELECT version_num FROM alembic_version').get()?.version_num);
+    return { head, ddl };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * A CHECK constraint without casts and parentheses: PostgreSQL deparses `x IN ('a', 'b')` as
+ * `ANY ((ARRAY['a'::varchar, …])::text[])` when MLflow creates it and re-parses pg_dump's text with the
+ * casts moved inside the array; the two mean the same.
+ */
+const withoutCasts = (definition: string): string =>
+  definition.replace(/::[a-z ]+(\[\])?/g, '').replace(/[()]/g, '');
+
+async function postgresSchema(url: string): Promise<{ head: string; ddl: Record<string, string> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const ddl: Record<string, string> = {};
+    const columns = await client.query(
+      "SELECT table_name, column_name, data_type, character_maximum_length, is_nullable, column_default FROM information_schema.columns WHERE table_schema = 'public'",
+    );
+    for (const row of columns.rows) ddl[`column ${row.table_name}.${row.column_name}`] = JSON.stringify(row);
+    const indexes = await client.query(
+      "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'",
+    );
+    for (const row of indexes.rows) ddl[`index ${row.indexname}`] = String(row.indexdef);
+    const constraints = await client.query(
+      "SELECT c.conrelid::regclass::text AS tbl, c.conname, pg_get_constraintdef(c.oid) AS def FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = 'public'",
+    );
+    for (const row of constraints.rows)
+      ddl[`constraint ${row.tbl}.${row.conname}`] = withoutCasts(String(row.def));
+    const triggers = await client.query(
+      "SELECT event_object_table, trigger_name, action_statement FROM information_schema.triggers WHERE trigger_schema = 'public'",
+    );
+    for (const row of triggers.rows)
+      ddl[`trigger ${row.event_object_table}.${row.trigger_name}`] = String(row.action_statement);
+    const head = String((await client.query('SELECT version_num FROM alembic_version')).rows[0]?.version_num);
+    return { head, ddl };
+  } finally {
+    await client.end();
+  }
+}
+
+/** The same schema, or a message that says what to do about a new MLflow pin. */
+function expectSameSchema(
+  tagger: { head: string; ddl: Record<string, string> },
+  mlflowMade: { head: string; ddl: Record<string, string> },
+  version: string,
+): void {
+  expect(
+    tagger.head,
+    `MLflow ${version} creates schema head ${mlflowMade.head}, Tagger's generated schema (MLflow ${MLFLOW_VERSION}) has ${ALEMBIC_HEAD}: run \`npx tsx scripts/mlflow-schema.ts\` and review the change`,
+  ).toBe(mlflowMade.head);
+  expect(tagger.ddl).toEqual(mlflowMade.ddl);
+}
+
+describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tagger-sql-interop-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the schema Tagger creates is the one MLflow creates: every table, column, index and the alembic head', async () => {
+    const taggerFile = join(dir, 'tagger-schema.db');
+    await (await SqlTrackingStore.open(`sqlite:///${taggerFile}`, 'tagger-schema.db')).close();
+    const mlflowFile = join(dir, 'mlflow-schema.db');
+    const version = await mlflowCreates(`sqlite:///${mlflowFile}`, join(dir, 'artifacts'));
+    expectSameSchema(sqliteSchema(taggerFile), sqliteSchema(mlflowFile), version);
+  }, 120_000);
+
+  it('MLflow reads runs written by Tagger with no migration: same values, history, artifacts and order', async () => {
+    const file = join(dir, 'tagger.db');
+    const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'tagger.db');
+    const experimentId = await store.createExperiment('best');
+    const ids = await logTaggerRuns(store, experimentId, SPECS);
+    const tagger = await store.searchRuns(experimentId, { orderByMetric: { key: 'f1', descending: true } });
+    const before = sqliteSchema(file);
+    const answer = await runPython({
+      command: 'read',
+      tracking_uri: `sqlite:///${file}`,
+      experiment_name: 'best',
+      order_by: ['metrics.f1 DESC'],
+      history_keys: ['f1'],
+      artifact_dirs: ['', 'model'],
+    });
+    expect(answer.order).toEqual([ids['best'], ids['tie-newer'], ids['good'], ids['nan'], ids['no-f1']]);
+    await expectMlflowSeesTaggerRuns(store, tagger, answer);
+    expect(sqliteSchema(file), 'MLflow migrated the database Tagger created').toEqual(before);
+    await store.close();
+  }, 120_000);
+
+  it('Tagger reads runs logged by Python MLflow into SQLite, and keeps logging there', async () => {
+    const file = join(dir, 'python.db');
+    const answer = await runPython({
+      command: 'write',
+      tracking_uri: `sqlite:///${file}`,
+      experiment_name: 'best',
+      order_by: ['metrics.f1 DESC'],
+      history_keys: ['f1'],
+      artifact_dirs: ['', 'model'],
+      runs: PYTHON_RUNS,
+    });
+    const warnings: string[] = [];
+    const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'python.db', {
+      onWarning: (message) => warnings.push(message),
+    });
+    expect((await store.getExperimentByName('best'))?.experimentId).toBe(answer.experiment_id);
+    await expectTaggerSeesPythonRuns(store, answer);
+    const added = await store.createRun(answer.experiment_id, { runName: 'tagger-after-python' });
+    expect((await store.getRun(added.info.runId))?.info.status).toBe('RUNNING');
+    expect(warnings).toEqual([]);
+    await store.close();
+  }, 120_000);
+
+  it.skipIf(mlflow === null)(
+    '`mlflow server --backend-store-uri sqlite:///…` serves what Tagger wrote',
+    async () => {
+      const file = join(dir, 'served.db');
+      const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'served.db');
+      const experimentId = await store.createExperiment('best');
+      await logTaggerRuns(store, experimentId, SPECS);
+      const order = { orderByMetric: { key: 'f1', descending: true } };
+      const direct = await store.searchRuns(experimentId, order);
+      const server = await startMlflowServer(mlflow!, { backendStoreUri: `sqlite:///${file}` });
+      try {
+        const rest = new RestTrackingStore({ uri: server.uri, env: {} });
+        const viaServer = await rest.searchRuns(experimentId, order);
+        expect(viaServer.map((run) => [run.info.runId, run.metrics, run.params, run.info.status])).toEqual(
+          direct.map((run) => [run.info.runId, run.metrics, run.params, run.info.status]),
+        );
+        await rest.close();
+      } finally {
+        await server.stop();
+        await store.close();
+      }
+    },
+    180_000,
+  );
+});
+
+describe.skipIf(python === null || pgBin === null)('SQL store on PostgreSQL and Python MLflow', () => {
+  let server: Postgres;
+  let dir: string;
+  beforeAll(async () => {
+    server = await startPostgres(pgBin!);
+    dir = await mkdtemp(join(tmpdir(), 'tagger-pg-interop-'));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const plain = (uri: string): string => uri.replace('postgresql+psycopg2:', 'postgresql:');
+
+  it('the schema Tagger creates is the one MLflow creates (columns, indexes, constraints, triggers, head)', async () => {
+    const taggerUri = server.sqlalchemyUri('tagger_schema');
+    await (await SqlTrackingStore.open(taggerUri, 'tagger_schema', { artifactRoot: dir })).close();
+    const mlflowUri = server.sqlalchemyUri('mlflow_schema');
+    const version = await mlflowCreates(mlflowUri, dir);
+    expectSameSchema(await postgresSchema(plain(taggerUri)), await postgresSchema(plain(mlflowUri)), version);
+  }, 120_000);
+
+  it('MLflow reads runs Tagger wrote to PostgreSQL, and Tagger reads runs Python wrote there', async () => {
+    const taggerUri = server.sqlalchemyUri('tagger_runs');
+    const store = await SqlTrackingStore.open(taggerUri, 'tagger_runs', { artifactRoot: join(dir, 'a') });
+    const experimentId = await store.createExperiment('best');
+    await logTaggerRuns(store, experimentId, SPECS);
+    const tagger = await store.searchRuns(experimentId, { orderByMetric: { key: 'f1', descending: true } });
+    const read = await runPython({
+      command: 'read',
+      tracking_uri: taggerUri,
+      experiment_name: 'best',
+      order_by: ['metrics.f1 DESC'],
+      history_keys: ['f1'],
+      artifact_dirs: ['', 'model'],
+    });
+    await expectMlflowSeesTaggerRuns(store, tagger, read);
+    await store.close();
+
+    const pythonUri = server.sqlalchemyUri('python_runs');
+    const written = await runPython({
+      command: 'write',
+      tracking_uri: pythonUri,
+      experiment_name: 'best',
+      order_by: ['metrics.f1 DESC'],
+      history_keys: ['f1'],
+      artifact_dirs: ['', 'model'],
+      runs: PYTHON_RUNS,
+    });
+    const reader = await SqlTrackingStore.open(pythonUri, 'python_runs', { artifactRoot: join(dir, 'b') });
+    await expectTaggerSeesPythonRuns(reader, written);
+    await reader.close();
+  }, 180_000);
+});
