@@ -1,0 +1,98 @@
+/**
+ * Several processes writing to one database at once lose nothing: they open a database that does not
+ * exist yet (the schema is created once), create the same experiment (one wins, the others find it) and
+ * log complete runs concurrently. SQLite (WAL, busy timeout) and a real PostgreSQL server.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTrackingStore } from '../../src/tracking/index.js';
+import { REPO_ROOT, TSX_LOADER } from '../support/components.js';
+import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+
+const WRITER = resolve(REPO_ROOT, 'test', 'support', 'store-writer.ts');
+const PROCESSES = 6;
+const RUNS_EACH = 8;
+
+/** Writers run in `cwd`: PostgreSQL's default artifact root is ./mlruns there, as MLflow's is. */
+async function writeConcurrently(
+  uri: string,
+  cwd: string,
+): Promise<{ experimentIds: Set<string>; ids: string[] }> {
+  const answers = await Promise.all(
+    Array.from({ length: PROCESSES }, () =>
+      promisify(execFile)(
+        process.execPath,
+        ['--import', TSX_LOADER, WRITER, uri, 'best', String(RUNS_EACH)],
+        {
+          cwd,
+          timeout: 60_000,
+        },
+      ),
+    ),
+  );
+  const parsed = answers.map(
+    ({ stdout }) => JSON.parse(stdout.trim().split('\n').at(-1)!) as { experimentId: string; ids: string[] },
+  );
+  return {
+    experimentIds: new Set(parsed.map((answer) => answer.experimentId)),
+    ids: parsed.flatMap((answer) => answer.ids),
+  };
+}
+
+async function expectEveryRunComplete(
+  uri: string,
+  written: { experimentIds: Set<string>; ids: string[] },
+  artifactRoot?: string,
+): Promise<void> {
+  expect(written.experimentIds.size, 'every writer must end up in the same experiment').toBe(1);
+  expect(written.ids).toHaveLength(PROCESSES * RUNS_EACH);
+  const store = await openTrackingStore(uri, artifactRoot ? { artifactRoot } : {});
+  try {
+    const [experimentId] = written.experimentIds;
+    const runs = await store.searchRuns(experimentId!, { finishedOnly: true });
+    expect(runs.map((run) => run.info.runId).sort()).toEqual([...written.ids].sort());
+    for (const run of runs) {
+      expect(run.metrics).toEqual({ f1: 0.4 });
+      expect(await store.getMetricHistory(run.info.runId, 'f1')).toHaveLength(5);
+      expect(await store.readArtifact(run.info.runId, 'model/weights.bin')).toEqual(
+        Uint8Array.of(Number(run.params.index)),
+      );
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+describe('concurrent writers on one database', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tagger-sql-concurrency-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it(`SQLite: ${PROCESSES} processes create a new database and log ${RUNS_EACH} runs each; nothing lost`, async () => {
+    const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+    await expectEveryRunComplete(uri, await writeConcurrently(uri, dir));
+  }, 120_000);
+
+  const pgBin = postgresBin();
+  let postgres: Postgres | undefined;
+  afterAll(async () => {
+    await postgres?.stop();
+  });
+  it.skipIf(pgBin === null)(
+    `PostgreSQL: ${PROCESSES} processes create the schema and log ${RUNS_EACH} runs each; nothing lost`,
+    async () => {
+      postgres = await startPostgres(pgBin!);
+      const uri = postgres.sqlalchemyUri('concurrent');
+      await expectEveryRunComplete(uri, await writeConcurrently(uri, dir), join(dir, 'mlruns'));
+    },
+    120_000,
+  );
+});
