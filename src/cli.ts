@@ -250,7 +250,7 @@ export function buildProgram(): Command {
   const trackingOption = () =>
     new Option(
       '--tracking-uri <uri>',
-      'MLflow tracking URI: a folder (mlruns layout) or http(s)://server',
+      'MLflow tracking URI: sqlite:///file.db (default sqlite:///mlflow.db), postgresql://…, http(s)://server or a folder (mlruns layout)',
     ).env('MLFLOW_TRACKING_URI');
 
   program

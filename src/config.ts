@@ -26,7 +26,7 @@ import { parseApiKeys } from './http/auth.js';
 import { HTTP_DEFAULTS, type HttpOptionsInput } from './http/options.js';
 import { redactRedisUrl } from './http/shared-rate-limit.js';
 import { StartupError } from './service/index.js';
-import { DEFAULT_TRACKING_URI, redactUri } from './tracking/index.js';
+import { DEFAULT_TRACKING_URI, defaultTrackingUri, redactUri } from './tracking/index.js';
 
 export { StartupError } from './service/index.js';
 
@@ -105,7 +105,9 @@ const SETTINGS = {
     flag: '--tracking-uri',
     arg: '<uri>',
     env: 'MLFLOW_TRACKING_URI',
-    schema: text('MLflow tracking store: a folder (mlruns layout) or http(s)://server'),
+    schema: text(
+      "MLflow tracking store: sqlite:///file.db, postgresql://…, http(s)://server or a folder (mlruns layout); by default ./mlruns when it already holds experiments (MLflow's rule)",
+    ),
     default: SERVE_DEFAULTS.trackingUri,
     secret: 'url-password',
   }),
@@ -592,7 +594,11 @@ export function resolveSettings(
     if (value !== undefined) resolved.set(key, { setting, ...value });
     else if (file.has(key)) {
       resolved.set(key, { setting, value: file.get(key), origin: 'file', source: `${configPath}: ${key}` });
-    } else resolved.set(key, { setting, value: setting.default, origin: 'default', source: 'default' });
+    } else {
+      // MLflow's default store depends on what is on disk (an existing ./mlruns keeps being used).
+      const value = key === 'tracking_uri' ? defaultTrackingUri() : setting.default;
+      resolved.set(key, { setting, value, origin: 'default', source: 'default' });
+    }
   }
 
   // Flags and variables are checked by the same schema as the file (which was checked whole above).

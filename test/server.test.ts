@@ -17,7 +17,7 @@ import {
   startServer,
 } from '../src/server.js';
 import type { ReloadResult } from '../src/service/index.js';
-import type { TrackingStore } from '../src/tracking/index.js';
+import { defaultTrackingUri, type TrackingStore } from '../src/tracking/index.js';
 import { REPO_ROOT } from './support/components.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from './support/fixtures.js';
 import { logServedRun, predictBody } from './support/serve-process.js';
@@ -36,7 +36,8 @@ describe('resolveServeConfig', () => {
   it('uses the documented defaults', () => {
     expect(resolveServeConfig({}, {})).toEqual({
       mode: 'runs',
-      trackingUri: './mlruns',
+      // sqlite:///mlflow.db, or ./mlruns where that folder holds experiments (test/tracking/file-store.test.ts)
+      trackingUri: defaultTrackingUri(),
       experiment: 'best',
       host: '127.0.0.1',
       port: 8000,
@@ -278,13 +279,13 @@ describe('runServeCommand startup failures (nothing listens, a StartupError says
     ],
     [
       'an unsupported tracking URI',
-      { trackingUri: 'sqlite:///x.db' },
-      /cannot open the tracking store sqlite:\/\/\/x\.db: .*not supported/,
+      { trackingUri: 'mysql://db/x' },
+      /cannot open the tracking store mysql:\/\/db\/x: .*not supported/,
     ],
     [
       'an unsupported tracking URI with credentials (never echoed)',
-      { trackingUri: 'sqlite://user:s3cr3t@db/x' },
-      /cannot open the tracking store sqlite:\/\/db\/x: (?!.*s3cr3t)/,
+      { trackingUri: 'mysql://user:s3cr3t@db/x' },
+      /cannot open the tracking store mysql:\/\/db\/x: (?!.*s3cr3t)/,
     ],
     ['a bad port', { port: '70000' }, /--port must be a TCP port/],
     [

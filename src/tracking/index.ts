@@ -5,6 +5,8 @@
  * file layout. Other schemes (`mysql:`, `databricks`, ...) are refused with a clear message rather than
  * guessed at.
  */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { FileTrackingStore, type FileTrackingStoreOptions } from './file-store.js';
 import { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.js';
 import { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
@@ -16,8 +18,31 @@ export { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.j
 export { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
 export * from './store.js';
 
-/** MLflow's default when nothing is configured (a folder relative to the working directory). */
-export const DEFAULT_TRACKING_URI = './mlruns';
+/** MLflow's default since 3.7 when nothing is configured: a SQLite file in the working directory. */
+export const DEFAULT_TRACKING_URI = 'sqlite:///mlflow.db';
+/** MLflow's default before 3.7, which it keeps using where it already holds experiments. */
+export const LEGACY_TRACKING_URI = './mlruns';
+
+/**
+ * MLflow's default store (`_get_default_tracking_uri`): `./mlruns` when that folder already holds an
+ * experiment (a numbered folder with meta.yaml), so existing stores keep working; else `sqlite:///mlflow.db`.
+ */
+export function defaultTrackingUri(cwd: string = process.cwd()): string {
+  try {
+    for (const entry of readdirSync(join(cwd, LEGACY_TRACKING_URI), { withFileTypes: true })) {
+      if (
+        entry.isDirectory() &&
+        /^\d+$/.test(entry.name) &&
+        existsSync(join(cwd, LEGACY_TRACKING_URI, entry.name, 'meta.yaml'))
+      ) {
+        return LEGACY_TRACKING_URI;
+      }
+    }
+  } catch {
+    // No ./mlruns (or unreadable): the new default.
+  }
+  return DEFAULT_TRACKING_URI;
+}
 
 export interface OpenTrackingStoreOptions
   extends FileTrackingStoreOptions,
@@ -32,12 +57,12 @@ export function redactUri(uri: string): string {
   return uri.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/?#]*@/, '$1');
 }
 
-/** The flag when given, else `MLFLOW_TRACKING_URI` (when non-empty), else `./mlruns`. */
+/** The flag when given, else `MLFLOW_TRACKING_URI` (when non-empty), else MLflow's default (`defaultTrackingUri`). */
 export function resolveTrackingUri(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   if (flag !== undefined && flag !== '') return flag;
   const fromEnv = env.MLFLOW_TRACKING_URI;
   if (fromEnv !== undefined && fromEnv.trim() !== '') return fromEnv.trim();
-  return DEFAULT_TRACKING_URI;
+  return defaultTrackingUri();
 }
 
 /**

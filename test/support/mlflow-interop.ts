@@ -47,7 +47,12 @@ export const numbers = (metrics: Record<string, JsonFloat>): Record<string, numb
  * the command, so inherited MLFLOW_TRACKING_* variables are dropped; file stores need
  * MLFLOW_ALLOW_FILE_STORE on MLflow ≥ 3.13.
  */
-export function runInteropScript(python: string, command: Record<string, unknown>): Promise<PyAnswer> {
+export function runInteropScript(
+  python: string,
+  command: Record<string, unknown>,
+  /** Where Python runs: MLflow's default artifact root for database URIs is ./mlruns there. */
+  cwd?: string,
+): Promise<PyAnswer> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     MLFLOW_ALLOW_FILE_STORE: 'true',
@@ -58,7 +63,7 @@ export function runInteropScript(python: string, command: Record<string, unknown
     const child = execFile(
       python,
       [SCRIPT],
-      { env, maxBuffer: 16 * 1024 * 1024 },
+      { env, maxBuffer: 16 * 1024 * 1024, ...(cwd !== undefined ? { cwd } : {}) },
       (error, stdout, stderr) => {
         if (error) return reject(new Error(`mlflow_interop.py failed: ${error.message}\n${stderr}`));
         let answer: PyAnswer;

@@ -14,7 +14,12 @@ import {
   parseMetricLine,
   parseMetricValue,
 } from '../../src/tracking/file-store.js';
-import { openTrackingStore, redactUri, resolveTrackingUri } from '../../src/tracking/index.js';
+import {
+  defaultTrackingUri,
+  openTrackingStore,
+  redactUri,
+  resolveTrackingUri,
+} from '../../src/tracking/index.js';
 import { RestTrackingStore } from '../../src/tracking/rest-store.js';
 import { expectTrackingError, runTrackingStoreContract } from './contract.js';
 
@@ -350,11 +355,27 @@ describe('openTrackingStore / resolveTrackingUri', () => {
     expect(redactUri('./mlruns')).toBe('./mlruns');
   });
 
-  it('resolves flag, then MLFLOW_TRACKING_URI, then ./mlruns', () => {
+  it("resolves flag, then MLFLOW_TRACKING_URI, then MLflow's default", () => {
     expect(resolveTrackingUri('http://x:5000', { MLFLOW_TRACKING_URI: '/y' })).toBe('http://x:5000');
     expect(resolveTrackingUri(undefined, { MLFLOW_TRACKING_URI: '/y' })).toBe('/y');
-    expect(resolveTrackingUri(undefined, { MLFLOW_TRACKING_URI: '' })).toBe('./mlruns');
-    expect(resolveTrackingUri(undefined, {})).toBe('./mlruns');
+    expect(resolveTrackingUri(undefined, { MLFLOW_TRACKING_URI: '' })).toBe(defaultTrackingUri());
+    expect(resolveTrackingUri(undefined, {})).toBe(defaultTrackingUri());
+  });
+
+  it("MLflow's default: sqlite:///mlflow.db, unless ./mlruns already holds an experiment", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tagger-default-'));
+    try {
+      expect(defaultTrackingUri(dir)).toBe('sqlite:///mlflow.db');
+      // Folders that are not experiments (MLflow looks for a numbered folder with meta.yaml).
+      await mkdir(join(dir, 'mlruns', '.trash'), { recursive: true });
+      await mkdir(join(dir, 'mlruns', '123'), { recursive: true });
+      await mkdir(join(dir, 'mlruns', 'models', 'meta.yaml'), { recursive: true });
+      expect(defaultTrackingUri(dir)).toBe('sqlite:///mlflow.db');
+      await writeFile(join(dir, 'mlruns', '123', 'meta.yaml'), 'name: best\n');
+      expect(defaultTrackingUri(dir)).toBe('./mlruns');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('opens file URIs and paths as file stores, http(s) as REST, refuses other schemes', async () => {
@@ -371,8 +392,8 @@ describe('openTrackingStore / resolveTrackingUri', () => {
       const rest = await openTrackingStore('http://127.0.0.1:1');
       expect(rest).toBeInstanceOf(RestTrackingStore);
       await rest.close();
-      await expectTrackingError(() => openTrackingStore('sqlite:///mlflow.db'), 'UNSUPPORTED');
-      await expect(openTrackingStore('sqlite://user:s3cr3t@db/mlflow')).rejects.not.toThrow(/s3cr3t/);
+      await expectTrackingError(() => openTrackingStore('mysql://db/mlflow'), 'UNSUPPORTED');
+      await expect(openTrackingStore('mysql://user:s3cr3t@db/mlflow')).rejects.not.toThrow(/s3cr3t/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

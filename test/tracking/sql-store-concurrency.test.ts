@@ -67,12 +67,16 @@ async function expectEveryRunComplete(
   }
 }
 
+const pgBin = postgresBin();
+
 describe('concurrent writers on one database', () => {
   let dir: string;
+  let postgres: Postgres | undefined;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'tagger-sql-concurrency-'));
   });
   afterAll(async () => {
+    await postgres?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -81,11 +85,6 @@ describe('concurrent writers on one database', () => {
     await expectEveryRunComplete(uri, await writeConcurrently(uri, dir));
   }, 120_000);
 
-  const pgBin = postgresBin();
-  let postgres: Postgres | undefined;
-  afterAll(async () => {
-    await postgres?.stop();
-  });
   it.skipIf(pgBin === null)(
     `PostgreSQL: ${PROCESSES} processes create the schema and log ${RUNS_EACH} runs each; nothing lost`,
     async () => {

@@ -12,6 +12,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileTrackingStore } from '../../src/tracking/file-store.js';
 import { RestTrackingStore } from '../../src/tracking/rest-store.js';
 import { ALEMBIC_HEAD, MLFLOW_VERSION } from '../../src/tracking/sql/mlflow-schema.js';
 import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
@@ -30,7 +31,16 @@ import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
 const python = venvPython();
 const mlflow = venvMlflow();
 const pgBin = postgresBin();
-const runPython = (command: Record<string, unknown>): Promise<PyAnswer> => runInteropScript(python!, command);
+/** Python runs in a temp folder: its default artifact root for database URIs is ./mlruns. */
+let pythonCwd: string;
+beforeAll(async () => {
+  pythonCwd = await mkdtemp(join(tmpdir(), 'tagger-python-cwd-'));
+});
+afterAll(async () => {
+  await rm(pythonCwd, { recursive: true, force: true });
+});
+const runPython = (command: Record<string, unknown>): Promise<PyAnswer> =>
+  runInteropScript(python!, command, pythonCwd);
 
 /** Lets the venv's MLflow create (and migrate) a database, as `mlflow server` does on first start. */
 async function mlflowCreates(uri: string, artifactRoot: string): Promise<string> {
@@ -203,6 +213,65 @@ describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => 
     },
     180_000,
   );
+});
+
+describe.skipIf(mlflow === null)('moving a file store into SQLite with `mlflow migrate-filestore`', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tagger-migrate-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('Tagger reads the migrated database like the folder it came from (18-digit experiment ids included)', async () => {
+    const files = await FileTrackingStore.open(join(dir, 'mlruns'));
+    const experimentId = await files.createExperiment('best');
+    expect(experimentId).toMatch(/^\d{18}$/);
+    await logTaggerRuns(files, experimentId, SPECS);
+    const order = { orderByMetric: { key: 'f1', descending: true } };
+    const before = await files.searchRuns(experimentId, order);
+    await promisify(execFile)(
+      mlflow!,
+      [
+        'migrate-filestore',
+        '--source',
+        join(dir, 'mlruns'),
+        '--target',
+        `sqlite:///${join(dir, 'mlflow.db')}`,
+      ],
+      {
+        env: { ...process.env, MLFLOW_ALLOW_FILE_STORE: 'true' },
+      },
+    );
+    const store = await SqlTrackingStore.open(`sqlite:///${join(dir, 'mlflow.db')}`, 'mlflow.db');
+    try {
+      expect((await store.getExperimentByName('best'))?.experimentId).toBe(experimentId);
+      const after = await store.searchRuns(experimentId, order);
+      const summary = (runs: typeof before) =>
+        runs.map((run) => ({
+          id: run.info.runId,
+          status: run.info.status,
+          metrics: run.metrics,
+          params: run.params,
+          tags: run.tags,
+        }));
+      expect(summary(after)).toEqual(summary(before));
+      for (const run of after) {
+        expect(await store.getMetricHistory(run.info.runId, 'f1')).toEqual(
+          await files.getMetricHistory(run.info.runId, 'f1'),
+        );
+        expect(await store.readArtifact(run.info.runId, 'model/weights.bin')).toEqual(
+          await files.readArtifact(run.info.runId, 'model/weights.bin'),
+        );
+      }
+      // And Tagger keeps logging into it.
+      const added = await store.createRun(experimentId, { runName: 'after-migration' });
+      expect(added.info.experimentId).toBe(experimentId);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
 });
 
 describe.skipIf(python === null || pgBin === null)('SQL store on PostgreSQL and Python MLflow', () => {

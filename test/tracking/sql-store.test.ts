@@ -3,7 +3,7 @@
  * shared contract suite on both, plus what only a database store has (MLflow's stored forms of NaN and
  * infinities, transactions, schema checks, index use, artifact locations it cannot reach).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -74,6 +74,24 @@ describe('parseSqlUri: the URIs SQLAlchemy (and so MLflow) accepts', () => {
       await expectTrackingError(async () => parseSqlUri(uri), 'INVALID_ARGUMENT');
     }
     await expectTrackingError(async () => parseSqlUri('postgresql+asyncpg://h/db'), 'UNSUPPORTED');
+  });
+});
+
+describe('SQL store: a database that cannot be reached', () => {
+  it('PostgreSQL refusing connections is UNAVAILABLE, and the message never shows the password', async () => {
+    const error = await expectTrackingError(
+      () => openTrackingStore('postgresql://tagger:s3cr3t@127.0.0.1:1/mlflow'),
+      'UNAVAILABLE',
+    );
+    expect(error.message).toMatch(/postgresql:\/\/127\.0\.0\.1:1\/mlflow/);
+    expect(error.message).not.toMatch(/s3cr3t/);
+  });
+
+  it('a SQLite file that is not a database is a clear error', async () => {
+    const file = join(dir, 'not-a-database.db');
+    await writeFile(file, 'hello, I am text\n'.repeat(100));
+    const error = await expectTrackingError(() => openTrackingStore(`sqlite:///${file}`), 'UNAVAILABLE');
+    expect(error.message).toMatch(/not-a-database\.db.*not a database/);
   });
 });
 

@@ -109,8 +109,14 @@ function storedValue(value: number): { value: number; isNan: boolean } {
   return { value, isNan: false };
 }
 
+/**
+ * Experiment ids are read as text: MLflow's SQL ids are small, but `mlflow migrate-filestore` keeps the
+ * file layout's 18-digit ids, beyond 2^53 (and node:sqlite refuses to read such integers as numbers).
+ */
+const EXPERIMENT_COLUMNS =
+  'CAST(experiment_id AS TEXT) AS experiment_id, name, artifact_location, lifecycle_stage, creation_time, last_update_time';
 const RUN_COLUMNS =
-  'r.run_uuid, r.name, r.user_id, r.status, r.start_time, r.end_time, r.artifact_uri, r.lifecycle_stage, r.experiment_id';
+  'r.run_uuid, r.name, r.user_id, r.status, r.start_time, r.end_time, r.artifact_uri, r.lifecycle_stage, CAST(r.experiment_id AS TEXT) AS experiment_id';
 
 export class SqlTrackingStore implements TrackingStore {
   private readonly onWarning: (message: string) => void;
@@ -184,14 +190,28 @@ export class SqlTrackingStore implements TrackingStore {
 
   async getExperimentByName(name: string): Promise<Experiment | null> {
     const rows = await this.call(() =>
-      this.db.all('SELECT * FROM experiments WHERE name = ? AND workspace = ?', [name, DEFAULT_WORKSPACE]),
+      this.db.all(`SELECT ${EXPERIMENT_COLUMNS} FROM experiments WHERE name = ? AND workspace = ?`, [
+        name,
+        DEFAULT_WORKSPACE,
+      ]),
     );
     return rows[0] ? this.toExperiment(rows[0]) : null;
   }
 
+  /**
+   * The id as a query parameter, or null when no experiment can have it. Passed as text: SQLite compares
+   * it as an integer (column affinity), PostgreSQL's column is a 32-bit integer.
+   */
+  private idParameter(experimentId: string): string | null {
+    if (typeof experimentId !== 'string' || !/^\d{1,19}$/.test(experimentId)) return null;
+    if (this.db.dialect === 'postgresql' && BigInt(experimentId) > 2_147_483_647n) return null;
+    return experimentId;
+  }
+
   private async experimentById(tx: SqlExecutor, experimentId: string): Promise<Experiment | null> {
-    if (!/^\d{1,15}$/.test(experimentId)) return null;
-    const rows = await tx.all('SELECT * FROM experiments WHERE experiment_id = ?', [Number(experimentId)]);
+    const id = this.idParameter(experimentId);
+    if (id === null) return null;
+    const rows = await tx.all(`SELECT ${EXPERIMENT_COLUMNS} FROM experiments WHERE experiment_id = ?`, [id]);
     return rows[0] ? this.toExperiment(rows[0]) : null;
   }
 
@@ -201,14 +221,14 @@ export class SqlTrackingStore implements TrackingStore {
     try {
       return await this.db.transaction(async (tx) => {
         const [row] = await tx.all(
-          "INSERT INTO experiments (name, artifact_location, lifecycle_stage, creation_time, last_update_time, workspace) VALUES (?, NULL, 'active', ?, ?, ?) RETURNING experiment_id",
+          "INSERT INTO experiments (name, artifact_location, lifecycle_stage, creation_time, last_update_time, workspace) VALUES (?, NULL, 'active', ?, ?, ?) RETURNING CAST(experiment_id AS TEXT) AS experiment_id",
           [name, now, now, DEFAULT_WORKSPACE],
         );
         const id = str(row?.experiment_id);
         // MLflow: `<default artifact root>/<experiment id>`, known only once the id is.
         await tx.run('UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?', [
           `${this.artifactRoot}/${id}`,
-          Number(id),
+          id,
         ]);
         return id;
       });
@@ -282,11 +302,10 @@ export class SqlTrackingStore implements TrackingStore {
   }
 
   async searchRuns(experimentId: string, options: SearchRunsOptions = {}): Promise<Run[]> {
-    if (!/^\d{1,15}$/.test(experimentId)) return [];
+    const id = this.idParameter(experimentId);
+    if (id === null) return [];
     const finished = options.finishedOnly ? " AND r.status = 'FINISHED'" : '';
-    const runs = await this.loadRuns(`r.experiment_id = ? AND r.lifecycle_stage = 'active'${finished}`, [
-      Number(experimentId),
-    ]);
+    const runs = await this.loadRuns(`r.experiment_id = ? AND r.lifecycle_stage = 'active'${finished}`, [id]);
     return sortRuns(runs, options.orderByMetric);
   }
 
@@ -315,7 +334,7 @@ export class SqlTrackingStore implements TrackingStore {
         const uri = `${experiment.artifactLocation.replace(/\/+$/, '')}/${runId}/artifacts`;
         await tx.run(
           "INSERT INTO runs (run_uuid, name, source_type, source_name, entry_point_name, user_id, status, start_time, end_time, source_version, lifecycle_stage, artifact_uri, experiment_id) VALUES (?, ?, 'UNKNOWN', '', '', ?, 'RUNNING', ?, NULL, '', 'active', ?, ?)",
-          [runId, runName, userId, startTime, uri, Number(experimentId)],
+          [runId, runName, userId, startTime, uri, experimentId],
         );
         for (const [key, value] of Object.entries(tags)) {
           await tx.run('INSERT INTO tags (key, value, run_uuid) VALUES (?, ?, ?)', [key, value, runId]);
