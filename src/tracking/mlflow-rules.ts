@@ -199,7 +199,7 @@ export const MAX_PAGES = 10_000;
 /**
  * Collects every page of a paged listing (MLflow's `page_token` protocol). Stops on an empty or
  * missing token; a token seen before (a server that repeats a page) or more than `MAX_PAGES` pages
- * end with `UNAVAILABLE` instead of looping or duplicating items.
+ * end with `MALFORMED` instead of looping or duplicating items.
  */
 export async function collectPages<T>(
   fetchPage: (token: string | undefined) => Promise<{ items: T[]; nextPageToken?: string | undefined }>,
@@ -215,14 +215,14 @@ export async function collectPages<T>(
     if (token === undefined) return items;
     if (seen.has(token)) {
       throw new TrackingError(
-        'UNAVAILABLE',
-        `tracking: ${what}: the server sent the page token '${token}' twice`,
+        'MALFORMED',
+        `tracking: ${what}: the server repeated the page token '${token}'`,
       );
     }
     seen.add(token);
   }
   throw new TrackingError(
-    'UNAVAILABLE',
+    'MALFORMED',
     `tracking: ${what}: the server kept sending pages beyond ${MAX_PAGES}`,
   );
 }

@@ -14,6 +14,7 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { artifactSegments, collectPages, statusUpdate, validateBatch } from './mlflow-rules.js';
 import { type RequestSpec, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
   Answers,
@@ -51,10 +52,7 @@ const MAX_BATCH_BYTES = 900_000;
 /** Page sizes: MLflow's default for runs (max 50,000) and its cap for metric history. */
 const SEARCH_PAGE_SIZE = 1000;
 const HISTORY_PAGE_SIZE = 25_000;
-/** Guard against a server that keeps sending page tokens. */
-const MAX_PAGES = 10_000;
 const ARTIFACT_SERVICE_PATH = '/api/2.0/mlflow-artifacts/artifacts';
-const RUN_STATUSES: readonly RunStatus[] = ['RUNNING', 'SCHEDULED', 'FINISHED', 'FAILED', 'KILLED'];
 
 /** Where a run's artifacts are, as far as this process can reach them. */
 type ArtifactLocation =
@@ -140,10 +138,7 @@ export class RestTrackingStore implements TrackingStore {
           `metrics.${quoteKey(options.orderByMetric.key)} ${options.orderByMetric.descending ? 'DESC' : 'ASC'}`,
         ]
       : [];
-    const runs: Run[] = [];
-    const seenTokens = new Set<string>();
-    let pageToken: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page += 1) {
+    return collectPages(async (pageToken) => {
       const answer = await this.call(
         {
           method: 'POST',
@@ -161,21 +156,8 @@ export class RestTrackingStore implements TrackingStore {
         },
         Answers.searchRuns,
       );
-      for (const run of answer.runs ?? []) runs.push(toRun(run));
-      pageToken = answer.next_page_token || undefined;
-      if (pageToken === undefined) return runs;
-      if (seenTokens.has(pageToken)) {
-        throw new TrackingError(
-          'MALFORMED',
-          `tracking: ${this.displayUri} repeated a page token while searching runs of experiment ${experimentId}`,
-        );
-      }
-      seenTokens.add(pageToken);
-    }
-    throw new TrackingError(
-      'MALFORMED',
-      `tracking: ${this.displayUri} kept sending pages beyond ${MAX_PAGES} while searching runs of experiment ${experimentId}`,
-    );
+      return { items: (answer.runs ?? []).map(toRun), nextPageToken: answer.next_page_token };
+    }, `${this.displayUri}, searching runs of experiment ${experimentId}`);
   }
 
   async getRun(runId: string): Promise<Run | null> {
@@ -219,6 +201,8 @@ export class RestTrackingStore implements TrackingStore {
   }
 
   async logBatch(runId: string, batch: LogBatch): Promise<void> {
+    // The server checks too, but the whole batch is checked before its first chunk is sent.
+    validateBatch(batch);
     for (const chunk of chunkBatch(batch)) {
       await this.call(
         {
@@ -234,10 +218,7 @@ export class RestTrackingStore implements TrackingStore {
   }
 
   async getMetricHistory(runId: string, key: string): Promise<MetricPoint[]> {
-    const points: MetricPoint[] = [];
-    const seenTokens = new Set<string>();
-    let pageToken: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page += 1) {
+    return collectPages(async (pageToken) => {
       const answer = await this.call(
         {
           method: 'GET',
@@ -252,24 +233,12 @@ export class RestTrackingStore implements TrackingStore {
         },
         Answers.metricHistory,
       );
-      for (const metric of answer.metrics ?? []) points.push(toMetricPoint(metric));
-      pageToken = answer.next_page_token || undefined;
-      if (pageToken === undefined) return points;
-      if (seenTokens.has(pageToken)) {
-        throw new TrackingError(
-          'MALFORMED',
-          `tracking: ${this.displayUri} repeated a page token of metric history`,
-        );
-      }
-      seenTokens.add(pageToken);
-    }
-    throw new TrackingError('MALFORMED', `tracking: ${this.displayUri} kept sending metric history pages`);
+      return { items: (answer.metrics ?? []).map(toMetricPoint), nextPageToken: answer.next_page_token };
+    }, `${this.displayUri}, history of metric '${key}' of run ${runId}`);
   }
 
   async updateRun(runId: string, update: { status: RunStatus; endTime?: number }): Promise<void> {
-    if (!RUN_STATUSES.includes(update.status)) {
-      throw new TrackingError('INVALID_ARGUMENT', `tracking: '${String(update.status)}' is not a run status`);
-    }
+    statusUpdate(update, null);
     await this.call(
       {
         method: 'POST',
@@ -468,9 +437,7 @@ export class RestTrackingStore implements TrackingStore {
 
   /** `GET /api/2.0/mlflow/artifacts/list?run_id=&path=`: run-relative paths, for roots the server reads. */
   private async listViaTrackingApi(runId: string, relative: string): Promise<ArtifactEntry[]> {
-    const entries: ArtifactEntry[] = [];
-    let pageToken: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page += 1) {
+    return collectPages(async (pageToken) => {
       const answer = await this.call(
         {
           method: 'GET',
@@ -484,11 +451,11 @@ export class RestTrackingStore implements TrackingStore {
         },
         Answers.listRunArtifacts,
       );
-      for (const file of answer.files ?? []) entries.push(toEntry(file, (p) => p));
-      pageToken = answer.next_page_token || undefined;
-      if (pageToken === undefined) return entries;
-    }
-    return entries;
+      return {
+        items: (answer.files ?? []).map((file) => toEntry(file, (p) => p)),
+        nextPageToken: answer.next_page_token,
+      };
+    }, `${this.displayUri}, listing artifacts of run ${runId}`);
   }
 }
 
@@ -564,31 +531,6 @@ function unreachable(uri: string, runId: string): TrackingError {
       'run the MLflow server with artifact proxying (`mlflow server` default, `--artifacts-destination`) so runs get ' +
       'mlflow-artifacts:/ URIs, or make that location available locally',
   );
-}
-
-/** Validates a run-relative POSIX path; `..`, absolute paths and backslashes are refused. */
-function artifactSegments(path: string, allowRoot: boolean): string[] {
-  const trimmed = path.replace(/^\.\/+/, '').replace(/\/+$/, '');
-  if (trimmed === '' || trimmed === '.') {
-    if (allowRoot) return [];
-    throw new TrackingError(
-      'INVALID_ARGUMENT',
-      'tracking: an artifact path must name a file, got an empty path',
-    );
-  }
-  const segments = trimmed.split('/');
-  const bad =
-    trimmed.startsWith('/') ||
-    trimmed.includes('\\') ||
-    trimmed.includes('\0') ||
-    segments.some((s) => s === '' || s === '.' || s === '..');
-  if (bad) {
-    throw new TrackingError(
-      'INVALID_ARGUMENT',
-      `tracking: '${path}' is not a run-relative artifact path (use POSIX segments without '.', '..' or a leading '/')`,
-    );
-  }
-  return segments;
 }
 
 function joinPosix(parent: string, name: string): string {

@@ -277,10 +277,28 @@ describe('RestTrackingStore against a fake server', () => {
       expect(historyQuery.get('max_results')).toBe('25000');
     });
 
-    it('a server repeating a page token is MALFORMED, not an endless loop', async () => {
-      fake.handler = (_request, response) =>
-        json(response, 200, { runs: [runJson()], next_page_token: 'same' });
-      await expectTrackingError(() => open().searchRuns('1'), 'MALFORMED');
+    it('a server repeating a page token is MALFORMED, not an endless loop: runs, history, artifact listing', async () => {
+      fake.handler = (request, response) => {
+        if (request.path.endsWith('/runs/get')) {
+          // A local artifact root that is missing here: the adapter asks the server's own listing.
+          return json(response, 200, { run: runJson({ artifact_uri: '/nonexistent/tagger-artifacts' }) });
+        }
+        return json(response, 200, {
+          runs: [runJson()],
+          metrics: [{ key: 'f1', value: 1, timestamp: 1, step: 0 }],
+          files: [{ path: 'model', is_dir: true }],
+          next_page_token: 'same',
+        });
+      };
+      const store = open();
+      for (const call of [
+        () => store.searchRuns('1'),
+        () => store.getMetricHistory(RUN_ID, 'f1'),
+        () => store.listArtifacts(RUN_ID),
+      ]) {
+        const error = await expectTrackingError(call, 'MALFORMED');
+        expect(error.message).toMatch(/repeated the page token 'same'/);
+      }
     });
   });
 
