@@ -45,6 +45,7 @@ type Section = {
 const SECTIONS: Section[] = [
   { name: 'model', load: () => import('./model.js') },
   { name: 'http', load: () => import('./http.js') },
+  { name: 'tracking', load: () => import('./tracking.js') },
 ];
 
 const fmt = (v: number | null): string => {
