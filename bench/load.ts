@@ -31,6 +31,8 @@ export interface LoadSpec {
   bodyFile: string;
   connections: number;
   seconds: number;
+  /** Sent as `X-API-Key` when the server has keys configured. */
+  apiKey?: string;
 }
 
 export type LoadTool = 'wrk' | 'autocannon';
@@ -46,6 +48,8 @@ wrk.method = "POST"
 wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/json"
+local key = os.getenv("BENCH_API_KEY")
+if key ~= nil and key ~= "" then wrk.headers["X-API-Key"] = key end
 done = function(summary, latency, requests)
   io.write(string.format('BENCH_JSON {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"timeout":%d,"status":%d,"p50_us":%d,"p99_us":%d}\\n',
     summary.requests, summary.duration, summary.errors.connect, summary.errors.read, summary.errors.write,
@@ -68,7 +72,11 @@ export async function runLoad(spec: LoadSpec, workDir: string): Promise<LoadResu
     const { stdout } = await run(
       WRK,
       ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, '--timeout', '10s', '-s', scriptFile, spec.url],
-      { env: { ...process.env, BENCH_BODY_FILE: spec.bodyFile }, timeout: timeoutMs, maxBuffer: 1 << 20 },
+      {
+        env: { ...process.env, BENCH_BODY_FILE: spec.bodyFile, BENCH_API_KEY: spec.apiKey ?? '' },
+        timeout: timeoutMs,
+        maxBuffer: 1 << 20,
+      },
     );
     const line = /BENCH_JSON (.*)/.exec(stdout)?.[1];
     if (line === undefined) throw new Error(`bench: unexpected wrk output:\n${stdout}`);
@@ -95,6 +103,7 @@ export async function runLoad(spec: LoadSpec, workDir: string): Promise<LoadResu
       'POST',
       '-H',
       'content-type=application/json',
+      ...(spec.apiKey ? ['-H', `x-api-key=${spec.apiKey}`] : []),
       '-i',
       spec.bodyFile,
       '-t',

@@ -1,5 +1,5 @@
 /**
- * Benchmark runner (`npm run bench [-- --quick] [-- --only <section>]`): runs every section module, prints
+ * Benchmark runner (`npm run bench [-- --quick] [-- --only <section>] [-- --profile]`): runs every section module, prints
  * one table and writes each section's rows to bench/results/<section>-<timestamp>.json. A section is a
  * module exporting `run(opts)` that returns rows, or a SectionResult with breakage; add sections to SECTIONS.
  * Exits non-zero only on breakage a section reports (failed requests, gross regressions), never on a
@@ -75,6 +75,11 @@ function printTable(rows: BenchRow[]): void {
 
 async function main(): Promise<void> {
   const opts: BenchOptions = { quick: process.argv.includes('--quick') };
+  if (process.argv.includes('--profile')) {
+    // Not a table section: a CPU profile of the server under single-text load (bench/profile.ts).
+    await (await import('./profile.js')).profile(opts);
+    return;
+  }
   const only = process.argv.indexOf('--only');
   const selected = only >= 0 ? SECTIONS.filter((s) => s.name === process.argv[only + 1]) : SECTIONS;
   const started = performance.now();

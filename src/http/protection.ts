@@ -52,12 +52,12 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
     if (options.maxInFlight > 0) {
       let inFlight = 0;
       const counted = new WeakSet<FastifyRequest>();
-      const release = async (request: FastifyRequest): Promise<void> => {
+      const release = async function releaseInFlight(request: FastifyRequest): Promise<void> {
         if (!counted.delete(request)) return;
         inFlight--;
         metrics.inFlight.set(inFlight);
       };
-      app.addHook('onRequest', async (request, reply) => {
+      app.addHook('onRequest', async function limitInFlight(request, reply) {
         const kind = routeClass(request.routeOptions.url);
         if (kind === 'health' || kind === 'metrics') return;
         if (inFlight >= options.maxInFlight) {
@@ -94,7 +94,7 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
       });
     }
 
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async function identifyCredentials(request) {
       credentials.set(request, keys.enabled ? keys.identify(request) : { kind: 'missing' });
     });
 
@@ -129,7 +129,7 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
 
     // 3. API keys.
     if (keys.enabled) {
-      app.addHook('onRequest', async (request) => {
+      app.addHook('onRequest', async function requireApiKey(request) {
         const kind = routeClass(request.routeOptions.url);
         if (kind === 'health' || (kind === 'docs' && !options.protectDocs)) return;
         const credential = credentials.get(request) ?? { kind: 'missing' };
