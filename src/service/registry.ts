@@ -263,6 +263,7 @@ export class RunRegistry {
     readonly experimentName: string,
     first: RegistrySnapshot,
     private readonly options: RunRegistryOptions,
+    private readonly skips: SkipLog,
   ) {
     this.snapshot = first;
   }
@@ -280,10 +281,17 @@ export class RunRegistry {
       throw new StartupError(message, { cause: read.cause });
     }
     const { runs } = read;
+    const skips = new SkipLog(log);
     const picked =
       (await loadPreferred(store, runs, options.preferRunId, log)) ??
-      (await pickBest(store, runs, log, undefined));
+      (await pickBest(store, runs, skips, undefined));
     if (picked.best === undefined) {
+      const finished = runs.filter(isCandidate).length;
+      if (finished === 0) {
+        throw new StartupError(
+          `none of the ${runs.length} runs of experiment "${name}" in ${store.displayUri} is FINISHED (${describeStatuses(runs)}); only finished runs are served — a RUNNING run is still logging or its training was killed; ${TRAIN_HINT}`,
+        );
+      }
       const { failures } = picked;
       const shown =
         failures.slice(0, 5).join('; ') + (failures.length > 5 ? `; … ${failures.length - 5} more` : '');
@@ -299,7 +307,7 @@ export class RunRegistry {
         : 'serving the best loadable run',
     );
     const snapshot = new RegistrySnapshot(store, runs.map(summarize), runId, model, options.modelCacheSize);
-    return new RunRegistry(store, name, snapshot, options);
+    return new RunRegistry(store, name, snapshot, options, skips);
   }
 
   /**
@@ -374,10 +382,10 @@ export class RunRegistry {
     const read = await readRuns(this.store, this.experimentName);
     if (!read.ok) return this.failed(before, [read.reason]);
 
-    const picked = await pickBest(this.store, read.runs, log, before);
+    const picked = await pickBest(this.store, read.runs, this.skips, before);
     if (picked.best === undefined) {
       return this.failed(before, [
-        `none of the ${read.runs.length} runs has loadable artifacts`,
+        `none of the ${read.runs.filter(isCandidate).length} finished runs of ${read.runs.length} has loadable artifacts`,
         ...picked.failures,
       ]);
     }
@@ -425,6 +433,13 @@ export class RunRegistry {
   }
 }
 
+/** `2 RUNNING, 1 FAILED`: how many runs have each status. */
+function describeStatuses(runs: readonly Run[]): string {
+  const counts = new Map<string, number>();
+  for (const run of runs) counts.set(run.info.status, (counts.get(run.info.status) ?? 0) + 1);
+  return [...counts].map(([status, count]) => `${count} ${status}`).join(', ');
+}
+
 interface Picked {
   best?: { runId: string; model: ServedModel };
   /** `runId: reason` of each run skipped (and of the served run whose artifacts no longer load). */
@@ -443,7 +458,8 @@ async function loadPreferred(
   runId: string | undefined,
   log: ServiceLog,
 ): Promise<Picked | undefined> {
-  if (runId === undefined || !runs.some((run) => run.info.runId === runId)) return undefined;
+  if (runId === undefined || !runs.some((run) => run.info.runId === runId && isCandidate(run)))
+    return undefined;
   try {
     return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures: [] };
   } catch (error) {
@@ -455,10 +471,28 @@ async function loadPreferred(
   }
 }
 
+/**
+ * Logs a skipped run once per (run, reason) for the life of the registry, not at every poll: a broken
+ * run that outranks the served one is otherwise re-read and re-logged every reload interval.
+ */
+export class SkipLog {
+  private readonly seen = new Map<string, string>();
+  constructor(private readonly log: ServiceLog) {}
+
+  warn(runId: string, reason: string, message: string): void {
+    if (this.seen.get(runId) === reason) return;
+    this.seen.set(runId, reason);
+    this.log.warn({ runId, reason }, message);
+  }
+}
+
+/** Only finished runs are candidates: a RUNNING run is still logging (or was killed), a FAILED one broke. */
+const isCandidate = (run: Run): boolean => run.info.status === 'FINISHED';
+
 async function pickBest(
   store: TrackingStore,
   runs: readonly Run[],
-  log: ServiceLog,
+  skips: SkipLog,
   current: RegistrySnapshot | undefined,
 ): Promise<Picked> {
   const failures: string[] = [];
@@ -470,19 +504,21 @@ async function pickBest(
       } catch (error) {
         const reason = toRunLoadError(runId, error).reason;
         failures.push(`${runId}: ${reason}`);
-        log.warn(
-          { runId, reason },
+        skips.warn(
+          runId,
+          reason,
           "the served run's artifacts cannot be loaded any more; still serving the model loaded before",
         );
       }
       return { best: { runId, model: current.best }, failures };
     }
+    if (!isCandidate(run)) continue;
     try {
       return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures };
     } catch (error) {
       const reason = toRunLoadError(runId, error).reason;
       failures.push(`${runId}: ${reason}`);
-      log.warn({ runId, reason }, 'skipping a run whose artifacts cannot be loaded');
+      skips.warn(runId, reason, 'skipping a run whose artifacts cannot be loaded');
     }
   }
   return { failures };

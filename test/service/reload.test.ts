@@ -202,7 +202,7 @@ describe('RunRegistry.reload outcomes', () => {
     faults.unreadableRuns.add(beta); // …and the only other one cannot be read
     const result = await registry.reload();
     expect(result.outcome).toBe('failed');
-    expect(result.problems[0]).toBe('none of the 1 runs has loadable artifacts');
+    expect(result.problems[0]).toBe('none of the 1 finished runs of 1 has loadable artifacts');
     expect(registry.current).toBe(before);
     expect(registry.bestRunId).toBe(alpha);
   });
@@ -252,6 +252,52 @@ describe('RunRegistry.reload outcomes', () => {
       throw new Error('metrics broke');
     });
     expect((await registry.reload()).outcome).toBe('unchanged');
+  });
+});
+
+describe('RunRegistry: only finished runs go live, skips are logged once', () => {
+  it('never serves a RUNNING or FAILED run, however high its f1, at load or on reload', async () => {
+    const { name, alpha } = await freshExperiment();
+    const running = await logServedRun(fx.store, name, { name: 'still-running', f1: 0.99, model: fx.modelB });
+    await fx.store.updateRun(running, { status: 'RUNNING' });
+    const failed = await logServedRun(fx.store, name, { name: 'failed', f1: 0.98, model: fx.modelB });
+    await fx.store.updateRun(failed, { status: 'FAILED' });
+
+    const { registry } = await loadRegistry(name);
+    expect(registry.bestRunId).toBe(alpha);
+    // Listed all the same (GET /runs shows every run with its status).
+    expect(registry.runs.map((run) => run.runId).slice(0, 2)).toEqual([running, failed]);
+
+    const later = await logServedRun(fx.store, name, { name: 'later-running', f1: 0.995, model: fx.modelB });
+    await fx.store.updateRun(later, { status: 'RUNNING' });
+    expect((await registry.reload()).runId).toBe(alpha);
+
+    await fx.store.updateRun(later, { status: 'FINISHED' });
+    expect(await registry.reload()).toMatchObject({ outcome: 'swapped', runId: later });
+  });
+
+  it('an experiment with no finished run does not start, and says why', async () => {
+    const name = `reload-${++experiments}`;
+    const running = await logServedRun(fx.store, name, { name: 'running', f1: 0.9, model: fx.modelA });
+    await fx.store.updateRun(running, { status: 'RUNNING' });
+    const error = await loadRegistry(name).catch((caught: unknown) => caught);
+    expect((error as Error).message).toMatch(/none of the 1 runs of experiment .* is FINISHED \(1 RUNNING\)/);
+  });
+
+  it('a broken run that outranks the served one is logged once, not at every reload', async () => {
+    const { name, alpha } = await freshExperiment();
+    const { registry, log } = await loadRegistry(name);
+    const bad = await logServedRun(fx.store, name, {
+      name: 'bad',
+      f1: 0.99,
+      model: fx.modelA,
+      brokenModel: true,
+    });
+    for (let poll = 0; poll < 4; poll += 1) expect((await registry.reload()).runId).toBe(alpha);
+    const warnings = log.lines.filter(
+      (line) => line.msg === 'skipping a run whose artifacts cannot be loaded' && line.obj?.runId === bad,
+    );
+    expect(warnings).toHaveLength(1);
   });
 });
 
