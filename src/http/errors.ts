@@ -99,7 +99,8 @@ export function installErrorHandling(app: FastifyInstance, limits: HttpLimits): 
       const status = error.transient ? 503 : 409;
       if (error.transient) reply.header('retry-after', '5');
       request.log.warn({ runId: error.runId, reason: error.reason }, 'run artifacts could not be loaded');
-      return reply.code(status).send(errorEnvelope(request, status, error.message));
+      // Never the store's paths or URIs: the full reason is in the log line above, under this request id.
+      return reply.code(status).send(errorEnvelope(request, status, error.publicMessage));
     }
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       const sent = request.headers['content-type'] ?? 'none';

@@ -22,13 +22,17 @@ export class UnknownRunError extends Error {
  */
 export class RunLoadError extends Error {
   override readonly name = 'RunLoadError';
+  /** For clients: says what is wrong without the store's paths or URIs (the log has `reason`). */
+  readonly publicMessage: string;
   constructor(
     readonly runId: string,
+    /** The whole story, for logs and terminals: may name server-side paths and URIs. */
     readonly reason: string,
     readonly transient: boolean,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; publicReason?: string },
   ) {
     super(`run ${runId} cannot be served: ${reason}`, options);
+    this.publicMessage = `run ${runId} cannot be served: ${options?.publicReason ?? reason}`;
   }
 }
 

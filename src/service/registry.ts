@@ -95,22 +95,45 @@ const summarize = (run: Run): RunSummary =>
     params: Object.freeze(Object.fromEntries(Object.entries(run.params))),
   });
 
-function toRunLoadError(runId: string, error: unknown): RunLoadError {
+/** What a store failure means for a client, without the store's paths or URIs. */
+const PUBLIC_STORE_REASONS: Partial<Record<TrackingError['code'], string>> = {
+  NOT_FOUND: 'is missing from the tracking store',
+  UNAVAILABLE: 'cannot be read: the tracking store cannot be reached; retry later',
+  UNAUTHENTICATED: 'cannot be read: the tracking store refused this server',
+  PERMISSION_DENIED: 'cannot be read: the tracking store refused this server',
+  MALFORMED: 'cannot be read: the tracking store answered with malformed data',
+  UNSUPPORTED: 'is stored where this server cannot read it',
+};
+
+/**
+ * A RunLoadError for a failure while loading run `runId` (reading artifact `path` when known). Artifact
+ * format errors name run-relative paths only and are shown as they are; store errors (which name paths
+ * and URIs on the server) are shown to clients as what they mean, and logged in full.
+ */
+function toRunLoadError(runId: string, error: unknown, path?: string): RunLoadError {
   if (error instanceof RunLoadError) return error;
   if (error instanceof ArtifactFormatError)
     return new RunLoadError(runId, error.message, false, { cause: error });
+  const artifact = path === undefined ? 'an artifact of the run' : `artifact ${path}`;
   if (error instanceof TrackingError) {
-    return new RunLoadError(runId, error.message, error.code === 'UNAVAILABLE', { cause: error });
+    const publicReason = `${artifact} ${PUBLIC_STORE_REASONS[error.code] ?? 'cannot be read'}`;
+    return new RunLoadError(runId, error.message, error.code === 'UNAVAILABLE', {
+      cause: error,
+      publicReason,
+    });
   }
   return new RunLoadError(runId, error instanceof Error ? error.message : String(error), false, {
     cause: error,
+    publicReason: `${artifact} cannot be loaded`,
   });
 }
 
 const readerFor =
   (store: TrackingStore, runId: string): ArtifactReader =>
   (path) =>
-    store.readArtifact(runId, path);
+    store.readArtifact(runId, path).catch((error: unknown) => {
+      throw toRunLoadError(runId, error, path);
+    });
 
 /** The experiment's runs in f1 order, or why there are none to serve (`hint`: what a person can do). */
 type RunsRead = { ok: true; runs: Run[] } | { ok: false; reason: string; hint?: string; cause?: unknown };

@@ -162,6 +162,8 @@ describe('GET /runs/{run_id}', () => {
     expect(body).toMatchObject({ message: 'Conflict' });
     expect(body.detail).toContain(fx.runs.noperf);
     expect(body.detail).toContain('performance.json');
+    // The store's location stays on the server (the log has it).
+    expect(body.detail).not.toMatch(/file:|\/tmp\/|mlruns|artifacts\//);
   });
 
   it.each([
@@ -283,6 +285,7 @@ describe('POST /runs/{run_id}/predict', () => {
     const body = expectEnvelope(response, { method: 'POST', url });
     expect(body.detail).toContain(fx.runs.broken);
     expect(body.detail).toContain('model/');
+    expect(body.detail).not.toMatch(/file:|\/tmp\/|mlruns|artifacts\//);
   });
 
   it('answers 404 for an unknown run and reads nothing', async () => {

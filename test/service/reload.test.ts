@@ -295,7 +295,9 @@ describe('RunRegistry: only finished runs go live, skips are logged once', () =>
     });
     for (let poll = 0; poll < 4; poll += 1) expect((await registry.reload()).runId).toBe(alpha);
     const warnings = log.lines.filter(
-      (line) => line.msg === 'skipping a run whose artifacts cannot be loaded' && line.obj?.runId === bad,
+      (line) =>
+        line.msg === 'skipping a run whose artifacts cannot be loaded' &&
+        (line.obj as { runId?: string } | undefined)?.runId === bad,
     );
     expect(warnings).toHaveLength(1);
   });
