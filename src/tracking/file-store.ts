@@ -10,13 +10,25 @@
  * last, so a crash mid-create leaves a folder both MLflow and Tagger skip. Metric lines are appended with
  * one `write` per batch of whole lines.
  */
-import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { closeSync, type Dirent, openSync, readdirSync, readSync, statSync } from 'node:fs';
-import { appendFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, isAbsolute, join, posix, relative, resolve, sep } from 'node:path';
+import { appendFile, mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isMap, isScalar, isSeq, parseDocument, stringify } from 'yaml';
-import { sortRuns } from './order.js';
+import { atomicWrite, errno, fsError, LocalArtifacts } from './local-artifacts.js';
+import { withLockFile } from './lock-file.js';
+import {
+  invalid,
+  newRunFields,
+  paramChanged,
+  RUN_NAME_TAG,
+  sortRuns,
+  statusUpdate,
+  validateBatch,
+  validateExperimentName,
+  validateKey,
+} from './mlflow-rules.js';
 import type {
   ArtifactEntry,
   CreateRunOptions,
@@ -48,6 +60,8 @@ const PARAMS = 'params';
 const TAGS = 'tags';
 const ARTIFACTS = 'artifacts';
 const DEFAULT_EXPERIMENT_ID = '0';
+/** Held while an experiment is created (a dot-file: MLflow only treats sub-folders as experiments). */
+const EXPERIMENTS_LOCK = '.tagger-experiments.lock';
 /** Experiment-level folders that are not runs (`RESERVED_EXPERIMENT_FOLDERS`). */
 const RESERVED_EXPERIMENT_FOLDERS = new Set(['tags', 'datasets', 'traces', 'models']);
 /** Root-level folders that are not experiments (`.trash`, and the model registry's `models`). */
@@ -58,16 +72,10 @@ const NON_EXPERIMENT_FOLDERS = new Set([TRASH, 'models']);
  */
 const SEARCH_SLICE_MS = 10;
 /** Prefix of our temp files; MLflow never looks at files at experiment/root level. */
-const TMP_PREFIX = '.tagger-tmp-';
 
 // Validation rules from `mlflow/utils/validation.py`.
 const RUN_ID_RE = /^[a-zA-Z0-9][\w-]{0,255}$/;
 const EXPERIMENT_ID_RE = /^[a-zA-Z0-9][\w-]{0,63}$/;
-const KEY_RE = /^[/\w.\- :]*$/;
-const MAX_KEY_LENGTH = 250;
-const MAX_PARAM_VALUE_LENGTH = 6000;
-const MAX_TAG_VALUE_LENGTH = 8000;
-const MAX_EXPERIMENT_NAME_LENGTH = 500;
 
 /** RunStatus as MLflow persists it in run `meta.yaml` (an int enum). */
 const STATUS_TO_INT: Record<RunStatus, number> = {
@@ -80,8 +88,6 @@ const STATUS_TO_INT: Record<RunStatus, number> = {
 const INT_TO_STATUS = new Map<number, RunStatus>(
   Object.entries(STATUS_TO_INT).map(([name, value]) => [value, name as RunStatus]),
 );
-
-const RUN_NAME_TAG = 'mlflow.runName';
 
 /** A `meta.yaml` scalar as written: its text and whether it was quoted (quoted text is always a string). */
 export interface RawScalar {
@@ -106,31 +112,11 @@ interface LoadedRunInfo {
   recordedArtifactUri: string;
 }
 
-const errno = (error: unknown): string | undefined =>
-  typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
-
-/** A TrackingError for an unexpected file-system failure, naming the path. */
-function fsError(error: unknown, action: string, path: string): TrackingError {
-  const code = errno(error);
-  const reason = error instanceof Error ? error.message : String(error);
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return new TrackingError(
-      'PERMISSION_DENIED',
-      `tracking: cannot ${action} ${path} (${reason}); check the file permissions of the tracking folder`,
-      { cause: error },
-    );
-  }
-  return new TrackingError('UNAVAILABLE', `tracking: cannot ${action} ${path} (${reason})`, { cause: error });
-}
-
 const malformed = (file: string, problem: string): TrackingError =>
   new TrackingError(
     'MALFORMED',
     `tracking: ${file} is malformed: ${problem}; fix or remove that file (MLflow would fail on it too)`,
   );
-
-const invalid = (message: string): TrackingError =>
-  new TrackingError('INVALID_ARGUMENT', `tracking: ${message}`);
 
 /** Parses a file URI or a path into an absolute path (relative paths against the working directory). */
 export function storeRootFromUri(uri: string): string {
@@ -146,52 +132,6 @@ export function storeRootFromUri(uri: string): string {
     }
   }
   return resolve(uri);
-}
-
-/**
- * Validates a metric/param/tag key like MLflow: allowed characters, and the key must be a normalized
- * relative POSIX path (keys with `/` become nested files, so `..`, `a//b`, `/x`, `.` would escape or
- * alias other files).
- */
-export function validateKey(kind: 'metric' | 'param' | 'tag', key: string): void {
-  if (typeof key !== 'string' || key.length === 0) {
-    throw invalid(`${kind} key must be a non-empty string`);
-  }
-  if (key.length > MAX_KEY_LENGTH) {
-    throw invalid(`${kind} key '${key.slice(0, 40)}...' is longer than ${MAX_KEY_LENGTH} characters`);
-  }
-  if (!KEY_RE.test(key)) {
-    throw invalid(
-      `${kind} key '${key}' has characters MLflow does not allow; use letters, digits, '_', '-', '.', ' ', ':' and '/'`,
-    );
-  }
-  const normalized = posix.normalize(key);
-  if (normalized !== key || normalized === '.' || normalized.startsWith('..') || normalized.startsWith('/')) {
-    throw invalid(
-      `${kind} key '${key}' is not a normalized relative path (no '..', '.', leading or double '/')`,
-    );
-  }
-}
-
-/** Validates a run-relative artifact path; '' (the root) only when `allowRoot`. Returns its segments. */
-function artifactSegments(path: string, allowRoot: boolean): string[] {
-  if (typeof path !== 'string') throw invalid('artifact path must be a string');
-  if (path === '' || path === '.') {
-    if (allowRoot) return [];
-    throw invalid('artifact path must name a file, not the artifact root');
-  }
-  if (path.startsWith('/') || isAbsolute(path) || path.includes('\\') || path.includes('\0')) {
-    throw invalid(`artifact path '${path}' must be a relative POSIX path`);
-  }
-  const segments = path.split('/').filter((segment) => segment !== '' && segment !== '.');
-  if (segments.some((segment) => segment === '..')) {
-    throw invalid(`artifact path '${path}' must not contain '..'`);
-  }
-  if (segments.length === 0) {
-    if (allowRoot) return [];
-    throw invalid(`artifact path '${path}' must name a file`);
-  }
-  return segments;
 }
 
 const DECIMAL_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
@@ -236,23 +176,6 @@ export function parseMetricLine(key: string, line: string, file: string): Metric
     step = Number(stepText);
   }
   return { key, value, timestamp: Number(timestampText), step };
-}
-
-/** MLflow's latest value: `max(points, key=(step, timestamp, value))`, first maximum wins. */
-export function latestMetric(points: readonly MetricPoint[]): MetricPoint | undefined {
-  let best: MetricPoint | undefined;
-  for (const point of points) {
-    if (
-      best === undefined ||
-      point.step > best.step ||
-      (point.step === best.step &&
-        (point.timestamp > best.timestamp ||
-          (point.timestamp === best.timestamp && point.value > best.value)))
-    ) {
-      best = point;
-    }
-  }
-  return best;
 }
 
 /**
@@ -606,33 +529,6 @@ export class FileTrackingStore implements TrackingStore {
     }
   }
 
-  /**
-   * Writes `content` to `target` atomically: a temp dot-file in `tmpDir` (a folder MLflow scans only for
-   * sub-folders) renamed over the target. Falls back to a temp file beside the target when `tmpDir` is on
-   * another device (e.g. artifacts stored elsewhere).
-   */
-  private async atomicWrite(target: string, content: string | Uint8Array, tmpDir: string): Promise<void> {
-    const tmpName = `${TMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`;
-    let tmp = join(tmpDir, tmpName);
-    try {
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(tmp, content);
-      try {
-        await rename(tmp, target);
-      } catch (error) {
-        if (errno(error) !== 'EXDEV') throw error;
-        await rm(tmp, { force: true });
-        tmp = join(dirname(target), tmpName);
-        await writeFile(tmp, content);
-        await rename(tmp, target);
-      }
-    } catch (error) {
-      await rm(tmp, { force: true }).catch(() => {});
-      if (error instanceof TrackingError) throw error;
-      throw fsError(error, 'write', target);
-    }
-  }
-
   private async writeExperimentMeta(dir: string, id: string, name: string, time: number): Promise<void> {
     const meta = dumpMeta({
       artifact_location: fileUri(dir),
@@ -642,7 +538,7 @@ export class FileTrackingStore implements TrackingStore {
       lifecycle_stage: 'active',
       name,
     });
-    await this.atomicWrite(join(dir, META), meta, dirname(dir));
+    await atomicWrite(join(dir, META), meta, dirname(dir));
   }
 
   // ---------------------------------------------------------------- experiments
@@ -706,12 +602,13 @@ export class FileTrackingStore implements TrackingStore {
   }
 
   async createExperiment(name: string): Promise<string> {
-    if (typeof name !== 'string' || name.trim() === '')
-      throw invalid('experiment name must be a non-empty string');
-    if (name.length > MAX_EXPERIMENT_NAME_LENGTH) {
-      throw invalid(`experiment name is longer than ${MAX_EXPERIMENT_NAME_LENGTH} characters`);
-    }
+    validateExperimentName(name);
     await this.ready();
+    // Without the lock, Tagger processes creating the same name at once each made their own experiment.
+    return withLockFile(join(this.root, EXPERIMENTS_LOCK), () => this.createExperimentLocked(name));
+  }
+
+  private async createExperimentLocked(name: string): Promise<string> {
     const existing = await this.getExperimentByName(name);
     if (existing) {
       const state = existing.lifecycleStage === 'deleted' ? ' (deleted, in .trash; restore or purge it)' : '';
@@ -966,27 +863,16 @@ export class FileTrackingStore implements TrackingStore {
     };
     // MLflow writes deleted_time only at creation (null) and on deletion.
     if (creating) data['deleted_time'] = null;
-    await this.atomicWrite(join(location.runDir, META), dumpMeta(data), location.experimentDir);
+    await atomicWrite(join(location.runDir, META), dumpMeta(data), location.experimentDir);
   }
 
   private async writeValue(location: RunLocation, folder: string, key: string, value: string): Promise<void> {
-    await this.atomicWrite(join(location.runDir, folder, ...key.split('/')), value, location.experimentDir);
+    await atomicWrite(join(location.runDir, folder, ...key.split('/')), value, location.experimentDir);
   }
 
   async createRun(experimentId: string, options: CreateRunOptions): Promise<Run> {
     await this.ready();
-    const tags = { ...(options.tags ?? {}) };
-    for (const [key, value] of Object.entries(tags)) validateTag(key, value);
-    if (typeof options.runName !== 'string') throw invalid('runName must be a string');
-    const taggedName = tags[RUN_NAME_TAG];
-    if (taggedName !== undefined && options.runName !== '' && taggedName !== options.runName) {
-      throw invalid(`runName '${options.runName}' differs from tag ${RUN_NAME_TAG} '${taggedName}'`);
-    }
-    const runName = options.runName !== '' ? options.runName : (taggedName ?? '');
-    if (runName !== '') tags[RUN_NAME_TAG] = runName;
-    const startTime = options.startTime ?? Date.now();
-    if (!Number.isSafeInteger(startTime) || startTime < 0)
-      throw invalid('startTime must be epoch milliseconds');
+    const { runName, tags, startTime, userId } = newRunFields(options);
 
     const found = await this.findExperiment(experimentId);
     if (!found) {
@@ -1017,7 +903,7 @@ export class FileTrackingStore implements TrackingStore {
       runId,
       experimentId,
       runName,
-      userId: options.userId ?? '',
+      userId,
       status: 'RUNNING',
       startTime,
       endTime: null,
@@ -1059,13 +945,7 @@ export class FileTrackingStore implements TrackingStore {
   }
 
   async logBatch(runId: string, batch: LogBatch): Promise<void> {
-    const metrics = batch.metrics ?? [];
-    const params = Object.entries(batch.params ?? {});
-    const tags = Object.entries(batch.tags ?? {});
-    // Validate the whole batch first, so a rejected batch writes nothing.
-    for (const point of metrics) validateMetric(point);
-    for (const [key, value] of params) validateParam(key, value);
-    for (const [key, value] of tags) validateTag(key, value);
+    const { metrics, params, tags } = validateBatch(batch);
     if (metrics.length === 0 && params.length === 0 && tags.length === 0) {
       await this.requireRun(runId);
       return;
@@ -1077,11 +957,7 @@ export class FileTrackingStore implements TrackingStore {
     for (const [key, value] of params) {
       const existing = await readText(join(location.runDir, PARAMS, ...key.split('/')));
       if (existing === null) newParams.push([key, value]);
-      else if (existing !== value) {
-        throw invalid(
-          `param '${key}' of run ${runId} is already '${existing}'; params cannot change (tried '${value}'), use a tag or a new run`,
-        );
-      }
+      else if (existing !== value) throw paramChanged(runId, key, existing, value);
     }
     for (const [key, value] of newParams) await this.writeValue(location, PARAMS, key, value);
 
@@ -1114,19 +990,16 @@ export class FileTrackingStore implements TrackingStore {
    * and keeps the recorded one otherwise.
    */
   async updateRun(runId: string, update: { status: RunStatus; endTime?: number }): Promise<void> {
-    if (!Object.hasOwn(STATUS_TO_INT, update.status)) throw invalid(`'${update.status}' is not a run status`);
-    if (update.endTime !== undefined && (!Number.isSafeInteger(update.endTime) || update.endTime < 0)) {
-      throw invalid('endTime must be epoch milliseconds');
-    }
+    statusUpdate(update, null);
     const loaded = await this.requireActiveRun(runId);
-    const terminal = update.status === 'FINISHED' || update.status === 'FAILED' || update.status === 'KILLED';
-    const endTime = update.endTime ?? (terminal ? Date.now() : loaded.info.endTime);
-    await this.writeRunMeta({ ...loaded, info: { ...loaded.info, status: update.status, endTime } }, false);
+    const { status, endTime } = statusUpdate(update, loaded.info.endTime);
+    await this.writeRunMeta({ ...loaded, info: { ...loaded.info, status, endTime } }, false);
   }
 
   // ---------------------------------------------------------------- artifacts
 
-  private async artifactDir(runId: string): Promise<{ dir: string; uri: string }> {
+  /** The run's artifact folder (relocated to the store when the recorded one is gone). */
+  private async artifacts(runId: string): Promise<{ artifacts: LocalArtifacts; experimentDir: string }> {
     const location = await this.requireRun(runId);
     const loaded = this.readRunInfo(location, runId);
     if (loaded.artifactDir === null) {
@@ -1135,92 +1008,23 @@ export class FileTrackingStore implements TrackingStore {
         `tracking: run ${runId} keeps its artifacts at ${loaded.recordedArtifactUri}, which a local file store cannot reach; use the tracking server's URI instead`,
       );
     }
-    return { dir: loaded.artifactDir, uri: loaded.info.artifactUri };
+    return {
+      artifacts: new LocalArtifacts(loaded.artifactDir, loaded.info.artifactUri, runId),
+      experimentDir: location.experimentDir,
+    };
   }
 
   async logArtifact(runId: string, path: string, content: Uint8Array): Promise<void> {
-    const segments = artifactSegments(path, false);
-    const location = await this.requireRun(runId);
-    const { dir } = await this.artifactDir(runId);
-    const target = join(dir, ...segments);
-    if (!target.startsWith(dir + sep))
-      throw invalid(`artifact path '${path}' escapes the run's artifact folder`);
-    await this.atomicWrite(target, content, location.experimentDir);
+    const { artifacts, experimentDir } = await this.artifacts(runId);
+    // The temp file at experiment level, where MLflow looks only for folders.
+    await artifacts.write(path, content, experimentDir);
   }
 
   async listArtifacts(runId: string, path = ''): Promise<ArtifactEntry[]> {
-    const segments = artifactSegments(path, true);
-    const { dir } = await this.artifactDir(runId);
-    const folder = join(dir, ...segments);
-    let entries: Dirent[];
-    try {
-      entries = await readdir(folder, { withFileTypes: true });
-    } catch (error) {
-      // Like MLflow: listing something that is not a folder gives nothing.
-      if (errno(error) === 'ENOENT' || errno(error) === 'ENOTDIR') return [];
-      throw fsError(error, 'list', folder);
-    }
-    const prefix = segments.join('/');
-    const result: ArtifactEntry[] = [];
-    for (const entry of entries) {
-      if (entry.name.startsWith(TMP_PREFIX)) continue;
-      const entryPath = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
-      if (entry.isDirectory()) {
-        result.push({ path: entryPath, isDir: true, size: null });
-      } else {
-        const info = await stat(join(folder, entry.name)).catch((error: unknown) => {
-          throw fsError(error, 'inspect', join(folder, entry.name));
-        });
-        result.push({
-          path: entryPath,
-          isDir: info.isDirectory(),
-          size: info.isDirectory() ? null : info.size,
-        });
-      }
-    }
-    return result.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return (await this.artifacts(runId)).artifacts.list(path);
   }
 
   async readArtifact(runId: string, path: string): Promise<Uint8Array> {
-    const segments = artifactSegments(path, false);
-    const { dir, uri } = await this.artifactDir(runId);
-    const file = join(dir, ...segments);
-    try {
-      return new Uint8Array(await readFile(file));
-    } catch (error) {
-      const code = errno(error);
-      if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') {
-        throw new TrackingError(
-          'NOT_FOUND',
-          `tracking: artifact ${uri}/${segments.join('/')} not found (run ${runId}); list the run's artifacts to see what it has`,
-        );
-      }
-      throw fsError(error, 'read', file);
-    }
-  }
-}
-
-function validateMetric(point: MetricPoint): void {
-  validateKey('metric', point.key);
-  if (typeof point.value !== 'number') throw invalid(`metric '${point.key}' value must be a number`);
-  if (!Number.isSafeInteger(point.timestamp)) {
-    throw invalid(`metric '${point.key}' timestamp must be an integer (epoch milliseconds)`);
-  }
-  if (!Number.isSafeInteger(point.step)) throw invalid(`metric '${point.key}' step must be an integer`);
-}
-
-function validateParam(key: string, value: string): void {
-  validateKey('param', key);
-  if (typeof value !== 'string') throw invalid(`param '${key}' value must be a string`);
-  if (value.length > MAX_PARAM_VALUE_LENGTH) {
-    throw invalid(`param '${key}' value is longer than MLflow's ${MAX_PARAM_VALUE_LENGTH} characters`);
-  }
-}
-
-function validateTag(key: string, value: string): void {
-  validateKey('tag', key);
-  if (typeof value !== 'string') throw invalid(`tag '${key}' value must be a string`);
-  if (value.length > MAX_TAG_VALUE_LENGTH) {
-    throw invalid(`tag '${key}' value is longer than MLflow's ${MAX_TAG_VALUE_LENGTH} characters`);
+    return (await this.artifacts(runId)).artifacts.read(path);
   }
 }

@@ -47,19 +47,33 @@ export function localArtifactPath(location: string): string | null {
   return location.startsWith('/') ? location : null;
 }
 
-/** Writes `content` to `target` through a temp file in `tmpDir` (same file system) and a rename. */
+/**
+ * Writes `content` to `target` atomically: a temp dot-file in `tmpDir` renamed over the target. The file
+ * layout passes the experiment folder (where MLflow looks only for sub-folders); when that is on another
+ * device (artifacts stored elsewhere) the temp file goes beside the target instead.
+ */
 export async function atomicWrite(
   target: string,
   content: string | Uint8Array,
-  tmpDir = dirname(target),
+  tmpDir: string = dirname(target),
 ): Promise<void> {
-  const tmp = join(tmpDir, `${TMP_PREFIX}${randomBytes(8).toString('hex')}`);
+  const tmpName = `${TMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`;
+  let tmp = join(tmpDir, tmpName);
   try {
     await mkdir(dirname(target), { recursive: true });
     await writeFile(tmp, content);
-    await rename(tmp, target);
+    try {
+      await rename(tmp, target);
+    } catch (error) {
+      if (errno(error) !== 'EXDEV') throw error;
+      await rm(tmp, { force: true });
+      tmp = join(dirname(target), tmpName);
+      await writeFile(tmp, content);
+      await rename(tmp, target);
+    }
   } catch (error) {
     await rm(tmp, { force: true }).catch(() => undefined);
+    if (error instanceof TrackingError) throw error;
     throw fsError(error, 'write', target);
   }
 }

@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ArtifactEntry, Run, TrackingStore } from '../../src/tracking/store.js';
-import { TrackingError } from '../../src/tracking/store.js';
+import { getOrCreateExperiment, TrackingError } from '../../src/tracking/store.js';
 
 export interface ContractSubject {
   store: TrackingStore;
@@ -30,6 +30,7 @@ export interface ContractOptions {
 /** Names of every test in the suite, so callers can refer to them in `skip` without typos. */
 export const CONTRACT_TESTS = [
   'experiments: create, get by name, missing, duplicate',
+  'experiments: concurrent creators of one name end with one experiment',
   'createRun: RUNNING run with name, start time, user and tags',
   'getRun: unknown run id gives null',
   'logBatch: metric history with steps, params, tags',
@@ -135,6 +136,14 @@ export function runTrackingStoreContract(
 
       const other = await s.createExperiment(uniqueName('contract-exp'));
       expect(other).not.toBe(id);
+    });
+
+    test('experiments: concurrent creators of one name end with one experiment', async () => {
+      const s = store();
+      const name = uniqueName('concurrent');
+      const ids = await Promise.all(Array.from({ length: 8 }, () => getOrCreateExperiment(s, name)));
+      expect(new Set(ids).size, `ids handed out: ${ids.join(', ')}`).toBe(1);
+      expect((await s.getExperimentByName(name))?.experimentId).toBe(ids[0]);
     });
 
     test('createRun: RUNNING run with name, start time, user and tags', async () => {
@@ -445,7 +454,15 @@ export function runTrackingStoreContract(
       const experimentId = await newExperiment();
       const { info } = await s.createRun(experimentId, { runName: 'bad-artifacts' });
       const content = new TextEncoder().encode('x');
-      for (const path of ['../escape.txt', 'a/../../escape.txt', '/etc/absolute.txt', '']) {
+      for (const path of [
+        '../escape.txt',
+        'a/../../escape.txt',
+        '/etc/absolute.txt',
+        '',
+        'a//b.txt',
+        'a/./b.txt',
+        'a\\b.txt',
+      ]) {
         await expectTrackingError(() => s.logArtifact(info.runId, path, content), 'INVALID_ARGUMENT');
       }
       await expectTrackingError(() => s.readArtifact(info.runId, '../../meta.yaml'), 'INVALID_ARGUMENT');

@@ -7,7 +7,6 @@ import { parse } from 'yaml';
 import {
   FileTrackingStore,
   formatMetricValue,
-  latestMetric,
   latestMetricValue,
   parseMeta,
   parseMetaWithYaml,
@@ -20,6 +19,7 @@ import {
   redactUri,
   resolveTrackingUri,
 } from '../../src/tracking/index.js';
+import { latestMetric } from '../../src/tracking/mlflow-rules.js';
 import { RestTrackingStore } from '../../src/tracking/rest-store.js';
 import { expectTrackingError, runTrackingStoreContract } from './contract.js';
 

@@ -62,13 +62,25 @@ const SPECS = [
   { name: 'no-f1', start: 5_000 },
 ];
 
+/**
+ * A CREATE TABLE with its table constraints in a fixed order. MLflow's batch migrations on SQLite
+ * recreate tables with the constraints in whatever order SQLAlchemy's sets give (two databases MLflow
+ * itself created differed that way); columns keep their order, which does matter.
+ */
+function constraintsSorted(sql: string): string {
+  if (!sql.startsWith('CREATE TABLE')) return sql;
+  const lines = sql.split('\n').map((line) => line.trim().replace(/,$/, ''));
+  const isConstraint = (line: string) => /^(CONSTRAINT|CHECK|FOREIGN KEY|PRIMARY KEY|UNIQUE)\b/.test(line);
+  return [...lines.filter((line) => !isConstraint(line)), ...lines.filter(isConstraint).sort()].join('\n');
+}
+
 /** What MLflow would find different between two SQLite schemas: every DDL statement, by name. */
 function sqliteSchema(file: string): { head: string; ddl: Record<string, string> } {
   const db = new DatabaseSync(file, { readOnly: true });
   try {
     const ddl: Record<string, string> = {};
     for (const row of db.prepare('SELECT type, name, sql FROM sqlite_master ORDER BY type, name').all()) {
-      ddl[`${String(row.type)} ${String(row.name)}`] = String(row.sql ?? '(implicit)');
+      ddl[`${String(row.type)} ${String(row.name)}`] = constraintsSorted(String(row.sql ?? '(implicit)'));
     }
     const head = String(db.prepare('SELECT version_num FROM alembic_version').get()?.version_num);
     return { head, ddl };

@@ -1,11 +1,12 @@
 /**
- * Several processes writing to one database at once lose nothing: they open a database that does not
- * exist yet (the schema is created once), create the same experiment (one wins, the others find it) and
- * log complete runs concurrently. SQLite (WAL, busy timeout) and a real PostgreSQL server.
+ * Several processes writing to one store at once lose nothing: they open a store that does not exist yet
+ * (a new mlruns folder, a new database: created once), create the same experiment (one wins, the others
+ * find it) and log complete runs concurrently. The file layout (a lock file around experiment creation),
+ * SQLite (WAL, busy timeout) and a real PostgreSQL server.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,7 +70,7 @@ async function expectEveryRunComplete(
 
 const pgBin = postgresBin();
 
-describe('concurrent writers on one database', () => {
+describe('concurrent writers on one store', () => {
   let dir: string;
   let postgres: Postgres | undefined;
   beforeAll(async () => {
@@ -78,6 +79,33 @@ describe('concurrent writers on one database', () => {
   afterAll(async () => {
     await postgres?.stop();
     await rm(dir, { recursive: true, force: true });
+  });
+
+  it(`file layout: ${PROCESSES} processes create a new store and one experiment, log ${RUNS_EACH} runs each; 3 rounds`, async () => {
+    // Duplicate experiments appeared in 2 of 8 rounds before the lock; three rounds keep the test short.
+    for (let round = 0; round < 3; round += 1) {
+      const uri = join(dir, `mlruns-${round}`);
+      const written = await writeConcurrently(uri, dir);
+      await expectEveryRunComplete(uri, written);
+      const store = await openTrackingStore(uri);
+      const experiments = (await readdir(uri)).filter((name) => /^\d+$/.test(name) && name !== '0');
+      expect(experiments, 'one experiment folder besides Default').toHaveLength(1);
+      await store.close();
+    }
+  }, 180_000);
+
+  it('file layout: a lock left by a dead process does not block creating an experiment', async () => {
+    const uri = join(dir, 'mlruns-stale');
+    const store = await openTrackingStore(uri);
+    // A pid that cannot be alive (above the kernel's pid_max), on this host.
+    await writeFile(
+      join(uri, '.tagger-experiments.lock'),
+      JSON.stringify({ pid: 2 ** 30, host: hostname(), since: 0 }),
+    );
+    const id = await store.createExperiment('after-crash');
+    expect((await store.getExperimentByName('after-crash'))?.experimentId).toBe(id);
+    expect(await readdir(uri)).not.toContain('.tagger-experiments.lock');
+    await store.close();
   });
 
   it(`SQLite: ${PROCESSES} processes create a new database and log ${RUNS_EACH} runs each; nothing lost`, async () => {
