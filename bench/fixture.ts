@@ -182,7 +182,7 @@ export async function prepareFixture(log: (message: string) => void): Promise<Fi
     join(DATA_DIR, 'holdout.csv'),
     ...filesUnder(join(REPO, 'src', 'model'), isTs),
     ...filesUnder(join(REPO, 'src', 'train'), isTs),
-    join(REPO, 'src', 'tracking', 'file-store.ts'),
+    ...filesUnder(join(REPO, 'src', 'tracking', 'file'), isTs),
     join(REPO, 'bench', 'fixture.ts'),
   ];
   const dir = join(CACHE_ROOT, `fixture-${hashFiles(sources)}`);

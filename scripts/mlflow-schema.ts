@@ -6,7 +6,7 @@
  * (same tables, columns, indexes and `alembic_version` head), or `mlflow ui` would try to migrate it or
  * fail. So this script lets the pinned MLflow create both databases (SQLite in a temp file, PostgreSQL on
  * a throwaway Debian server) and records the DDL they contain, plus the rows MLflow seeds them with.
- * test/tracking/sql-schema.test.ts compares a database Tagger creates with one MLflow creates, so a new
+ * test/tracking/sql/sql-store-interop.test.ts compares a database Tagger creates with one MLflow creates, so a new
  * MLflow pin that moves the head fails there until this script is run again.
  *
  * Run (needs .venv from scripts/setup-python.sh and Debian's postgresql): npx tsx scripts/mlflow-schema.ts

@@ -36,7 +36,7 @@ describe('resolveServeConfig', () => {
   it('uses the documented defaults', () => {
     expect(resolveServeConfig({}, {})).toEqual({
       mode: 'runs',
-      // sqlite:///mlflow.db, or ./mlruns where that folder holds experiments (test/tracking/file-store.test.ts)
+      // sqlite:///mlflow.db, or ./mlruns where that folder holds experiments (test/tracking/file/file-store.test.ts)
       trackingUri: defaultTrackingUri(),
       experiment: 'best',
       host: '127.0.0.1',

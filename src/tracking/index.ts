@@ -7,14 +7,14 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { FileTrackingStore, type FileTrackingStoreOptions } from './file-store.js';
-import { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.js';
+import { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-store.js';
+import { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
 import { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
 import { TrackingError, type TrackingStore } from './store.js';
 
-export { FileTrackingStore, type FileTrackingStoreOptions } from './file-store.js';
+export { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-store.js';
 export { compareByMetric, compareNatural, sortRuns } from './order.js';
-export { RestTrackingStore, type RestTrackingStoreOptions } from './rest-store.js';
+export { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
 export { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
 export * from './store.js';
 

@@ -12,11 +12,11 @@ import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileTrackingStore } from '../../src/tracking/file-store.js';
-import { RestTrackingStore } from '../../src/tracking/rest-store.js';
-import { ALEMBIC_HEAD, MLFLOW_VERSION } from '../../src/tracking/sql/mlflow-schema.js';
-import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
-import { venvPython } from '../support/components.js';
+import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
+import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
+import { ALEMBIC_HEAD, MLFLOW_VERSION } from '../../../src/tracking/sql/mlflow-schema.js';
+import { SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
+import { venvPython } from '../../support/components.js';
 import {
   expectMlflowSeesTaggerRuns,
   expectTaggerSeesPythonRuns,
@@ -24,9 +24,9 @@ import {
   PYTHON_RUNS,
   type PyAnswer,
   runInteropScript,
-} from '../support/mlflow-interop.js';
-import { startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
-import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+} from '../../support/mlflow-interop.js';
+import { startMlflowServer, venvMlflow } from '../../support/mlflow-server.js';
+import { type Postgres, postgresBin, startPostgres } from '../../support/stack.js';
 
 const python = venvPython();
 const mlflow = venvMlflow();

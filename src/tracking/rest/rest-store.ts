@@ -14,7 +14,19 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { artifactSegments, collectPages, statusUpdate, validateBatch } from './mlflow-rules.js';
+import { artifactSegments, collectPages, statusUpdate, validateBatch } from '../mlflow-rules.js';
+import {
+  type ArtifactEntry,
+  type CreateRunOptions,
+  type Experiment,
+  type LogBatch,
+  type MetricPoint,
+  type Run,
+  type RunStatus,
+  type SearchRunsOptions,
+  TrackingError,
+  type TrackingStore,
+} from '../store.js';
 import { type RequestSpec, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
   Answers,
@@ -27,18 +39,6 @@ import {
   toRun,
   type Validator,
 } from './rest-json.js';
-import {
-  type ArtifactEntry,
-  type CreateRunOptions,
-  type Experiment,
-  type LogBatch,
-  type MetricPoint,
-  type Run,
-  type RunStatus,
-  type SearchRunsOptions,
-  TrackingError,
-  type TrackingStore,
-} from './store.js';
 
 /** The transport's options: URI, credentials source, timeout and retry tuning (documented there). */
 export type RestTrackingStoreOptions = RestHttpOptions;

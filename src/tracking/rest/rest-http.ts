@@ -7,7 +7,7 @@
  * transient HTTP statuses. Messages never contain credentials: the base URL is stored without userinfo,
  * and every message is passed through `redact()` before it leaves this module.
  */
-import { TrackingError, type TrackingErrorCode } from './store.js';
+import { TrackingError, type TrackingErrorCode } from '../store.js';
 
 /** Statuses MLflow's client retries (`_TRANSIENT_FAILURE_RESPONSE_CODES`). */
 const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);

@@ -2,7 +2,8 @@
  * `FileTrackingStore`: reads and writes MLflow's local file store ("mlruns") layout exactly, so runs
  * logged by Tagger show up in `mlflow.search_runs` / `mlflow ui` and runs logged by Python MLflow are
  * served by Tagger. The layout and every rule mirrored here come from MLflow's
- * `mlflow/store/tracking/file_store.py` (checked against MLflow 3.17.2); see `README.md` next to this file.
+ * `mlflow/store/tracking/file_store.py` (checked against MLflow 3.17.2); see `../README.md`. The file
+ * formats are in `formats.ts`, reading helpers in `read.ts`.
  *
  * Crash safety: every file that is replaced (YAML, params, tags, artifacts) is written to a temp file and
  * renamed into place; temp files are dot-files at experiment (or root) level, where MLflow only looks for
@@ -11,13 +12,11 @@
  * one `write` per batch of whole lines.
  */
 import { randomInt, randomUUID } from 'node:crypto';
-import { closeSync, type Dirent, openSync, readdirSync, readSync, statSync } from 'node:fs';
-import { appendFile, mkdir, readFile, stat } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { appendFile, mkdir } from 'node:fs/promises';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { isMap, isScalar, isSeq, parseDocument, stringify } from 'yaml';
-import { atomicWrite, errno, fsError, LocalArtifacts } from './local-artifacts.js';
-import { withLockFile } from './lock-file.js';
+import { atomicWrite, errno, fsError, LocalArtifacts } from '../local-artifacts.js';
+import { withLockFile } from '../lock-file.js';
 import {
   invalid,
   newRunFields,
@@ -28,12 +27,11 @@ import {
   validateBatch,
   validateExperimentName,
   validateKey,
-} from './mlflow-rules.js';
+} from '../mlflow-rules.js';
 import type {
   ArtifactEntry,
   CreateRunOptions,
   Experiment,
-  LifecycleStage,
   LogBatch,
   MetricPoint,
   Run,
@@ -41,8 +39,20 @@ import type {
   RunStatus,
   SearchRunsOptions,
   TrackingStore,
-} from './store.js';
-import { TrackingError } from './store.js';
+} from '../store.js';
+import { TrackingError } from '../store.js';
+import {
+  dumpMeta,
+  formatMetricValue,
+  latestMetricValue,
+  malformed,
+  metaInt,
+  metaLifecycle,
+  metaString,
+  parseMeta,
+  parseMetricLine,
+} from './formats.js';
+import { exists, existsSync, readText, readTextSync, subdirectoriesSync, walkFilesSync } from './read.js';
 
 export interface FileTrackingStoreOptions {
   /**
@@ -89,13 +99,6 @@ const INT_TO_STATUS = new Map<number, RunStatus>(
   Object.entries(STATUS_TO_INT).map(([name, value]) => [value, name as RunStatus]),
 );
 
-/** A `meta.yaml` scalar as written: its text and whether it was quoted (quoted text is always a string). */
-export interface RawScalar {
-  text: string;
-  plain: boolean;
-}
-export type RawMeta = Map<string, RawScalar | 'collection'>;
-
 /** Where a run lives on disk. */
 interface RunLocation {
   experimentId: string;
@@ -111,12 +114,6 @@ interface LoadedRunInfo {
   /** The fields of `meta.yaml` we rewrite on update. */
   recordedArtifactUri: string;
 }
-
-const malformed = (file: string, problem: string): TrackingError =>
-  new TrackingError(
-    'MALFORMED',
-    `tracking: ${file} is malformed: ${problem}; fix or remove that file (MLflow would fail on it too)`,
-  );
 
 /** Parses a file URI or a path into an absolute path (relative paths against the working directory). */
 export function storeRootFromUri(uri: string): string {
@@ -134,237 +131,6 @@ export function storeRootFromUri(uri: string): string {
   return resolve(uri);
 }
 
-const DECIMAL_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
-
-/** Python's `float()` on MLflow's metric text: decimals, exponents, and nan/inf/infinity in any case. */
-export function parseMetricValue(text: string): number | null {
-  const special = /^([+-]?)(nan|inf|infinity)$/i.exec(text);
-  if (special) {
-    if (special[2]!.toLowerCase() === 'nan') return Number.NaN;
-    return special[1] === '-' ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
-  }
-  if (!DECIMAL_RE.test(text)) return null;
-  return Number(text);
-}
-
-/** The value as MLflow writes it (`f"{value}"`): `nan`, `inf`, `-inf`, otherwise JS's shortest repr. */
-export function formatMetricValue(value: number): string {
-  if (Number.isNaN(value)) return 'nan';
-  if (value === Number.POSITIVE_INFINITY) return 'inf';
-  if (value === Number.NEGATIVE_INFINITY) return '-inf';
-  return String(value);
-}
-
-const INT_RE = /^[+-]?\d+$/;
-
-/**
- * Parses one metric line: `<ts> <value> [<step> [<dataset_name> <dataset_digest>]]` — 2, 3 or 5 fields
- * separated by single spaces, as `_get_metric_from_line` does (5-field lines keep step 0, like MLflow).
- */
-export function parseMetricLine(key: string, line: string, file: string): MetricPoint {
-  const fields = line.trim().split(' ');
-  if (fields.length !== 2 && fields.length !== 3 && fields.length !== 5) {
-    throw malformed(file, `a line has ${fields.length} fields, expected 2, 3 or 5: '${line.slice(0, 80)}'`);
-  }
-  const [timestampText, valueText, stepText] = fields as [string, string, string | undefined];
-  if (!INT_RE.test(timestampText)) throw malformed(file, `timestamp '${timestampText}' is not an integer`);
-  const value = parseMetricValue(valueText);
-  if (value === null) throw malformed(file, `value '${valueText}' is not a number`);
-  let step = 0;
-  if (fields.length === 3) {
-    if (!INT_RE.test(stepText!)) throw malformed(file, `step '${stepText}' is not an integer`);
-    step = Number(stepText);
-  }
-  return { key, value, timestamp: Number(timestampText), step };
-}
-
-/**
- * The latest value (`latestMetric`'s rule) of a metric file's text, for loading runs. Equal to parsing
- * every line with parseMetricLine and taking latestMetric, errors included, but without a MetricPoint
- * or a split array per line: the common line (`<int> <number> <int>` or `<int> <number>`, printable
- * ASCII at both ends so trimming is a no-op) is scanned in place, every other line goes through
- * parseMetricLine. Measured on 5,000 metric files (120,000 lines) of a 1,000-run store: 120 ms with
- * parseMetricLine per line, ~55 ms with this scan.
- */
-export function latestMetricValue(key: string, text: string, file: string): number | undefined {
-  // Python's readlines(): a trailing newline does not start another line.
-  if (text === '') throw malformed(file, 'no data');
-  let found = false;
-  let bestStep = 0;
-  let bestTimestamp = 0;
-  let bestValue = 0;
-  let start = 0;
-  while (start < text.length) {
-    let end = text.indexOf('\n', start);
-    if (end === -1) end = text.length;
-    const line = text.slice(start, end);
-    start = end + 1;
-    let timestamp = Number.NaN;
-    let value: number | null = null;
-    let step = 0;
-    const first = line.charCodeAt(0);
-    const last = line.charCodeAt(line.length - 1);
-    const space1 = line.indexOf(' ');
-    const space2 = space1 === -1 ? -1 : line.indexOf(' ', space1 + 1);
-    if (
-      first > 32 &&
-      first < 127 &&
-      last > 32 &&
-      last < 127 &&
-      space1 !== -1 &&
-      (space2 === -1 || line.indexOf(' ', space2 + 1) === -1)
-    ) {
-      const timestampText = line.slice(0, space1);
-      const stepText = space2 === -1 ? '0' : line.slice(space2 + 1);
-      if (INT_RE.test(timestampText) && INT_RE.test(stepText)) {
-        timestamp = Number(timestampText);
-        step = Number(stepText);
-        const valueText = space2 === -1 ? line.slice(space1 + 1) : line.slice(space1 + 1, space2);
-        // Decimal first: nan/inf spellings are rare, and parseMetricValue tries them first.
-        value = DECIMAL_RE.test(valueText) ? Number(valueText) : parseMetricValue(valueText);
-      }
-    }
-    if (value === null) {
-      // Anything unusual (5 fields, surrounding whitespace, or an error to report) takes the full path.
-      const point = parseMetricLine(key, line, file);
-      ({ timestamp, value, step } = point);
-    }
-    if (
-      !found ||
-      step > bestStep ||
-      (step === bestStep && (timestamp > bestTimestamp || (timestamp === bestTimestamp && value > bestValue)))
-    ) {
-      found = true;
-      bestStep = step;
-      bestTimestamp = timestamp;
-      bestValue = value;
-    }
-  }
-  return found ? bestValue : undefined;
-}
-
-/**
- * Parses a `meta.yaml`: the common flat shape by hand (`parseFlatMeta`), anything else with the `yaml`
- * package (`parseMetaWithYaml`); both give the same result for every text the hand parser accepts.
- */
-export function parseMeta(text: string, file: string): RawMeta {
-  return parseFlatMeta(text) ?? parseMetaWithYaml(text, file);
-}
-
-/** A top-level `key:` line of a flat mapping, and the rest of the line. */
-const FLAT_LINE_RE = /^([A-Za-z_][A-Za-z0-9_]*):(?: +(.*))?$/;
-/**
- * Plain scalars the hand parser takes as they are: ASCII from a set with no YAML indicator that could
- * change their meaning (no `#`, quotes, brackets, `&`, `*`, `!`, `|`, `>`, `?`), not starting with `-`
- * (a sequence entry when followed by a space) or `%`, `@`, `,` (indicators), no `: ` or trailing `:` (a nested mapping), no
- * trailing space. `1e5`, `null`, `file:///a/b`, `my run 2` all qualify; what they mean is decided later
- * (metaString/metaInt) exactly as for the yaml package's result.
- */
-const FLAT_PLAIN_RE = /^[A-Za-z0-9_./~+=(][A-Za-z0-9 _./~+:@%=,()-]*$/;
-/** A single-quoted scalar on one line: `''` is an escaped quote, nothing else is special. */
-const FLAT_SINGLE_QUOTED_RE = /^'((?:[^']|'')*)'$/;
-/** A double-quoted scalar on one line without escapes. */
-const FLAT_DOUBLE_QUOTED_RE = /^"([^"\\]*)"$/;
-
-/**
- * Hand parser for the flat `key: value` meta.yaml that MLflow (PyYAML `safe_dump`) and Tagger write;
- * null when the text has anything else (comments, multi-line or nested values, non-ASCII, CR, tabs,
- * duplicate keys, flow collections other than `[]`/`{}`, ...), which then goes to the yaml package.
- * Why by hand: `yaml`'s parseDocument took ~0.25 ms per run meta.yaml, a third of searchRuns on a
- * 1,000-run experiment (0.3 s of startup on the 2-core bench machine); this takes a few microseconds.
- * The result equals parseMetaWithYaml's (test/tracking/file-store.test.ts compares them).
- */
-function parseFlatMeta(text: string): RawMeta | null {
-  // Printable ASCII and newlines only: no tabs, CR, BOM or Unicode line/space characters to interpret.
-  if (!/^[\x20-\x7e\n]+$/.test(text)) return null;
-  const lines = text.split('\n');
-  if (lines.at(-1) === '') lines.pop();
-  if (lines.length === 0) return null;
-  const meta: RawMeta = new Map();
-  for (const line of lines) {
-    const match = FLAT_LINE_RE.exec(line);
-    if (match === null) return null;
-    const key = match[1]!;
-    if (meta.has(key)) return null;
-    const value = (match[2] ?? '').trimEnd();
-    if (value === '') {
-      meta.set(key, { text: '', plain: true });
-    } else if (value === '[]' || value === '{}') {
-      meta.set(key, 'collection');
-    } else if (value.startsWith("'")) {
-      const quoted = FLAT_SINGLE_QUOTED_RE.exec(value);
-      if (quoted === null) return null;
-      meta.set(key, { text: quoted[1]!.replaceAll("''", "'"), plain: false });
-    } else if (value.startsWith('"')) {
-      const quoted = FLAT_DOUBLE_QUOTED_RE.exec(value);
-      if (quoted === null) return null;
-      meta.set(key, { text: quoted[1]!, plain: false });
-    } else if (FLAT_PLAIN_RE.test(value) && !value.includes(': ') && !value.endsWith(':')) {
-      meta.set(key, { text: value, plain: true });
-    } else {
-      return null;
-    }
-  }
-  return meta;
-}
-
-/**
- * Parses a `meta.yaml` with the failsafe schema (every scalar a string) and keeps quoting, so values
- * are interpreted the way PyYAML wrote them: PyYAML quotes any string that YAML 1.1 would read as
- * something else, so a plain `1e5` is the string "1e5" and a plain `null` is null. This avoids YAML
- * 1.1/1.2 disagreements and never turns 18-digit ids into lossy numbers.
- */
-export function parseMetaWithYaml(text: string, file: string): RawMeta {
-  const doc = parseDocument(text, { schema: 'failsafe', uniqueKeys: true });
-  if (doc.errors.length > 0) throw malformed(file, `invalid YAML (${doc.errors[0]!.message.split('\n')[0]})`);
-  if (!isMap(doc.contents)) throw malformed(file, 'expected a mapping of fields');
-  const meta: RawMeta = new Map();
-  for (const item of doc.contents.items) {
-    if (!isScalar(item.key)) throw malformed(file, 'a field name is not a plain string');
-    const key = String(item.key.value);
-    if (item.value === null || item.value === undefined) {
-      meta.set(key, { text: '', plain: true });
-    } else if (isScalar(item.value)) {
-      meta.set(key, { text: String(item.value.value), plain: item.value.type === 'PLAIN' });
-    } else if (isSeq(item.value) || isMap(item.value)) {
-      meta.set(key, 'collection');
-    } else {
-      throw malformed(file, `field '${key}' has an unsupported value`);
-    }
-  }
-  return meta;
-}
-
-const isNullScalar = (raw: RawScalar): boolean =>
-  raw.plain && ['', '~', 'null', 'Null', 'NULL'].includes(raw.text);
-
-function metaString(meta: RawMeta, field: string, file: string): string | null {
-  const raw = meta.get(field);
-  if (raw === undefined) return null;
-  if (raw === 'collection') throw malformed(file, `field '${field}' must be a string`);
-  return isNullScalar(raw) ? null : raw.text;
-}
-
-function metaInt(meta: RawMeta, field: string, file: string): number | null {
-  const text = metaString(meta, field, file);
-  if (text === null) return null;
-  if (!INT_RE.test(text)) throw malformed(file, `field '${field}' must be an integer, got '${text}'`);
-  return Number(text);
-}
-
-function metaLifecycle(meta: RawMeta, file: string): LifecycleStage {
-  const stage = metaString(meta, 'lifecycle_stage', file) ?? 'active';
-  if (stage !== 'active' && stage !== 'deleted') {
-    throw malformed(file, `lifecycle_stage must be 'active' or 'deleted', got '${stage}'`);
-  }
-  return stage;
-}
-
-/** Serializes a meta.yaml like MLflow (sorted keys, block style), quoting anything YAML 1.1 would retype. */
-function dumpMeta(data: Record<string, string | number | null | never[]>): string {
-  return stringify(data, { version: '1.1', sortMapEntries: true, lineWidth: 0, singleQuote: true });
-}
-
 /** A new experiment id like MLflow's `_generate_unique_integer_id`: 18 decimal digits, no leading zero. */
 function newExperimentId(): string {
   let id = String(randomInt(1, 10));
@@ -373,110 +139,6 @@ function newExperimentId(): string {
 }
 
 const fileUri = (path: string): string => pathToFileURL(path).href;
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (error) {
-    if (errno(error) === 'ENOENT' || errno(error) === 'ENOTDIR') return false;
-    throw fsError(error, 'inspect', path);
-  }
-}
-
-async function readText(path: string): Promise<string | null> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    if (errno(error) === 'ENOENT') return null;
-    throw fsError(error, 'read', path);
-  }
-}
-
-/*
- * The read path (run listing, run loading) uses synchronous fs calls. A run is ~30 tiny files, and
- * `fs.promises.readFile` costs four thread-pool round trips per file (open, fstat, read, close) on a
- * pool of 4 threads: reading the 30,000 files of a 1,000-run store took 2.2 s with 64 reads in flight
- * versus 0.18 s with openSync/readSync/closeSync (2-core machine, warm page cache). Callers that load
- * many runs yield to the event loop between runs (SEARCH_SLICE_MS).
- */
-
-/** Read buffer shared by readTextSync (single-threaded and never re-entered while in use). */
-const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
-
-/** A file's text, or null when it does not exist. One open, reads until EOF, one close (no fstat). */
-function readTextSync(path: string): string | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (error) {
-    if (errno(error) === 'ENOENT') return null;
-    throw fsError(error, 'read', path);
-  }
-  try {
-    // A bigger buffer only for this call, so one large file does not pin memory afterwards.
-    let buffer = READ_BUFFER;
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) {
-        const bigger = Buffer.allocUnsafe(buffer.length * 2);
-        buffer.copy(bigger, 0, 0, length);
-        buffer = bigger;
-      }
-      const count = readSync(fd, buffer, length, buffer.length - length, null);
-      if (count === 0) break;
-      length += count;
-    }
-    return buffer.toString('utf8', 0, length);
-  } catch (error) {
-    throw fsError(error, 'read', path);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Whether `path` exists (ENOENT/ENOTDIR: no), without an exception for the common ENOENT case. */
-function existsSync(path: string): boolean {
-  try {
-    return statSync(path, { throwIfNoEntry: false }) !== undefined;
-  } catch (error) {
-    if (errno(error) === 'ENOTDIR') return false;
-    throw fsError(error, 'inspect', path);
-  }
-}
-
-function subdirectoriesSync(path: string): string[] {
-  let entries: Dirent[];
-  try {
-    entries = readdirSync(path, { withFileTypes: true });
-  } catch (error) {
-    if (errno(error) === 'ENOENT' || errno(error) === 'ENOTDIR') return [];
-    throw fsError(error, 'list', path);
-  }
-  return entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
-}
-
-/** Every file under `dir`, as POSIX paths relative to it (MLflow's `os.walk` over metrics/params/tags). */
-function walkFilesSync(dir: string): string[] {
-  let entries: Dirent[];
-  try {
-    entries = readdirSync(dir, { withFileTypes: true, recursive: true });
-  } catch (error) {
-    if (errno(error) === 'ENOENT') return [];
-    throw fsError(error, 'list', dir);
-  }
-  const files: string[] = [];
-  for (const entry of entries) {
-    if (!entry.isFile()) continue;
-    // Most keys are top-level files: skip the path arithmetic for them.
-    files.push(
-      entry.parentPath === dir
-        ? entry.name
-        : relative(dir, join(entry.parentPath, entry.name)).split(sep).join('/'),
-    );
-  }
-  return files.sort();
-}
 
 export class FileTrackingStore implements TrackingStore {
   /** Absolute path of the mlruns folder. */

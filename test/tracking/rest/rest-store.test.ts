@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RestTrackingStore } from '../../src/tracking/rest-store.js';
-import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
-import { expectTrackingError, runTrackingStoreContract, uniqueName } from './contract.js';
+import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
+import { type MlflowServer, startMlflowServer, venvMlflow } from '../../support/mlflow-server.js';
+import { expectTrackingError, runTrackingStoreContract, uniqueName } from '../contract.js';
 
 const mlflow = venvMlflow();
 let serverPromise: Promise<MlflowServer> | undefined;

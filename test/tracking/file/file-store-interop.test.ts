@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileTrackingStore } from '../../src/tracking/file-store.js';
-import { venvPython } from '../support/components.js';
+import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
+import { venvPython } from '../../support/components.js';
 import {
   expectMlflowSeesTaggerRuns,
   expectTaggerSeesPythonRuns,
@@ -17,7 +17,7 @@ import {
   PYTHON_RUNS,
   type PyAnswer,
   runInteropScript,
-} from '../support/mlflow-interop.js';
+} from '../../support/mlflow-interop.js';
 
 const python = venvPython();
 const runPython = (command: Record<string, unknown>): Promise<PyAnswer> => runInteropScript(python!, command);

@@ -10,9 +10,9 @@ import {
   chunkBatch,
   RestTrackingStore,
   type RestTrackingStoreOptions,
-} from '../../src/tracking/rest-store.js';
-import { TrackingError } from '../../src/tracking/store.js';
-import { expectTrackingError } from './contract.js';
+} from '../../../src/tracking/rest/rest-store.js';
+import { TrackingError } from '../../../src/tracking/store.js';
+import { expectTrackingError } from '../contract.js';
 
 interface Recorded {
   method: string;

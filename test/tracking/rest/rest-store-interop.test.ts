@@ -4,8 +4,8 @@
  * way. Python runs `python/mlflow_interop.py` (JSON in/out, shared with the file-store interop tests).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RestTrackingStore } from '../../src/tracking/rest-store.js';
-import { venvPython } from '../support/components.js';
+import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
+import { venvPython } from '../../support/components.js';
 import {
   expectMlflowSeesTaggerRuns,
   expectTaggerSeesPythonRuns,
@@ -14,9 +14,9 @@ import {
   type PyAnswer,
   runInteropScript,
   WEIGHTS,
-} from '../support/mlflow-interop.js';
-import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
-import { uniqueName } from './contract.js';
+} from '../../support/mlflow-interop.js';
+import { type MlflowServer, startMlflowServer, venvMlflow } from '../../support/mlflow-server.js';
+import { uniqueName } from '../contract.js';
 
 const mlflow = venvMlflow();
 const python = mlflow ? venvPython() : null;

@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTrackingStore } from '../../src/tracking/index.js';
-import { parseSqlUri, SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
-import type { TrackingStore } from '../../src/tracking/store.js';
-import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
-import { expectTrackingError, runTrackingStoreContract, uniqueName } from './contract.js';
+import { openTrackingStore } from '../../../src/tracking/index.js';
+import { parseSqlUri, SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
+import type { TrackingStore } from '../../../src/tracking/store.js';
+import { type Postgres, postgresBin, startPostgres } from '../../support/stack.js';
+import { expectTrackingError, runTrackingStoreContract, uniqueName } from '../contract.js';
 
 let dir: string;
 beforeAll(async () => {

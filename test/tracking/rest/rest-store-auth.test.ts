@@ -3,9 +3,9 @@
  * reach tracking and artifact endpoints; wrong or missing ones give clear errors without secrets.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RestTrackingStore } from '../../src/tracking/rest-store.js';
-import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
-import { expectTrackingError, uniqueName } from './contract.js';
+import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
+import { type MlflowServer, startMlflowServer, venvMlflow } from '../../support/mlflow-server.js';
+import { expectTrackingError, uniqueName } from '../contract.js';
 
 const mlflow = venvMlflow();
 

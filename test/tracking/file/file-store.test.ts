@@ -4,24 +4,24 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
 import {
-  FileTrackingStore,
   formatMetricValue,
   latestMetricValue,
   parseMeta,
   parseMetaWithYaml,
   parseMetricLine,
   parseMetricValue,
-} from '../../src/tracking/file-store.js';
+} from '../../../src/tracking/file/formats.js';
 import {
   defaultTrackingUri,
   openTrackingStore,
   redactUri,
   resolveTrackingUri,
-} from '../../src/tracking/index.js';
-import { latestMetric } from '../../src/tracking/mlflow-rules.js';
-import { RestTrackingStore } from '../../src/tracking/rest-store.js';
-import { expectTrackingError, runTrackingStoreContract } from './contract.js';
+} from '../../../src/tracking/index.js';
+import { latestMetric } from '../../../src/tracking/mlflow-rules.js';
+import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
+import { expectTrackingError, runTrackingStoreContract } from '../contract.js';
 
 runTrackingStoreContract('file store', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'tagger-contract-'));

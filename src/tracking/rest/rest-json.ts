@@ -17,7 +17,7 @@ import {
   type RunInfo,
   type RunStatus,
   TrackingError,
-} from './store.js';
+} from '../store.js';
 
 const Int64 = Type.Union([Type.Integer(), Type.String({ pattern: '^-?[0-9]+$' })]);
 const Double = Type.Union([
