@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileTrackingStore } from '../../src/tracking/file-store.js';
-import { RestTrackingStore } from '../../src/tracking/rest-store.js';
+import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
+import { RestTrackingStore } from '../../src/tracking/rest/rest-store.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
 
