@@ -14,7 +14,7 @@ import { loadModelForPrediction } from './service/predict-command.js';
 import { openTrackingStore, resolveTrackingUri } from './tracking/index.js';
 import { TrackingError, type TrackingStore } from './tracking/store.js';
 import { DataError, readDataset } from './train/data.js';
-import { logTrainingRun } from './train/log-run.js';
+import { InterruptedError, logTrainingRun } from './train/log-run.js';
 import { optimize } from './train/optimize.js';
 import { trainAndEvaluate } from './train/pipeline.js';
 import { createProgress } from './train/progress.js';
@@ -24,6 +24,7 @@ const DEFAULT_SEED = 42;
 /** Errors whose message is already a complete, user-facing explanation. */
 const EXPECTED_ERRORS = [
   DataError,
+  InterruptedError,
   ModelInputError,
   ModelFormatError,
   TrackingError,
@@ -106,36 +107,38 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   const args = await readArgs(flags.args);
   const data = await readDataset(flags.data);
   const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
-  const progress = createProgress({
-    label: 'training',
-    // With refit the epochs run twice: the validated fit, then the fit on train + validation.
-    total: args.num_epochs * (args.refit ? 2 : 1),
-    silent: flags.quiet === true,
-  });
-  let outcome: ReturnType<typeof trainAndEvaluate>;
-  try {
-    outcome = trainAndEvaluate({
-      data,
-      ...(testData ? { testData } : {}),
-      args,
-      seed: flags.seed,
-      onEpoch: (report) =>
-        progress.update(
-          report.epoch,
-          `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
-        ),
-      onRefitEpoch: (report) =>
-        progress.update(
-          report.epochs + report.epoch,
-          `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
-        ),
+  const { outcome, logged, runName } = await withStore(flags.trackingUri, async (store) => {
+    // Before training, not after it: a read-only store would otherwise cost the whole training.
+    await store.checkWritable();
+    const progress = createProgress({
+      label: 'training',
+      // With refit the epochs run twice: the validated fit, then the fit on train + validation.
+      total: args.num_epochs * (args.refit ? 2 : 1),
+      silent: flags.quiet === true,
     });
-  } finally {
-    progress.stop();
-  }
-  const runName = flags.runName ?? defaultRunName('train');
-  const logged = await withStore(flags.trackingUri, (store) =>
-    logTrainingRun(store, {
+    let outcome: ReturnType<typeof trainAndEvaluate>;
+    try {
+      outcome = trainAndEvaluate({
+        data,
+        ...(testData ? { testData } : {}),
+        args,
+        seed: flags.seed,
+        onEpoch: (report) =>
+          progress.update(
+            report.epoch,
+            `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
+          ),
+        onRefitEpoch: (report) =>
+          progress.update(
+            report.epochs + report.epoch,
+            `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
+          ),
+      });
+    } finally {
+      progress.stop();
+    }
+    const runName = flags.runName ?? defaultRunName('train');
+    const logged = await logTrainingRun(store, {
       experiment: flags.experiment,
       runName,
       args,
@@ -143,8 +146,10 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
       outcome,
       source: 'tagger train',
       extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
-    }),
-  );
+      catchSignals: true,
+    });
+    return { outcome, logged, runName };
+  });
   const { precision, recall, f1 } = outcome.performance.overall;
   if (flags.json) {
     process.stdout.write(
@@ -177,6 +182,7 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
   const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
   const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
   const result = await withStore(flags.trackingUri, async (store) => {
+    await store.checkWritable();
     try {
       return await optimize(store, {
         data,
@@ -187,6 +193,7 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
         experiment: flags.experiment,
         runNamePrefix: defaultRunName('trial'),
         onTrial: (trial) => progress.update(trial.trial, `val_f1=${trial.validationF1.toFixed(4)}`),
+        catchSignals: true,
       });
     } finally {
       progress.stop();
@@ -354,7 +361,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (error) {
     process.stderr.write(`tagger: ${explain(error)}\n`);
-    return 1;
+    return error instanceof InterruptedError ? error.exitCode : 1;
   }
 }
 

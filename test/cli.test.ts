@@ -1,6 +1,6 @@
 /** The `tagger` CLI as users run it: a real process, real files, a real local store. */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,12 +16,16 @@ interface Result {
 
 const FAST = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
 
-function tagger(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Result> {
+function tagger(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  user: { uid?: number; gid?: number; cwd?: string } = {},
+): Promise<Result> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['--import', TSX_LOADER, join(REPO_ROOT, 'src', 'cli.ts'), ...args],
-      { cwd: dir, env: { ...process.env, MLFLOW_TRACKING_URI: '', ...env }, timeout: 120_000 },
+      { cwd: dir, env: { ...process.env, MLFLOW_TRACKING_URI: '', ...env }, timeout: 120_000, ...user },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -176,6 +180,33 @@ describe('tagger train', () => {
       /--args: file not found: nope\.json/,
     );
   });
+
+  // Tests run as root, whom file permissions do not stop: the CLI runs as `nobody` against a store
+  // that root owns, like a training job whose volume is mounted read-only.
+  it.skipIf(process.getuid?.() !== 0)(
+    'a store this user cannot write fails before training, for folders and SQLite files [as nobody]',
+    async () => {
+      // Traversable by nobody (mkdtemp makes 0700 folders), writable only by root.
+      const stores = await mkdtemp(join(tmpdir(), 'tagger-root-owned-'));
+      await chmod(stores, 0o755);
+      const sqlite = `sqlite:///${join(stores, 'mlflow.db')}`;
+      await (await openTrackingStore(sqlite)).close();
+      await (await openTrackingStore(join(stores, 'mlruns'))).close();
+      await chmod(join(stores, 'mlflow.db'), 0o644);
+      for (const uri of [join(stores, 'mlruns'), sqlite]) {
+        const result = await tagger(
+          ['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', uri],
+          {},
+          { uid: 65534, gid: 65534, cwd: stores },
+        );
+        expectCleanFailure(result, /tagger: tracking: .*(cannot write to|cannot be written)/);
+        // Failed before the training started: no progress, no run.
+        expect(result.stderr).not.toMatch(/training: /);
+        expect(result.stdout).not.toMatch(/Logged run/);
+      }
+      await rm(stores, { recursive: true, force: true });
+    },
+  );
 
   it('requires --data', async () => {
     expectCleanFailure(await tagger(['train']), /required option '--data <csv>' not specified/);

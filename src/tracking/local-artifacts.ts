@@ -78,6 +78,22 @@ export async function atomicWrite(
   }
 }
 
+/** Creates and removes a temp file in `dir` (creating `dir` if needed): the cheapest honest write test. */
+export async function probeWritable(dir: string, what: string): Promise<void> {
+  const probe = join(dir, `${TMP_PREFIX}${process.pid}-probe-${randomBytes(4).toString('hex')}`);
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(probe, '');
+    await rm(probe, { force: true });
+  } catch (error) {
+    await rm(probe, { force: true }).catch(() => undefined);
+    const failure = fsError(error, 'write to', `${what} ${dir}`);
+    throw new TrackingError(failure.code, `${failure.message}; runs cannot be logged there`, {
+      cause: error,
+    });
+  }
+}
+
 export class LocalArtifacts {
   /**
    * @param dir the run's artifact folder

@@ -139,6 +139,12 @@ export interface TrackingStore {
   /** Reads one artifact file; `NOT_FOUND` when missing, with a message naming the artifact URI. */
   readArtifact(runId: string, path: string): Promise<Uint8Array>;
 
+  /**
+   * Fails with `PERMISSION_DENIED` (or `UNAVAILABLE`) when this process could not log a run here, so
+   * `tagger train` finds a read-only store before training rather than after. Writes nothing that stays.
+   */
+  checkWritable(): Promise<void>;
+
   /** Releases resources (sockets, timers). Idempotent. */
   close(): Promise<void>;
 }

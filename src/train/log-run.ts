@@ -1,8 +1,9 @@
 /**
  * Logging one training as an MLflow run: params, metrics (final and per-epoch history), the usual
  * MLflow system tags, and the artifacts serving needs (`args.json`, `performance.json`, `model/`).
- * The run is marked FINISHED only after every artifact is stored, and FAILED if anything throws, so a
- * half-logged run is never mistaken for a complete one.
+ * The run is marked FINISHED only after every artifact is stored, FAILED if anything throws, and KILLED
+ * when the process is interrupted (SIGINT/SIGTERM) while logging, so a half-logged run is never mistaken
+ * for a complete one. (Only SIGKILL can leave a run RUNNING; serving never picks RUNNING runs.)
  */
 import { userInfo } from 'node:os';
 import { encodeModel, MODEL_FORMAT, RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
@@ -24,6 +25,23 @@ export interface LogRunInput {
   extraParams?: Record<string, string>;
   /** Extra final metrics (e.g. `val_f1` for hyper-parameter search). */
   extraMetrics?: Record<string, number>;
+  /** Stops logging when aborted: the run is marked KILLED and the abort reason is thrown. */
+  signal?: AbortSignal;
+  /**
+   * Turn SIGINT/SIGTERM during logging into an abort (the CLI sets it). Only while logging: a training
+   * (synchronous) is still stopped at once by the default handlers, and has no run to clean up yet.
+   */
+  catchSignals?: boolean;
+}
+
+/** The process was asked to stop while a run was being logged; exit with the shell's 128 + signal number. */
+export class InterruptedError extends Error {
+  override readonly name = 'InterruptedError';
+  readonly exitCode: number;
+  constructor(readonly signal: 'SIGINT' | 'SIGTERM') {
+    super(`interrupted by ${signal}; the run being logged was marked KILLED`);
+    this.exitCode = signal === 'SIGINT' ? 130 : 143;
+  }
 }
 
 export interface LoggedRun {
@@ -48,7 +66,28 @@ const encoder = new TextEncoder();
 const json = (value: unknown): Uint8Array => encoder.encode(`${JSON.stringify(value, null, 2)}\n`);
 
 export async function logTrainingRun(store: TrackingStore, input: LogRunInput): Promise<LoggedRun> {
+  const controller = new AbortController();
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => controller.abort(new InterruptedError(signal));
+  const forward = (): void => controller.abort(input.signal?.reason);
+  input.signal?.addEventListener('abort', forward, { once: true });
+  if (input.signal?.aborted) forward();
+  if (input.catchSignals) {
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
+  try {
+    return await logRun(store, input, controller.signal);
+  } finally {
+    input.signal?.removeEventListener('abort', forward);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}
+
+async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSignal): Promise<LoggedRun> {
+  signal.throwIfAborted();
   const experimentId = await getOrCreateExperiment(store, input.experiment);
+  signal.throwIfAborted();
   const user = currentUser();
   const run = await store.createRun(experimentId, {
     runName: input.runName,
@@ -87,16 +126,27 @@ export async function logTrainingRun(store: TrackingStore, input: LogRunInput): 
       metrics.push({ key: 'train_loss', value: epoch.trainLoss, timestamp: now, step: epoch.epoch });
       metrics.push({ key: 'val_loss', value: epoch.valLoss, timestamp: now, step: epoch.epoch });
     }
+    signal.throwIfAborted();
     await store.logBatch(runId, { params, metrics });
 
-    await store.logArtifact(runId, RUN_ARTIFACTS.args, json(input.args));
-    await store.logArtifact(runId, RUN_ARTIFACTS.performance, json(outcome.performance));
-    for (const [name, bytes] of Object.entries(encodeModel(outcome.model))) {
-      await store.logArtifact(runId, `${RUN_ARTIFACTS.modelDir}/${name}`, bytes);
+    const artifacts: [string, Uint8Array][] = [
+      [RUN_ARTIFACTS.args, json(input.args)],
+      [RUN_ARTIFACTS.performance, json(outcome.performance)],
+      ...Object.entries(encodeModel(outcome.model)).map(([name, bytes]): [string, Uint8Array] => [
+        `${RUN_ARTIFACTS.modelDir}/${name}`,
+        bytes,
+      ]),
+    ];
+    for (const [path, bytes] of artifacts) {
+      signal.throwIfAborted();
+      await store.logArtifact(runId, path, bytes);
     }
+    // Last, and only with every artifact stored: from here on the run may be served.
+    signal.throwIfAborted();
     await store.updateRun(runId, { status: 'FINISHED', endTime: Date.now() });
   } catch (error) {
-    await store.updateRun(runId, { status: 'FAILED', endTime: Date.now() }).catch(() => undefined);
+    const status = signal.aborted ? 'KILLED' : 'FAILED';
+    await store.updateRun(runId, { status, endTime: Date.now() }).catch(() => undefined);
     throw error;
   }
   return { runId, experimentId };

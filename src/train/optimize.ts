@@ -31,6 +31,8 @@ export interface OptimizeInput extends Omit<TrainingInput, 'onEpoch'> {
   experiment: string;
   runNamePrefix: string;
   onTrial?: (trial: Trial) => void;
+  /** Passed to logTrainingRun: SIGINT/SIGTERM while a trial is logged mark it KILLED. */
+  catchSignals?: boolean;
 }
 
 export interface OptimizeResult {
@@ -78,6 +80,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
       source: 'tagger optimize',
       extraParams: { trial: String(index + 1) },
       extraMetrics: { val_f1: outcome.validationF1 },
+      ...(input.catchSignals ? { catchSignals: true } : {}),
     });
     const trial: Trial = {
       trial: index + 1,

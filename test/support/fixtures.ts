@@ -194,6 +194,7 @@ export function instrumentStore(
     logBatch: (id, b) => inner.logBatch(id, b),
     getMetricHistory: (id, k) => inner.getMetricHistory(id, k),
     updateRun: (id, u) => inner.updateRun(id, u),
+    checkWritable: () => inner.checkWritable(),
     logArtifact: (id, p, c) => inner.logArtifact(id, p, c),
     listArtifacts: (id, p) => inner.listArtifacts(id, p),
     readArtifact: async (runId, path) => {

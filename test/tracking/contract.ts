@@ -31,6 +31,7 @@ export interface ContractOptions {
 export const CONTRACT_TESTS = [
   'experiments: create, get by name, missing, duplicate',
   'experiments: concurrent creators of one name end with one experiment',
+  'checkWritable: a store this process can write passes, and it leaves nothing behind',
   'createRun: RUNNING run with name, start time, user and tags',
   'getRun: unknown run id gives null',
   'logBatch: metric history with steps, params, tags',
@@ -144,6 +145,14 @@ export function runTrackingStoreContract(
       const ids = await Promise.all(Array.from({ length: 8 }, () => getOrCreateExperiment(s, name)));
       expect(new Set(ids).size, `ids handed out: ${ids.join(', ')}`).toBe(1);
       expect((await s.getExperimentByName(name))?.experimentId).toBe(ids[0]);
+    });
+
+    test('checkWritable: a store this process can write passes, and it leaves nothing behind', async () => {
+      const s = store();
+      const experimentId = await newExperiment();
+      await s.checkWritable();
+      await s.checkWritable();
+      expect(await s.searchRuns(experimentId)).toEqual([]);
     });
 
     test('createRun: RUNNING run with name, start time, user and tags', async () => {

@@ -12,7 +12,7 @@ import {
 import { openTrackingStore } from '../../src/tracking/index.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';
-import { formatParam, logTrainingRun, MODEL_FORMAT_TAG } from '../../src/train/log-run.js';
+import { formatParam, InterruptedError, logTrainingRun, MODEL_FORMAT_TAG } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { SAMPLE_DATA, SPEC_ARG_KEYS } from '../support/components.js';
 
@@ -115,5 +115,88 @@ describe('logTrainingRun', () => {
     });
     expect(second.experimentId).toBe(first.experimentId);
     expect(await store.searchRuns(first.experimentId)).toHaveLength(2);
+  });
+
+  it('marks the run FINISHED only after every artifact is stored', async () => {
+    const calls: string[] = [];
+    const recording: TrackingStore = {
+      ...store,
+      createRun: (id, options) => store.createRun(id, options),
+      getExperimentByName: (name) => store.getExperimentByName(name),
+      createExperiment: (name) => store.createExperiment(name),
+      logBatch: (id, batch) => store.logBatch(id, batch),
+      logArtifact: async (id, path, bytes) => {
+        calls.push(`artifact ${path}`);
+        await store.logArtifact(id, path, bytes);
+      },
+      updateRun: async (id, update) => {
+        calls.push(`status ${update.status}`);
+        await store.updateRun(id, update);
+      },
+    };
+    await logTrainingRun(recording, {
+      experiment: 'order',
+      runName: 'o',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 't',
+    });
+    expect(calls.at(-1)).toBe('status FINISHED');
+    expect(calls.filter((call) => call.startsWith('artifact '))).toHaveLength(2 + MODEL_FILES.length);
+  });
+
+  it('an interruption while artifacts are written leaves the run KILLED, never FINISHED', async () => {
+    const controller = new AbortController();
+    const statuses: string[] = [];
+    let artifacts = 0;
+    const interrupted: TrackingStore = {
+      ...store,
+      createRun: (id, options) => store.createRun(id, options),
+      getExperimentByName: (name) => store.getExperimentByName(name),
+      createExperiment: (name) => store.createExperiment(name),
+      logBatch: (id, batch) => store.logBatch(id, batch),
+      logArtifact: async (id, path, bytes) => {
+        await store.logArtifact(id, path, bytes);
+        // SIGTERM arrives after the second artifact.
+        if (++artifacts === 2) controller.abort(new InterruptedError('SIGTERM'));
+      },
+      updateRun: async (id, update) => {
+        statuses.push(update.status);
+        await store.updateRun(id, update);
+      },
+    };
+    const error = await logTrainingRun(interrupted, {
+      experiment: 'interrupted',
+      runName: 'i',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 't',
+      signal: controller.signal,
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(InterruptedError);
+    expect((error as InterruptedError).exitCode).toBe(143);
+    expect(statuses).toEqual(['KILLED']);
+    const experiment = await store.getExperimentByName('interrupted');
+    const [run] = await store.searchRuns(experiment!.experimentId);
+    expect(run?.info.status).toBe('KILLED');
+    expect(artifacts).toBe(2);
+  });
+
+  it('an interruption before logging starts creates no run', async () => {
+    const controller = new AbortController();
+    controller.abort(new InterruptedError('SIGINT'));
+    const error = await logTrainingRun(store, {
+      experiment: 'never-created',
+      runName: 'n',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 't',
+      signal: controller.signal,
+    }).catch((caught: unknown) => caught);
+    expect((error as InterruptedError).exitCode).toBe(130);
+    expect(await store.getExperimentByName('never-created')).toBeNull();
   });
 });

@@ -15,7 +15,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { atomicWrite, errno, fsError, LocalArtifacts } from '../local-artifacts.js';
+import { atomicWrite, errno, fsError, LocalArtifacts, probeWritable } from '../local-artifacts.js';
 import { withLockFile } from '../lock-file.js';
 import {
   invalid,
@@ -164,6 +164,11 @@ export class FileTrackingStore implements TrackingStore {
   }
 
   async close(): Promise<void> {}
+
+  async checkWritable(): Promise<void> {
+    await this.ready();
+    await probeWritable(this.root, 'the tracking folder');
+  }
 
   // ---------------------------------------------------------------- setup and atomic writes
 

@@ -380,6 +380,14 @@ export class RestTrackingStore implements TrackingStore {
     throw unreachable(location.uri, runId);
   }
 
+  /**
+   * MLflow's REST API has no side-effect-free write test: this checks that the server answers and
+   * accepts the credentials; a user without write permission is found at the first write.
+   */
+  async checkWritable(): Promise<void> {
+    await this.getExperimentByName('Default');
+  }
+
   async close(): Promise<void> {
     this.http.close();
   }

@@ -83,7 +83,15 @@ export class SqliteDriver implements SqlDriver {
       readOnly: options.readOnly ?? false,
     });
     try {
-      if (!options.readOnly) db.exec('PRAGMA journal_mode = WAL');
+      if (!options.readOnly) {
+        try {
+          db.exec('PRAGMA journal_mode = WAL');
+        } catch (error) {
+          // A database this process may only read (a server on a read-only mount) is still served;
+          // writing to it fails later with a clear PERMISSION_DENIED (checkWritable).
+          if (((error as { errcode?: number }).errcode ?? 0) % 256 !== 8) throw error;
+        }
+      }
       // MLflow's SQLAlchemy connections do not enforce foreign keys; Tagger does not need them to read
       // what MLflow wrote, and its own writes respect them anyway.
       db.exec('PRAGMA foreign_keys = OFF');

@@ -83,35 +83,50 @@ export interface SchemaOptions {
   onWarning: (message: string) => void;
 }
 
-/** Creates MLflow's schema in an empty database, or checks that an existing one is MLflow's. */
+/**
+ * Creates MLflow's schema in an empty database, or checks that an existing one is MLflow's. Checking
+ * only reads, so a database this process may not write (a server's read-only mount) still opens.
+ */
 export async function ensureSchema(driver: SqlDriver, options: SchemaOptions): Promise<void> {
+  if (await checkExisting(driver, driver.dialect, options)) return;
   await driver.transaction(async (tx) => {
     if (driver.dialect === 'postgresql')
       await tx.all('SELECT pg_advisory_xact_lock(?)', [POSTGRES_SCHEMA_LOCK]);
-    if (!(await tableExists(tx, driver.dialect, 'alembic_version'))) {
-      if (await tableExists(tx, driver.dialect, 'runs')) {
-        throw new TrackingError(
-          'MALFORMED',
-          `tracking: ${options.displayUri} has a 'runs' table but no alembic_version: it is not a database MLflow created; use an empty database or one made by MLflow`,
-        );
-      }
-      await createSchema(tx, driver.dialect, options.defaultArtifactRoot);
-      return;
-    }
-    const head = (await tx.all('SELECT version_num FROM alembic_version'))[0]?.version_num;
-    if (head === ALEMBIC_HEAD) return;
-    const missing = await missingColumns(tx);
-    const which = `schema head ${String(head)}, while Tagger writes MLflow ${MLFLOW_VERSION}'s head ${ALEMBIC_HEAD}`;
-    if (missing.length > 0) {
+    // Another process may have created it since the check above (it held the lock meanwhile).
+    if (await checkExisting(tx, driver.dialect, options)) return;
+    await createSchema(tx, driver.dialect, options.defaultArtifactRoot);
+  });
+}
+
+/** True when the database has MLflow's schema (warning about another head); false when it is empty. */
+async function checkExisting(
+  tx: SqlExecutor,
+  dialect: SqlDriver['dialect'],
+  options: SchemaOptions,
+): Promise<boolean> {
+  if (!(await tableExists(tx, dialect, 'alembic_version'))) {
+    if (await tableExists(tx, dialect, 'runs')) {
       throw new TrackingError(
-        'UNSUPPORTED',
-        `tracking: ${options.displayUri} has MLflow ${which}, and its tables ${missing.join(', ')} lack columns Tagger needs; upgrade it with \`mlflow db upgrade <uri>\` (MLflow ${MLFLOW_VERSION})`,
+        'MALFORMED',
+        `tracking: ${options.displayUri} has a 'runs' table but no alembic_version: it is not a database MLflow created; use an empty database or one made by MLflow`,
       );
     }
-    options.onWarning(
-      `tracking: ${options.displayUri} has MLflow ${which}; the tables Tagger uses match, so it goes on`,
+    return false;
+  }
+  const head = (await tx.all('SELECT version_num FROM alembic_version'))[0]?.version_num;
+  if (head === ALEMBIC_HEAD) return true;
+  const missing = await missingColumns(tx);
+  const which = `schema head ${String(head)}, while Tagger writes MLflow ${MLFLOW_VERSION}'s head ${ALEMBIC_HEAD}`;
+  if (missing.length > 0) {
+    throw new TrackingError(
+      'UNSUPPORTED',
+      `tracking: ${options.displayUri} has MLflow ${which}, and its tables ${missing.join(', ')} lack columns Tagger needs; upgrade it with \`mlflow db upgrade <uri>\` (MLflow ${MLFLOW_VERSION})`,
     );
-  });
+  }
+  options.onWarning(
+    `tracking: ${options.displayUri} has MLflow ${which}; the tables Tagger uses match, so it goes on`,
+  );
+  return true;
 }
 
 async function createSchema(

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { LocalArtifacts, localArtifactPath } from '../local-artifacts.js';
+import { LocalArtifacts, localArtifactPath, probeWritable } from '../local-artifacts.js';
 import {
   invalid,
   isLater,
@@ -163,6 +163,28 @@ export class SqlTrackingStore implements TrackingStore {
 
   async close(): Promise<void> {
     await this.db.close();
+  }
+
+  /**
+   * A write the database rolls back (it needs the same rights as logging a run), then the artifact
+   * folder new experiments use.
+   */
+  async checkWritable(): Promise<void> {
+    const rolledBack = new Error('rolled back on purpose');
+    try {
+      await this.db.transaction(async (tx) => {
+        await tx.run('UPDATE alembic_version SET version_num = version_num');
+        throw rolledBack;
+      });
+    } catch (error) {
+      if (error !== rolledBack) {
+        const failure = databaseError(error, this.displayUri);
+        throw new TrackingError(failure.code, `${failure.message}; runs cannot be logged there`, {
+          cause: error,
+        });
+      }
+    }
+    await probeWritable(this.artifactRoot, 'the artifact folder');
   }
 
   /** Runs a database call, turning driver errors into TrackingErrors that name the store. */
