@@ -80,8 +80,12 @@ function defaultRunName(prefix: string): string {
 async function withStore<T>(
   trackingUri: string | undefined,
   work: (store: TrackingStore) => Promise<T>,
+  artifactRoot?: string,
 ): Promise<T> {
-  const store = await openTrackingStore(resolveTrackingUri(trackingUri, process.env));
+  const store = await openTrackingStore(
+    resolveTrackingUri(trackingUri, process.env),
+    artifactRoot !== undefined && artifactRoot !== '' ? { artifactRoot } : {},
+  );
   try {
     return await work(store);
   } finally {
@@ -97,6 +101,7 @@ interface TrainFlags {
   args?: string;
   experiment: string;
   trackingUri?: string;
+  artifactRoot?: string;
   runName?: string;
   seed: number;
   json?: boolean;
@@ -107,49 +112,53 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   const args = await readArgs(flags.args);
   const data = await readDataset(flags.data);
   const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
-  const { outcome, logged, runName } = await withStore(flags.trackingUri, async (store) => {
-    // Before training, not after it: a read-only store would otherwise cost the whole training.
-    await store.checkWritable();
-    const progress = createProgress({
-      label: 'training',
-      // With refit the epochs run twice: the validated fit, then the fit on train + validation.
-      total: args.num_epochs * (args.refit ? 2 : 1),
-      silent: flags.quiet === true,
-    });
-    let outcome: ReturnType<typeof trainAndEvaluate>;
-    try {
-      outcome = trainAndEvaluate({
-        data,
-        ...(testData ? { testData } : {}),
+  const { outcome, logged, runName } = await withStore(
+    flags.trackingUri,
+    async (store) => {
+      // Before training, not after it: a read-only store would otherwise cost the whole training.
+      await store.checkWritable();
+      const progress = createProgress({
+        label: 'training',
+        // With refit the epochs run twice: the validated fit, then the fit on train + validation.
+        total: args.num_epochs * (args.refit ? 2 : 1),
+        silent: flags.quiet === true,
+      });
+      let outcome: ReturnType<typeof trainAndEvaluate>;
+      try {
+        outcome = trainAndEvaluate({
+          data,
+          ...(testData ? { testData } : {}),
+          args,
+          seed: flags.seed,
+          onEpoch: (report) =>
+            progress.update(
+              report.epoch,
+              `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
+            ),
+          onRefitEpoch: (report) =>
+            progress.update(
+              report.epochs + report.epoch,
+              `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
+            ),
+        });
+      } finally {
+        progress.stop();
+      }
+      const runName = flags.runName ?? defaultRunName('train');
+      const logged = await logTrainingRun(store, {
+        experiment: flags.experiment,
+        runName,
         args,
         seed: flags.seed,
-        onEpoch: (report) =>
-          progress.update(
-            report.epoch,
-            `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
-          ),
-        onRefitEpoch: (report) =>
-          progress.update(
-            report.epochs + report.epoch,
-            `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
-          ),
+        outcome,
+        source: 'tagger train',
+        extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
+        catchSignals: true,
       });
-    } finally {
-      progress.stop();
-    }
-    const runName = flags.runName ?? defaultRunName('train');
-    const logged = await logTrainingRun(store, {
-      experiment: flags.experiment,
-      runName,
-      args,
-      seed: flags.seed,
-      outcome,
-      source: 'tagger train',
-      extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
-      catchSignals: true,
-    });
-    return { outcome, logged, runName };
-  });
+      return { outcome, logged, runName };
+    },
+    flags.artifactRoot,
+  );
   const { precision, recall, f1 } = outcome.performance.overall;
   if (flags.json) {
     process.stdout.write(
@@ -181,24 +190,28 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
   const data = await readDataset(flags.data);
   const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
   const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
-  const result = await withStore(flags.trackingUri, async (store) => {
-    await store.checkWritable();
-    try {
-      return await optimize(store, {
-        data,
-        ...(testData ? { testData } : {}),
-        args,
-        seed: flags.seed,
-        trials: flags.trials,
-        experiment: flags.experiment,
-        runNamePrefix: defaultRunName('trial'),
-        onTrial: (trial) => progress.update(trial.trial, `val_f1=${trial.validationF1.toFixed(4)}`),
-        catchSignals: true,
-      });
-    } finally {
-      progress.stop();
-    }
-  });
+  const result = await withStore(
+    flags.trackingUri,
+    async (store) => {
+      await store.checkWritable();
+      try {
+        return await optimize(store, {
+          data,
+          ...(testData ? { testData } : {}),
+          args,
+          seed: flags.seed,
+          trials: flags.trials,
+          experiment: flags.experiment,
+          runNamePrefix: defaultRunName('trial'),
+          onTrial: (trial) => progress.update(trial.trial, `val_f1=${trial.validationF1.toFixed(4)}`),
+          catchSignals: true,
+        });
+      } finally {
+        progress.stop();
+      }
+    },
+    flags.artifactRoot,
+  );
   await writeFile(flags.output, `${JSON.stringify(result.best.args, null, 2)}\n`);
   const summary = {
     best: {
@@ -254,6 +267,13 @@ export function buildProgram(): Command {
     .description('Train, inspect and serve text-tagging models tracked as MLflow runs.')
     .showHelpAfterError('(run with --help for usage)');
 
+  // Only commands that may create an experiment take it: the location is recorded on the experiment.
+  const artifactRootOption = () =>
+    new Option(
+      '--artifact-root <dir>',
+      'database stores (sqlite:, postgresql:): where new experiments keep artifacts (default: mlruns beside a SQLite file, ./mlruns for PostgreSQL); replicas need it on a shared mount',
+    ).env('TAGGER_ARTIFACT_ROOT');
+
   const trackingOption = () =>
     new Option(
       '--tracking-uri <uri>',
@@ -271,6 +291,7 @@ export function buildProgram(): Command {
     )
     .option('--experiment <name>', 'experiment to log the run to', 'best')
     .addOption(trackingOption())
+    .addOption(artifactRootOption())
     .option('--run-name <name>', 'run name (default: train-<timestamp>)')
     .option(
       '--seed <n>',
@@ -291,6 +312,7 @@ export function buildProgram(): Command {
     .option('--args <json>', 'base training arguments (JSON file or inline object)')
     .option('--experiment <name>', 'experiment for the trial runs', 'optimization')
     .addOption(trackingOption())
+    .addOption(artifactRootOption())
     .option('--seed <n>', 'random seed', parseInteger('--seed', 0), DEFAULT_SEED)
     .option('--output <file>', 'where to save the best arguments', 'best-args.json')
     .option('--json', 'print a JSON summary on stdout')

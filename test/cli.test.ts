@@ -113,6 +113,58 @@ describe('tagger train', () => {
     }
   });
 
+  it('logs to a SQLite database with artifacts under --artifact-root (or TAGGER_ARTIFACT_ROOT)', async () => {
+    const uri = `sqlite:///${join(dir, 'db', 'mlflow.db')}`;
+    const viaFlag = join(dir, 'shared-artifacts');
+    const viaEnv = join(dir, 'env-artifacts');
+    const first = await tagger([
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--args',
+      FAST,
+      '--json',
+      '--tracking-uri',
+      uri,
+      '--experiment',
+      'flag-root',
+      '--artifact-root',
+      viaFlag,
+    ]);
+    expect(first.code, first.stderr).toBe(0);
+    const second = await tagger(
+      [
+        'train',
+        '--data',
+        SAMPLE_DATA,
+        '--args',
+        FAST,
+        '--json',
+        '--tracking-uri',
+        uri,
+        '--experiment',
+        'env-root',
+      ],
+      { TAGGER_ARTIFACT_ROOT: viaEnv },
+    );
+    expect(second.code, second.stderr).toBe(0);
+    const tracking = await openTrackingStore(uri);
+    try {
+      for (const [name, root, answer] of [
+        ['flag-root', viaFlag, first],
+        ['env-root', viaEnv, second],
+      ] as const) {
+        const experiment = await tracking.getExperimentByName(name);
+        expect(experiment?.artifactLocation).toBe(join(root, experiment!.experimentId));
+        const runId = (JSON.parse(answer.stdout) as { run_id: string }).run_id;
+        await stat(join(root, experiment!.experimentId, runId, 'artifacts', 'model'));
+        expect((await tracking.getRun(runId))?.info.status).toBe('FINISHED');
+      }
+    } finally {
+      await tracking.close();
+    }
+  });
+
   it('reports a missing data file', async () => {
     expectCleanFailure(
       await tagger(['train', '--data', 'missing.csv', '--tracking-uri', store]),
