@@ -160,6 +160,8 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
     flags.artifactRoot,
   );
   const { precision, recall, f1 } = outcome.performance.overall;
+  // Loud on purpose: such a run logs a perfect-looking f1 that means nothing.
+  for (const warning of outcome.warnings) process.stderr.write(`tagger: WARNING: ${warning}\n`);
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify({
@@ -170,6 +172,8 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         metrics: { precision, recall, f1 },
         threshold: outcome.threshold,
         sizes: outcome.sizes,
+        test_set: outcome.testSet,
+        warnings: outcome.warnings,
       })}\n`,
     );
     return;

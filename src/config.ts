@@ -25,7 +25,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseApiKeys } from './http/auth.js';
 import { HTTP_DEFAULTS, type HttpOptionsInput } from './http/options.js';
 import { redactRedisUrl } from './http/shared-rate-limit.js';
-import { StartupError } from './service/index.js';
+import { DEFAULT_GATES, type PromotionGates, StartupError } from './service/index.js';
 import { DEFAULT_TRACKING_URI, defaultTrackingUri, redactUri } from './tracking/index.js';
 
 export { StartupError } from './service/index.js';
@@ -42,6 +42,7 @@ export const SERVE_DEFAULTS = {
   host: '127.0.0.1',
   port: 8000,
   modelCacheSize: 4,
+  gates: DEFAULT_GATES,
   storeWaitMs: 30_000,
   logLevel: 'info' as LogLevel,
   reloadIntervalMs: 60_000,
@@ -183,6 +184,40 @@ const SETTINGS = {
     ),
     default: SERVE_DEFAULTS.modelCacheSize,
     what: 'the number of run models to keep loaded',
+  }),
+  min_test_size: row({
+    flag: '--min-test-size',
+    arg: '<rows>',
+    env: 'TAGGER_MIN_TEST_SIZE',
+    schema: integer(
+      0,
+      1_000_000_000,
+      'promotion gate: a run whose test split has fewer rows is never served (0: no minimum)',
+    ),
+    default: SERVE_DEFAULTS.gates.minTestSize,
+    what: 'a number of rows',
+  }),
+  min_tags: row({
+    flag: '--min-tags',
+    arg: '<n>',
+    env: 'TAGGER_MIN_TAGS',
+    schema: integer(
+      0,
+      1_000_000,
+      'promotion gate: a run whose model learnt fewer distinct tags is never served',
+    ),
+    default: SERVE_DEFAULTS.gates.minTags,
+    what: 'a number of tags',
+  }),
+  allow_incomparable: row({
+    flag: '--allow-incomparable',
+    arg: '<bool>',
+    env: 'TAGGER_ALLOW_INCOMPARABLE',
+    schema: Type.Boolean({
+      description:
+        'promotion gate off: a reload may swap to a run whose f1 was measured on another test set than the served run',
+    }),
+    default: SERVE_DEFAULTS.gates.allowIncomparable,
   }),
   store_wait_ms: row({
     flag: '--store-wait',
@@ -636,6 +671,8 @@ export type ServeConfig =
       experiment: string;
       /** How many non-best run models stay loaded (LRU). */
       modelCacheSize: number;
+      /** Which runs may go live. */
+      gates: PromotionGates;
       /** How long to wait for a REST tracking server to answer at startup. */
       storeWaitMs: number;
       /** Milliseconds between reloads of the experiment's runs (also on SIGHUP); 0: only on SIGHUP. */
@@ -742,6 +779,11 @@ export function resolveServeConfig(
     trackingUri: values.tracking_uri,
     experiment: values.experiment,
     modelCacheSize: values.model_cache_size,
+    gates: {
+      minTestSize: values.min_test_size,
+      minTags: values.min_tags,
+      allowIncomparable: values.allow_incomparable,
+    },
     storeWaitMs: values.store_wait_ms,
     reloadIntervalMs: values.reload_interval_ms,
   };

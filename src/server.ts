@@ -119,6 +119,7 @@ async function loadServing(
     const registry = await RunRegistry.load(store, {
       experiment: config.experiment,
       modelCacheSize: config.modelCacheSize,
+      gates: config.gates,
       log: logger,
       preferRunId: options.preferRunId,
       ...(options.onReload ? { onReload: options.onReload } : {}),

@@ -165,6 +165,37 @@ describe('tagger train', () => {
     }
   });
 
+  it('warns loudly about data whose metrics mean nothing (one tag, tiny test split), and records the test set', async () => {
+    const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
+    const oneTag = join(dir, 'one-tag.csv');
+    await writeFile(
+      oneTag,
+      ['id,created_on,title,description,tag', ...rows.map((row) => row.replace(/,[^,]+$/, ',mlops'))].join(
+        '\n',
+      ),
+    );
+    const uri = `sqlite:///${join(dir, 'warned.db')}`;
+    const result = await tagger(['train', '--data', oneTag, '--args', FAST, '--json', '--tracking-uri', uri]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/tagger: WARNING: every training row has the same tag \('mlops'\)/);
+    expect(result.stderr).toMatch(/tagger: WARNING: the test split has only \d+ rows/);
+    const answer = JSON.parse(result.stdout) as {
+      run_id: string;
+      warnings: string[];
+      test_set: { size: number };
+    };
+    expect(answer.warnings).toHaveLength(2);
+    const tracking = await openTrackingStore(uri);
+    try {
+      const run = await tracking.getRun(answer.run_id);
+      expect(run?.tags['tagger.test_set.size']).toBe(String(answer.test_set.size));
+      expect(run?.tags['tagger.trained_tags']).toBe('1');
+      expect(run?.tags['tagger.test_set.digest']).toMatch(/^[0-9a-f]{64}$/);
+    } finally {
+      await tracking.close();
+    }
+  });
+
   it('reports a missing data file', async () => {
     expectCleanFailure(
       await tagger(['train', '--data', 'missing.csv', '--tracking-uri', store]),

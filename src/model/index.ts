@@ -15,6 +15,7 @@ export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
+export { EVALUATION_TAGS } from './run-tags.js';
 export { stratifiedSplit } from './split.js';
 export {
   type EpochReport,

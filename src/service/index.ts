@@ -11,6 +11,7 @@ export {
 } from './artifacts.js';
 export { SingleFlightLru } from './cache.js';
 export { RunLoadError, StartupError, UnknownRunError } from './errors.js';
+export { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
 export { ServingLifecycle } from './lifecycle.js';
 export { pollReloads, type ReloadPoller } from './poller.js';
 export {

@@ -16,6 +16,7 @@ import {
 } from './artifacts.js';
 import { SingleFlightLru } from './cache.js';
 import { RunLoadError, StartupError, UnknownRunError } from './errors.js';
+import { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
 
 /** The subset of a pino logger the service layer writes to. */
 export interface ServiceLog {
@@ -79,6 +80,8 @@ export interface RunRegistryOptions {
    * best run yet); the next reload moves it along with them.
    */
   preferRunId?: string | undefined;
+  /** Which runs may go live (default DEFAULT_GATES). */
+  gates?: PromotionGates;
 }
 
 /** What to do when there is nothing to serve, appended to every startup failure about runs. */
@@ -307,7 +310,7 @@ export class RunRegistry {
     const skips = new SkipLog(log);
     const picked =
       (await loadPreferred(store, runs, options.preferRunId, log)) ??
-      (await pickBest(store, runs, skips, undefined));
+      (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES));
     if (picked.best === undefined) {
       const finished = runs.filter(isCandidate).length;
       if (finished === 0) {
@@ -316,6 +319,11 @@ export class RunRegistry {
         );
       }
       const { failures } = picked;
+      if (failures.length === 0) {
+        throw new StartupError(
+          `none of the finished runs of experiment "${name}" in ${store.displayUri} passes the promotion gates (the log says why for each); lower TAGGER_MIN_TEST_SIZE / TAGGER_MIN_TAGS or train on more data`,
+        );
+      }
       const shown =
         failures.slice(0, 5).join('; ') + (failures.length > 5 ? `; … ${failures.length - 5} more` : '');
       throw new StartupError(
@@ -405,7 +413,13 @@ export class RunRegistry {
     const read = await readRuns(this.store, this.experimentName);
     if (!read.ok) return this.failed(before, [read.reason]);
 
-    const picked = await pickBest(this.store, read.runs, this.skips, before);
+    const picked = await pickBest(
+      this.store,
+      read.runs,
+      this.skips,
+      before,
+      this.options.gates ?? DEFAULT_GATES,
+    );
     if (picked.best === undefined) {
       return this.failed(before, [
         `none of the ${read.runs.filter(isCandidate).length} finished runs of ${read.runs.length} has loadable artifacts`,
@@ -517,8 +531,10 @@ async function pickBest(
   runs: readonly Run[],
   skips: SkipLog,
   current: RegistrySnapshot | undefined,
+  gates: PromotionGates,
 ): Promise<Picked> {
   const failures: string[] = [];
+  const served = current === undefined ? undefined : runs.find((run) => run.info.runId === current.bestRunId);
   for (const run of runs) {
     const runId = run.info.runId;
     if (runId === current?.bestRunId) {
@@ -536,6 +552,11 @@ async function pickBest(
       return { best: { runId, model: current.best }, failures };
     }
     if (!isCandidate(run)) continue;
+    const held = gateFailure(run, gates, served);
+    if (held !== null) {
+      skips.warn(runId, held, 'not serving a run that does not pass the promotion gates');
+      continue;
+    }
     try {
       return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures };
     } catch (error) {

@@ -6,7 +6,13 @@
  * for a complete one. (Only SIGKILL can leave a run RUNNING; serving never picks RUNNING runs.)
  */
 import { userInfo } from 'node:os';
-import { encodeModel, MODEL_FORMAT, RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
+import {
+  EVALUATION_TAGS,
+  encodeModel,
+  MODEL_FORMAT,
+  RUN_ARTIFACTS,
+  type TrainingArgs,
+} from '../model/index.js';
 import { getOrCreateExperiment, type MetricPoint, type TrackingStore } from '../tracking/store.js';
 import type { TrainingOutcome } from './pipeline.js';
 
@@ -97,6 +103,13 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       'mlflow.source.name': input.source,
       'mlflow.source.type': 'LOCAL',
       [MODEL_FORMAT_TAG]: MODEL_FORMAT,
+      [EVALUATION_TAGS.testSetDigest]: input.outcome.testSet.digest,
+      [EVALUATION_TAGS.testSetSize]: String(input.outcome.testSet.size),
+      [EVALUATION_TAGS.trainedTags]: String(input.outcome.trainedTags),
+      // MLflow caps tag values at 8,000 characters.
+      ...(input.outcome.warnings.length > 0
+        ? { [EVALUATION_TAGS.warnings]: input.outcome.warnings.join('\n').slice(0, 8_000) }
+        : {}),
     },
   });
   const runId = run.info.runId;

@@ -2,10 +2,12 @@
  * One training: split the data, train a tagger, evaluate it on the test split. Pure orchestration of
  * `src/model`; logging the result as a run is `log-run.ts`'s job, so this stays easy to test.
  */
+import { createHash } from 'node:crypto';
 import {
   type EpochReport,
   evaluate,
   type LabelledText,
+  OTHER_TAG,
   type Performance,
   stratifiedSplit,
   type TagModel,
@@ -42,6 +44,62 @@ export interface TrainingOutcome {
    */
   validationF1: number;
   sizes: { train: number; validation: number; test: number };
+  /**
+   * What the test metrics were measured on: a SHA-256 of the test rows (order-independent) and their
+   * count. Runs are comparable by f1 only when they share it (tagger serve's promotion gate).
+   */
+  testSet: { digest: string; size: number };
+  /** Distinct tags the model learnt from at least one training row (`other` counts when it has rows). */
+  trainedTags: number;
+  /** Data problems that make the metrics untrustworthy (one tag, folded tags, a tiny test split). */
+  warnings: string[];
+}
+
+/** Below this many test rows an f1 moves by several points with one row: too noisy to rank runs. */
+export const MIN_TRUSTED_TEST_ROWS = 30;
+
+/** SHA-256 of the rows as `text \0 tag` lines, sorted: the same rows in any order give the same digest. */
+export function testSetDigest(rows: readonly LabelledText[]): string {
+  const lines = rows.map((row) => `${row.text}\u0000${row.tag}`).sort();
+  const hash = createHash('sha256');
+  for (const line of lines) hash.update(line).update('\n');
+  return hash.digest('hex');
+}
+
+/** The warnings a person must see before trusting the run's metrics. */
+function dataWarnings(
+  train: readonly LabelledText[],
+  classes: readonly string[],
+  testSize: number,
+): {
+  warnings: string[];
+  trainedTags: number;
+} {
+  const counts = new Map<string, number>();
+  for (const row of train) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
+  const kept = new Set(classes);
+  const folded = [...counts].filter(([tag]) => !kept.has(tag)).sort((a, b) => b[1] - a[1]);
+  const learnt = new Set([...counts.keys()].map((tag) => (kept.has(tag) ? tag : OTHER_TAG)));
+  const warnings: string[] = [];
+  if (learnt.size < 2) {
+    warnings.push(
+      `every training row has the same tag ('${[...learnt][0] ?? ''}'): the model can only answer that tag, and its f1 says nothing about tagging`,
+    );
+  }
+  if (folded.length > 0) {
+    const shown = folded
+      .slice(0, 10)
+      .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'})`);
+    warnings.push(
+      `${folded.length} tag(s) were folded into '${OTHER_TAG}' (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
+    );
+  }
+  if (testSize < MIN_TRUSTED_TEST_ROWS) {
+    warnings.push(
+      `the test split has only ${testSize} rows: its f1 is too noisy to rank runs by (tagger serve skips runs tested on fewer than TAGGER_MIN_TEST_SIZE rows, default ${MIN_TRUSTED_TEST_ROWS})`,
+    );
+  }
+  return { warnings, trainedTags: learnt.size };
 }
 
 /** Splits `data` into train/validation(/test) deterministically for `seed`, checking no split is empty. */
@@ -83,6 +141,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const test = input.testData ? [...input.testData] : split.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
   const trained = trainTagger(split.train, split.validation, input.args, input);
+  const { warnings, trainedTags } = dataWarnings(split.train, trained.model.tags, test.length);
   return {
     model: trained.model,
     history: trained.history,
@@ -90,5 +149,8 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     performance: evaluate(trained.model, test),
     validationF1: trained.validationF1,
     sizes: { train: split.train.length, validation: split.validation.length, test: test.length },
+    testSet: { digest: testSetDigest(test), size: test.length },
+    trainedTags,
+    warnings,
   };
 }

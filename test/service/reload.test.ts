@@ -4,7 +4,9 @@
  * the store and of the served run's artifacts, coalescing of overlapping reloads, and the poll timer.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { EVALUATION_TAGS } from '../../src/model/index.js';
 import {
+  DEFAULT_GATES,
   pollReloads,
   type ReloadOutcome,
   type ReloadResult,
@@ -300,6 +302,98 @@ describe('RunRegistry: only finished runs go live, skips are logged once', () =>
         (line.obj as { runId?: string } | undefined)?.runId === bad,
     );
     expect(warnings).toHaveLength(1);
+  });
+});
+
+describe('RunRegistry: promotion gates', () => {
+  const evaluated = (digest: string, size: number, tags = 4) => ({
+    [EVALUATION_TAGS.testSetDigest]: digest,
+    [EVALUATION_TAGS.testSetSize]: String(size),
+    [EVALUATION_TAGS.trainedTags]: String(tags),
+  });
+
+  it('a better f1 on a tiny or different test set, or from a one-tag model, never goes live', async () => {
+    const name = `reload-${++experiments}`;
+    const served = await logServedRun(fx.store, name, {
+      name: 'served',
+      f1: 0.8,
+      model: fx.modelA,
+      tags: evaluated('digest-1', 200),
+    });
+    const { registry, log } = await loadRegistry(name);
+    expect(registry.bestRunId).toBe(served);
+
+    await logServedRun(fx.store, name, {
+      name: 'tiny',
+      f1: 1,
+      model: fx.modelB,
+      tags: evaluated('digest-9', 9),
+    });
+    await logServedRun(fx.store, name, {
+      name: 'one-tag',
+      f1: 0.99,
+      model: fx.modelB,
+      tags: evaluated('digest-1', 200, 1),
+    });
+    const other = await logServedRun(fx.store, name, {
+      name: 'other-test-set',
+      f1: 0.95,
+      model: fx.modelB,
+      tags: evaluated('digest-2', 200),
+    });
+    for (let poll = 0; poll < 3; poll += 1) expect((await registry.reload()).runId).toBe(served);
+    const held = log.lines.filter(
+      (line) => line.msg === 'not serving a run that does not pass the promotion gates',
+    );
+    // Once per run, not once per poll.
+    expect(held).toHaveLength(3);
+
+    const comparable = await logServedRun(fx.store, name, {
+      name: 'comparable',
+      f1: 0.9,
+      model: fx.modelB,
+      tags: evaluated('digest-1', 200),
+    });
+    expect(await registry.reload()).toMatchObject({ outcome: 'swapped', runId: comparable });
+    expect(other).not.toBe(comparable);
+  });
+
+  it('allowIncomparable swaps to the best run whatever its test set', async () => {
+    const name = `reload-${++experiments}`;
+    await logServedRun(fx.store, name, {
+      name: 'served',
+      f1: 0.8,
+      model: fx.modelA,
+      tags: evaluated('digest-1', 200),
+    });
+    const log = captureLog();
+    const registry = await RunRegistry.load(fx.store, {
+      experiment: name,
+      modelCacheSize: 4,
+      log,
+      gates: { ...DEFAULT_GATES, allowIncomparable: true },
+    });
+    const other = await logServedRun(fx.store, name, {
+      name: 'other-test-set',
+      f1: 0.95,
+      model: fx.modelB,
+      tags: evaluated('digest-2', 200),
+    });
+    expect(await registry.reload()).toMatchObject({ outcome: 'swapped', runId: other });
+  });
+
+  it('startup skips runs that fail the gates and says so when none passes', async () => {
+    const name = `reload-${++experiments}`;
+    await logServedRun(fx.store, name, { name: 'tiny', f1: 1, model: fx.modelA, tags: evaluated('d', 9) });
+    const error = await loadRegistry(name).catch((caught: unknown) => caught);
+    expect((error as Error).message).toMatch(/none of the finished runs .* passes the promotion gates/);
+    const ok = await logServedRun(fx.store, name, {
+      name: 'ok',
+      f1: 0.5,
+      model: fx.modelB,
+      tags: evaluated('d', 100),
+    });
+    expect((await loadRegistry(name)).registry.bestRunId).toBe(ok);
   });
 });
 

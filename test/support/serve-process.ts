@@ -399,11 +399,21 @@ const encoder = new TextEncoder();
 export async function logServedRun(
   store: TrackingStore,
   experiment: string,
-  plan: { name: string; f1: number; model: TrainedModel; brokenModel?: boolean },
+  plan: {
+    name: string;
+    f1: number;
+    model: TrainedModel;
+    brokenModel?: boolean;
+    tags?: Record<string, string>;
+  },
 ): Promise<string> {
   const experimentId = await getOrCreateExperiment(store, experiment);
   const startTime = Date.now();
-  const run = await store.createRun(experimentId, { runName: plan.name, startTime });
+  const run = await store.createRun(experimentId, {
+    runName: plan.name,
+    startTime,
+    ...(plan.tags ? { tags: plan.tags } : {}),
+  });
   const runId = run.info.runId;
   await store.logBatch(runId, {
     metrics: [{ key: 'f1', value: plan.f1, timestamp: startTime, step: 0 }],

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type LabelledText, parseTrainingArgs } from '../../src/model/index.js';
 import { DataError, readDataset } from '../../src/train/data.js';
-import { splitData, trainAndEvaluate } from '../../src/train/pipeline.js';
+import { splitData, testSetDigest, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
 const FAST_ARGS = parseTrainingArgs({ num_epochs: 5, analyzer: 'char_wb', ngram_max_range: 4 });
@@ -72,5 +72,31 @@ describe('trainAndEvaluate', () => {
     const texts = data.slice(0, 5).map((row) => row.text);
     expect(a.model.predict(texts)).toEqual(b.model.predict(texts));
     expect(a.performance).toEqual(b.performance);
+  });
+});
+
+describe('trainAndEvaluate: what the metrics were measured on, and data warnings', () => {
+  it('records the test set by an order-independent digest and size; sample data raises no warning', () => {
+    const outcome = trainAndEvaluate({ data, args: FAST_ARGS, seed: 1 });
+    expect(outcome.testSet.size).toBe(outcome.sizes.test);
+    expect(outcome.testSet.digest).toMatch(/^[0-9a-f]{64}$/);
+    const { test } = splitData(data, false, 1);
+    expect(testSetDigest([...test].reverse())).toBe(outcome.testSet.digest);
+    expect(testSetDigest(test.slice(1))).not.toBe(outcome.testSet.digest);
+    expect(outcome.trainedTags).toBeGreaterThanOrEqual(2);
+    expect(outcome.warnings).toEqual([]);
+  });
+
+  it('warns when every row has one tag, when tags are folded into other, and on a tiny test split', () => {
+    const oneTag = data.slice(0, 40).map((row) => ({ ...row, tag: 'mlops' }));
+    const single = trainAndEvaluate({ data: oneTag, args: FAST_ARGS, seed: 1 });
+    expect(single.trainedTags).toBe(1);
+    expect(single.warnings.join('\n')).toMatch(/every training row has the same tag \('mlops'\)/);
+    expect(single.warnings.join('\n')).toMatch(/the test split has only \d+ rows/);
+
+    const folded = trainAndEvaluate({ data, args: { ...FAST_ARGS, min_freq: 1_000 }, seed: 1 });
+    expect(folded.warnings.join('\n')).toMatch(
+      /tag\(s\) were folded into 'other' \(min_freq \/ accepted_tags\): '[^']+' \(\d+ rows\)/,
+    );
   });
 });
