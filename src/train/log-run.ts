@@ -55,6 +55,11 @@ export interface LoggedRun {
   experimentId: string;
 }
 
+/** A tag name as one segment of an MLflow metric key: letters, digits, `_ - . space :`; others become `_`. */
+export function metricKeyPart(name: string): string {
+  return name.replace(/[^\w.\- :]/g, '_').slice(0, 200) || '_';
+}
+
 /** How a param value is written: strings as they are, everything else as JSON (`true`, `null`, `0.1`). */
 export function formatParam(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
@@ -97,6 +102,8 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
   const user = currentUser();
   const run = await store.createRun(experimentId, {
     runName: input.runName,
+    // The run started when the training did (MLflow shows its duration from here to the end time).
+    startTime: input.outcome.startedAt,
     userId: user,
     tags: {
       'mlflow.user': user,
@@ -126,18 +133,31 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       precision: overall.precision,
       recall: overall.recall,
       f1: overall.f1,
+      training_seconds: outcome.trainingSeconds,
       ...input.extraMetrics,
     };
     if (outcome.threshold !== null) finals.threshold = outcome.threshold;
+    // Per tag, so runs can be compared tag by tag in MLflow (`tag.<name>.f1`).
+    for (const [tag, metrics] of Object.entries(outcome.performance.class)) {
+      const key = `tag.${metricKeyPart(tag)}`;
+      finals[`${key}.precision`] = metrics.precision;
+      finals[`${key}.recall`] = metrics.recall;
+      finals[`${key}.f1`] = metrics.f1;
+    }
     const metrics: MetricPoint[] = Object.entries(finals).map(([key, value]) => ({
       key,
       value,
       timestamp: now,
       step: 0,
     }));
+    // The saved model's training loss (the refit's, when there was one), with the times epochs ended;
+    // the validation loss is the validated fit's (the refit has no validation split).
+    const saved = outcome.refitHistory.length > 0 ? outcome.refitHistory : outcome.history;
+    for (const epoch of saved) {
+      metrics.push({ key: 'train_loss', value: epoch.trainLoss, timestamp: epoch.time, step: epoch.epoch });
+    }
     for (const epoch of outcome.history) {
-      metrics.push({ key: 'train_loss', value: epoch.trainLoss, timestamp: now, step: epoch.epoch });
-      metrics.push({ key: 'val_loss', value: epoch.valLoss, timestamp: now, step: epoch.epoch });
+      metrics.push({ key: 'val_loss', value: epoch.valLoss, timestamp: epoch.time, step: epoch.epoch });
     }
     signal.throwIfAborted();
     await store.logBatch(runId, { params, metrics });

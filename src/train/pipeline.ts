@@ -32,9 +32,18 @@ export interface TrainingInput extends TrainOptions {
   args: TrainingArgs;
 }
 
+/** An epoch's losses with the wall-clock time (epoch ms) it ended, for MLflow's metric history. */
+export type TimedEpoch = EpochReport & { time: number };
+
 export interface TrainingOutcome {
   model: TagModel;
-  history: EpochReport[];
+  /** Per-epoch losses of the validated fit (its validation loss means something). */
+  history: TimedEpoch[];
+  /** Per-epoch training losses of the refit on train + validation (`args.refit`): the saved model's. */
+  refitHistory: TimedEpoch[];
+  /** When the training started (epoch ms) and how long it took: the run's start and `training_seconds`. */
+  startedAt: number;
+  trainingSeconds: number;
   /** The probability threshold chosen on the validation split, or null for argmax. */
   threshold: number | null;
   performance: Performance;
@@ -140,11 +149,30 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const split = splitData(data, input.testData !== undefined, input.seed);
   const test = input.testData ? [...input.testData] : split.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
-  const trained = trainTagger(split.train, split.validation, input.args, input);
+  const startedAt = Date.now();
+  const started = performance.now();
+  const fitTimes: number[] = [];
+  const refitHistory: TimedEpoch[] = [];
+  const trained = trainTagger(split.train, split.validation, input.args, {
+    ...input,
+    onEpoch: (report) => {
+      fitTimes.push(Date.now());
+      input.onEpoch?.(report);
+    },
+    onRefitEpoch: (report) => {
+      refitHistory.push({ ...report, time: Date.now() });
+      input.onRefitEpoch?.(report);
+    },
+  });
+  const trainingSeconds = (performance.now() - started) / 1000;
   const { warnings, trainedTags } = dataWarnings(split.train, trained.model.tags, test.length);
   return {
     model: trained.model,
-    history: trained.history,
+    // onEpoch fires once per epoch of the history; an ensemble reports its last member's epochs.
+    history: trained.history.map((report, index) => ({ ...report, time: fitTimes[index] ?? startedAt })),
+    refitHistory,
+    startedAt,
+    trainingSeconds,
     threshold: trained.threshold,
     performance: evaluate(trained.model, test),
     validationF1: trained.validationF1,

@@ -12,7 +12,13 @@ import {
 import { openTrackingStore } from '../../src/tracking/index.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';
-import { formatParam, InterruptedError, logTrainingRun, MODEL_FORMAT_TAG } from '../../src/train/log-run.js';
+import {
+  formatParam,
+  InterruptedError,
+  logTrainingRun,
+  MODEL_FORMAT_TAG,
+  metricKeyPart,
+} from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { SAMPLE_DATA, SPEC_ARG_KEYS } from '../support/components.js';
 
@@ -31,6 +37,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await store.close();
   await rm(dir, { recursive: true, force: true });
+});
+
+describe('metricKeyPart', () => {
+  it('keeps MLflow key characters and replaces the rest', () => {
+    expect(metricKeyPart('natural-language-processing')).toBe('natural-language-processing');
+    expect(metricKeyPart('a/b*c')).toBe('a_b_c');
+    expect(metricKeyPart('')).toBe('_');
+  });
 });
 
 describe('formatParam', () => {
@@ -72,10 +86,24 @@ describe('logTrainingRun', () => {
     expect(run.metrics.f1).toBe(outcome.performance.overall.f1);
     expect(run.metrics.precision).toBe(outcome.performance.overall.precision);
     expect(run.metrics.recall).toBe(outcome.performance.overall.recall);
+    // The saved model is the refit's (refit is on by default): its losses, with the times epochs ended.
+    expect(outcome.refitHistory).toHaveLength(ARGS.num_epochs);
     const history = await store.getMetricHistory(logged.runId, 'train_loss');
-    expect(history.map((point) => point.step)).toEqual(outcome.history.map((epoch) => epoch.epoch));
-    expect(history.map((point) => point.value)).toEqual(outcome.history.map((epoch) => epoch.trainLoss));
-    expect((await store.getMetricHistory(logged.runId, 'val_loss')).length).toBe(ARGS.num_epochs);
+    expect(history.map((point) => point.step)).toEqual(outcome.refitHistory.map((epoch) => epoch.epoch));
+    expect(history.map((point) => point.value)).toEqual(outcome.refitHistory.map((epoch) => epoch.trainLoss));
+    expect(history.map((point) => point.timestamp)).toEqual(outcome.refitHistory.map((epoch) => epoch.time));
+    const validation = await store.getMetricHistory(logged.runId, 'val_loss');
+    expect(validation.map((point) => point.value)).toEqual(outcome.history.map((epoch) => epoch.valLoss));
+    // The run starts when the training started, and the training time is a metric.
+    expect(run.info.startTime).toBe(outcome.startedAt);
+    expect(history[0]!.timestamp).toBeGreaterThanOrEqual(outcome.startedAt);
+    expect(run.metrics.training_seconds).toBe(outcome.trainingSeconds);
+    // Per-tag metrics, comparable across runs in MLflow.
+    for (const [tag, metrics] of Object.entries(outcome.performance.class)) {
+      expect(run.metrics[`tag.${tag}.f1`], tag).toBe(metrics.f1);
+      expect(run.metrics[`tag.${tag}.precision`], tag).toBe(metrics.precision);
+      expect(run.metrics[`tag.${tag}.recall`], tag).toBe(metrics.recall);
+    }
 
     expect(run.tags['mlflow.runName']).toBe('unit-run');
     expect(run.tags['mlflow.source.name']).toBe('tagger train');
