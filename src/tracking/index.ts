@@ -9,13 +9,13 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-store.js';
 import { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
-import { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
+import type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 import { TrackingError, type TrackingStore } from './store.js';
 
 export { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-store.js';
 export { compareByMetric, compareNatural, sortRuns } from './order.js';
 export { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
-export { SqlTrackingStore, type SqlTrackingStoreOptions } from './sql/sql-store.js';
+export type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 export * from './store.js';
 
 /** MLflow's default since 3.7 when nothing is configured: a SQLite file in the working directory. */
@@ -80,6 +80,8 @@ export async function openTrackingStore(
   }
   const dialect = scheme?.split('+')[0];
   if (dialect === 'sqlite' || dialect === 'postgresql' || dialect === 'postgres') {
+    // Loaded on first use: node:sqlite and pg cost startup time and memory a file or REST store never needs.
+    const { SqlTrackingStore } = await import('./sql/sql-store.js');
     return SqlTrackingStore.open(uri, redactUri(uri), {
       ...(options.artifactRoot !== undefined ? { artifactRoot: options.artifactRoot } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
