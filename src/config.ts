@@ -119,6 +119,15 @@ const SETTINGS = {
     schema: text('experiment whose best run is served'),
     default: SERVE_DEFAULTS.experiment,
   }),
+  run_id: row({
+    flag: '--run-id',
+    arg: '<id>',
+    env: 'TAGGER_RUN_ID',
+    schema: text(
+      'pin: serve this run of the experiment and never swap to another (reloads still refresh /runs)',
+    ),
+    default: null,
+  }),
   model: row({
     flag: '--model',
     arg: '<dir>',
@@ -671,6 +680,8 @@ export type ServeConfig =
       experiment: string;
       /** How many non-best run models stay loaded (LRU). */
       modelCacheSize: number;
+      /** Serve this run and never swap (null: the best run). */
+      pinRunId: string | null;
       /** Which runs may go live. */
       gates: PromotionGates;
       /** How long to wait for a REST tracking server to answer at startup. */
@@ -762,7 +773,7 @@ export function resolveServeConfig(
   const model = settings.get('model')!;
   if (values.model !== null) {
     // Run-based settings given on purpose (a flag or the file) contradict --model; variables are ignored.
-    const conflicting = (['tracking_uri', 'experiment'] as const)
+    const conflicting = (['tracking_uri', 'experiment', 'run_id'] as const)
       .map((key) => settings.get(key)!)
       .filter((r) => r.origin === 'flag' || r.origin === 'file')
       .map((r) => r.source);
@@ -779,6 +790,7 @@ export function resolveServeConfig(
     trackingUri: values.tracking_uri,
     experiment: values.experiment,
     modelCacheSize: values.model_cache_size,
+    pinRunId: values.run_id,
     gates: {
       minTestSize: values.min_test_size,
       minTags: values.min_tags,

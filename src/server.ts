@@ -120,6 +120,7 @@ async function loadServing(
       experiment: config.experiment,
       modelCacheSize: config.modelCacheSize,
       gates: config.gates,
+      pinRunId: config.pinRunId,
       log: logger,
       preferRunId: options.preferRunId,
       ...(options.onReload ? { onReload: options.onReload } : {}),

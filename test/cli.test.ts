@@ -427,8 +427,10 @@ describe('tagger serve configuration', () => {
     const config = join(dir, 'tagger.yaml');
     await writeFile(config, '# settings come from elsewhere in the first two runs\n');
     const files = { config, keys };
-    // Every flag at once (--model contradicts --tracking-uri and --experiment, so those two are left out).
-    const flagSettings = SERVE_SETTINGS.filter((s) => s.key !== 'tracking_uri' && s.key !== 'experiment');
+    // Every flag at once (--model contradicts --tracking-uri, --experiment and --run-id: those are left out).
+    const flagSettings = SERVE_SETTINGS.filter(
+      (s) => s.key !== 'tracking_uri' && s.key !== 'experiment' && s.key !== 'run_id',
+    );
     const flags = await tagger([
       'serve',
       '--print-config',

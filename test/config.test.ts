@@ -36,6 +36,7 @@ const file = (name: string, text: string): string => {
 const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unknown]> = {
   tracking_uri: ['http://mlflow.internal:5000', 'http://mlflow.internal:5000'],
   experiment: ['nightly', 'nightly'],
+  run_id: ['0123456789abcdef0123456789abcdef', '0123456789abcdef0123456789abcdef'],
   model: ['/models/m1', '/models/m1'],
   host: ['0.0.0.0', '0.0.0.0'],
   port: ['8123', 8123],

@@ -43,6 +43,7 @@ describe('resolveServeConfig', () => {
       port: 8000,
       logLevel: 'info',
       modelCacheSize: 4,
+      pinRunId: null,
       gates: { minTestSize: 30, minTags: 2, allowIncomparable: false },
       storeWaitMs: 30_000,
       reloadIntervalMs: 60_000,

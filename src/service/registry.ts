@@ -82,6 +82,11 @@ export interface RunRegistryOptions {
   preferRunId?: string | undefined;
   /** Which runs may go live (default DEFAULT_GATES). */
   gates?: PromotionGates;
+  /**
+   * Serve this run and never swap (`tagger serve --run-id`): reloads still refresh the run list. The
+   * choice is explicit, so the gates do not apply; the run must be one of the experiment's and load.
+   */
+  pinRunId?: string | null | undefined;
 }
 
 /** What to do when there is nothing to serve, appended to every startup failure about runs. */
@@ -308,6 +313,21 @@ export class RunRegistry {
     }
     const { runs } = read;
     const skips = new SkipLog(log);
+    if (options.pinRunId) {
+      const model = await loadPinned(store, runs, options.pinRunId, name);
+      log.info(
+        { runId: options.pinRunId, experiment: name, runs: runs.length },
+        'serving the pinned run (--run-id)',
+      );
+      const snapshot = new RegistrySnapshot(
+        store,
+        runs.map(summarize),
+        options.pinRunId,
+        model,
+        options.modelCacheSize,
+      );
+      return new RunRegistry(store, name, snapshot, options, skips);
+    }
     const picked =
       (await loadPreferred(store, runs, options.preferRunId, log)) ??
       (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES));
@@ -413,13 +433,10 @@ export class RunRegistry {
     const read = await readRuns(this.store, this.experimentName);
     if (!read.ok) return this.failed(before, [read.reason]);
 
-    const picked = await pickBest(
-      this.store,
-      read.runs,
-      this.skips,
-      before,
-      this.options.gates ?? DEFAULT_GATES,
-    );
+    const picked = this.options.pinRunId
+      ? // Pinned: the list is refreshed, the model never changes.
+        { best: { runId: before.bestRunId, model: before.best }, failures: [] }
+      : await pickBest(this.store, read.runs, this.skips, before, this.options.gates ?? DEFAULT_GATES);
     if (picked.best === undefined) {
       return this.failed(before, [
         `none of the ${read.runs.filter(isCandidate).length} finished runs of ${read.runs.length} has loadable artifacts`,
@@ -467,6 +484,29 @@ export class RunRegistry {
     } catch {
       // A metrics listener must never break serving or the reload loop.
     }
+  }
+}
+
+/** The pinned run's model, or a StartupError saying why it cannot be served. */
+async function loadPinned(
+  store: TrackingStore,
+  runs: readonly Run[],
+  runId: string,
+  experiment: string,
+): Promise<ServedModel> {
+  const run = runs.find((candidate) => candidate.info.runId === runId);
+  if (run === undefined) {
+    throw new StartupError(
+      `--run-id ${runId} is not a run of experiment "${experiment}" in ${store.displayUri} (it has ${runs.length} runs); pick one from GET /runs, or drop --run-id to serve the best run`,
+    );
+  }
+  try {
+    return await loadServedModel(readerFor(store, runId));
+  } catch (error) {
+    throw new StartupError(
+      `--run-id ${runId} (status ${run.info.status}) cannot be served: ${toRunLoadError(runId, error).reason}`,
+      { cause: error },
+    );
   }
 }
 

@@ -397,6 +397,47 @@ describe('RunRegistry: promotion gates', () => {
   });
 });
 
+describe('RunRegistry: a pinned run (--run-id)', () => {
+  it('serves the pinned run, not the best, and keeps it through reloads while the list refreshes', async () => {
+    const { name, alpha, beta } = await freshExperiment();
+    const log = captureLog();
+    const registry = await RunRegistry.load(fx.store, {
+      experiment: name,
+      modelCacheSize: 4,
+      log,
+      pinRunId: beta,
+    });
+    expect(registry.bestRunId).toBe(beta);
+    expect(registry.runs[0]!.runId).toBe(alpha);
+    const better = await logServedRun(fx.store, name, { name: 'better', f1: 0.99, model: fx.modelA });
+    const result = await registry.reload();
+    expect(result).toMatchObject({ outcome: 'updated', runId: beta });
+    expect(registry.runs[0]!.runId).toBe(better);
+  });
+
+  it('a pin that is not a run of the experiment, or cannot load, stops startup with the reason', async () => {
+    const { name } = await freshExperiment();
+    const unknown = await loadRegistryPinned(name, 'f'.repeat(32)).catch((caught: unknown) => caught);
+    expect((unknown as Error).message).toMatch(
+      /--run-id f{32} is not a run of experiment .* \(it has 2 runs\)/,
+    );
+    const broken = await logServedRun(fx.store, name, {
+      name: 'broken',
+      f1: 0.1,
+      model: fx.modelA,
+      brokenModel: true,
+    });
+    const error = await loadRegistryPinned(name, broken).catch((caught: unknown) => caught);
+    expect((error as Error).message).toMatch(
+      new RegExp(`--run-id ${broken} \\(status FINISHED\\) cannot be served: model/`),
+    );
+  });
+});
+
+function loadRegistryPinned(name: string, pinRunId: string): Promise<RunRegistry> {
+  return RunRegistry.load(fx.store, { experiment: name, modelCacheSize: 4, log: captureLog(), pinRunId });
+}
+
 describe('RunRegistry.reload coalescing', () => {
   it('never runs two reloads at once: calls during one share a single reload queued behind it', async () => {
     const { name } = await freshExperiment();
