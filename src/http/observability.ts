@@ -100,6 +100,35 @@ export class HttpMetrics {
       },
     });
     new Gauge({
+      name: 'tagger_runs_held_back',
+      help: 'Runs ranked above the served run that are not served, by why: the promotion gates, or artifacts that cannot be loaded (at the last load or reload)',
+      labelNames: ['kind'],
+      registers,
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        const problems = served()?.problems;
+        if (!problems) return;
+        this.set({ kind: 'gates' }, problems.heldBack.filter((held) => held.kind === 'gates').length);
+        this.set(
+          { kind: 'unloadable' },
+          problems.heldBack.filter((held) => held.kind === 'unloadable').length,
+        );
+      },
+    });
+    new Gauge({
+      name: 'tagger_tracking_store_readable',
+      help: 'Whether the last load or reload could read the tracking store (1) or not (0; the runs loaded before keep serving); absent in single-model mode',
+      registers,
+      // Across workers: 0 when any worker could not read it.
+      aggregator: 'min',
+      collect() {
+        this.reset();
+        const problems = served()?.problems;
+        if (problems) this.set(problems.store === null ? 1 : 0);
+      },
+    });
+    new Gauge({
       name: 'tagger_served_run_f1',
       help: "The served run's f1 (the served model's overall test f1 in single-model mode)",
       registers,

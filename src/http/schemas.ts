@@ -357,6 +357,13 @@ export const ReadyData = Type.Object(
         description: 'The run that answers /predict (run-based mode; absent in single-model mode)',
       }),
     ),
+    problems: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          'What is wrong while the served run keeps answering (still 200: the replica can serve): the last reload could not read the tracking store, or better-ranked runs are held back by the promotion gates or cannot be loaded. Absent when there is nothing to report.',
+        maxItems: 21,
+      }),
+    ),
   },
   { title: 'ReadyData', additionalProperties: false },
 );

@@ -3,7 +3,7 @@
  * can be swapped while the process runs (hot reload), so every caller goes through here on each request
  * instead of keeping a reference, and a future change of the registry's shape touches only this file.
  */
-import type { ServedModel, ServingState } from '../service/index.js';
+import type { ServedModel, ServingProblems, ServingState } from '../service/index.js';
 
 export interface ServedNow {
   /** The served run's id in run-based mode; null in single-model mode. */
@@ -11,19 +11,33 @@ export interface ServedNow {
   served: ServedModel;
   /** The run's logged f1 (run-based mode), else the model's overall test f1; null when unknown or NaN. */
   f1: number | null;
+  /** Run-based mode: an unreadable store, better-ranked runs not served; null in single-model mode. */
+  problems: ServingProblems | null;
 }
 
 export function servedNow(state: ServingState): ServedNow {
   if (state.mode === 'model') {
-    return { runId: null, served: state.model, f1: state.model.performance.overall.f1 };
+    return { runId: null, served: state.model, f1: state.model.performance.overall.f1, problems: null };
   }
   // One read of the registry's current snapshot: a reload swaps it whole, so the run id, its model and
   // its f1 below always belong together.
   const { runs, bestRunId: runId, best: served } = state.registry.current;
   const logged = runs.find((run) => run.runId === runId)?.metrics.f1;
   const f1 = logged !== undefined && Number.isFinite(logged) ? logged : served.performance.overall.f1;
-  return { runId, served, f1 };
+  return { runId, served, f1, problems: state.registry.problems };
 }
 
 /** False while the server drains for shutdown (the server's lifecycle; absent in apps built by tests). */
 export const takesTraffic = (state: ServingState): boolean => state.lifecycle?.ready ?? true;
+
+/** Readiness problems of the serving state, for people (no store paths); [] in single-model mode. */
+export function servingProblems(state: ServingState): string[] {
+  if (state.mode === 'model') return [];
+  const { store, heldBack } = state.registry.problems;
+  const lines = heldBack.map(
+    (held) =>
+      `run ${held.runId} ranks above the served run but is not served: ${held.reason}${held.kind === 'gates' ? '' : ' (its artifacts cannot be loaded)'}`,
+  );
+  const shown = lines.length > 20 ? [...lines.slice(0, 19), `… and ${lines.length - 19} more runs`] : lines;
+  return store === null ? shown : [store, ...shown.slice(0, 20)];
+}

@@ -24,6 +24,7 @@ export class RunLoadError extends Error {
   override readonly name = 'RunLoadError';
   /** For clients: says what is wrong without the store's paths or URIs (the log has `reason`). */
   readonly publicMessage: string;
+  readonly publicReason: string;
   constructor(
     readonly runId: string,
     /** The whole story, for logs and terminals: may name server-side paths and URIs. */
@@ -32,7 +33,8 @@ export class RunLoadError extends Error {
     options?: { cause?: unknown; publicReason?: string },
   ) {
     super(`run ${runId} cannot be served: ${reason}`, options);
-    this.publicMessage = `run ${runId} cannot be served: ${options?.publicReason ?? reason}`;
+    this.publicReason = options?.publicReason ?? reason;
+    this.publicMessage = `run ${runId} cannot be served: ${this.publicReason}`;
   }
 }
 

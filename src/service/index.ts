@@ -15,6 +15,7 @@ export { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
 export { ServingLifecycle } from './lifecycle.js';
 export { pollReloads, type ReloadPoller } from './poller.js';
 export {
+  type HeldRun,
   RegistrySnapshot,
   type ReloadOutcome,
   type ReloadResult,
@@ -22,6 +23,7 @@ export {
   type RunRegistryOptions,
   type RunSummary,
   type ServiceLog,
+  type ServingProblems,
 } from './registry.js';
 export { loadModelDirectory } from './single-model.js';
 

@@ -285,6 +285,7 @@ function sameRuns(a: readonly RunSummary[], b: readonly RunSummary[]): boolean {
 
 export class RunRegistry {
   private snapshot: RegistrySnapshot;
+  private problemsNow: ServingProblems = { store: null, heldBack: [] };
   /** The reload under way, and at most one queued behind it (every caller meanwhile shares that one). */
   private running: Promise<ReloadResult> | undefined;
   private queued: Promise<ReloadResult> | undefined;
@@ -358,7 +359,14 @@ export class RunRegistry {
         : 'serving the best loadable run',
     );
     const snapshot = new RegistrySnapshot(store, runs.map(summarize), runId, model, options.modelCacheSize);
-    return new RunRegistry(store, name, snapshot, options, skips);
+    const registry = new RunRegistry(store, name, snapshot, options, skips);
+    registry.problemsNow = { store: null, heldBack: picked.held ?? [] };
+    return registry;
+  }
+
+  /** What is wrong while serving goes on: an unreadable store, runs that outrank the served one. */
+  get problems(): ServingProblems {
+    return this.problemsNow;
   }
 
   /**
@@ -431,12 +439,19 @@ export class RunRegistry {
     const { log } = this.options;
     const before = this.snapshot;
     const read = await readRuns(this.store, this.experimentName);
-    if (!read.ok) return this.failed(before, [read.reason]);
+    if (!read.ok) {
+      this.problemsNow = {
+        ...this.problemsNow,
+        store: 'the last reload could not read the tracking store; the runs loaded before keep serving',
+      };
+      return this.failed(before, [read.reason]);
+    }
 
     const picked = this.options.pinRunId
       ? // Pinned: the list is refreshed, the model never changes.
         { best: { runId: before.bestRunId, model: before.best }, failures: [] }
       : await pickBest(this.store, read.runs, this.skips, before, this.options.gates ?? DEFAULT_GATES);
+    this.problemsNow = { store: null, heldBack: picked.held ?? [] };
     if (picked.best === undefined) {
       return this.failed(before, [
         `none of the ${read.runs.filter(isCandidate).length} finished runs of ${read.runs.length} has loadable artifacts`,
@@ -521,6 +536,23 @@ interface Picked {
   best?: { runId: string; model: ServedModel };
   /** `runId: reason` of each run skipped (and of the served run whose artifacts no longer load). */
   failures: string[];
+  /** Runs ranked above the picked one that are not served, and why (words fit for clients). */
+  held?: HeldRun[];
+}
+
+/** A run that outranks the served one but is not served. */
+export interface HeldRun {
+  runId: string;
+  kind: 'gates' | 'unloadable';
+  /** Why, without the store's paths or URIs. */
+  reason: string;
+}
+
+/** What readiness and metrics report beyond "a model is loaded". */
+export interface ServingProblems {
+  /** Why the last reload could not read the store (then the runs loaded before keep serving), or null. */
+  store: string | null;
+  heldBack: readonly HeldRun[];
 }
 
 /**
@@ -574,6 +606,7 @@ async function pickBest(
   gates: PromotionGates,
 ): Promise<Picked> {
   const failures: string[] = [];
+  const held: HeldRun[] = [];
   const served = current === undefined ? undefined : runs.find((run) => run.info.runId === current.bestRunId);
   for (const run of runs) {
     const runId = run.info.runId;
@@ -589,21 +622,23 @@ async function pickBest(
           "the served run's artifacts cannot be loaded any more; still serving the model loaded before",
         );
       }
-      return { best: { runId, model: current.best }, failures };
+      return { best: { runId, model: current.best }, failures, held };
     }
     if (!isCandidate(run)) continue;
-    const held = gateFailure(run, gates, served);
-    if (held !== null) {
-      skips.warn(runId, held, 'not serving a run that does not pass the promotion gates');
+    const gate = gateFailure(run, gates, served);
+    if (gate !== null) {
+      held.push({ runId, kind: 'gates', reason: gate });
+      skips.warn(runId, gate, 'not serving a run that does not pass the promotion gates');
       continue;
     }
     try {
-      return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures };
+      return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures, held };
     } catch (error) {
-      const reason = toRunLoadError(runId, error).reason;
-      failures.push(`${runId}: ${reason}`);
-      skips.warn(runId, reason, 'skipping a run whose artifacts cannot be loaded');
+      const loadError = toRunLoadError(runId, error);
+      failures.push(`${runId}: ${loadError.reason}`);
+      held.push({ runId, kind: 'unloadable', reason: loadError.publicReason });
+      skips.warn(runId, loadError.reason, 'skipping a run whose artifacts cannot be loaded');
     }
   }
-  return { failures };
+  return { failures, held };
 }

@@ -57,6 +57,30 @@ describe('startup', () => {
   });
 });
 
+describe('GET /health/ready and /metrics: what is wrong while serving goes on', () => {
+  it('readiness stays 200 and names the better-ranked run that cannot be loaded, without store paths', async () => {
+    const response = await get('/health/ready');
+    expect(response.statusCode).toBe(200);
+    const data = JSON.parse(response.body).data as { status: string; run_id: string; problems: string[] };
+    expect(data).toMatchObject({ status: 'ready', run_id: fx.runs.alpha });
+    expect(data.problems).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^run ${fx.runs.broken} ranks above the served run but is not served: .*model/.*cannot be loaded`,
+        ),
+      ),
+    ]);
+    expect(data.problems.join('\n')).not.toMatch(/file:|\/tmp\/|mlruns/);
+  });
+
+  it('/metrics counts held-back runs by kind and says the store was readable', async () => {
+    const text = (await get('/metrics')).body;
+    expect(text).toMatch(/^tagger_runs_held_back\{kind="unloadable"\} 1$/m);
+    expect(text).toMatch(/^tagger_runs_held_back\{kind="gates"\} 0$/m);
+    expect(text).toMatch(/^tagger_tracking_store_readable 1$/m);
+  });
+});
+
 describe('GET /', () => {
   it('is a health check: the envelope with an empty data object', async () => {
     const response = await get('/?probe=1&x=%20y');

@@ -397,6 +397,42 @@ describe('RunRegistry: promotion gates', () => {
   });
 });
 
+describe('RunRegistry.problems: what readiness and metrics report', () => {
+  it('lists better-ranked runs held back (gates, unloadable) and an unreadable store, then clears them', async () => {
+    const { name, alpha } = await freshExperiment();
+    const { store, faults } = faultyStore(fx.store);
+    const { registry } = await loadRegistry(name, store);
+    expect(registry.problems).toEqual({ store: null, heldBack: [] });
+
+    const broken = await logServedRun(fx.store, name, {
+      name: 'broken',
+      f1: 0.99,
+      model: fx.modelA,
+      brokenModel: true,
+    });
+    const tiny = await logServedRun(fx.store, name, {
+      name: 'tiny',
+      f1: 0.98,
+      model: fx.modelB,
+      tags: { [EVALUATION_TAGS.testSetSize]: '5' },
+    });
+    expect((await registry.reload()).runId).toBe(alpha);
+    expect(registry.problems.store).toBeNull();
+    expect(registry.problems.heldBack).toEqual([
+      { runId: broken, kind: 'unloadable', reason: expect.stringMatching(/^model\//) },
+      { runId: tiny, kind: 'gates', reason: expect.stringMatching(/test split has 5 rows/) },
+    ]);
+
+    faults.searchFails = new TrackingError('UNAVAILABLE', 'tracking server 127.0.0.1:9 is unreachable');
+    expect((await registry.reload()).outcome).toBe('failed');
+    expect(registry.problems.store).toMatch(/could not read the tracking store/);
+    expect(registry.problems.store).not.toMatch(/127\.0\.0\.1/);
+    faults.searchFails = false;
+    await registry.reload();
+    expect(registry.problems.store).toBeNull();
+  });
+});
+
 describe('RunRegistry: a pinned run (--run-id)', () => {
   it('serves the pinned run, not the best, and keeps it through reloads while the list refreshes', async () => {
     const { name, alpha, beta } = await freshExperiment();

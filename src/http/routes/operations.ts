@@ -9,7 +9,7 @@ import { HttpError } from '../http-error.js';
 import { type HttpMetrics, METRICS_CONTENT_TYPE } from '../observability.js';
 import { errorResponses } from '../responses.js';
 import { Envelope, LiveData, ReadyData } from '../schemas.js';
-import { servedNow, takesTraffic } from '../served.js';
+import { servedNow, servingProblems, takesTraffic } from '../served.js';
 import type { TaggerApp } from '../types.js';
 
 export interface Readiness {
@@ -65,11 +65,12 @@ export function operationsRoutes(
         if (error instanceof HttpError) throw error;
         return notReady('no model is loaded');
       }
-      return envelope(
-        request,
-        200,
-        runId === null ? { status: 'ready' as const } : { status: 'ready' as const, run_id: runId },
-      );
+      const problems = servingProblems(current());
+      return envelope(request, 200, {
+        status: 'ready' as const,
+        ...(runId === null ? {} : { run_id: runId }),
+        ...(problems.length > 0 ? { problems } : {}),
+      });
     },
   );
 
