@@ -15,7 +15,7 @@ import { openTrackingStore, resolveTrackingUri } from './tracking/index.js';
 import { TrackingError, type TrackingStore } from './tracking/store.js';
 import { DataError, readDataset } from './train/data.js';
 import { InterruptedError, logTrainingRun } from './train/log-run.js';
-import { optimize } from './train/optimize.js';
+import { optimize, type Trial } from './train/optimize.js';
 import { trainAndEvaluate } from './train/pipeline.js';
 import { createProgress } from './train/progress.js';
 
@@ -217,6 +217,15 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
     flags.artifactRoot,
   );
   await writeFile(flags.output, `${JSON.stringify(result.best.args, null, 2)}\n`);
+  const trials = result.trials.map((trial) => ({
+    trial: trial.trial,
+    run_id: trial.runId,
+    val_f1: trial.validationF1,
+    f1: trial.testF1,
+    args: trial.args,
+    // Trial 1 trains with the base arguments (the defaults unless --args is given).
+    base_args: trial.trial === 1,
+  }));
   const summary = {
     best: {
       run_id: result.best.runId,
@@ -225,7 +234,8 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
       f1: result.best.testF1,
       args: result.best.args,
     },
-    trials: result.trials.length,
+    parent_run_id: result.parentRunId,
+    trials,
     experiment: flags.experiment,
     output: flags.output,
   };
@@ -233,11 +243,53 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
     process.stdout.write(`${JSON.stringify(summary)}\n`);
     return;
   }
+  process.stdout.write(`${trialTable(result.trials, result.best.trial, flags.args !== undefined)}\n`);
   process.stdout.write(
     `Best of ${result.trials.length} trials: trial ${result.best.trial} (run ${result.best.runId}), ` +
-      `validation f1 ${formatMetric(result.best.validationF1)}, test f1 ${formatMetric(result.best.testF1)}.\n` +
+      `validation f1 ${formatMetric(result.best.validationF1)}, test f1 ${formatMetric(result.best.testF1)}; ` +
+      `the trials are nested under run ${result.parentRunId}.\n` +
       `Best arguments saved to ${flags.output}; train with them: tagger train --data ${flags.data} --args ${flags.output}\n`,
   );
+}
+
+/** The trials as a table: the searched arguments, validation and test f1; the base and best marked. */
+function trialTable(trials: readonly Trial[], best: number, givenArgs: boolean): string {
+  const header = [
+    'trial',
+    'analyzer',
+    'ngram_max',
+    'learning_rate',
+    'power_t',
+    'alpha',
+    'val f1',
+    'test f1',
+    '',
+  ];
+  const rows = trials.map((trial) => [
+    String(trial.trial),
+    trial.args.analyzer,
+    String(trial.args.ngram_max_range),
+    String(trial.args.learning_rate),
+    String(trial.args.power_t),
+    String(trial.args.alpha),
+    formatMetric(trial.validationF1),
+    formatMetric(trial.testF1),
+    [
+      trial.trial === 1 ? (givenArgs ? 'your --args' : 'default arguments') : '',
+      trial.trial === best ? 'best' : '',
+    ]
+      .filter(Boolean)
+      .join(', '),
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
 }
 
 interface PredictFlags {

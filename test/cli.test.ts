@@ -352,20 +352,66 @@ describe('tagger optimize', () => {
       '--json',
     ]);
     expect(result.code, result.stderr).toBe(0);
-    const summary = JSON.parse(result.stdout);
-    expect(summary.trials).toBe(2);
+    const summary = JSON.parse(result.stdout) as {
+      best: { run_id: string; args: unknown; val_f1: number };
+      parent_run_id: string;
+      trials: {
+        trial: number;
+        run_id: string;
+        val_f1: number;
+        f1: number;
+        args: unknown;
+        base_args: boolean;
+      }[];
+    };
+    expect(summary.trials.map((trial) => [trial.trial, trial.base_args])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    expect(summary.trials.map((trial) => trial.run_id)).toContain(summary.best.run_id);
     const saved = JSON.parse(await readFile(output, 'utf8'));
     expect(saved).toEqual(summary.best.args);
     const tracking = await openTrackingStore(store);
     try {
       const experiment = await tracking.getExperimentByName('optimization');
       const runs = await tracking.searchRuns(experiment?.experimentId ?? '');
-      expect(runs).toHaveLength(2);
-      expect(runs.every((run) => typeof run.metrics.val_f1 === 'number')).toBe(true);
+      // Two trials nested under one parent run of the search (MLflow's mlflow.parentRunId).
+      const parent = runs.find((run) => run.info.runId === summary.parent_run_id)!;
+      expect(parent.info.status).toBe('FINISHED');
+      expect(parent.metrics.best_val_f1).toBe(summary.best.val_f1);
+      expect(parent.tags['tagger.best_run_id']).toBe(summary.best.run_id);
+      const trials = runs.filter((run) => run.info.runId !== summary.parent_run_id);
+      expect(trials).toHaveLength(2);
+      expect(trials.every((run) => typeof run.metrics.val_f1 === 'number')).toBe(true);
+      expect(trials.every((run) => run.tags['mlflow.parentRunId'] === summary.parent_run_id)).toBe(true);
     } finally {
       await tracking.close();
     }
   });
+
+  it('prints a table of the trials, marking the default arguments and the best', async () => {
+    const result = await tagger([
+      'optimize',
+      '--data',
+      SAMPLE_DATA,
+      '--trials',
+      '2',
+      '--tracking-uri',
+      store,
+      '--output',
+      join(dir, 'table-args.json'),
+      '--quiet',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines[0]).toMatch(
+      /^trial\s+analyzer\s+ngram_max\s+learning_rate\s+power_t\s+alpha\s+val f1\s+test f1$/,
+    );
+    expect(lines[1]).toMatch(/^1\s.*default arguments/);
+    expect(lines[2]).toMatch(/^2\s/);
+    expect(lines.slice(1, 3).join('\n')).toMatch(/best/);
+    expect(result.stdout).toMatch(/nested under run [0-9a-f]{32}/);
+  }, 120_000);
 
   it('rejects a non-numeric trial count', async () => {
     expectCleanFailure(

@@ -31,6 +31,8 @@ export interface LogRunInput {
   extraParams?: Record<string, string>;
   /** Extra final metrics (e.g. `val_f1` for hyper-parameter search). */
   extraMetrics?: Record<string, number>;
+  /** Extra tags (e.g. `mlflow.parentRunId` for the trials of a search). */
+  extraTags?: Record<string, string>;
   /** Stops logging when aborted: the run is marked KILLED and the abort reason is thrown. */
   signal?: AbortSignal;
   /**
@@ -110,6 +112,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       'mlflow.source.name': input.source,
       'mlflow.source.type': 'LOCAL',
       [MODEL_FORMAT_TAG]: MODEL_FORMAT,
+      ...input.extraTags,
       [EVALUATION_TAGS.testSetDigest]: input.outcome.testSet.digest,
       [EVALUATION_TAGS.testSetSize]: String(input.outcome.testSet.size),
       [EVALUATION_TAGS.trainedTags]: String(input.outcome.trainedTags),

@@ -1,11 +1,12 @@
 /**
  * Hyper-parameter search: seeded random search over the analyzer, n-gram range, learning rate,
- * power_t and alpha. Every trial is trained, evaluated and logged as a run; trials are compared on the
+ * power_t and alpha. Every trial is trained, evaluated and logged as a run, nested under one parent run
+ * of the search (MLflow's `mlflow.parentRunId`, so MLflow's UI groups them); trials are compared on the
  * validation split's weighted f1 (never on the test data), and the best arguments are returned.
  */
 import { createRng, type TrainingArgs } from '../model/index.js';
-import type { TrackingStore } from '../tracking/store.js';
-import { type LoggedRun, logTrainingRun } from './log-run.js';
+import { getOrCreateExperiment, type TrackingStore } from '../tracking/store.js';
+import { InterruptedError, type LoggedRun, logTrainingRun } from './log-run.js';
 import { type TrainingInput, trainAndEvaluate } from './pipeline.js';
 
 /** The search space; bounds chosen around what works for short technical texts. */
@@ -38,7 +39,12 @@ export interface OptimizeInput extends Omit<TrainingInput, 'onEpoch'> {
 export interface OptimizeResult {
   best: Trial;
   trials: Trial[];
+  /** The run that groups the trials (MLflow's parent run). */
+  parentRunId: string;
 }
+
+/** MLflow's tag that nests a run under its parent in the UI. */
+export const PARENT_RUN_TAG = 'mlflow.parentRunId';
 
 const logUniform = (random: () => number, [low, high]: readonly [number, number]): number =>
   Math.exp(Math.log(low) + random() * (Math.log(high) - Math.log(low)));
@@ -66,32 +72,57 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     throw new RangeError(`optimize: --trials must be a whole number ≥ 1, got ${input.trials}`);
   }
   const random = createRng(input.seed);
-  const trials: Trial[] = [];
-  for (let index = 0; index < input.trials; index++) {
-    // The first trial is the base arguments themselves, so the search never does worse than them.
-    const args = index === 0 ? input.args : sampleArgs(input.args, random);
-    const outcome = trainAndEvaluate({ ...input, args });
-    const logged: LoggedRun = await logTrainingRun(store, {
-      experiment: input.experiment,
-      runName: `${input.runNamePrefix}-${index + 1}`,
-      args,
-      seed: input.seed,
-      outcome,
-      source: 'tagger optimize',
-      extraParams: { trial: String(index + 1) },
-      extraMetrics: { val_f1: outcome.validationF1 },
-      ...(input.catchSignals ? { catchSignals: true } : {}),
+  const experimentId = await getOrCreateExperiment(store, input.experiment);
+  const parent = await store.createRun(experimentId, {
+    runName: input.runNamePrefix,
+    tags: { 'mlflow.source.name': 'tagger optimize', 'mlflow.source.type': 'LOCAL' },
+  });
+  const parentRunId = parent.info.runId;
+  try {
+    await store.logBatch(parentRunId, {
+      params: { trials: String(input.trials), seed: String(input.seed) },
     });
-    const trial: Trial = {
-      trial: index + 1,
-      args,
-      runId: logged.runId,
-      validationF1: outcome.validationF1,
-      testF1: outcome.performance.overall.f1,
-    };
-    trials.push(trial);
-    input.onTrial?.(trial);
+    const trials: Trial[] = [];
+    for (let index = 0; index < input.trials; index++) {
+      // The first trial is the base arguments themselves, so the search never does worse than them.
+      const args = index === 0 ? input.args : sampleArgs(input.args, random);
+      const outcome = trainAndEvaluate({ ...input, args });
+      const logged: LoggedRun = await logTrainingRun(store, {
+        experiment: input.experiment,
+        runName: `${input.runNamePrefix}-${index + 1}`,
+        args,
+        seed: input.seed,
+        outcome,
+        source: 'tagger optimize',
+        extraParams: { trial: String(index + 1) },
+        extraMetrics: { val_f1: outcome.validationF1 },
+        extraTags: { [PARENT_RUN_TAG]: parentRunId },
+        ...(input.catchSignals ? { catchSignals: true } : {}),
+      });
+      const trial: Trial = {
+        trial: index + 1,
+        args,
+        runId: logged.runId,
+        validationF1: outcome.validationF1,
+        testF1: outcome.performance.overall.f1,
+      };
+      trials.push(trial);
+      input.onTrial?.(trial);
+    }
+    const best = trials.reduce((a, b) => (b.validationF1 > a.validationF1 ? b : a));
+    const now = Date.now();
+    await store.logBatch(parentRunId, {
+      metrics: [
+        { key: 'best_val_f1', value: best.validationF1, timestamp: now, step: 0 },
+        { key: 'best_trial', value: best.trial, timestamp: now, step: 0 },
+      ],
+      tags: { 'tagger.best_run_id': best.runId },
+    });
+    await store.updateRun(parentRunId, { status: 'FINISHED' });
+    return { best, trials, parentRunId };
+  } catch (error) {
+    const status = error instanceof InterruptedError ? 'KILLED' : 'FAILED';
+    await store.updateRun(parentRunId, { status }).catch(() => undefined);
+    throw error;
   }
-  const best = trials.reduce((a, b) => (b.validationF1 > a.validationF1 ? b : a));
-  return { best, trials };
 }
