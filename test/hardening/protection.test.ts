@@ -382,7 +382,12 @@ describe('probes', () => {
     expect(expectEnvelope(live, { method: 'GET', url: '/health/live' }).data).toEqual({ status: 'live' });
     const ok = await app.inject({ url: '/health/ready' });
     expect(ok.statusCode).toBe(200);
-    expect(JSON.parse(ok.body).data).toEqual({ status: 'ready', run_id: fx.runs.alpha });
+    // The fixture's best-ranked run is broken: readiness stays 200 and says so.
+    expect(JSON.parse(ok.body).data).toEqual({
+      status: 'ready',
+      run_id: fx.runs.alpha,
+      problems: [expect.stringMatching(new RegExp(`^run ${fx.runs.broken} ranks above the served run`))],
+    });
     ready = false;
     const draining = await app.inject({ url: '/health/ready' });
     expect(draining.statusCode).toBe(503);
