@@ -18,7 +18,6 @@
  * in a container) to accept connections from other machines.
  */
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { Ajv, type ValidateFunction } from 'ajv';
 import Type, { type Static, type TSchema } from 'typebox';
 import { parse as parseYaml } from 'yaml';
@@ -27,6 +26,7 @@ import { HTTP_DEFAULTS, type HttpOptionsInput } from './http/options.js';
 import { redactRedisUrl } from './http/shared-rate-limit.js';
 import { DEFAULT_GATES, type PromotionGates, StartupError } from './service/index.js';
 import { DEFAULT_TRACKING_URI, defaultTrackingUri, redactUri } from './tracking/index.js';
+import { defaultWorkers, describeWorkers } from './worker-count.js';
 
 export { StartupError } from './service/index.js';
 
@@ -158,7 +158,7 @@ const SETTINGS = {
     schema: integer(
       1,
       MAX_WORKERS,
-      'worker processes serving the same port (default: the cores available; 1: a single process)',
+      "worker processes serving the same port (default: the cores available, within the container's CPU quota and memory limit at 192 MiB per worker; 1: a single process)",
     ),
     default: null,
     what: 'the number of worker processes',
@@ -763,7 +763,7 @@ export function resolveServeConfig(
   const common: Common = {
     host: values.host,
     port: values.port,
-    workers: values.workers ?? availableParallelism(),
+    workers: values.workers ?? defaultWorkers().workers,
     logLevel: values.log_level,
     shutdownDelayMs: values.shutdown_delay_ms,
     shutdownGraceMs: values.shutdown_grace_ms,
@@ -804,7 +804,7 @@ export function resolveServeConfig(
 /** A value as `--print-config` shows it: secrets masked. */
 function shown({ setting, value }: Resolved): string {
   if (value === null) {
-    return setting.key === 'workers' ? `(unset: the cores available, ${availableParallelism()})` : '(unset)';
+    return setting.key === 'workers' ? `(unset: ${describeWorkers(defaultWorkers())})` : '(unset)';
   }
   if (setting.secret === 'value') {
     const count = keyList(value).length;

@@ -130,11 +130,11 @@ function predict(url: string): Promise<{ status: number; runId: string | undefin
 
 describe('resolveWorkerCount', () => {
   it('defaults to the available cores and reads --workers, then TAGGER_WORKERS', async () => {
-    const { availableParallelism } = await import('node:os');
-    expect(resolveWorkerCount(undefined, {})).toBe(availableParallelism());
+    const { defaultWorkers } = await import('../src/worker-count.js');
+    expect(resolveWorkerCount(undefined, {})).toBe(defaultWorkers().workers);
     expect(resolveWorkerCount('3', { TAGGER_WORKERS: '5' })).toBe(3);
     expect(resolveWorkerCount(undefined, { TAGGER_WORKERS: '5' })).toBe(5);
-    expect(resolveWorkerCount('', { TAGGER_WORKERS: ' ' })).toBe(availableParallelism());
+    expect(resolveWorkerCount('', { TAGGER_WORKERS: ' ' })).toBe(defaultWorkers().workers);
   });
 
   it.each(['0', '-1', '1.5', 'two', String(MAX_WORKERS + 1)])('rejects %j with a clear message', (value) => {

@@ -4,7 +4,6 @@
  */
 import { spawn } from 'node:child_process';
 import { createConnection, createServer, type Socket } from 'node:net';
-import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -18,6 +17,7 @@ import {
 } from '../src/server.js';
 import type { ReloadResult } from '../src/service/index.js';
 import { defaultTrackingUri, type TrackingStore } from '../src/tracking/index.js';
+import { defaultWorkers } from '../src/worker-count.js';
 import { REPO_ROOT } from './support/components.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from './support/fixtures.js';
 import { logServedRun, predictBody } from './support/serve-process.js';
@@ -49,7 +49,7 @@ describe('resolveServeConfig', () => {
       reloadIntervalMs: 60_000,
       shutdownDelayMs: 5_000,
       shutdownGraceMs: 10_000,
-      workers: availableParallelism(),
+      workers: defaultWorkers().workers,
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');
   });
