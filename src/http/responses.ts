@@ -26,7 +26,11 @@ const metricValue = (value: number): number | 'NaN' | 'Infinity' | '-Infinity' =
 const isoTime = (ms: number | null): string | null =>
   ms !== null && Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : null;
 
-export function runRecord(run: RunSummary): RunRecord {
+export function runRecord(
+  run: RunSummary,
+  serving: { servedRunId: string; heldBack?: ReadonlyMap<string, string> },
+): RunRecord {
+  const held = serving.heldBack?.get(run.runId);
   return {
     run_id: run.runId,
     run_name: run.runName,
@@ -35,6 +39,8 @@ export function runRecord(run: RunSummary): RunRecord {
     end_time: isoTime(run.endTime),
     metrics: Object.fromEntries(Object.entries(run.metrics).map(([key, value]) => [key, metricValue(value)])),
     params: { ...run.params },
+    served: run.runId === serving.servedRunId,
+    ...(held === undefined ? {} : { not_served_because: held }),
   };
 }
 

@@ -297,6 +297,13 @@ export const RunRecord = Type.Object(
       {},
       { additionalProperties: Type.String(), description: 'Logged params (strings, as MLflow stores them)' },
     ),
+    served: Type.Boolean({ description: 'True for the run that answers /predict now' }),
+    not_served_because: Type.Optional(
+      Type.String({
+        description:
+          'For a run ranked above the served one: why it is not served (a promotion gate, or artifacts that cannot be loaded)',
+      }),
+    ),
   },
   { title: 'Run', additionalProperties: false },
 );

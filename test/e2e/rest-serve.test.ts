@@ -259,7 +259,8 @@ async function api(base: string, path: string, body?: unknown): Promise<ApiAnswe
 }
 
 /** What `GET /runs` should say about a run, from MLflow's Python client. */
-function expectedRecord(runId: string, run: PyRun) {
+/** The /runs record of a run; the best (first in MLflow's order) is the one served here. */
+function expectedRecord(runId: string, run: PyRun, servedRunId: string) {
   return {
     run_id: runId,
     run_name: run.run_name,
@@ -268,6 +269,7 @@ function expectedRecord(runId: string, run: PyRun) {
     end_time: run.end_time === null ? null : new Date(run.end_time).toISOString(),
     metrics: run.metrics,
     params: run.params,
+    served: runId === servedRunId,
   };
 }
 
@@ -370,7 +372,9 @@ describe.skipIf(!mlflow || !python)('tagger train and serve against a real MLflo
       const runs = await api(tagger.url, '/runs');
       expect(runs.status).toBe(200);
       expect(runs.body.data.runs.map((run: { run_id: string }) => run.run_id)).toEqual(seen.order);
-      expect(runs.body.data.runs).toEqual(seen.order.map((id) => expectedRecord(id, seen.runs[id]!)));
+      expect(runs.body.data.runs).toEqual(
+        seen.order.map((id) => expectedRecord(id, seen.runs[id]!, seen.order[0]!)),
+      );
 
       const best = seen.order[0]!;
       const predicted = await api(tagger.url, '/predict', { texts: TEXTS });
@@ -477,7 +481,9 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
 
     const runs = await api(url, '/runs');
     expect(runs.status).toBe(200);
-    expect(runs.body.data.runs).toEqual(seen.order.map((id) => expectedRecord(id, seen.runs[id]!)));
+    expect(runs.body.data.runs).toEqual(
+      seen.order.map((id) => expectedRecord(id, seen.runs[id]!, seen.order[0]!)),
+    );
 
     const predicted = await api(url, '/predict', { texts: TEXTS });
     expect(predicted.status).toBe(200);

@@ -73,6 +73,19 @@ describe('GET /health/ready and /metrics: what is wrong while serving goes on', 
     expect(data.problems.join('\n')).not.toMatch(/file:|\/tmp\/|mlruns/);
   });
 
+  it('/runs marks the served run and says why a better-ranked run is not served', async () => {
+    const runs = JSON.parse((await get('/runs')).body).data.runs as {
+      run_id: string;
+      served: boolean;
+      not_served_because?: string;
+    }[];
+    expect(runs.filter((run) => run.served).map((run) => run.run_id)).toEqual([fx.runs.alpha]);
+    const broken = runs.find((run) => run.run_id === fx.runs.broken)!;
+    expect(broken.served).toBe(false);
+    expect(broken.not_served_because).toMatch(/^model\//);
+    expect(runs.filter((run) => run.not_served_because !== undefined)).toHaveLength(1);
+  });
+
   it('/metrics counts held-back runs by kind and says the store was readable', async () => {
     const text = (await get('/metrics')).body;
     expect(text).toMatch(/^tagger_runs_held_back\{kind="unloadable"\} 1$/m);

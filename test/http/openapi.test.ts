@@ -115,6 +115,7 @@ describe('openapi.json', () => {
       'end_time',
       'metrics',
       'params',
+      'served',
     ]);
   });
 });

@@ -32,9 +32,14 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: Ht
     },
     async (request) => {
       const { top } = request.query;
-      const { runs: all } = current();
+      const registry = current();
+      // One snapshot: its runs and its served run belong together.
+      const { runs: all, bestRunId } = registry.current;
+      const heldBack = new Map(registry.problems.heldBack.map((held) => [held.runId, held.reason]));
       const runs = top === undefined ? all : all.slice(0, top);
-      return envelope(request, 200, { runs: runs.map(runRecord) });
+      return envelope(request, 200, {
+        runs: runs.map((run) => runRecord(run, { servedRunId: bestRunId, heldBack })),
+      });
     },
   );
 
