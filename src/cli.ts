@@ -12,7 +12,7 @@ import { startedByNpm, watchParent } from './parent-watch.js';
 import { runServeCommand, StartupError } from './server.js';
 import { loadModelForPrediction } from './service/predict-command.js';
 import { openTrackingStore, resolveTrackingUri } from './tracking/index.js';
-import { TrackingError, type TrackingStore } from './tracking/store.js';
+import { checkCanLog, TrackingError, type TrackingStore } from './tracking/store.js';
 import { DataError, readDataset } from './train/data.js';
 import { InterruptedError, logTrainingRun } from './train/log-run.js';
 import { optimize, type Trial } from './train/optimize.js';
@@ -115,8 +115,8 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   const { outcome, logged, runName } = await withStore(
     flags.trackingUri,
     async (store) => {
-      // Before training, not after it: a read-only store would otherwise cost the whole training.
-      await store.checkWritable();
+      // Before training, not after it: a store or experiment it cannot write would cost the whole training.
+      await checkCanLog(store, flags.experiment);
       const progress = createProgress({
         label: 'training',
         // With refit the epochs run twice: the validated fit, then the fit on train + validation.
@@ -197,7 +197,7 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
   const result = await withStore(
     flags.trackingUri,
     async (store) => {
-      await store.checkWritable();
+      await checkCanLog(store, flags.experiment);
       try {
         return await optimize(store, {
           data,

@@ -1,6 +1,6 @@
 /** The `tagger` CLI as users run it: a real process, real files, a real local store. */
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -290,6 +290,51 @@ describe('tagger train', () => {
       await rm(stores, { recursive: true, force: true });
     },
   );
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'an experiment this user cannot write fails before training, though the store can be [as nobody]',
+    async () => {
+      // The store is shared (world-writable) but `best` was created by another user (root, 0755).
+      const stores = await mkdtemp(join(tmpdir(), 'tagger-foreign-experiment-'));
+      await chmod(stores, 0o755);
+      const root = join(stores, 'mlruns');
+      const owned = await openTrackingStore(root);
+      const experimentId = await owned.createExperiment('best');
+      await owned.close();
+      await chmod(root, 0o777);
+      const result = await tagger(
+        ['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', root],
+        {},
+        { uid: 65534, gid: 65534, cwd: stores },
+      );
+      expectCleanFailure(
+        result,
+        new RegExp(`tagger: tracking: cannot write to the folder of experiment 'best' .*${experimentId}`),
+      );
+      expect(result.stderr).not.toMatch(/training: /);
+      await rm(stores, { recursive: true, force: true });
+    },
+  );
+
+  it('a deleted experiment fails before training, not after it', async () => {
+    const root = join(dir, 'mlruns-deleted');
+    const owned = await openTrackingStore(root);
+    const experimentId = await owned.createExperiment('best');
+    await owned.close();
+    // What MLflow's delete_experiment does: mark it deleted and move it to .trash.
+    const meta = join(root, experimentId, 'meta.yaml');
+    await writeFile(
+      meta,
+      (await readFile(meta, 'utf8')).replace('lifecycle_stage: active', 'lifecycle_stage: deleted'),
+    );
+    await rename(join(root, experimentId), join(root, '.trash', experimentId));
+    const result = await tagger(['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', root]);
+    expectCleanFailure(
+      result,
+      /tagger: tracking: experiment 'best' is deleted in .*; restore it or choose another name/,
+    );
+    expect(result.stderr).not.toMatch(/training: /);
+  });
 
   it('requires --data', async () => {
     expectCleanFailure(await tagger(['train']), /required option '--data <csv>' not specified/);

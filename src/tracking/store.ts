@@ -142,8 +142,11 @@ export interface TrackingStore {
   /**
    * Fails with `PERMISSION_DENIED` (or `UNAVAILABLE`) when this process could not log a run here, so
    * `tagger train` finds a read-only store before training rather than after. Writes nothing that stays.
+   * With `experimentId` (an existing, active experiment), also checks that runs can be created in that
+   * experiment: its folder or artifact location may belong to another user than the store's root.
+   * Callers use `checkCanLog`, which looks the experiment up first.
    */
-  checkWritable(): Promise<void>;
+  checkWritable(experimentId?: string): Promise<void>;
 
   /** Releases resources (sockets, timers). Idempotent. */
   close(): Promise<void>;
@@ -151,16 +154,8 @@ export interface TrackingStore {
 
 /** Convenience built on the primitives: the id of the active experiment `name`, created when absent. */
 export async function getOrCreateExperiment(store: TrackingStore, name: string): Promise<string> {
-  const existing = await store.getExperimentByName(name);
-  if (existing) {
-    if (existing.lifecycleStage === 'deleted') {
-      throw new TrackingError(
-        'INVALID_ARGUMENT',
-        `tracking: experiment '${name}' is deleted in ${store.displayUri}; restore it or choose another name`,
-      );
-    }
-    return existing.experimentId;
-  }
+  const existing = await activeExperiment(store, name);
+  if (existing) return existing.experimentId;
   try {
     return await store.createExperiment(name);
   } catch (error) {
@@ -171,4 +166,26 @@ export async function getOrCreateExperiment(store: TrackingStore, name: string):
     }
     throw error;
   }
+}
+
+/** Experiment `name`, null when there is none; runs cannot be logged to a deleted one (INVALID_ARGUMENT). */
+async function activeExperiment(store: TrackingStore, name: string): Promise<Experiment | null> {
+  const existing = await store.getExperimentByName(name);
+  if (existing?.lifecycleStage === 'deleted') {
+    throw new TrackingError(
+      'INVALID_ARGUMENT',
+      `tracking: experiment '${name}' is deleted in ${store.displayUri}; restore it or choose another name`,
+    );
+  }
+  return existing;
+}
+
+/**
+ * Fails now with what logging a run to experiment `name` would fail with later: the store or the
+ * experiment cannot be written, or the experiment is deleted. `tagger train` and `optimize` call it
+ * before training, so a training is never spent on a store that cannot keep it. Creates nothing.
+ */
+export async function checkCanLog(store: TrackingStore, name: string): Promise<void> {
+  const existing = await activeExperiment(store, name);
+  await store.checkWritable(existing?.experimentId);
 }

@@ -165,9 +165,24 @@ export class FileTrackingStore implements TrackingStore {
 
   async close(): Promise<void> {}
 
-  async checkWritable(): Promise<void> {
+  async checkWritable(experimentId?: string): Promise<void> {
     await this.ready();
     await probeWritable(this.root, 'the tracking folder');
+    if (experimentId === undefined) return;
+    // A run is a folder in the experiment's folder, which may belong to someone else than the root
+    // (created by another user or job), with artifacts where the experiment keeps them.
+    const found = await this.findExperiment(experimentId);
+    if (!found) {
+      throw new TrackingError(
+        'NOT_FOUND',
+        `tracking: experiment ${experimentId} not found in ${this.displayUri}`,
+      );
+    }
+    await probeWritable(found.dir, `the folder of experiment '${found.experiment.name}'`);
+    const artifacts = await this.artifactBase(found.experiment);
+    if (artifacts !== null && resolve(artifacts) !== found.dir) {
+      await probeWritable(artifacts, `the artifact folder of experiment '${found.experiment.name}'`);
+    }
   }
 
   // ---------------------------------------------------------------- setup and atomic writes
@@ -593,22 +608,27 @@ export class FileTrackingStore implements TrackingStore {
     runId: string,
   ): Promise<{ recordedUri: string; dir: string }> {
     const local = join(location.runDir, ARTIFACTS);
-    if (experiment.artifactLocation.startsWith('file:')) {
-      let experimentArtifacts: string | null = null;
-      try {
-        experimentArtifacts = fileURLToPath(experiment.artifactLocation);
-      } catch {
-        // Not a usable file URI: use the store-local folder.
-      }
-      if (experimentArtifacts !== null && (await exists(experimentArtifacts))) {
-        const base = experiment.artifactLocation.replace(/\/+$/, '');
-        return {
-          recordedUri: `${base}/${runId}/${ARTIFACTS}`,
-          dir: join(experimentArtifacts, runId, ARTIFACTS),
-        };
-      }
+    const experimentArtifacts = await this.artifactBase(experiment);
+    if (experimentArtifacts !== null) {
+      const base = experiment.artifactLocation.replace(/\/+$/, '');
+      return {
+        recordedUri: `${base}/${runId}/${ARTIFACTS}`,
+        dir: join(experimentArtifacts, runId, ARTIFACTS),
+      };
     }
     return { recordedUri: fileUri(local), dir: local };
+  }
+
+  /** The existing local folder of the experiment's artifact location; null when runs keep theirs in the store. */
+  private async artifactBase(experiment: Experiment): Promise<string | null> {
+    if (!experiment.artifactLocation.startsWith('file:')) return null;
+    let path: string;
+    try {
+      path = fileURLToPath(experiment.artifactLocation);
+    } catch {
+      return null; // Not a usable file URI: the store-local folder.
+    }
+    return (await exists(path)) ? path : null;
   }
 
   async logBatch(runId: string, batch: LogBatch): Promise<void> {

@@ -382,10 +382,23 @@ export class RestTrackingStore implements TrackingStore {
 
   /**
    * MLflow's REST API has no side-effect-free write test: this checks that the server answers and
-   * accepts the credentials; a user without write permission is found at the first write.
+   * accepts the credentials (and that the experiment exists, when given); a user without write
+   * permission is found at the first write.
    */
-  async checkWritable(): Promise<void> {
-    await this.getExperimentByName('Default');
+  async checkWritable(experimentId?: string): Promise<void> {
+    if (experimentId === undefined) {
+      await this.getExperimentByName('Default');
+      return;
+    }
+    await this.call(
+      {
+        method: 'GET',
+        url: this.api('experiments/get', { experiment_id: experimentId }),
+        idempotent: true,
+        what: `look up experiment ${experimentId}`,
+      },
+      Answers.getExperiment,
+    );
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
+import { checkCanLog } from '../../../src/tracking/store.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../../support/mlflow-server.js';
 import { expectTrackingError, runTrackingStoreContract, uniqueName } from '../contract.js';
 
@@ -169,6 +170,22 @@ describe.skipIf(!mlflow)('RestTrackingStore against mlflow server', () => {
     const experiment = await store.getExperimentByName(name);
     expect(experiment?.experimentId).toBe(id);
     expect(experiment?.lifecycleStage).toBe('deleted');
+  });
+
+  it('checkCanLog: an existing experiment is looked up on the server; a deleted one is refused', async () => {
+    const name = uniqueName('rest-can-log');
+    await checkCanLog(store, name);
+    expect(await store.getExperimentByName(name)).toBeNull();
+    const id = await store.createExperiment(name);
+    await checkCanLog(store, name);
+    await expectTrackingError(() => store.checkWritable('999999999'), 'NOT_FOUND');
+    const response = await fetch(`${uri}/api/2.0/mlflow/experiments/delete`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ experiment_id: id }),
+    });
+    expect(response.status).toBe(200);
+    await expectTrackingError(() => checkCanLog(store, name), 'INVALID_ARGUMENT');
   });
 
   it('waitUntilReady gives a clear UNAVAILABLE error for a port nobody listens on', async () => {
