@@ -1,0 +1,143 @@
+/**
+ * A real `tagger train` process signalled while its run is being logged: the run ends KILLED with an end
+ * time (never RUNNING, never FINISHED), the process exits 143 for SIGTERM and 130 for SIGINT, and serving
+ * skips the run although it ranks first. The signal is sent at a known point — after the first model file
+ * is stored — through a test-only preload (`test/support/pause-logging.ts`), not after a sleep. A signal
+ * during the training itself leaves no run at all. `log-run.test.ts` covers the same in-process.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MODEL_FILES } from '../../src/model/index.js';
+import { RunRegistry } from '../../src/service/index.js';
+import { FileTrackingStore } from '../../src/tracking/index.js';
+import { captureLog } from '../http/helpers.js';
+import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+
+const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
+const PAUSE_LOGGING = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'pause-logging.ts')).href;
+/** Small and fast; every training here uses the same arguments and seed, so the same f1. */
+const FAST = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `tagger train` into `store` as a child process; `preload` adds `--import` modules. */
+function train(store: string, args: string, preload: string[] = []): ChildProcessWithoutNullStreams {
+  const imports = [TSX_LOADER, ...preload].flatMap((url) => ['--import', url]);
+  return spawn(
+    process.execPath,
+    [...imports, CLI, 'train', '--data', SAMPLE_DATA, '--args', args, '--tracking-uri', store],
+    { cwd: REPO_ROOT, env: { ...process.env, MLFLOW_TRACKING_URI: '' } },
+  );
+}
+
+/** Collects the output; calls `onStderr` with everything printed so far, at every chunk. */
+function outcome(child: ChildProcessWithoutNullStreams, onStderr?: (stderr: string) => void): Promise<Exit> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    onStderr?.(stderr);
+  });
+  return new Promise((done) => child.once('close', (code, signal) => done({ code, signal, stdout, stderr })));
+}
+
+let dir: string;
+let store: string;
+/** A complete run logged before the interrupted ones, with the same f1. */
+let finishedRunId: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tagger-log-signals-'));
+  store = join(dir, 'mlruns');
+  const first = await outcome(train(store, FAST));
+  expect(first.code, first.stderr).toBe(0);
+  finishedRunId = /Logged run ([0-9a-f]{32})/.exec(first.stdout)?.[1] ?? '';
+  expect(finishedRunId).not.toBe('');
+}, 60_000);
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('tagger train interrupted while its run is logged', () => {
+  it.each([
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as const)(
+    '%s: the run ends KILLED with an end time and is not served; the process exits %i',
+    async (signal, exitCode) => {
+      const child = train(store, FAST, [PAUSE_LOGGING]);
+      let runId = '';
+      const exit = await outcome(child, (stderr) => {
+        const paused = /^paused ([0-9a-f]{32})$/m.exec(stderr);
+        if (paused && runId === '') {
+          runId = paused[1]!;
+          child.kill(signal);
+        }
+      });
+      expect(runId, exit.stderr).not.toBe('');
+      // Handled, not killed by the signal: the exit status is the shell's 128 + signal number.
+      expect({ code: exit.code, signal: exit.signal }).toEqual({ code: exitCode, signal: null });
+      expect(exit.stderr).toContain(
+        `tagger: interrupted by ${signal}; the run being logged was marked KILLED`,
+      );
+      expect(exit.stdout).not.toMatch(/Logged run/);
+
+      const tracking = await FileTrackingStore.open(store);
+      try {
+        const run = await tracking.getRun(runId);
+        expect(run?.info.status).toBe('KILLED');
+        expect(run?.info.endTime).toBeGreaterThanOrEqual(run!.info.startTime);
+        // Stopped part-way through the model: some of its files stored, not all.
+        const stored = await tracking.listArtifacts(runId, 'model');
+        expect(stored.length).toBeGreaterThan(0);
+        expect(stored.length).toBeLessThan(MODEL_FILES.length);
+        // Serving ranks it first (the same f1 as the finished run, and newer) and serves the finished run.
+        const registry = await RunRegistry.load(tracking, {
+          experiment: 'best',
+          modelCacheSize: 2,
+          log: captureLog(),
+        });
+        expect(registry.runs[0]).toMatchObject({ runId, status: 'KILLED' });
+        expect(registry.bestRunId).toBe(finishedRunId);
+      } finally {
+        await tracking.close();
+      }
+    },
+    60_000,
+  );
+
+  it('a signal during the training itself stops it at once and leaves no run', async () => {
+    // About 10 s of epochs: the signal, sent at the first epoch's progress line, lands long before
+    // logging even on a loaded machine (killed at once, the test takes about a second).
+    const slow = JSON.stringify({ num_epochs: 2_000, ngram_max_range: 4 });
+    const other = join(dir, 'mlruns-training');
+    const child = train(other, slow);
+    let sent = false;
+    const exit = await outcome(child, (stderr) => {
+      if (!sent && /^training: 1\//m.test(stderr)) {
+        sent = true;
+        child.kill('SIGTERM');
+      }
+    });
+    expect(sent, exit.stderr).toBe(true);
+    expect(exit.signal).toBe('SIGTERM');
+    const tracking = await FileTrackingStore.open(other);
+    try {
+      expect(await tracking.getExperimentByName('best')).toBeNull();
+    } finally {
+      await tracking.close();
+    }
+  }, 60_000);
+});
