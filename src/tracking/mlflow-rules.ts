@@ -9,7 +9,7 @@
  * because the file layout stores a key with `/` as nested files.
  */
 import { posix } from 'node:path';
-import type { CreateRunOptions, LogBatch, MetricPoint, RunStatus } from './store.js';
+import type { CreateRunOptions, LogBatch, MetricPoint, RunInfo, RunStatus } from './store.js';
 import { TrackingError } from './store.js';
 
 export { compareByMetric, compareNatural, sortRuns } from './order.js';
@@ -125,6 +125,22 @@ export function newRunFields(options: CreateRunOptions): {
   const userId = options.userId ?? '';
   if (typeof userId !== 'string') throw invalid('userId must be a string');
   return { runName, tags, startTime, userId };
+}
+
+/** The record of a run `createRun` just made: RUNNING, active, not ended. */
+export function newRunInfo(
+  ids: { runId: string; experimentId: string; artifactUri: string },
+  fields: { runName: string; startTime: number; userId: string },
+): RunInfo {
+  return {
+    ...ids,
+    runName: fields.runName,
+    userId: fields.userId,
+    status: 'RUNNING',
+    startTime: fields.startTime,
+    endTime: null,
+    lifecycleStage: 'active',
+  };
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import type { MetricPoint, Run, TrackingStore } from '../../src/tracking/store.js';
 import { REPO_ROOT } from './components.js';
@@ -223,4 +224,23 @@ export async function expectTaggerSeesPythonRuns(store: TrackingStore, answer: P
   expect(JSON.parse(json)).toEqual({ format: 'tagger-model/1' });
   expect(runs.find((run) => run.info.runName === 'py-nan')!.metrics['f1']).toBeNaN();
   return runs;
+}
+
+/**
+ * Lets MLflow's own store create (and migrate) a database at `uri`, as `mlflow server` does on first
+ * start; resolves with MLflow's version. Used to compare schemas and by scripts/mlflow-schema.ts.
+ */
+export async function mlflowCreatesDatabase(
+  python: string,
+  uri: string,
+  artifactRoot: string,
+): Promise<string> {
+  const code = [
+    'import sys, mlflow',
+    'from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore',
+    'SqlAlchemyStore(sys.argv[1], sys.argv[2])',
+    'print(mlflow.__version__)',
+  ].join('\n');
+  const { stdout } = await promisify(execFile)(python, ['-c', code, uri, artifactRoot]);
+  return stdout.trim();
 }

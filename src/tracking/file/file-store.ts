@@ -20,6 +20,7 @@ import { withLockFile } from '../lock-file.js';
 import {
   invalid,
   newRunFields,
+  newRunInfo,
   paramChanged,
   RUN_NAME_TAG,
   sortRuns,
@@ -554,7 +555,8 @@ export class FileTrackingStore implements TrackingStore {
 
   async createRun(experimentId: string, options: CreateRunOptions): Promise<Run> {
     await this.ready();
-    const { runName, tags, startTime, userId } = newRunFields(options);
+    const fields = newRunFields(options);
+    const { tags } = fields;
 
     const found = await this.findExperiment(experimentId);
     if (!found) {
@@ -581,17 +583,7 @@ export class FileTrackingStore implements TrackingStore {
       throw fsError(error, 'create run folder', runDir);
     }
     for (const [key, value] of Object.entries(tags)) await this.writeValue(location, TAGS, key, value);
-    const info: RunInfo = {
-      runId,
-      experimentId,
-      runName,
-      userId,
-      status: 'RUNNING',
-      startTime,
-      endTime: null,
-      artifactUri: fileUri(artifactDir),
-      lifecycleStage: 'active',
-    };
+    const info = newRunInfo({ runId, experimentId, artifactUri: fileUri(artifactDir) }, fields);
     // Last: from here on the run is visible to readers.
     await this.writeRunMeta({ info, location, recordedArtifactUri: recordedUri }, true);
     this.runLocations.set(runId, location);

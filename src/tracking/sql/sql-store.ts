@@ -16,6 +16,7 @@ import {
   isLater,
   latestMetric,
   newRunFields,
+  newRunInfo,
   paramChanged,
   RUN_NAME_TAG,
   RUN_STATUSES,
@@ -337,7 +338,8 @@ export class SqlTrackingStore implements TrackingStore {
   }
 
   async createRun(experimentId: string, options: CreateRunOptions): Promise<Run> {
-    const { runName, tags, startTime, userId } = newRunFields(options);
+    const fields = newRunFields(options);
+    const { runName, tags, startTime, userId } = fields;
     const runId = randomUUID().replaceAll('-', '');
     const artifactUri = await this.call(() =>
       this.db.transaction(async (tx) => {
@@ -364,18 +366,7 @@ export class SqlTrackingStore implements TrackingStore {
         return uri;
       }),
     );
-    const info: RunInfo = {
-      runId,
-      experimentId,
-      runName,
-      userId,
-      status: 'RUNNING',
-      startTime,
-      endTime: null,
-      artifactUri,
-      lifecycleStage: 'active',
-    };
-    return { info, metrics: {}, params: {}, tags };
+    return { info: newRunInfo({ runId, experimentId, artifactUri }, fields), metrics: {}, params: {}, tags };
   }
 
   private remoteArtifacts(location: string): TrackingError {

@@ -21,6 +21,7 @@ import {
   expectMlflowSeesTaggerRuns,
   expectTaggerSeesPythonRuns,
   logTaggerRuns,
+  mlflowCreatesDatabase,
   PYTHON_RUNS,
   type PyAnswer,
   runInteropScript,
@@ -42,17 +43,8 @@ afterAll(async () => {
 const runPython = (command: Record<string, unknown>): Promise<PyAnswer> =>
   runInteropScript(python!, command, pythonCwd);
 
-/** Lets the venv's MLflow create (and migrate) a database, as `mlflow server` does on first start. */
-async function mlflowCreates(uri: string, artifactRoot: string): Promise<string> {
-  const code = [
-    'import sys, mlflow',
-    'from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore',
-    'SqlAlchemyStore(sys.argv[1], sys.argv[2])',
-    'print(mlflow.__version__)',
-  ].join('\n');
-  const { stdout } = await promisify(execFile)(python!, ['-c', code, uri, artifactRoot]);
-  return stdout.trim();
-}
+const mlflowCreates = (uri: string, artifactRoot: string): Promise<string> =>
+  mlflowCreatesDatabase(python!, uri, artifactRoot);
 
 const SPECS = [
   { name: 'good', start: 1_000, f1: 0.8 },
