@@ -104,8 +104,11 @@ async function checkExisting(
   dialect: SqlDriver['dialect'],
   options: SchemaOptions,
 ): Promise<boolean> {
+  // `runs` first: a creator commits every table at once, so once `runs` is visible alembic_version is too.
+  // (The other order raced: no alembic_version yet, then a `runs` committed in between → "not MLflow's".)
+  const hasRuns = await tableExists(tx, dialect, 'runs');
   if (!(await tableExists(tx, dialect, 'alembic_version'))) {
-    if (await tableExists(tx, dialect, 'runs')) {
+    if (hasRuns) {
       throw new TrackingError(
         'MALFORMED',
         `tracking: ${options.displayUri} has a 'runs' table but no alembic_version: it is not a database MLflow created; use an empty database or one made by MLflow`,
