@@ -4,9 +4,15 @@
  * shared contract suite in `test/tracking/contract.ts`, so training and serving never know which one
  * they talk to.
  *
+ * Each store also carries MLflow's Model Registry, kept where MLflow keeps it for that store
+ * (`registry`, see `registry.ts`).
+ *
  * Semantics follow MLflow's own store (`AbstractStore`): experiment ids and run ids are opaque strings,
  * metric values are finite or non-finite doubles, params are immutable strings, tags are overwritable.
  */
+
+import { TrackingError } from './errors.js';
+import type { ModelRegistry } from './registry.js';
 
 export type RunStatus = 'RUNNING' | 'SCHEDULED' | 'FINISHED' | 'FAILED' | 'KILLED';
 export type LifecycleStage = 'active' | 'deleted';
@@ -84,34 +90,13 @@ export interface LogBatch {
   tags?: Record<string, string>;
 }
 
-/**
- * Errors a store raises on purpose carry a code, so callers can tell "not there" from "broken".
- * Messages never contain credentials.
- */
-export type TrackingErrorCode =
-  | 'NOT_FOUND'
-  | 'INVALID_ARGUMENT'
-  | 'ALREADY_EXISTS'
-  | 'MALFORMED'
-  | 'UNAUTHENTICATED'
-  | 'PERMISSION_DENIED'
-  | 'UNAVAILABLE'
-  | 'UNSUPPORTED';
-
-export class TrackingError extends Error {
-  override readonly name = 'TrackingError';
-  constructor(
-    readonly code: TrackingErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
+export { TrackingError, type TrackingErrorCode } from './errors.js';
 
 export interface TrackingStore {
   /** Where the store lives, safe to print (credentials removed). */
   readonly displayUri: string;
+  /** The Model Registry kept with these runs (MLflow's registry URI defaults to the tracking URI). */
+  readonly registry: ModelRegistry;
 
   /** Looks up an experiment by exact name, active or deleted (check `lifecycleStage`); null when absent. */
   getExperimentByName(name: string): Promise<Experiment | null>;

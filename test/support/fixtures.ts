@@ -184,6 +184,7 @@ export function instrumentStore(
   const reads: string[] = [];
   return {
     displayUri: inner.displayUri,
+    registry: inner.registry,
     reads,
     readsOf: (runId) => reads.filter((r) => r.startsWith(`${runId}/`)).length,
     getExperimentByName: (name) => inner.getExperimentByName(name),

@@ -14,6 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerModelVersion, versionByAlias } from '../../src/tracking/registry.js';
 import type { ArtifactEntry, Run, TrackingStore } from '../../src/tracking/store.js';
 import { getOrCreateExperiment, TrackingError } from '../../src/tracking/store.js';
 
@@ -48,6 +49,9 @@ export const CONTRACT_TESTS = [
   'artifacts: reading a missing artifact is NOT_FOUND',
   'artifacts: invalid artifact paths are INVALID_ARGUMENT',
   'keys: invalid metric, param and tag keys are INVALID_ARGUMENT',
+  'registry: versions numbered in order, aliases set, moved and deleted',
+  'registry: missing models, versions and aliases; invalid names and reserved aliases',
+  'registry: concurrent registrations of one new model get distinct versions',
 ] as const;
 
 export type ContractTestName = (typeof CONTRACT_TESTS)[number];
@@ -501,6 +505,103 @@ export function runTrackingStoreContract(
       expect(
         Object.keys(run?.tags ?? {}).filter((key) => key !== 'mlflow.runName' && !key.startsWith('mlflow.')),
       ).toEqual([]);
+    });
+
+    test('registry: versions numbered in order, aliases set, moved and deleted', async () => {
+      const s = store();
+      const experimentId = await newExperiment();
+      const first = await s.createRun(experimentId, { runName: 'v1' });
+      const second = await s.createRun(experimentId, { runName: 'v2' });
+      const name = uniqueName('contract-model');
+      expect(await s.registry.getRegisteredModel(name)).toBeNull();
+
+      const v1 = await registerModelVersion(s.registry, name, {
+        source: `runs:/${first.info.runId}/model`,
+        runId: first.info.runId,
+      });
+      const v2 = await registerModelVersion(s.registry, name, {
+        source: `runs:/${second.info.runId}/model`,
+        runId: second.info.runId,
+      });
+      expect([v1.version, v2.version]).toEqual([1, 2]);
+      expect(v2).toMatchObject({
+        name,
+        runId: second.info.runId,
+        source: `runs:/${second.info.runId}/model`,
+      });
+
+      const stored = await s.registry.getModelVersion(name, 1);
+      expect(stored).toMatchObject({ name, version: 1, runId: first.info.runId, status: 'READY' });
+      expect(typeof stored?.creationTime).toBe('number');
+      expect(await s.registry.getRegisteredModel(name)).toEqual({ name, aliases: {}, latestVersion: 2 });
+
+      await s.registry.setAlias(name, 'champion', 1);
+      await s.registry.setAlias(name, 'challenger', 2);
+      expect((await versionByAlias(s.registry, name, 'champion')).runId).toBe(first.info.runId);
+      // Moving an alias replaces where it points; `latest` is always the newest version.
+      await s.registry.setAlias(name, 'champion', 2);
+      expect((await versionByAlias(s.registry, name, 'champion')).version).toBe(2);
+      expect((await versionByAlias(s.registry, name, 'latest')).version).toBe(2);
+      expect((await s.registry.getRegisteredModel(name))?.aliases).toEqual({ champion: 2, challenger: 2 });
+
+      await s.registry.deleteAlias(name, 'challenger');
+      await s.registry.deleteAlias(name, 'challenger');
+      expect((await s.registry.getRegisteredModel(name))?.aliases).toEqual({ champion: 2 });
+    });
+
+    test('registry: missing models, versions and aliases; invalid names and reserved aliases', async () => {
+      const s = store();
+      const experimentId = await newExperiment();
+      const run = await s.createRun(experimentId, { runName: 'only' });
+      const name = uniqueName('contract-model');
+      const source = { source: `runs:/${run.info.runId}/model`, runId: run.info.runId };
+
+      await expectTrackingError(() => s.registry.createModelVersion(name, source), 'NOT_FOUND');
+      await expectTrackingError(() => s.registry.setAlias(name, 'champion', 1), 'NOT_FOUND');
+      await expectTrackingError(() => versionByAlias(s.registry, name, 'champion'), 'NOT_FOUND');
+      expect(await s.registry.getModelVersion(name, 1)).toBeNull();
+
+      await s.registry.createRegisteredModel(name);
+      await expectTrackingError(() => s.registry.createRegisteredModel(name), 'ALREADY_EXISTS');
+      expect(await s.registry.getRegisteredModel(name)).toEqual({ name, aliases: {}, latestVersion: null });
+      await expectTrackingError(() => versionByAlias(s.registry, name, 'latest'), 'NOT_FOUND');
+      await s.registry.createModelVersion(name, source);
+      expect(await s.registry.getModelVersion(name, 2)).toBeNull();
+      await expectTrackingError(() => s.registry.setAlias(name, 'champion', 2), 'NOT_FOUND');
+      const missing = await expectTrackingError(
+        () => versionByAlias(s.registry, name, 'champion'),
+        'NOT_FOUND',
+      );
+      expect(missing.message).toContain("no alias 'champion'");
+
+      for (const bad of ['', '  ', 'a/b', 'a:b', '..']) {
+        await expectTrackingError(() => s.registry.createRegisteredModel(bad), 'INVALID_ARGUMENT');
+      }
+      for (const reserved of ['latest', 'LATEST', 'v1', 'V12']) {
+        await expectTrackingError(() => s.registry.setAlias(name, reserved, 1), 'INVALID_ARGUMENT');
+      }
+      for (const bad of ['', 'a b', 'a/b', 'a.b']) {
+        await expectTrackingError(() => s.registry.setAlias(name, bad, 1), 'INVALID_ARGUMENT');
+      }
+      await expectTrackingError(() => s.registry.setAlias(name, 'champion', 0), 'INVALID_ARGUMENT');
+      expect((await s.registry.getRegisteredModel(name))?.aliases).toEqual({});
+    });
+
+    test('registry: concurrent registrations of one new model get distinct versions', async () => {
+      const s = store();
+      const experimentId = await newExperiment();
+      const run = await s.createRun(experimentId, { runName: 'many' });
+      const name = uniqueName('contract-model');
+      const versions = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          registerModelVersion(s.registry, name, {
+            source: `runs:/${run.info.runId}/model`,
+            runId: run.info.runId,
+          }),
+        ),
+      );
+      expect(versions.map((v) => v.version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect((await s.registry.getRegisteredModel(name))?.latestVersion).toBe(6);
     });
   });
 }

@@ -54,6 +54,7 @@ import {
   parseMetricLine,
 } from './formats.js';
 import { exists, existsSync, readText, readTextSync, subdirectoriesSync, walkFilesSync } from './read.js';
+import { FileModelRegistry } from './registry.js';
 
 export interface FileTrackingStoreOptions {
   /**
@@ -145,6 +146,7 @@ export class FileTrackingStore implements TrackingStore {
   /** Absolute path of the mlruns folder. */
   readonly root: string;
   readonly displayUri: string;
+  readonly registry: FileModelRegistry;
   private readonly onWarning: (message: string) => void;
   private initialized: Promise<void> | undefined;
   /** Run id -> location; verified on use, since runs can move (experiment deleted to `.trash`). */
@@ -154,6 +156,7 @@ export class FileTrackingStore implements TrackingStore {
   constructor(root: string, options: FileTrackingStoreOptions = {}) {
     this.root = storeRootFromUri(root);
     this.displayUri = fileUri(this.root);
+    this.registry = new FileModelRegistry(this.root, this.displayUri);
     this.onWarning = options.onWarning ?? (() => {});
   }
 

@@ -247,6 +247,8 @@ export function metaLifecycle(meta: RawMeta, file: string): LifecycleStage {
 }
 
 /** Serializes a meta.yaml like MLflow (sorted keys, block style), quoting anything YAML 1.1 would retype. */
-export function dumpMeta(data: Record<string, string | number | null | never[]>): string {
+export function dumpMeta(
+  data: Record<string, string | number | null | never[] | Record<string, string>>,
+): string {
   return stringify(data, { version: '1.1', sortMapEntries: true, lineWidth: 0, singleQuote: true });
 }

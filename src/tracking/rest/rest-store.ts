@@ -27,6 +27,7 @@ import {
   TrackingError,
   type TrackingStore,
 } from '../store.js';
+import { RestModelRegistry } from './registry.js';
 import { type RequestSpec, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
   Answers,
@@ -62,6 +63,7 @@ type ArtifactLocation =
 
 export class RestTrackingStore implements TrackingStore {
   readonly displayUri: string;
+  readonly registry: RestModelRegistry;
   private readonly http: RestHttpClient;
   /** A run's artifact_uri never changes, so one lookup per run is enough. Bounded. */
   private readonly artifactUris = new Map<string, string>();
@@ -69,6 +71,12 @@ export class RestTrackingStore implements TrackingStore {
   constructor(options: RestTrackingStoreOptions) {
     this.http = new RestHttpClient(options);
     this.displayUri = this.http.displayUri;
+    this.registry = new RestModelRegistry({
+      displayUri: this.displayUri,
+      call: (spec, validator) => this.call(spec, validator),
+      callOrNull: (spec, validator) => this.callOrNull(spec, validator),
+      api: (path, query) => this.api(path, query),
+    });
   }
 
   /**

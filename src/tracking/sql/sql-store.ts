@@ -48,6 +48,7 @@ import {
   SqliteDriver,
   type SqlRow,
 } from './driver.js';
+import { SqlModelRegistry } from './registry.js';
 import { ensureSchema } from './schema.js';
 
 export interface SqlTrackingStoreOptions {
@@ -120,6 +121,7 @@ const RUN_COLUMNS =
   'r.run_uuid, r.name, r.user_id, r.status, r.start_time, r.end_time, r.artifact_uri, r.lifecycle_stage, CAST(r.experiment_id AS TEXT) AS experiment_id';
 
 export class SqlTrackingStore implements TrackingStore {
+  readonly registry: SqlModelRegistry;
   private readonly onWarning: (message: string) => void;
 
   private constructor(
@@ -129,6 +131,7 @@ export class SqlTrackingStore implements TrackingStore {
     options: SqlTrackingStoreOptions,
   ) {
     this.onWarning = options.onWarning ?? (() => undefined);
+    this.registry = new SqlModelRegistry(db, displayUri);
   }
 
   /** Opens the database (creating the file and MLflow's schema when new) and checks it is MLflow's. */

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
+import { registerModelVersion, versionByAlias } from '../../../src/tracking/registry.js';
 import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
 import { ALEMBIC_HEAD, MLFLOW_VERSION } from '../../../src/tracking/sql/mlflow-schema.js';
 import { SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
@@ -26,6 +27,7 @@ import {
   type PyAnswer,
   runInteropScript,
 } from '../../support/mlflow-interop.js';
+import { type PyModelVersion, pythonRegistry } from '../../support/mlflow-registry.js';
 import { startMlflowServer, venvMlflow } from '../../support/mlflow-server.js';
 import { type Postgres, postgresBin, startPostgres } from '../../support/stack.js';
 
@@ -132,6 +134,47 @@ function expectSameSchema(
   expect(tagger.ddl).toEqual(mlflowMade.ddl);
 }
 
+/**
+ * Tagger and Python MLflow share one Model Registry in the database: versions numbered across both
+ * clients, aliases set by either read by the other (`get_model_version_by_alias`).
+ */
+async function expectSharedRegistry(store: SqlTrackingStore, uri: string): Promise<void> {
+  const experimentId = await store.createExperiment('registry');
+  const a = (await store.createRun(experimentId, { runName: 'a' })).info.runId;
+  const b = (await store.createRun(experimentId, { runName: 'b' })).info.runId;
+  await registerModelVersion(store.registry, 'tagger', { source: `runs:/${a}/model`, runId: a });
+  const byPython = await pythonRegistry<{ version: number }>(python!, uri, {
+    action: 'register',
+    name: 'tagger',
+    run_id: b,
+  });
+  expect(byPython.version).toBe(2);
+  await pythonRegistry(python!, uri, { action: 'set_alias', name: 'tagger', alias: 'champion', version: 2 });
+  expect(await versionByAlias(store.registry, 'tagger', 'champion')).toMatchObject({
+    version: 2,
+    runId: b,
+    source: `runs:/${b}/model`,
+    status: 'READY',
+  });
+  await store.registry.setAlias('tagger', 'challenger', 1);
+  const challenger = await pythonRegistry<PyModelVersion>(python!, uri, {
+    action: 'get_by_alias',
+    name: 'tagger',
+    alias: 'challenger',
+  });
+  expect(challenger).toMatchObject({ version: 1, run_id: a, source: `runs:/${a}/model`, status: 'READY' });
+  const listed = await pythonRegistry<{ versions: PyModelVersion[]; aliases: Record<string, number> }>(
+    python!,
+    uri,
+    { action: 'versions', name: 'tagger' },
+  );
+  expect(listed.versions.map((v) => [v.version, v.run_id])).toEqual([
+    [1, a],
+    [2, b],
+  ]);
+  expect(listed.aliases).toEqual({ champion: 2, challenger: 1 });
+}
+
 describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => {
   let dir: string;
   beforeAll(async () => {
@@ -191,6 +234,16 @@ describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => 
     expect((await store.getRun(added.info.runId))?.info.status).toBe('RUNNING');
     expect(warnings).toEqual([]);
     await store.close();
+  }, 120_000);
+
+  it('the Model Registry is shared with Python MLflow: versions and aliases from both clients', async () => {
+    const file = join(dir, 'registry.db');
+    const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'registry.db');
+    try {
+      await expectSharedRegistry(store, `sqlite:///${file}`);
+    } finally {
+      await store.close();
+    }
   }, 120_000);
 
   it.skipIf(mlflow === null)(
@@ -331,4 +384,14 @@ describe.skipIf(python === null || pgBin === null)('SQL store on PostgreSQL and 
     await expectTaggerSeesPythonRuns(reader, written);
     await reader.close();
   }, 180_000);
+
+  it('the Model Registry is shared with Python MLflow: versions and aliases from both clients', async () => {
+    const uri = server.sqlalchemyUri('registry');
+    const store = await SqlTrackingStore.open(uri, 'registry', { artifactRoot: join(dir, 'r') });
+    try {
+      await expectSharedRegistry(store, uri);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
 });
