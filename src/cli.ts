@@ -7,11 +7,24 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runServe } from './cluster.js';
 import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
-import { ModelFormatError, ModelInputError, parseTrainingArgs, type TrainingArgs } from './model/index.js';
+import {
+  ModelFormatError,
+  ModelInputError,
+  parseTrainingArgs,
+  RUN_ARTIFACTS,
+  type TrainingArgs,
+} from './model/index.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
 import { runServeCommand, StartupError } from './server.js';
 import { loadModelForPrediction } from './service/predict-command.js';
-import { openTrackingStore, resolveTrackingUri } from './tracking/index.js';
+import {
+  openTrackingStore,
+  registerModelVersion,
+  resolveTrackingUri,
+  validateAlias,
+  validateModelName,
+  validateSettableAlias,
+} from './tracking/index.js';
 import { checkCanLog, TrackingError, type TrackingStore } from './tracking/store.js';
 import { DataError, readDataset } from './train/data.js';
 import { InterruptedError, logTrainingRun } from './train/log-run.js';
@@ -106,13 +119,17 @@ interface TrainFlags {
   seed: number;
   json?: boolean;
   quiet?: boolean;
+  /** Register the trained run as a new version of this registered model. */
+  register?: string;
 }
 
 async function trainCommand(flags: TrainFlags): Promise<void> {
+  // A bad model name is found before training, not after it.
+  if (flags.register !== undefined) validateModelName(flags.register);
   const args = await readArgs(flags.args);
   const data = await readDataset(flags.data);
   const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
-  const { outcome, logged, runName } = await withStore(
+  const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
@@ -155,7 +172,20 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
         catchSignals: true,
       });
-      return { outcome, logged, runName };
+      const registered =
+        flags.register === undefined
+          ? null
+          : await registerModelVersion(store.registry, flags.register, {
+              source: `runs:/${logged.runId}/${RUN_ARTIFACTS.modelDir}`,
+              runId: logged.runId,
+            }).catch((error: unknown) => {
+              throw new TrackingError(
+                error instanceof TrackingError ? error.code : 'UNAVAILABLE',
+                `run ${logged.runId} was logged, but registering it as a version of model '${flags.register}' failed: ${(error as Error).message}; register it later with the MLflow client (runs:/${logged.runId}/${RUN_ARTIFACTS.modelDir})`,
+                { cause: error },
+              );
+            });
+      return { outcome, logged, runName, registered };
     },
     flags.artifactRoot,
   );
@@ -174,6 +204,7 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         sizes: outcome.sizes,
         test_set: outcome.testSet,
         warnings: outcome.warnings,
+        ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
       })}\n`,
     );
     return;
@@ -181,6 +212,69 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   process.stdout.write(
     `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}'.\n` +
       `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}\n`,
+  );
+  if (registered) {
+    process.stdout.write(
+      `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +
+        `serve it by alias: tagger alias set ${registered.name} champion ${registered.version}, then tagger serve --model-uri models:/${registered.name}@champion\n`,
+    );
+  }
+}
+
+interface AliasFlags {
+  trackingUri?: string;
+  json?: boolean;
+}
+
+async function aliasSetCommand(
+  name: string,
+  alias: string,
+  version: number,
+  flags: AliasFlags,
+): Promise<void> {
+  validateModelName(name);
+  validateSettableAlias(alias);
+  const moved = await withStore(flags.trackingUri, async (store) => {
+    const before = (await store.registry.getRegisteredModel(name))?.aliases[alias] ?? null;
+    await store.registry.setAlias(name, alias, version);
+    const target = await store.registry.getModelVersion(name, version);
+    return { before, runId: target?.runId ?? null };
+  });
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({ name, alias, version, previous_version: moved.before, run_id: moved.runId })}\n`,
+    );
+    return;
+  }
+  const from =
+    moved.before === null ? '' : moved.before === version ? ' (unchanged)' : ` (was version ${moved.before})`;
+  process.stdout.write(
+    `models:/${name}@${alias} → version ${version}${from}, run ${moved.runId ?? '(none)'}; servers following it swap at their next reload.\n`,
+  );
+}
+
+async function aliasDeleteCommand(name: string, alias: string, flags: AliasFlags): Promise<void> {
+  validateModelName(name);
+  validateAlias(alias);
+  await withStore(flags.trackingUri, (store) => store.registry.deleteAlias(name, alias));
+  if (!flags.json) process.stdout.write(`Deleted alias '${alias}' of model '${name}'.\n`);
+  else process.stdout.write(`${JSON.stringify({ name, alias, deleted: true })}\n`);
+}
+
+async function aliasListCommand(name: string, flags: AliasFlags): Promise<void> {
+  validateModelName(name);
+  const model = await withStore(flags.trackingUri, (store) => store.registry.getRegisteredModel(name));
+  if (model === null) throw new TrackingError('NOT_FOUND', `tracking: no registered model named '${name}'`);
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({ name, aliases: model.aliases, latest_version: model.latestVersion })}\n`,
+    );
+    return;
+  }
+  const entries = Object.entries(model.aliases).sort(([a], [b]) => a.localeCompare(b));
+  const lines = entries.map(([alias, version]) => `${alias}\tversion ${version}`);
+  process.stdout.write(
+    `${[...lines, `(latest: ${model.latestVersion === null ? 'no versions' : `version ${model.latestVersion}`})`].join('\n')}\n`,
   );
 }
 
@@ -355,9 +449,47 @@ export function buildProgram(): Command {
       parseInteger('--seed', 0),
       DEFAULT_SEED,
     )
+    .option(
+      '--register <model>',
+      'register the run as a new version of this registered model (created if missing), for `serve --model-uri`',
+    )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option('--quiet', 'no progress output')
     .action((flags: TrainFlags) => trainCommand(flags));
+
+  const alias = program
+    .command('alias')
+    .description(
+      "Move the Model Registry's aliases (what `serve --model-uri models:/<name>@<alias>` follows)",
+    );
+  alias
+    .command('set')
+    .description('Point an alias at a version (servers following it swap at their next reload)')
+    .argument('<model>', 'registered model name')
+    .argument('<alias>', 'alias, e.g. champion')
+    .argument('<version>', 'version number', parseInteger('<version>', 1))
+    .addOption(trackingOption())
+    .option('--json', 'print one JSON object')
+    .action((name: string, aliasName: string, version: number, flags: AliasFlags) =>
+      aliasSetCommand(name, aliasName, version, flags),
+    );
+  alias
+    .command('delete')
+    .description('Remove an alias')
+    .argument('<model>', 'registered model name')
+    .argument('<alias>', 'alias')
+    .addOption(trackingOption())
+    .option('--json', 'print one JSON object')
+    .action((name: string, aliasName: string, flags: AliasFlags) =>
+      aliasDeleteCommand(name, aliasName, flags),
+    );
+  alias
+    .command('list')
+    .description("A registered model's aliases and newest version")
+    .argument('<model>', 'registered model name')
+    .addOption(trackingOption())
+    .option('--json', 'print one JSON object')
+    .action((name: string, flags: AliasFlags) => aliasListCommand(name, flags));
 
   program
     .command('optimize')

@@ -25,7 +25,13 @@ import { parseApiKeys } from './http/auth.js';
 import { HTTP_DEFAULTS, type HttpOptionsInput } from './http/options.js';
 import { redactRedisUrl } from './http/shared-rate-limit.js';
 import { DEFAULT_GATES, type PromotionGates, StartupError } from './service/index.js';
-import { DEFAULT_TRACKING_URI, defaultTrackingUri, redactUri } from './tracking/index.js';
+import {
+  DEFAULT_TRACKING_URI,
+  defaultTrackingUri,
+  type ModelUri,
+  parseModelUri,
+  redactUri,
+} from './tracking/index.js';
 import { defaultWorkers, describeWorkers } from './worker-count.js';
 
 export { StartupError } from './service/index.js';
@@ -125,6 +131,15 @@ const SETTINGS = {
     env: 'TAGGER_RUN_ID',
     schema: text(
       'pin: serve this run of the experiment and never swap to another (reloads still refresh /runs)',
+    ),
+    default: null,
+  }),
+  model_uri: row({
+    flag: '--model-uri',
+    arg: '<uri>',
+    env: 'TAGGER_MODEL_URI',
+    schema: text(
+      'registry mode: serve what an MLflow model URI points at and follow it (models:/<name>@<alias> swaps when the alias moves; models:/<name>/<version>; runs:/<run_id>/model)',
     ),
     default: null,
   }),
@@ -682,6 +697,8 @@ export type ServeConfig =
       modelCacheSize: number;
       /** Serve this run and never swap (null: the best run). */
       pinRunId: string | null;
+      /** Registry mode: serve what this model URI points at and follow it (null: the best run). */
+      modelUri: ModelUri | null;
       /** Which runs may go live. */
       gates: PromotionGates;
       /** How long to wait for a REST tracking server to answer at startup. */
@@ -716,6 +733,31 @@ function apiKeys(settings: Map<SettingKey, Resolved>, readFile: (path: string) =
     keys.push(...fromFile);
   }
   return [...new Set(keys)];
+}
+
+/**
+ * The parsed `model_uri`, or null. It chooses the run itself, so a pinned run or an experiment given on
+ * purpose (flag or file) contradicts it; the listed runs are those of the served run's experiment.
+ */
+function modelUriSetting(settings: Map<SettingKey, Resolved>, values: SettingValues): ModelUri | null {
+  if (values.model_uri === null) return null;
+  const setting = settings.get('model_uri')!;
+  const pinned = settings.get('run_id')!;
+  const experiment = settings.get('experiment')!;
+  const contradicting = [
+    ...(pinned.value !== null ? [pinned.source] : []),
+    ...(experiment.origin === 'flag' || experiment.origin === 'file' ? [experiment.source] : []),
+  ];
+  if (contradicting.length > 0) {
+    throw new StartupError(
+      `serve: ${setting.source} chooses the served run through the Model Registry, so ${contradicting.join(' and ')} cannot be used with it; drop one of them`,
+    );
+  }
+  try {
+    return parseModelUri(values.model_uri);
+  } catch (error) {
+    throw new StartupError(`serve: ${setting.source}: ${(error as Error).message}`);
+  }
 }
 
 function httpOptions(
@@ -773,7 +815,7 @@ export function resolveServeConfig(
   const model = settings.get('model')!;
   if (values.model !== null) {
     // Run-based settings given on purpose (a flag or the file) contradict --model; variables are ignored.
-    const conflicting = (['tracking_uri', 'experiment', 'run_id'] as const)
+    const conflicting = (['tracking_uri', 'experiment', 'run_id', 'model_uri'] as const)
       .map((key) => settings.get(key)!)
       .filter((r) => r.origin === 'flag' || r.origin === 'file')
       .map((r) => r.source);
@@ -791,6 +833,7 @@ export function resolveServeConfig(
     experiment: values.experiment,
     modelCacheSize: values.model_cache_size,
     pinRunId: values.run_id,
+    modelUri: modelUriSetting(settings, values),
     gates: {
       minTestSize: values.min_test_size,
       minTags: values.min_tags,

@@ -121,6 +121,7 @@ async function loadServing(
       modelCacheSize: config.modelCacheSize,
       gates: config.gates,
       pinRunId: config.pinRunId,
+      modelUri: config.modelUri,
       log: logger,
       preferRunId: options.preferRunId,
       ...(options.onReload ? { onReload: options.onReload } : {}),

@@ -341,6 +341,111 @@ describe('tagger train', () => {
   });
 });
 
+describe('tagger train --register and tagger alias', () => {
+  it('registers each trained run as the next version, and moves, lists and deletes aliases', async () => {
+    const registry = join(dir, 'registry.db');
+    const uri = `sqlite:///${registry}`;
+    const train = () =>
+      tagger([
+        'train',
+        '--data',
+        SAMPLE_DATA,
+        '--args',
+        FAST,
+        '--tracking-uri',
+        uri,
+        '--register',
+        'tagger',
+        '--quiet',
+      ]);
+    const first = await train();
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(
+      /Registered as version 1 of model 'tagger' \(models:\/tagger\/1\); serve it by alias: tagger alias set tagger champion 1, then tagger serve --model-uri models:\/tagger@champion/,
+    );
+    const second = await tagger([
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--args',
+      FAST,
+      '--tracking-uri',
+      uri,
+      '--register',
+      'tagger',
+      '--json',
+    ]);
+    expect(second.code, second.stderr).toBe(0);
+    const output = JSON.parse(second.stdout);
+    expect(output.registered_model).toEqual({ name: 'tagger', version: 2 });
+
+    const set = await tagger(['alias', 'set', 'tagger', 'champion', '1', '--tracking-uri', uri]);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(
+      /^models:\/tagger@champion → version 1, run [0-9a-f]{32}; servers following it swap/,
+    );
+    const moved = await tagger(['alias', 'set', 'tagger', 'champion', '2', '--tracking-uri', uri, '--json']);
+    expect(JSON.parse(moved.stdout)).toEqual({
+      name: 'tagger',
+      alias: 'champion',
+      version: 2,
+      previous_version: 1,
+      run_id: output.run_id,
+    });
+    const listed = await tagger(['alias', 'list', 'tagger', '--tracking-uri', uri, '--json']);
+    expect(JSON.parse(listed.stdout)).toEqual({
+      name: 'tagger',
+      aliases: { champion: 2 },
+      latest_version: 2,
+    });
+
+    const tracking = await openTrackingStore(uri);
+    try {
+      expect(await tracking.registry.getModelVersion('tagger', 2)).toMatchObject({
+        runId: output.run_id,
+        source: `runs:/${output.run_id}/model`,
+      });
+    } finally {
+      await tracking.close();
+    }
+
+    expectCleanFailure(
+      await tagger(['alias', 'set', 'tagger', 'champion', '9', '--tracking-uri', uri]),
+      /^tagger: tracking: model 'tagger' has no version 9/,
+    );
+    expectCleanFailure(
+      await tagger(['alias', 'set', 'tagger', 'latest', '1', '--tracking-uri', uri]),
+      /'latest' is reserved: it always means the newest version/,
+    );
+    expectCleanFailure(
+      await tagger(['alias', 'set', 'tagger', 'champion', 'two', '--tracking-uri', uri]),
+      /<version> must be a whole number/,
+    );
+    expectCleanFailure(
+      await tagger(['alias', 'list', 'nobody', '--tracking-uri', uri]),
+      /^tagger: tracking: no registered model named 'nobody'/,
+    );
+    const deleted = await tagger(['alias', 'delete', 'tagger', 'champion', '--tracking-uri', uri]);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    const after = await tagger(['alias', 'list', 'tagger', '--tracking-uri', uri]);
+    expect(after.stdout).toBe('(latest: version 2)\n');
+  }, 120_000);
+
+  it('refuses a bad model name before training', async () => {
+    const result = await tagger([
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--tracking-uri',
+      store,
+      '--register',
+      'a/b',
+    ]);
+    expectCleanFailure(result, /invalid registered model name 'a\/b': names cannot contain/);
+    expect(result.stderr).not.toMatch(/training:/);
+  });
+});
+
 describe('tagger predict', () => {
   it('predicts with the best run, in order, one prediction per text', async () => {
     const result = await tagger(
@@ -518,9 +623,10 @@ describe('tagger serve configuration', () => {
     const config = join(dir, 'tagger.yaml');
     await writeFile(config, '# settings come from elsewhere in the first two runs\n');
     const files = { config, keys };
-    // Every flag at once (--model contradicts --tracking-uri, --experiment and --run-id: those are left out).
+    // Every flag at once (--model contradicts --tracking-uri, --experiment, --run-id and --model-uri: those
+    // are left out).
     const flagSettings = SERVE_SETTINGS.filter(
-      (s) => s.key !== 'tracking_uri' && s.key !== 'experiment' && s.key !== 'run_id',
+      (s) => !['tracking_uri', 'experiment', 'run_id', 'model_uri'].includes(s.key),
     );
     const flags = await tagger([
       'serve',
@@ -542,7 +648,8 @@ describe('tagger serve configuration', () => {
     const fromVariables = printed(variables.stdout);
     for (const setting of SERVE_SETTINGS) expect(fromVariables.get(setting.key)?.[1]).toBe(setting.env);
 
-    const inFile = SERVE_SETTINGS.filter((s) => s.key !== 'config' && s.key !== 'model');
+    // --model-uri chooses the run itself: it contradicts run_id and experiment (src/config.ts).
+    const inFile = SERVE_SETTINGS.filter((s) => !['config', 'model', 'model_uri'].includes(s.key));
     await writeFile(config, inFile.map((s) => `${s.key}: ${JSON.stringify(validText(s, files))}`).join('\n'));
     const file = await tagger(['serve', '--print-config', '--config', config]);
     expect(file.code, file.stderr).toBe(0);

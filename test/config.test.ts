@@ -38,6 +38,7 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   experiment: ['nightly', 'nightly'],
   run_id: ['0123456789abcdef0123456789abcdef', '0123456789abcdef0123456789abcdef'],
   model: ['/models/m1', '/models/m1'],
+  model_uri: ['models:/tagger@champion', 'models:/tagger@champion'],
   host: ['0.0.0.0', '0.0.0.0'],
   port: ['8123', 8123],
   workers: ['3', 3],

@@ -44,6 +44,7 @@ describe('resolveServeConfig', () => {
       logLevel: 'info',
       modelCacheSize: 4,
       pinRunId: null,
+      modelUri: null,
       gates: { minTestSize: 30, minTags: 2, allowIncomparable: false },
       storeWaitMs: 30_000,
       reloadIntervalMs: 60_000,
@@ -84,6 +85,31 @@ describe('resolveServeConfig', () => {
       resolveServeConfig({ trackingUri: '/tmp/x', experiment: 'e2', host: '::1', port: '8001' }, env),
     ).toMatchObject({ trackingUri: '/tmp/x', experiment: 'e2', host: '::1', port: 8001 });
     expect(resolveServeConfig({}, { ...env, TAGGER_PORT: '' }).port).toBe(8000);
+  });
+
+  it('parses --model-uri, and refuses it with a pinned run, an explicit experiment or a bad URI', () => {
+    expect(resolveServeConfig({ modelUri: 'models:/tagger@champion' }, {})).toMatchObject({
+      mode: 'runs',
+      modelUri: { kind: 'alias', name: 'tagger', alias: 'champion', uri: 'models:/tagger@champion' },
+    });
+    expect(
+      resolveServeConfig({}, { TAGGER_MODEL_URI: 'runs:/abc123/model', TAGGER_EXPERIMENT: 'x' }),
+    ).toMatchObject({
+      modelUri: { kind: 'run', runId: 'abc123' },
+    });
+    expect(() => resolveServeConfig({ modelUri: 'models:/tagger/2', runId: 'abc' }, {})).toThrow(
+      /--model-uri chooses the served run through the Model Registry, so --run-id cannot be used with it/,
+    );
+    expect(() => resolveServeConfig({ modelUri: 'models:/tagger/2', experiment: 'e' }, {})).toThrow(
+      /--experiment/,
+    );
+    expect(() => resolveServeConfig({ modelUri: 'models:/tagger/Production' }, {})).toThrow(
+      /stages are deprecated: point an alias at the version/,
+    );
+    expect(() => resolveServeConfig({ modelUri: 's3://bucket/model' }, {})).toThrow(
+      /--model-uri: model URI 's3:\/\/bucket\/model' is not a models:\/ or runs:\/ URI/,
+    );
+    expect(() => resolveServeConfig({ model: 'dir', modelUri: 'models:/t/1' }, {})).toThrow(/--model-uri/);
   });
 
   it('switches to single-model mode with --model or TAGGER_MODEL', () => {

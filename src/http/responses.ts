@@ -2,7 +2,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { RunSummary, ServedModel } from '../service/index.js';
 import { tracePredict } from './observability.js';
-import { ErrorEnvelope, type PredictionItem, type RunRecord, ValidationErrorBody } from './schemas.js';
+import {
+  ErrorEnvelope,
+  type ModelVersionRef,
+  type PredictionItem,
+  type RunRecord,
+  ValidationErrorBody,
+} from './schemas.js';
 
 /** One prediction per text, in the order of the texts; timed (Server-Timing) and counted (metrics). */
 export function predict(
@@ -28,7 +34,12 @@ const isoTime = (ms: number | null): string | null =>
 
 export function runRecord(
   run: RunSummary,
-  serving: { servedRunId: string; heldBack?: ReadonlyMap<string, string> },
+  serving: {
+    servedRunId: string;
+    heldBack?: ReadonlyMap<string, string>;
+    /** Registry mode: the version that the served run answers as. */
+    modelVersion?: ModelVersionRef | null;
+  },
 ): RunRecord {
   const held = serving.heldBack?.get(run.runId);
   return {
@@ -40,6 +51,9 @@ export function runRecord(
     metrics: Object.fromEntries(Object.entries(run.metrics).map(([key, value]) => [key, metricValue(value)])),
     params: { ...run.params },
     served: run.runId === serving.servedRunId,
+    ...(run.runId === serving.servedRunId && serving.modelVersion
+      ? { model_version: serving.modelVersion }
+      : {}),
     ...(held === undefined ? {} : { not_served_because: held }),
   };
 }

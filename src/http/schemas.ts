@@ -203,6 +203,24 @@ export const PredictionItem = Type.Object(
 );
 export type PredictionItem = Static<typeof PredictionItem>;
 
+/** Registry mode (`--model-uri`): the registered model version that answers. */
+export const ModelVersionRef = Type.Object(
+  {
+    name: Type.String({ description: 'Registered model name' }),
+    version: Type.Integer({ minimum: 1, description: 'Version number' }),
+    model_uri: Type.String({
+      description: 'The model URI the server follows, e.g. `models:/tagger@champion`',
+      examples: ['models:/tagger@champion'],
+    }),
+  },
+  {
+    title: 'ModelVersionRef',
+    additionalProperties: false,
+    description: 'Present when the server serves a registered model version (`tagger serve --model-uri`)',
+  },
+);
+export type ModelVersionRef = Static<typeof ModelVersionRef>;
+
 const Predictions = Type.Array(PredictionItem, {
   description: 'One prediction per submitted text, in order',
 });
@@ -214,6 +232,7 @@ export const PredictData = Type.Object(
         description: 'The run whose model answered (present in run-based mode, absent in single-model mode)',
       }),
     ),
+    model_version: Type.Optional(ModelVersionRef),
     predictions: Predictions,
   },
   { title: 'PredictData', additionalProperties: false },
@@ -298,6 +317,7 @@ export const RunRecord = Type.Object(
       { additionalProperties: Type.String(), description: 'Logged params (strings, as MLflow stores them)' },
     ),
     served: Type.Boolean({ description: 'True for the run that answers /predict now' }),
+    model_version: Type.Optional(ModelVersionRef),
     not_served_because: Type.Optional(
       Type.String({
         description:

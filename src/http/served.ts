@@ -3,7 +3,8 @@
  * can be swapped while the process runs (hot reload), so every caller goes through here on each request
  * instead of keeping a reference, and a future change of the registry's shape touches only this file.
  */
-import type { ServedModel, ServingProblems, ServingState } from '../service/index.js';
+import type { RegistrySnapshot, ServedModel, ServingProblems, ServingState } from '../service/index.js';
+import type { ModelVersionRef } from './schemas.js';
 
 export interface ServedNow {
   /** The served run's id in run-based mode; null in single-model mode. */
@@ -13,18 +14,33 @@ export interface ServedNow {
   f1: number | null;
   /** Run-based mode: an unreadable store, better-ranked runs not served; null in single-model mode. */
   problems: ServingProblems | null;
+  /** Registry mode (`--model-uri`): the registered version answering; null otherwise. */
+  modelVersion: ModelVersionRef | null;
+}
+
+/** The registered version of a snapshot, as responses show it (null unless serving a model URI). */
+export function modelVersionOf(snapshot: RegistrySnapshot): ModelVersionRef | null {
+  const version = snapshot.target?.version;
+  return version ? { name: version.name, version: version.version, model_uri: snapshot.target!.uri } : null;
 }
 
 export function servedNow(state: ServingState): ServedNow {
   if (state.mode === 'model') {
-    return { runId: null, served: state.model, f1: state.model.performance.overall.f1, problems: null };
+    return {
+      runId: null,
+      served: state.model,
+      f1: state.model.performance.overall.f1,
+      problems: null,
+      modelVersion: null,
+    };
   }
   // One read of the registry's current snapshot: a reload swaps it whole, so the run id, its model and
   // its f1 below always belong together.
-  const { runs, bestRunId: runId, best: served } = state.registry.current;
+  const snapshot = state.registry.current;
+  const { runs, bestRunId: runId, best: served } = snapshot;
   const logged = runs.find((run) => run.runId === runId)?.metrics.f1;
   const f1 = logged !== undefined && Number.isFinite(logged) ? logged : served.performance.overall.f1;
-  return { runId, served, f1, problems: state.registry.problems };
+  return { runId, served, f1, problems: state.registry.problems, modelVersion: modelVersionOf(snapshot) };
 }
 
 /** False while the server drains for shutdown (the server's lifecycle; absent in apps built by tests). */
@@ -34,9 +50,10 @@ export const takesTraffic = (state: ServingState): boolean => state.lifecycle?.r
 export function servingProblems(state: ServingState): string[] {
   if (state.mode === 'model') return [];
   const { store, heldBack } = state.registry.problems;
-  const lines = heldBack.map(
-    (held) =>
-      `run ${held.runId} ranks above the served run but is not served: ${held.reason}${held.kind === 'gates' ? '' : ' (its artifacts cannot be loaded)'}`,
+  const lines = heldBack.map((held) =>
+    held.target !== undefined
+      ? `${held.target} (run ${held.runId}) is what the model URI points at, but it is not served: ${held.reason}; the model loaded before keeps serving`
+      : `run ${held.runId} ranks above the served run but is not served: ${held.reason}${held.kind === 'gates' ? '' : ' (its artifacts cannot be loaded)'}`,
   );
   const shown = lines.length > 20 ? [...lines.slice(0, 19), `… and ${lines.length - 19} more runs`] : lines;
   return store === null ? shown : [store, ...shown.slice(0, 20)];

@@ -22,6 +22,7 @@ export {
   RunRegistry,
   type RunRegistryOptions,
   type RunSummary,
+  type ServedTarget,
   type ServiceLog,
   type ServingProblems,
 } from './registry.js';

@@ -5,6 +5,8 @@
  * replaces the snapshot with one reference swap, so a request that started on the old snapshot finishes
  * on it. A run id from a request is looked up in the snapshot's run list (a Map) before anything is read.
  */
+import { type ModelUri, resolveModelUri, versionLabel } from '../tracking/model-uri.js';
+import type { ModelVersion } from '../tracking/registry.js';
 import { type Run, type RunStatus, TrackingError, type TrackingStore } from '../tracking/store.js';
 import {
   ArtifactFormatError,
@@ -87,6 +89,20 @@ export interface RunRegistryOptions {
    * choice is explicit, so the gates do not apply; the run must be one of the experiment's and load.
    */
   pinRunId?: string | null | undefined;
+  /**
+   * Serve what a model URI points at (`tagger serve --model-uri models:/tagger@champion`) and follow it:
+   * each reload resolves it again and swaps when it points at another run. An explicit choice, so the
+   * gates do not apply; the listed runs are those of the served run's experiment.
+   */
+  modelUri?: ModelUri | null | undefined;
+}
+
+/** What a model URI resolved to when the snapshot was made (registry mode). */
+export interface ServedTarget {
+  /** The URI as configured, e.g. `models:/tagger@champion`. */
+  readonly uri: string;
+  /** The registered version behind it; null for `runs:/` URIs. */
+  readonly version: ModelVersion | null;
 }
 
 /** What to do when there is nothing to serve, appended to every startup failure about runs. */
@@ -193,6 +209,8 @@ export class RegistrySnapshot {
     readonly bestRunId: string,
     readonly best: ServedModel,
     private readonly modelCacheSize: number,
+    /** Registry mode: the model URI and the version serving; null otherwise. */
+    readonly target: ServedTarget | null = null,
   ) {
     this.runs = Object.freeze([...runs]);
     this.byId = new Map(runs.map((run) => [run.runId, run]));
@@ -240,8 +258,13 @@ export class RegistrySnapshot {
    * (the old best model included, when it is no longer best), so a swap reads nothing twice; runs that
    * left the experiment are dropped with their cached models and become unknown (404).
    */
-  successor(runs: readonly RunSummary[], bestRunId: string, best: ServedModel): RegistrySnapshot {
-    const next = new RegistrySnapshot(this.store, runs, bestRunId, best, this.modelCacheSize);
+  successor(
+    runs: readonly RunSummary[],
+    bestRunId: string,
+    best: ServedModel,
+    target: ServedTarget | null = this.target,
+  ): RegistrySnapshot {
+    const next = new RegistrySnapshot(this.store, runs, bestRunId, best, this.modelCacheSize, target);
     const keep = (runId: string) => next.byId.has(runId) && runId !== bestRunId;
     for (const [runId, model] of this.models.entries()) if (keep(runId)) next.models.set(runId, model);
     if (keep(this.bestRunId)) next.models.set(this.bestRunId, this.best);
@@ -307,6 +330,7 @@ export class RunRegistry {
    */
   static async load(store: TrackingStore, options: RunRegistryOptions): Promise<RunRegistry> {
     const { experiment: name, log } = options;
+    if (options.modelUri) return RunRegistry.loadTarget(store, options, options.modelUri);
     const read = await readRuns(store, name);
     if (!read.ok) {
       const message = read.hint === undefined ? read.reason : `${read.reason}; ${read.hint}`;
@@ -362,6 +386,45 @@ export class RunRegistry {
     const registry = new RunRegistry(store, name, snapshot, options, skips);
     registry.problemsNow = { store: null, heldBack: picked.held ?? [] };
     return registry;
+  }
+
+  /** Registry mode: serves what the model URI points at, with that run's experiment listed. */
+  private static async loadTarget(
+    store: TrackingStore,
+    options: RunRegistryOptions,
+    uri: ModelUri,
+  ): Promise<RunRegistry> {
+    const where = `--model-uri ${uri.uri} (${store.displayUri})`;
+    const found = await findTarget(store, uri).catch((error: unknown) => {
+      throw new StartupError(`${where}: ${(error as Error).message}`, { cause: error });
+    });
+    let model: ServedModel;
+    try {
+      model = await loadServedModel(readerFor(store, found.runId));
+    } catch (error) {
+      throw new StartupError(
+        `${where} points at run ${found.runId}, which cannot be served: ${toRunLoadError(found.runId, error).reason}`,
+        { cause: error },
+      );
+    }
+    options.log.info(
+      {
+        runId: found.runId,
+        modelUri: uri.uri,
+        version: found.target.version?.version,
+        runs: found.runs.length,
+      },
+      `serving ${found.target.version ? versionLabel(found.target.version) : 'the run'} that ${uri.uri} points at`,
+    );
+    const snapshot = new RegistrySnapshot(
+      store,
+      found.runs.map(summarize),
+      found.runId,
+      model,
+      options.modelCacheSize,
+      found.target,
+    );
+    return new RunRegistry(store, options.experiment, snapshot, options, new SkipLog(options.log));
   }
 
   /** What is wrong while serving goes on: an unreadable store, runs that outrank the served one. */
@@ -438,6 +501,7 @@ export class RunRegistry {
   private async reloadOnce(): Promise<ReloadResult> {
     const { log } = this.options;
     const before = this.snapshot;
+    if (this.options.modelUri) return this.reloadTarget(before, this.options.modelUri);
     const read = await readRuns(this.store, this.experimentName);
     if (!read.ok) {
       this.problemsNow = {
@@ -473,6 +537,75 @@ export class RunRegistry {
     const fields = { outcome, runId, previousRunId: before.bestRunId, runs: runs.length };
     if (outcome === 'swapped') log.info(fields, 'reload: serving a new best run');
     else if (outcome === 'updated') log.info(fields, 'reload: the runs changed, the best run stays');
+    else log.debug?.(fields, 'reload: nothing changed');
+    this.notify(result);
+    return result;
+  }
+
+  /**
+   * Registry mode: resolves the model URI again. Same run: the list (and the version, if the alias moved
+   * to another version of the same run) is refreshed. Another run: its model is loaded and swapped in;
+   * when it cannot be, the model loaded before keeps serving and readiness and metrics say why.
+   */
+  private async reloadTarget(before: RegistrySnapshot, uri: ModelUri): Promise<ReloadResult> {
+    const { log } = this.options;
+    let found: FoundTarget;
+    try {
+      found = await findTarget(this.store, uri);
+    } catch (error) {
+      this.problemsNow = {
+        store: `${uri.uri} cannot be resolved now (${publicTrackingReason(error)}); the model loaded before keeps serving`,
+        heldBack: [],
+      };
+      return this.failed(before, [`${uri.uri}: ${(error as Error).message}`]);
+    }
+    const runs = found.runs.map(summarize);
+    let model = before.best;
+    if (found.runId !== before.bestRunId) {
+      try {
+        model = await loadServedModel(readerFor(this.store, found.runId));
+      } catch (error) {
+        const loadError = toRunLoadError(found.runId, error);
+        const label = found.target.version ? versionLabel(found.target.version) : uri.uri;
+        this.skips.warn(
+          found.runId,
+          loadError.reason,
+          `${uri.uri} now points at a run that cannot be loaded; still serving the model loaded before`,
+        );
+        this.problemsNow = {
+          store: null,
+          heldBack: [
+            { runId: found.runId, kind: 'unloadable', reason: loadError.publicReason, target: label },
+          ],
+        };
+        return this.failed(before, [`${found.runId} (${label}): ${loadError.reason}`]);
+      }
+    }
+    this.problemsNow = { store: null, heldBack: [] };
+    const sameVersion = before.target?.version?.version === found.target.version?.version;
+    const outcome: ReloadOutcome =
+      found.runId !== before.bestRunId
+        ? 'swapped'
+        : sameRuns(before.runs, runs) && sameVersion
+          ? 'unchanged'
+          : 'updated';
+    if (outcome !== 'unchanged') this.snapshot = before.successor(runs, found.runId, model, found.target);
+    const result: ReloadResult = {
+      outcome,
+      runId: found.runId,
+      previousRunId: before.bestRunId,
+      problems: [],
+    };
+    const fields = {
+      outcome,
+      runId: found.runId,
+      previousRunId: before.bestRunId,
+      modelUri: uri.uri,
+      version: found.target.version?.version,
+    };
+    if (outcome === 'swapped') log.info(fields, `reload: ${uri.uri} moved; serving its new run`);
+    else if (outcome === 'updated')
+      log.info(fields, 'reload: the runs or the version changed, the run stays');
     else log.debug?.(fields, 'reload: nothing changed');
     this.notify(result);
     return result;
@@ -525,6 +658,45 @@ async function loadPinned(
   }
 }
 
+interface FoundTarget {
+  runId: string;
+  target: ServedTarget;
+  /** The active runs of the target run's experiment, in f1 order. */
+  runs: Run[];
+}
+
+/** Resolves a model URI to a run of an active experiment, with that experiment's runs. */
+async function findTarget(store: TrackingStore, uri: ModelUri): Promise<FoundTarget> {
+  const resolved = await resolveModelUri(store, uri);
+  const via = resolved.version
+    ? `${versionLabel(resolved.version)} points at run ${resolved.runId}`
+    : `run ${resolved.runId}`;
+  const run = await store.getRun(resolved.runId);
+  if (run === null) throw new TrackingError('NOT_FOUND', `tracking: ${via}, which does not exist`);
+  if (run.info.lifecycleStage === 'deleted')
+    throw new TrackingError('NOT_FOUND', `tracking: ${via}, which is deleted`);
+  const runs = await store.searchRuns(run.info.experimentId, {
+    orderByMetric: { key: 'f1', descending: true },
+  });
+  // Listed runs come from a search made after getRun: keep the target even if the search missed it.
+  if (!runs.some((candidate) => candidate.info.runId === run.info.runId)) runs.push(run);
+  return { runId: resolved.runId, target: { uri: uri.uri, version: resolved.version }, runs };
+}
+
+/** A store failure in words fit for clients (no paths or URIs of the server). */
+function publicTrackingReason(error: unknown): string {
+  const reasons: Partial<Record<TrackingError['code'], string>> = {
+    NOT_FOUND: 'the model, alias, version or run it names does not exist',
+    INVALID_ARGUMENT: 'the tracking store refused the request',
+    UNAVAILABLE: 'the tracking store cannot be reached',
+    UNAUTHENTICATED: 'the tracking store refused this server',
+    PERMISSION_DENIED: 'the tracking store refused this server',
+    MALFORMED: 'the tracking store answered with malformed data',
+    UNSUPPORTED: 'the tracking store has no Model Registry this server can use',
+  };
+  return (error instanceof TrackingError && reasons[error.code]) || 'unexpected error';
+}
+
 /** `2 RUNNING, 1 FAILED`: how many runs have each status. */
 function describeStatuses(runs: readonly Run[]): string {
   const counts = new Map<string, number>();
@@ -546,6 +718,8 @@ export interface HeldRun {
   kind: 'gates' | 'unloadable';
   /** Why, without the store's paths or URIs. */
   reason: string;
+  /** Registry mode: the version the model URI points at (`models:/tagger/4`), which is this run. */
+  target?: string;
 }
 
 /** What readiness and metrics report beyond "a model is loaded". */

@@ -11,9 +11,15 @@ import {
   type ReloadOutcome,
   type ReloadResult,
   RunRegistry,
+  StartupError,
   UnknownRunError,
 } from '../../src/service/index.js';
-import { TrackingError, type TrackingStore } from '../../src/tracking/index.js';
+import {
+  parseModelUri,
+  registerModelVersion,
+  TrackingError,
+  type TrackingStore,
+} from '../../src/tracking/index.js';
 import { captureLog } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
 import { logServedRun } from '../support/serve-process.js';
@@ -467,6 +473,146 @@ describe('RunRegistry: a pinned run (--run-id)', () => {
     expect((error as Error).message).toMatch(
       new RegExp(`--run-id ${broken} \\(status FINISHED\\) cannot be served: model/`),
     );
+  });
+});
+
+describe('RunRegistry: a model URI (--model-uri)', () => {
+  let models = 0;
+  const loadTarget = (uri: string, store: TrackingStore = fx.store) => {
+    const log = captureLog();
+    return RunRegistry.load(store, {
+      experiment: 'best',
+      modelCacheSize: 4,
+      log,
+      modelUri: parseModelUri(uri),
+    }).then((registry) => ({ registry, log }));
+  };
+
+  it('serves the version an alias points at and follows the alias (swap, version change, unchanged)', async () => {
+    const { name: experiment, alpha, beta } = await freshExperiment();
+    const model = `reload-model-${++models}`;
+    const source = (runId: string) => ({ source: `runs:/${runId}/model`, runId });
+    await registerModelVersion(fx.store.registry, model, source(beta));
+    await registerModelVersion(fx.store.registry, model, source(alpha));
+    await registerModelVersion(fx.store.registry, model, source(alpha));
+    await fx.store.registry.setAlias(model, 'champion', 1);
+
+    const { registry } = await loadTarget(`models:/${model}@champion`);
+    // The alias decides, not f1: beta (0.7) serves although alpha (0.9) is listed first.
+    expect(registry.bestRunId).toBe(beta);
+    expect(registry.runs.map((run) => run.runId)).toEqual([alpha, beta]);
+    expect(registry.current.target).toEqual({
+      uri: `models:/${model}@champion`,
+      version: expect.objectContaining({ name: model, version: 1, runId: beta }),
+    });
+    expect(await registry.reload()).toMatchObject({ outcome: 'unchanged', runId: beta });
+
+    await fx.store.registry.setAlias(model, 'champion', 2);
+    const swapped = await registry.reload();
+    expect(swapped).toMatchObject({ outcome: 'swapped', runId: alpha, previousRunId: beta });
+    expect(registry.best.args).toEqual(fx.modelA.args);
+    expect(registry.current.target?.version?.version).toBe(2);
+
+    // Another version of the same run: nothing to load, but responses must name the new version.
+    await fx.store.registry.setAlias(model, 'champion', 3);
+    expect(await registry.reload()).toMatchObject({ outcome: 'updated', runId: alpha });
+    expect(registry.current.target?.version?.version).toBe(3);
+    expect(experiment).toMatch(/^reload-/);
+  });
+
+  it('serves models:/<name>/<version>, @latest and runs:/ URIs', async () => {
+    const { alpha, beta } = await freshExperiment();
+    const model = `reload-model-${++models}`;
+    await registerModelVersion(fx.store.registry, model, { source: `runs:/${alpha}/model`, runId: alpha });
+    await registerModelVersion(fx.store.registry, model, { source: `runs:/${beta}/model`, runId: beta });
+    expect((await loadTarget(`models:/${model}/1`)).registry.bestRunId).toBe(alpha);
+    const latest = (await loadTarget(`models:/${model}@latest`)).registry;
+    expect(latest.bestRunId).toBe(beta);
+    expect(latest.current.target?.version?.version).toBe(2);
+    const byRun = (await loadTarget(`runs:/${alpha}/model`)).registry;
+    expect(byRun.bestRunId).toBe(alpha);
+    expect(byRun.current.target).toEqual({ uri: `runs:/${alpha}/model`, version: null });
+  });
+
+  it('stops startup with the reason: missing model, alias or version, a version without a run, a broken model', async () => {
+    const { alpha } = await freshExperiment();
+    const model = `reload-model-${++models}`;
+    const failure = async (uri: string) => {
+      const error = await loadTarget(uri).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(StartupError);
+      return (error as Error).message;
+    };
+    expect(await failure(`models:/${model}@champion`)).toMatch(
+      new RegExp(
+        `^--model-uri models:/${model}@champion \\(file:.*\\): tracking: no registered model named '${model}'`,
+      ),
+    );
+    await registerModelVersion(fx.store.registry, model, { source: 's3://elsewhere/model', runId: null });
+    expect(await failure(`models:/${model}@champion`)).toMatch(
+      /has no alias 'champion' \(it has no aliases\)/,
+    );
+    expect(await failure(`models:/${model}/7`)).toMatch(/has no version 7 \(newest: 1\)/);
+    expect(await failure(`models:/${model}/1`)).toMatch(
+      /version 1 of model '.*' \(s3:\/\/elsewhere\/model\) was not registered from a run/,
+    );
+    expect(await failure(`runs:/${'f'.repeat(32)}/model`)).toMatch(/run f{32}, which does not exist/);
+    const broken = await logServedRun(fx.store, `reload-broken-${models}`, {
+      name: 'broken',
+      f1: 0.1,
+      model: fx.modelA,
+      brokenModel: true,
+    });
+    expect(await failure(`runs:/${broken}/model`)).toMatch(
+      new RegExp(`points at run ${broken}, which cannot be served: model/`),
+    );
+    expect(alpha).toBeTruthy();
+  });
+
+  it('keeps the old model when the alias moves to a broken version or cannot be resolved, and says so', async () => {
+    const { alpha } = await freshExperiment();
+    const broken = await logServedRun(fx.store, `reload-broken-${++models}`, {
+      name: 'broken',
+      f1: 0.99,
+      model: fx.modelA,
+      brokenModel: true,
+    });
+    const model = `reload-model-${models}`;
+    await registerModelVersion(fx.store.registry, model, { source: `runs:/${alpha}/model`, runId: alpha });
+    await registerModelVersion(fx.store.registry, model, { source: `runs:/${broken}/model`, runId: broken });
+    await fx.store.registry.setAlias(model, 'champion', 1);
+    const { registry, log } = await loadTarget(`models:/${model}@champion`);
+
+    await fx.store.registry.setAlias(model, 'champion', 2);
+    for (let i = 0; i < 3; i++) {
+      expect(await registry.reload()).toMatchObject({ outcome: 'failed', runId: alpha });
+    }
+    expect(registry.bestRunId).toBe(alpha);
+    expect(registry.problems).toEqual({
+      store: null,
+      heldBack: [
+        {
+          runId: broken,
+          kind: 'unloadable',
+          reason: expect.stringMatching(/^model\/: /),
+          target: `models:/${model}/2`,
+        },
+      ],
+    });
+    expect(registry.problems.heldBack[0]!.reason).not.toMatch(/\/tmp|file:/);
+    // Logged once, not at every reload.
+    expect(
+      log.lines.filter((line) => line.msg.includes('points at a run that cannot be loaded')),
+    ).toHaveLength(1);
+
+    await fx.store.registry.deleteAlias(model, 'champion');
+    expect(await registry.reload()).toMatchObject({ outcome: 'failed', runId: alpha });
+    expect(registry.problems.store).toBe(
+      `models:/${model}@champion cannot be resolved now (the model, alias, version or run it names does not exist); the model loaded before keeps serving`,
+    );
+
+    await fx.store.registry.setAlias(model, 'champion', 1);
+    expect(await registry.reload()).toMatchObject({ outcome: 'unchanged', runId: alpha });
+    expect(registry.problems).toEqual({ store: null, heldBack: [] });
   });
 });
 

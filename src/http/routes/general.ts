@@ -40,9 +40,16 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState, limit
     async (request) => {
       const texts = request.body.texts.map((entry) => entry.text);
       // One read of the served run, so run_id and the predictions agree even if a reload swaps it.
-      const { runId, served } = servedNow(current());
+      const { runId, served, modelVersion } = servedNow(current());
       const predictions = predict(request, served, texts);
-      return envelope(request, 200, runId === null ? { predictions } : { run_id: runId, predictions });
+      if (runId === null) return envelope(request, 200, { predictions });
+      return envelope(
+        request,
+        200,
+        modelVersion === null
+          ? { run_id: runId, predictions }
+          : { run_id: runId, model_version: modelVersion, predictions },
+      );
     },
   );
 }

@@ -15,6 +15,7 @@ import {
   RunsData,
   TopQuery,
 } from '../schemas.js';
+import { modelVersionOf } from '../served.js';
 import type { TaggerApp } from '../types.js';
 
 export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: HttpLimits): void {
@@ -34,11 +35,13 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: Ht
       const { top } = request.query;
       const registry = current();
       // One snapshot: its runs and its served run belong together.
-      const { runs: all, bestRunId } = registry.current;
+      const snapshot = registry.current;
+      const { runs: all, bestRunId } = snapshot;
+      const modelVersion = modelVersionOf(snapshot);
       const heldBack = new Map(registry.problems.heldBack.map((held) => [held.runId, held.reason]));
       const runs = top === undefined ? all : all.slice(0, top);
       return envelope(request, 200, {
-        runs: runs.map((run) => runRecord(run, { servedRunId: bestRunId, heldBack })),
+        runs: runs.map((run) => runRecord(run, { servedRunId: bestRunId, heldBack, modelVersion })),
       });
     },
   );
