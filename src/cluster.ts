@@ -60,14 +60,24 @@ const isServingReport = (value: unknown): value is ServingReport =>
 
 /** The environment variable through which the primary tells a replacement worker what to serve. */
 const PREFER_RUN_ENV = 'TAGGER_WORKER_PREFER_RUN_ID';
+/**
+ * Set for exactly one worker at a time: the one that logs runs held back or skipped at warn level. Every
+ * worker reloads and decides on its own, so without it each of n workers logged each skipped run once.
+ */
+const REPORTS_SKIPS_ENV = 'TAGGER_WORKER_REPORTS_SKIPS';
 
 /**
  * What the serve path of a cluster worker does beyond a single process: start with the run its
  * siblings serve (set by the primary for a replacement) and report every run it serves. Empty outside
  * a cluster worker.
  */
-export function clusterWorkerHooks(): { preferRunId?: string; onServing?: (runId: string) => void } {
+export function clusterWorkerHooks(): {
+  preferRunId?: string;
+  onServing?: (runId: string) => void;
+  reportsSkips?: boolean;
+} {
   if (!cluster.isWorker || process.send === undefined) return {};
+  const reportsSkips = process.env[REPORTS_SKIPS_ENV] === '1';
   const preferRunId = process.env[PREFER_RUN_ENV];
   let reported: string | undefined;
   const onServing = (runId: string): void => {
@@ -75,7 +85,7 @@ export function clusterWorkerHooks(): { preferRunId?: string; onServing?: (runId
     reported = runId;
     process.send?.({ tagger: 'serving', runId } satisfies ServingReport);
   };
-  return preferRunId ? { preferRunId, onServing } : { onServing };
+  return preferRunId ? { preferRunId, onServing, reportsSkips } : { onServing, reportsSkips };
 }
 
 const isToWorker = (value: unknown): value is ToWorker =>
@@ -149,6 +159,8 @@ interface Slot {
   failure?: ToPrimary;
   /** The run this worker last reported serving. */
   servingRunId?: string;
+  /** This worker logs skipped runs for all (REPORTS_SKIPS_ENV). */
+  reportsSkips: boolean;
 }
 
 /**
@@ -188,8 +200,13 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
 
     const fork = (): void => {
       const prefer = siblingsRun();
-      const worker = cluster.fork(prefer ? { [PREFER_RUN_ENV]: prefer } : {});
-      const slot: Slot = { worker, startedAt: Date.now(), listened: false };
+      // The first worker reports skips; when it exits, its replacement (or the next fork) takes over.
+      const reportsSkips = ![...slots.values()].some((slot) => slot.reportsSkips);
+      const worker = cluster.fork({
+        ...(prefer ? { [PREFER_RUN_ENV]: prefer } : {}),
+        ...(reportsSkips ? { [REPORTS_SKIPS_ENV]: '1' } : {}),
+      });
+      const slot: Slot = { worker, startedAt: Date.now(), listened: false, reportsSkips };
       slots.set(worker.id, slot);
       worker.on('listening', () => {
         slot.listened = true;

@@ -71,6 +71,11 @@ export interface StartOptions {
   preferRunId?: string | undefined;
   /** Told the run that serves /predict after loading and after every reload. */
   onServing?: ((runId: string) => void) | undefined;
+  /**
+   * False in all cluster workers but one: skipped and held-back runs are then logged at debug level, so
+   * the group logs each once (default true).
+   */
+  reportsSkips?: boolean | undefined;
 }
 
 /** A store that can wait for its server (the REST store); file stores are ready at once. */
@@ -124,6 +129,7 @@ async function loadServing(
       modelUri: config.modelUri,
       log: logger,
       preferRunId: options.preferRunId,
+      reportsSkips: options.reportsSkips ?? true,
       ...(options.onReload ? { onReload: options.onReload } : {}),
     });
     return { serving: { mode: 'runs', registry, lifecycle }, registry, store };

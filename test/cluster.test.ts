@@ -165,6 +165,9 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
         server,
       );
 
+      // Both workers skip the broken best run; only one says so (REPORTS_SKIPS_ENV in src/cluster.ts).
+      expect(server.output().match(/skipping a run whose artifacts cannot be loaded/g)).toHaveLength(1);
+
       // Workers run with the serve flags (src/node-flags.ts), and V8 honours them: the young generation
       // (two semi-spaces) stays within 2 × 8 MiB, where Node's default lets it grow to 2 × 16 MiB at startup.
       for (const pid of first) {

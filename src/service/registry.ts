@@ -95,6 +95,11 @@ export interface RunRegistryOptions {
    * gates do not apply; the listed runs are those of the served run's experiment.
    */
   modelUri?: ModelUri | null | undefined;
+  /**
+   * Whether this process logs skipped and held-back runs at warn level (default true). Cluster workers
+   * all reload on their own; only one of them reports, the others log those lines at debug level.
+   */
+  reportsSkips?: boolean | undefined;
 }
 
 /** What a model URI resolved to when the snapshot was made (registry mode). */
@@ -337,7 +342,7 @@ export class RunRegistry {
       throw new StartupError(message, { cause: read.cause });
     }
     const { runs } = read;
-    const skips = new SkipLog(log);
+    const skips = new SkipLog(log, options.reportsSkips ?? true);
     if (options.pinRunId) {
       const model = await loadPinned(store, runs, options.pinRunId, name);
       log.info(
@@ -424,7 +429,13 @@ export class RunRegistry {
       options.modelCacheSize,
       found.target,
     );
-    return new RunRegistry(store, options.experiment, snapshot, options, new SkipLog(options.log));
+    return new RunRegistry(
+      store,
+      options.experiment,
+      snapshot,
+      options,
+      new SkipLog(options.log, options.reportsSkips ?? true),
+    );
   }
 
   /** What is wrong while serving goes on: an unreadable store, runs that outrank the served one. */
@@ -760,12 +771,17 @@ async function loadPreferred(
  */
 export class SkipLog {
   private readonly seen = new Map<string, string>();
-  constructor(private readonly log: ServiceLog) {}
+  constructor(
+    private readonly log: ServiceLog,
+    /** False: another process of the group reports these; log them at debug level only. */
+    private readonly reports = true,
+  ) {}
 
   warn(runId: string, reason: string, message: string): void {
     if (this.seen.get(runId) === reason) return;
     this.seen.set(runId, reason);
-    this.log.warn({ runId, reason }, message);
+    if (this.reports) this.log.warn({ runId, reason }, message);
+    else this.log.debug?.({ runId, reason }, message);
   }
 }
 
