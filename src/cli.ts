@@ -303,6 +303,10 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
           runNamePrefix: defaultRunName('trial'),
           onTrial: (trial) => progress.update(trial.trial, `val_f1=${trial.validationF1.toFixed(4)}`),
           catchSignals: true,
+          onStopRequested: (signal) =>
+            process.stderr.write(
+              `\ntagger: ${signal}: stopping the search; a trial still training finishes first and is not logged\n`,
+            ),
         });
       } finally {
         progress.stop();

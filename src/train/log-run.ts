@@ -46,8 +46,11 @@ export interface LogRunInput {
 export class InterruptedError extends Error {
   override readonly name = 'InterruptedError';
   readonly exitCode: number;
-  constructor(readonly signal: 'SIGINT' | 'SIGTERM') {
-    super(`interrupted by ${signal}; the run being logged was marked KILLED`);
+  constructor(
+    readonly signal: 'SIGINT' | 'SIGTERM',
+    what = 'the run being logged was marked KILLED',
+  ) {
+    super(`interrupted by ${signal}; ${what}`);
     this.exitCode = signal === 'SIGINT' ? 130 : 143;
   }
 }

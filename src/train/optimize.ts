@@ -32,8 +32,14 @@ export interface OptimizeInput extends Omit<TrainingInput, 'onEpoch'> {
   experiment: string;
   runNamePrefix: string;
   onTrial?: (trial: Trial) => void;
-  /** Passed to logTrainingRun: SIGINT/SIGTERM while a trial is logged mark it KILLED. */
+  /**
+   * SIGINT/SIGTERM stop the search cleanly (the CLI sets it): while a trial is logged it is marked
+   * KILLED; while one trains, the search stops when that training ends (training is synchronous, so
+   * nothing can run before), and the parent run is marked KILLED either way.
+   */
   catchSignals?: boolean;
+  /** Told when a signal arrived during a training, so the CLI can say the search stops after it. */
+  onStopRequested?: (signal: 'SIGINT' | 'SIGTERM') => void;
 }
 
 export interface OptimizeResult {
@@ -78,6 +84,24 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     tags: { 'mlflow.source.name': 'tagger optimize', 'mlflow.source.type': 'LOCAL' },
   });
   const parentRunId = parent.info.runId;
+  let stopRequested: 'SIGINT' | 'SIGTERM' | undefined;
+  let trialsDone = 0;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
+    if (stopRequested === undefined) input.onStopRequested?.(signal);
+    stopRequested ??= signal;
+  };
+  const stopIfRequested = (): void => {
+    if (stopRequested !== undefined) {
+      throw new InterruptedError(
+        stopRequested,
+        `the search stopped after ${trialsDone} trial(s); its parent run ${parentRunId} was marked KILLED`,
+      );
+    }
+  };
+  if (input.catchSignals) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  }
   try {
     await store.logBatch(parentRunId, {
       params: { trials: String(input.trials), seed: String(input.seed) },
@@ -86,7 +110,11 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     for (let index = 0; index < input.trials; index++) {
       // The first trial is the base arguments themselves, so the search never does worse than them.
       const args = index === 0 ? input.args : sampleArgs(input.args, random);
+      stopIfRequested();
       const outcome = trainAndEvaluate({ ...input, args });
+      // A signal sent during the (synchronous) training is delivered now: no trial run was created yet.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      stopIfRequested();
       const logged: LoggedRun = await logTrainingRun(store, {
         experiment: input.experiment,
         runName: `${input.runNamePrefix}-${index + 1}`,
@@ -107,6 +135,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
         testF1: outcome.performance.overall.f1,
       };
       trials.push(trial);
+      trialsDone = trials.length;
       input.onTrial?.(trial);
     }
     const best = trials.reduce((a, b) => (b.validationF1 > a.validationF1 ? b : a));
@@ -122,7 +151,10 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     return { best, trials, parentRunId };
   } catch (error) {
     const status = error instanceof InterruptedError ? 'KILLED' : 'FAILED';
-    await store.updateRun(parentRunId, { status }).catch(() => undefined);
+    await store.updateRun(parentRunId, { status, endTime: Date.now() }).catch(() => undefined);
     throw error;
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
   }
 }

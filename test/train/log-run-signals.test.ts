@@ -3,7 +3,8 @@
  * time (never RUNNING, never FINISHED), the process exits 143 for SIGTERM and 130 for SIGINT, and serving
  * skips the run although it ranks first. The signal is sent at a known point — after the first model file
  * is stored — through a test-only preload (`test/support/pause-logging.ts`), not after a sleep. A signal
- * during the training itself leaves no run at all. `log-run.test.ts` covers the same in-process.
+ * during the training itself leaves no run at all; `tagger optimize` signalled while a trial trains stops
+ * after that training with its parent run KILLED. `log-run.test.ts` covers the same in-process.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -140,4 +141,58 @@ describe('tagger train interrupted while its run is logged', () => {
       await tracking.close();
     }
   }, 60_000);
+});
+
+describe('tagger optimize interrupted', () => {
+  it('SIGINT while a trial trains: the search stops after that training, its parent run ends KILLED, no run stays RUNNING', async () => {
+    const search = join(dir, 'mlruns-optimize');
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        TSX_LOADER,
+        CLI,
+        'optimize',
+        '--data',
+        SAMPLE_DATA,
+        '--args',
+        FAST,
+        '--trials',
+        '40',
+        '--output',
+        join(dir, 'best-args.json'),
+        '--tracking-uri',
+        search,
+      ],
+      { cwd: REPO_ROOT, env: { ...process.env, MLFLOW_TRACKING_URI: '' } },
+    );
+    let sent = false;
+    // The progress line of trial 1 is printed once it is logged; trial 2 starts training right away.
+    const exit = await outcome(child, (stderr) => {
+      if (!sent && /^optimizing: 1\//m.test(stderr)) {
+        sent = true;
+        child.kill('SIGINT');
+      }
+    });
+    expect(sent, exit.stderr).toBe(true);
+    expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
+    expect(exit.stderr).toMatch(/tagger: interrupted by SIGINT; /);
+    expect(exit.stdout).not.toMatch(/Best of/);
+
+    const tracking = await FileTrackingStore.open(search);
+    try {
+      const experiment = await tracking.getExperimentByName('optimization');
+      const runs = await tracking.searchRuns(experiment!.experimentId);
+      const parent = runs.find((run) => run.tags['mlflow.parentRunId'] === undefined);
+      expect(parent?.info.status).toBe('KILLED');
+      expect(parent?.info.endTime).toBeGreaterThanOrEqual(parent!.info.startTime);
+      const trials = runs.filter((run) => run.tags['mlflow.parentRunId'] === parent?.info.runId);
+      expect(trials.length).toBeGreaterThanOrEqual(1);
+      expect(trials.length).toBeLessThan(40);
+      expect(runs.filter((run) => run.info.status === 'RUNNING')).toEqual([]);
+      expect(trials.filter((run) => run.info.status === 'FINISHED').length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await tracking.close();
+    }
+  }, 120_000);
 });
