@@ -171,9 +171,10 @@ export class SqlTrackingStore implements TrackingStore {
 
   /**
    * A write the database rolls back (it needs the same rights as logging a run), then the artifact
-   * folder new experiments use.
+   * folder new experiments use and, with `experimentId`, the experiment's own artifact location (set by
+   * whoever created it, possibly elsewhere, or not local at all).
    */
-  async checkWritable(): Promise<void> {
+  async checkWritable(experimentId?: string): Promise<void> {
     const rolledBack = new Error('rolled back on purpose');
     try {
       await this.db.transaction(async (tx) => {
@@ -189,6 +190,19 @@ export class SqlTrackingStore implements TrackingStore {
       }
     }
     await probeWritable(this.artifactRoot, 'the artifact folder');
+    if (experimentId === undefined) return;
+    const experiment = await this.call(() => this.experimentById(this.db, experimentId));
+    if (!experiment) {
+      throw new TrackingError(
+        'NOT_FOUND',
+        `tracking: experiment ${experimentId} not found in ${this.displayUri}`,
+      );
+    }
+    const location = localArtifactPath(experiment.artifactLocation);
+    if (location === null) throw this.remoteArtifacts(experiment.artifactLocation);
+    if (resolve(location) !== resolve(this.artifactRoot, experimentId)) {
+      await probeWritable(location, `the artifact folder of experiment '${experiment.name}'`);
+    }
   }
 
   /** Runs a database call, turning driver errors into TrackingErrors that name the store. */

@@ -10,7 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore } from '../../../src/tracking/index.js';
 import { parseSqlUri, SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
-import type { TrackingStore } from '../../../src/tracking/store.js';
+import { checkCanLog, type TrackingStore } from '../../../src/tracking/store.js';
 import { type Postgres, postgresBin, startPostgres } from '../../support/stack.js';
 import { expectTrackingError, runTrackingStoreContract, uniqueName } from '../contract.js';
 
@@ -200,6 +200,31 @@ describe('SQL store on SQLite: what only a database store has', () => {
     }
     const error = await expectTrackingError(() => store.createRun(id, { runName: 'r' }), 'UNSUPPORTED');
     expect(error.message).toMatch(/s3:\/\/bucket\/x.*mlflow server/);
+    // Found before training (`checkCanLog`), not when the first run is created.
+    const early = await expectTrackingError(() => checkCanLog(store, name), 'UNSUPPORTED');
+    expect(early.message).toMatch(/s3:\/\/bucket\/x/);
+  });
+
+  it('checkCanLog probes an experiment artifact location outside the artifact root', async () => {
+    const name = uniqueName('elsewhere');
+    const id = await store.createExperiment(name);
+    const blocker = join(dir, 'a-file-not-a-folder');
+    await writeFile(blocker, 'x');
+    const db = new DatabaseSync(file);
+    try {
+      db.prepare('UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?').run(
+        join(blocker, 'artifacts'),
+        Number(id),
+      );
+    } finally {
+      db.close();
+    }
+    const error = await expectTrackingError(() => checkCanLog(store, name), 'UNAVAILABLE');
+    expect(error.message).toMatch(
+      new RegExp(`the artifact folder of experiment '${name}' .*runs cannot be logged there`),
+    );
+    await store.checkWritable();
+    await expectTrackingError(() => store.checkWritable('424242'), 'NOT_FOUND');
   });
 });
 
