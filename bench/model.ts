@@ -113,6 +113,23 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const cpuMicros = (cpu.user + cpu.system) / times.length;
   times.sort();
 
+  // `explain` next to plain predict, interleaved per text so both see the same machine load.
+  for (const text of texts) model.explain(text, 10);
+  let plainMicros = 0;
+  let explainMicros = 0;
+  const explainRounds = opts.quick ? 2 : 10;
+  for (let round = 0; round < explainRounds; round++) {
+    for (const text of texts) {
+      const t0 = process.hrtime.bigint();
+      model.predict([text]);
+      const t1 = process.hrtime.bigint();
+      model.explain(text, 10);
+      explainMicros += Number(process.hrtime.bigint() - t1) / 1000;
+      plainMicros += Number(t1 - t0) / 1000;
+    }
+  }
+  const explained = explainRounds * texts.length;
+
   const row = (
     metric: string,
     unit: string,
@@ -167,6 +184,13 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       cpuMicros,
       null,
       'least sensitive to other load on the machine',
+    ),
+    row(
+      'explain (top 10 features) vs predict, same texts interleaved',
+      'µs/text',
+      explainMicros / explained,
+      plainMicros / explained,
+      'reference = plain predict; an explained prediction costs both (predict + explain)',
     ),
   ];
 }

@@ -8,6 +8,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { runServe } from './cluster.js';
 import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
 import {
+  type Explanation,
   ModelFormatError,
   ModelInputError,
   parseTrainingArgs,
@@ -395,6 +396,35 @@ interface PredictFlags {
   experiment: string;
   trackingUri?: string;
   model?: string;
+  explain?: boolean;
+}
+
+/** One text's explanation as a table: each listed feature's contribution, then the rest, the bias and the score. */
+function explanationTable(text: string, tag: string, probability: number, explanation: Explanation): string {
+  const number = (value: number): string => (value >= 0 ? ` ${value.toFixed(4)}` : value.toFixed(4));
+  const rows: [string, string, string][] = explanation.contributions.map((c) => [
+    JSON.stringify(c.feature),
+    c.analyzer,
+    number(c.contribution),
+  ]);
+  const others = explanation.features - explanation.contributions.length;
+  rows.push([`(${others} other feature${others === 1 ? '' : 's'})`, '', number(explanation.rest)]);
+  rows.push(['(bias)', '', number(explanation.bias)]);
+  rows.push([`= score of ${explanation.tag}`, '', number(explanation.score)]);
+  const header: [string, string, string] = ['feature', 'analyzer', 'contribution'];
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === 2 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!)))
+      .join('  ')
+      .trimEnd();
+  return [
+    `${JSON.stringify(text)} → ${tag} (probability ${probability.toFixed(4)})`,
+    line(header),
+    ...rows.map(line),
+  ].join('\n');
 }
 
 async function predictCommand(texts: string[], flags: PredictFlags): Promise<void> {
@@ -413,6 +443,20 @@ async function predictCommand(texts: string[], flags: PredictFlags): Promise<voi
     predicted_tag: prediction.predicted_tag,
     predicted_probabilities: prediction.probabilities,
   }));
+  if (flags.explain) {
+    const tables = texts.map((text, index) => {
+      const prediction = predictions[index]!;
+      const explanation = loaded.model.explain(text, 10);
+      return explanationTable(
+        text,
+        prediction.predicted_tag,
+        prediction.predicted_probabilities[explanation.tag] ?? Number.NaN,
+        explanation,
+      );
+    });
+    process.stdout.write(`run ${loaded.runId ?? '(model directory)'}\n\n${tables.join('\n\n')}\n`);
+    return;
+  }
   process.stdout.write(`${JSON.stringify({ run_id: loaded.runId, predictions }, null, 2)}\n`);
 }
 
@@ -520,6 +564,10 @@ export function buildProgram(): Command {
     .option('--run-id <id>', 'use this run instead of the best one')
     .option('--experiment <name>', 'experiment whose best run is used', 'best')
     .option('--model <dir>', 'use a saved model directory instead of a tracking store')
+    .option(
+      '--explain',
+      'print, per text, the 10 features that moved the predicted tag most (a table: contributions, rest, bias = score)',
+    )
     .addOption(trackingOption())
     .action((texts: string[], flags: PredictFlags) => predictCommand(texts, flags));
 

@@ -42,6 +42,9 @@ describe('createApp', () => {
         predict: () => {
           throw new TypeError('secret internal detail');
         },
+        explain: () => {
+          throw new TypeError('secret internal detail');
+        },
       },
     };
     const app = createApp({ serving: { mode: 'model', model: failing, source: 'x' }, logger });

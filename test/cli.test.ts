@@ -469,6 +469,29 @@ describe('tagger predict', () => {
     }
   });
 
+  it('--explain prints, per text, a table whose contributions, rest and bias add up to the score', async () => {
+    const texts = ['Object detection with YOLO', 'Sentiment analysis of tweets with BERT'];
+    const plain = JSON.parse((await tagger(['predict', ...texts], { MLFLOW_TRACKING_URI: store })).stdout);
+    const result = await tagger(['predict', '--explain', ...texts], { MLFLOW_TRACKING_URI: store });
+    expect(result.code, result.stderr).toBe(0);
+    const blocks = result.stdout.trim().split('\n\n');
+    expect(blocks[0]).toBe(`run ${plain.run_id}`);
+    expect(blocks).toHaveLength(3);
+    for (const [i, block] of blocks.slice(1).entries()) {
+      const lines = block.split('\n');
+      const tag = plain.predictions[i].predicted_tag;
+      expect(lines[0]).toBe(
+        `${JSON.stringify(texts[i])} → ${tag} (probability ${plain.predictions[i].predicted_probabilities[tag].toFixed(4)})`,
+      );
+      expect(lines[1]).toMatch(/^feature +analyzer +contribution$/);
+      const value = (line: string) => Number(line.trim().split(/\s+/).at(-1));
+      const parts = lines.slice(2, -1).map(value);
+      expect(lines.at(-1)).toMatch(new RegExp(`^= score of ${tag} +-?\\d+\\.\\d{4}$`));
+      expect(parts.reduce((a, b) => a + b, 0)).toBeCloseTo(value(lines.at(-1)!), 3);
+      expect(lines.slice(2, -3).length).toBeGreaterThan(0);
+    }
+  });
+
   it('reports an unknown run id', async () => {
     expectCleanFailure(
       await tagger(['predict', '--run-id', 'f'.repeat(32), 'text'], { MLFLOW_TRACKING_URI: store }),

@@ -4,6 +4,7 @@ import type { RunSummary, ServedModel } from '../service/index.js';
 import { tracePredict } from './observability.js';
 import {
   ErrorEnvelope,
+  EXPLAIN_TOP,
   type ModelVersionRef,
   type PredictionItem,
   type RunRecord,
@@ -15,14 +16,20 @@ export function predict(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
+  explain = false,
 ): PredictionItem[] {
-  return tracePredict(request, () =>
-    served.model.predict(texts).map((prediction, i) => ({
+  return tracePredict(request, () => {
+    const predictions = served.model.predict(texts).map((prediction, i) => ({
       input_text: texts[i]!,
       predicted_tag: prediction.predicted_tag,
       predicted_probabilities: prediction.probabilities,
-    })),
-  );
+    }));
+    if (!explain) return predictions;
+    return predictions.map((item, i) => ({
+      ...item,
+      explanation: served.model.explain(texts[i]!, EXPLAIN_TOP),
+    }));
+  });
 }
 
 /** JSON has no NaN or infinities: they are written as protobuf's JSON mapping (and MLflow) writes them. */

@@ -10,6 +10,7 @@ export {
 } from './args.js';
 export { decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
+export type { Explanation, FeatureContribution } from './explain.js';
 export { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
 export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';

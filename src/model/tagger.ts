@@ -4,6 +4,7 @@
  */
 import type { TrainingArgs } from './args.js';
 import { ModelInputError } from './errors.js';
+import { type Explanation, explainLinear } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
 import { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
 import { type Performance, performanceReport, weightedMetrics } from './metrics.js';
@@ -38,6 +39,8 @@ export interface TagModel {
   readonly threshold: number | null;
   /** One prediction per text, in order; never throws for any string. */
   predict(texts: readonly string[]): Prediction[];
+  /** Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed). */
+  explain(text: string, top?: number): Explanation;
 }
 
 /**
@@ -115,6 +118,10 @@ export class LinearTagModel implements TagModel {
     }
     probabilitiesInPlace(scores, this.linear.link);
     return scores;
+  }
+
+  explain(text: string, top = 10): Explanation {
+    return explainLinear(this, text, top);
   }
 
   predict(texts: readonly string[]): Prediction[] {

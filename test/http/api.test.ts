@@ -287,6 +287,44 @@ describe('POST /predict', () => {
     expect(body.detail).toContain('application/json');
   });
 
+  it('explains each prediction with "explain": true, exactly, and only when asked', async () => {
+    const payload = { texts: TEXTS.map((text) => ({ text })), explain: true };
+    const response = await postJson(app, '/predict', payload);
+    expect(response.statusCode).toBe(200);
+    type Explained = {
+      predicted_tag: string;
+      explanation: {
+        tag: string;
+        score: number;
+        bias: number;
+        rest: number;
+        features: number;
+        contributions: { feature: string; analyzer: string; value: number; contribution: number }[];
+      };
+    };
+    const { predictions } = JSON.parse(response.body).data as { predictions: Explained[] };
+    const plain = expectedPredictions(fx.modelA, TEXTS);
+    for (const [i, prediction] of predictions.entries()) {
+      expect(prediction).toMatchObject(plain[i]!);
+      const { explanation } = prediction;
+      expect(explanation.tag).toBe(prediction.predicted_tag);
+      expect(explanation.contributions.length).toBe(Math.min(10, explanation.features));
+      const sum = explanation.contributions.reduce((total, c) => total + c.contribution, 0);
+      expect(explanation.bias + sum + explanation.rest).toBeCloseTo(explanation.score, 9);
+      expect(explanation).toEqual(roundTrip(fx.modelA.model.explain(TEXTS[i]!, 10)));
+    }
+    for (const explain of [false, undefined]) {
+      const again = await postJson(app, '/predict', { texts: [{ text: TEXTS[0] }], explain });
+      expect(JSON.parse(again.body).data.predictions[0]).not.toHaveProperty('explanation');
+    }
+    const run = await postJson(app, `/runs/${fx.runs.beta}/predict`, payload);
+    const byRun = JSON.parse(run.body).data as { predictions: Explained[] };
+    expect(byRun.predictions[1]!.explanation).toEqual(roundTrip(fx.modelB.model.explain(TEXTS[1]!, 10)));
+    const invalid = await postJson(app, '/predict', { texts: [{ text: 'x' }], explain: 'yes' });
+    expect(invalid.statusCode).toBe(422);
+    expect(JSON.parse(invalid.body).detail[0]).toMatchObject({ loc: ['body', 'explain'] });
+  });
+
   it('accepts application/json with a charset', async () => {
     const response = await app.inject({
       method: 'POST',

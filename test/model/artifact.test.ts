@@ -247,7 +247,13 @@ describe('model artifact', () => {
   });
 
   it('refuses to encode a model it did not create', () => {
-    const fake: TagModel = { tags: ['other'], args: model.args, threshold: null, predict: () => [] };
+    const fake: TagModel = {
+      tags: ['other'],
+      args: model.args,
+      threshold: null,
+      predict: () => [],
+      explain: () => model.explain('x'),
+    };
     expect(() => encodeModel(fake)).toThrow(ModelInputError);
   });
 });

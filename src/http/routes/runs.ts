@@ -88,7 +88,10 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: Ht
       // The run is resolved before the body is used, so an unknown run is a 404 even for a valid body.
       const served = await current().model(run_id);
       const texts = request.body.texts.map((entry) => entry.text);
-      return envelope(request, 200, { run_id, predictions: predict(request, served, texts) });
+      return envelope(request, 200, {
+        run_id,
+        predictions: predict(request, served, texts, request.body.explain === true),
+      });
     },
   );
 }

@@ -1,0 +1,54 @@
+/** Explanations of the linear tagger: exact (bias + contributions + rest = score), and about the predicted tag. */
+import { describe, expect, it } from 'vitest';
+import { cleanText } from '../../src/model/index.js';
+import { sampleTexts, trainModel } from '../support/fixtures.js';
+
+const texts = sampleTexts()
+  .slice(0, 40)
+  .map((row) => row.text);
+
+describe('model.explain', () => {
+  it.each([
+    ['char_wb+word union, one-vs-rest', { analyzer: 'char_wb+word', classifier: 'ovr' }],
+    ['word n-grams, softmax', { analyzer: 'word', ngram_max_range: 2, classifier: 'softmax' }],
+    ['char_wb n-grams, stemmed', { analyzer: 'char_wb', ngram_max_range: 4, stem: true }],
+  ] as const)(
+    '%s: the explained tag is the predicted one, and bias + contributions + rest = score',
+    (_, args) => {
+      const { model } = trainModel(args);
+      const predictions = model.predict(texts);
+      for (const [i, text] of texts.entries()) {
+        const explanation = model.explain(text, 5);
+        expect(explanation.tag).toBe(predictions[i]!.predicted_tag);
+        const shown = explanation.contributions.reduce((sum, c) => sum + c.contribution, 0);
+        expect(explanation.bias + shown + explanation.rest).toBeCloseTo(explanation.score, 9);
+        expect(explanation.contributions.length).toBe(Math.min(5, explanation.features));
+        const sizes = explanation.contributions.map((c) => Math.abs(c.contribution));
+        expect(sizes).toEqual([...sizes].sort((a, b) => b - a));
+
+        // Every feature listed: nothing left over, and the same score.
+        const all = model.explain(text, Number.MAX_SAFE_INTEGER);
+        expect(all.rest).toBe(0);
+        expect(all.contributions).toHaveLength(all.features);
+        expect(all.score).toBe(explanation.score);
+        // Features are n-grams of the cleaned text the model saw.
+        const clean = cleanText(text, { lower: model.args.lower, stem: model.args.stem });
+        for (const { feature, analyzer } of all.contributions) {
+          // Word n-grams skip one-letter tokens (scikit-learn's token pattern), so check word by word.
+          if (analyzer === 'word') for (const word of feature.split(' ')) expect(clean).toContain(word);
+          else expect(` ${clean} `).toContain(feature);
+        }
+      }
+    },
+  );
+
+  it('a text with no known feature is explained by the bias alone', () => {
+    const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
+    const explanation = model.explain('zzzzqx vvvvqk', 10);
+    expect(explanation).toMatchObject({ features: 0, contributions: [], rest: 0 });
+    expect(explanation.score).toBe(explanation.bias);
+    // Never throws for any string.
+    expect(model.explain('', 3).features).toBe(0);
+    expect(model.explain('🙂'.repeat(1000), 0).contributions).toEqual([]);
+  });
+});
