@@ -46,6 +46,7 @@ const SECTIONS: Section[] = [
   { name: 'model', load: () => import('./model.js') },
   { name: 'http', load: () => import('./http.js') },
   { name: 'tracking', load: () => import('./tracking.js') },
+  { name: 'batch', load: () => import('./batch.js') },
 ];
 
 const fmt = (v: number | null): string => {

@@ -17,6 +17,7 @@ import {
 } from './model/index.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
 import { runServeCommand, StartupError } from './server.js';
+import { BatchInputError, type TagFileResult, tagFile } from './service/batch-predict.js';
 import { loadModelForPrediction } from './service/predict-command.js';
 import {
   openTrackingStore,
@@ -37,6 +38,7 @@ const DEFAULT_SEED = 42;
 
 /** Errors whose message is already a complete, user-facing explanation. */
 const EXPECTED_ERRORS = [
+  BatchInputError,
   DataError,
   InterruptedError,
   ModelInputError,
@@ -397,6 +399,62 @@ interface PredictFlags {
   trackingUri?: string;
   model?: string;
   explain?: boolean;
+  input?: string;
+  output?: string;
+  textColumn?: string;
+  quiet?: boolean;
+}
+
+/** Bad rows printed one by one before only their count is reported. */
+const SHOWN_BAD_ROWS = 20;
+
+async function predictFileCommand(flags: PredictFlags & { input: string }): Promise<void> {
+  if (flags.output === undefined) {
+    throw new UsageError('predict: --input needs --output <file.csv|.jsonl> for the tags');
+  }
+  if (flags.explain)
+    throw new UsageError('predict: --explain works on texts given on the command line, not with --input');
+  const loaded = await loadModelForPrediction({
+    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
+    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    experiment: flags.experiment,
+    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
+  });
+  const progress = createProgress({ label: 'tagging', total: 100, silent: flags.quiet === true, unit: '%' });
+  const started = performance.now();
+  let shown = 0;
+  let result: TagFileResult;
+  try {
+    result = await tagFile(loaded.model, {
+      input: flags.input,
+      output: flags.output,
+      textColumn: flags.textColumn,
+      onProgress: ({ bytesRead, totalBytes, rows }) => {
+        const seconds = (performance.now() - started) / 1000;
+        const share = totalBytes === 0 ? 1 : Math.min(1, bytesRead / totalBytes);
+        const eta = share > 0 ? (seconds / share) * (1 - share) : Number.NaN;
+        progress.update(
+          Math.floor(share * 100),
+          `${rows.toLocaleString('en-US')} rows, ${Math.round(rows / Math.max(seconds, 1e-3)).toLocaleString('en-US')} rows/s, ETA ${Number.isFinite(eta) ? `${Math.ceil(eta)} s` : '?'}`,
+        );
+      },
+      onBadRow: ({ line, reason }) => {
+        shown += 1;
+        if (shown <= SHOWN_BAD_ROWS)
+          process.stderr.write(`tagger: ${flags.input}: line ${line}: ${reason}; skipped\n`);
+      },
+    });
+  } finally {
+    progress.stop();
+  }
+  if (result.bad > SHOWN_BAD_ROWS) {
+    process.stderr.write(`tagger: … and ${result.bad - SHOWN_BAD_ROWS} more bad rows (not shown)\n`);
+  }
+  process.stdout.write(
+    `Tagged ${result.tagged.toLocaleString('en-US')} of ${result.rows.toLocaleString('en-US')} rows of ${flags.input} into ${flags.output}` +
+      `${result.bad > 0 ? ` (${result.bad} bad row${result.bad === 1 ? '' : 's'} skipped)` : ''} in ${result.seconds.toFixed(1)} s` +
+      ` with run ${loaded.runId ?? '(model directory)'}.\n`,
+  );
 }
 
 /** One text's explanation as a table: each listed feature's contribution, then the rest, the bias and the score. */
@@ -428,6 +486,13 @@ function explanationTable(text: string, tag: string, probability: number, explan
 }
 
 async function predictCommand(texts: string[], flags: PredictFlags): Promise<void> {
+  if (flags.input !== undefined) {
+    if (texts.length > 0) throw new UsageError('predict: give texts or --input <file>, not both');
+    return predictFileCommand({ ...flags, input: flags.input });
+  }
+  if (flags.output !== undefined || flags.textColumn !== undefined) {
+    throw new UsageError('predict: --output and --text-column go with --input <file>');
+  }
   if (texts.length === 0)
     throw new UsageError('predict: give at least one text, e.g. tagger predict "Transformers for NER"');
   const empty = texts.findIndex((text) => text.trim() === '');
@@ -560,7 +625,7 @@ export function buildProgram(): Command {
     .description(
       'Predict tags for texts with the best run of an experiment, a given run, or a model directory',
     )
-    .argument('<text...>', 'texts to tag')
+    .argument('[text...]', 'texts to tag (or --input <file>)')
     .option('--run-id <id>', 'use this run instead of the best one')
     .option('--experiment <name>', 'experiment whose best run is used', 'best')
     .option('--model <dir>', 'use a saved model directory instead of a tracking store')
@@ -568,6 +633,19 @@ export function buildProgram(): Command {
       '--explain',
       'print, per text, the 10 features that moved the predicted tag most (a table: contributions, rest, bias = score)',
     )
+    .option(
+      '--input <file>',
+      'tag every row of a .csv or .jsonl file (streamed: any size), in order; bad rows are reported by line and skipped',
+    )
+    .option(
+      '--output <file>',
+      'with --input: where the tags go (.csv or .jsonl: line, text, predicted_tag, probabilities)',
+    )
+    .option(
+      '--text-column <name>',
+      "with --input: the column holding the text (default: 'text', else title + description)",
+    )
+    .option('--quiet', 'with --input: no progress output')
     .addOption(trackingOption())
     .action((texts: string[], flags: PredictFlags) => predictCommand(texts, flags));
 

@@ -492,6 +492,47 @@ describe('tagger predict', () => {
     }
   });
 
+  it('--input tags a file into --output, reporting bad rows by line and going on', async () => {
+    const input = join(dir, 'to-tag.csv');
+    await writeFile(input, 'title,description\nBERT,sentiment analysis\n,\nYOLO,object detection\n');
+    const output = join(dir, 'tagged.jsonl');
+    const result = await tagger(['predict', '--input', input, '--output', output], {
+      MLFLOW_TRACKING_URI: store,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^Tagged 2 of 3 rows of .*to-tag\.csv into .*tagged\.jsonl \(1 bad row skipped\) in \d+\.\d s with run [0-9a-f]{32}\.\n$/,
+    );
+    expect(result.stderr).toContain(`tagger: ${input}: line 3: no text; skipped`);
+    // Not a terminal: plain progress lines with the rate, never escape codes.
+    expect(result.stderr).toMatch(/^tagging: 100% 3 rows, \d+ rows\/s, ETA 0 s$/m);
+    expect(result.stderr).not.toContain('\u001b[');
+    const rows = (await readFile(output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(rows.map((row) => [row.line, row.text])).toEqual([
+      [2, 'BERT sentiment analysis'],
+      [4, 'YOLO object detection'],
+    ]);
+    expectCleanFailure(
+      await tagger(['predict', 'a text', '--input', input, '--output', output], {
+        MLFLOW_TRACKING_URI: store,
+      }),
+      /give texts or --input <file>, not both/,
+    );
+    expectCleanFailure(
+      await tagger(['predict', '--input', input], { MLFLOW_TRACKING_URI: store }),
+      /--input needs --output/,
+    );
+    expectCleanFailure(
+      await tagger(['predict', '--input', input, '--output', join(dir, 'x.csv'), '--text-column', 'body'], {
+        MLFLOW_TRACKING_URI: store,
+      }),
+      /has no column 'body' \(its columns: title, description\)/,
+    );
+  });
+
   it('reports an unknown run id', async () => {
     expectCleanFailure(
       await tagger(['predict', '--run-id', 'f'.repeat(32), 'text'], { MLFLOW_TRACKING_URI: store }),

@@ -19,6 +19,8 @@ export interface ProgressOptions {
   plainIntervalMs?: number;
   /** Silence entirely (e.g. `--quiet`). */
   silent?: boolean;
+  /** `%`: `done` is a percentage, shown as `42%` instead of `42/100`. */
+  unit?: '%';
 }
 
 export function createProgress(options: ProgressOptions): Progress {
@@ -27,7 +29,7 @@ export function createProgress(options: ProgressOptions): Progress {
   if (stream.isTTY) {
     const bar = new cliProgress.SingleBar(
       {
-        format: `${options.label} [{bar}] {value}/{total} {status}`,
+        format: `${options.label} [{bar}] ${options.unit === '%' ? '{value}%' : '{value}/{total}'} {status}`,
         stream,
         hideCursor: true,
         clearOnComplete: false,
@@ -45,7 +47,8 @@ export function createProgress(options: ProgressOptions): Progress {
   let lastPrintedDone = -1;
   let last = { done: 0, status: '' };
   const print = () => {
-    stream.write(`${options.label}: ${last.done}/${options.total}${last.status ? ` ${last.status}` : ''}\n`);
+    const position = options.unit === '%' ? `${last.done}%` : `${last.done}/${options.total}`;
+    stream.write(`${options.label}: ${position}${last.status ? ` ${last.status}` : ''}\n`);
     lastPrinted = Date.now();
     lastPrintedDone = last.done;
   };
@@ -55,8 +58,10 @@ export function createProgress(options: ProgressOptions): Progress {
       if (Date.now() - lastPrinted >= interval) print();
     },
     stop() {
-      // Always end on a line showing where the work stopped.
-      if (last.done !== lastPrintedDone) print();
+      // End on a line showing where the work stopped (nothing when it never started, e.g. bad input).
+      if (lastPrintedDone !== -1 || last.done !== 0 || last.status !== '') {
+        if (last.done !== lastPrintedDone) print();
+      }
     },
   };
 }

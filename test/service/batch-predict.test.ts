@@ -1,0 +1,158 @@
+/** Batch tagging of files: order, line numbers, bad rows, formats, and nothing half-written on failure. */
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BadRow, BatchInputError, tagFile } from '../../src/service/batch-predict.js';
+import { trainModel } from '../support/fixtures.js';
+
+const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tagger-batch-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const file = async (name: string, content: string): Promise<string> => {
+  const path = join(dir, name);
+  await writeFile(path, content);
+  return path;
+};
+
+describe('tagFile', () => {
+  it('tags a CSV in order with line numbers, skipping and reporting bad rows without stopping', async () => {
+    const input = await file(
+      'projects.csv',
+      '\uFEFFid,title,description\n' +
+        '1,BERT fine tuning,for sentiment analysis\n' +
+        '2,,\n' +
+        '3,"bad "quote",x\n' +
+        '4,YOLO,"object\ndetection on drones"\n' +
+        '5,Kubernetes,model serving pipelines\n',
+    );
+    const output = join(dir, 'tags.csv');
+    const bad: BadRow[] = [];
+    const result = await tagFile(model, { input, output, onBadRow: (row) => bad.push(row) });
+    expect(result).toMatchObject({ rows: 5, tagged: 3, bad: 2 });
+    expect(bad).toEqual([
+      { line: 3, reason: 'no text' },
+      { line: 4, reason: expect.stringMatching(/^malformed CSV row/) },
+    ]);
+    const rows = parse(await readFile(output, 'utf8'), { columns: true }) as Record<string, string>[];
+    const texts = [
+      'BERT fine tuning for sentiment analysis',
+      'YOLO object\ndetection on drones',
+      'Kubernetes model serving pipelines',
+    ];
+    expect(rows.map((row) => [row.line, row.text])).toEqual([
+      ['2', texts[0]],
+      ['6', texts[1]],
+      ['7', texts[2]],
+    ]);
+    const expected = model.predict(texts);
+    for (const [i, row] of rows.entries()) {
+      expect(row.predicted_tag).toBe(expected[i]!.predicted_tag);
+      for (const tag of model.tags) expect(Number(row[`p_${tag}`])).toBe(expected[i]!.probabilities[tag]);
+      expect(Number(row.probability)).toBe(expected[i]!.probabilities[row.predicted_tag!]);
+    }
+  });
+
+  it('tags JSON Lines into JSON Lines or CSV, with --text-column, reporting lines that are not JSON objects', async () => {
+    const input = await file(
+      'texts.jsonl',
+      '{"body":"transformers for translation"}\nnot json\n[1]\n\n{"body":""}\n{"body":42}\n{"body":"gan image synthesis"}\n',
+    );
+    const bad: BadRow[] = [];
+    const jsonl = join(dir, 'tags.jsonl');
+    const result = await tagFile(model, {
+      input,
+      output: jsonl,
+      textColumn: 'body',
+      onBadRow: (row) => bad.push(row),
+    });
+    expect(result).toMatchObject({ rows: 6, tagged: 2, bad: 4 });
+    expect(bad.map((row) => [row.line, row.reason.split(' (')[0]])).toEqual([
+      [2, 'not valid JSON'],
+      [3, 'not a JSON object'],
+      [5, 'no text'],
+      [6, 'the text is not a string'],
+    ]);
+    const lines = (await readFile(jsonl, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines.map((line) => [line.line, line.text])).toEqual([
+      [1, 'transformers for translation'],
+      [7, 'gan image synthesis'],
+    ]);
+    expect(lines[1].predicted_probabilities).toEqual(
+      model.predict(['gan image synthesis'])[0]!.probabilities,
+    );
+
+    const csv = join(dir, 'from-jsonl.csv');
+    await tagFile(model, { input, output: csv, textColumn: 'body' });
+    expect((parse(await readFile(csv, 'utf8'), { columns: true }) as unknown[]).length).toBe(2);
+  });
+
+  it('streams many rows in batches, in order', async () => {
+    const count = 5_000;
+    const lines = Array.from(
+      { length: count },
+      (_, i) => `${i},"text number ${i} about ${i % 2 ? 'images' : 'language'} models"`,
+    );
+    const input = await file('many.csv', `id,text\n${lines.join('\n')}\n`);
+    const output = join(dir, 'many.jsonl');
+    const seen: number[] = [];
+    const result = await tagFile(model, {
+      input,
+      output,
+      batchSize: 64,
+      onProgress: (p) => seen.push(p.rows),
+    });
+    expect(result).toMatchObject({ rows: count, tagged: count, bad: 0 });
+    const out = (await readFile(output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).line);
+    expect(out).toEqual(Array.from({ length: count }, (_, i) => i + 2));
+    expect(seen.length).toBeGreaterThan(count / 64 - 1);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+  });
+
+  it('refuses unusable input with a clear error and leaves no output or temp file behind', async () => {
+    const input = await file('no-text.csv', 'id,body\n1,hello\n');
+    const cases: [Parameters<typeof tagFile>[1], RegExp][] = [
+      [{ input, output: join(dir, 'x.txt') }, /x\.txt: use a \.csv, \.jsonl or \.ndjson file/],
+      [{ input, output: input }, /is the input file/],
+      [{ input: join(dir, 'absent.csv'), output: join(dir, 'x.csv') }, /cannot read .*absent\.csv/],
+      [
+        { input, output: join(dir, 'x.csv') },
+        /has neither a 'text' column nor 'title' and 'description' \(its columns: id, body\)/,
+      ],
+      [
+        { input, output: join(dir, 'x.csv'), textColumn: 'missing' },
+        /has no column 'missing' \(its columns: id, body\)/,
+      ],
+      [{ input, output: join(dir, 'missing-dir', 'x.csv') }, /cannot tag .* into .*missing-dir/],
+    ];
+    for (const [options, message] of cases) {
+      const error = await tagFile(model, options).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(BatchInputError);
+      expect((error as Error).message).toMatch(message);
+    }
+    const left = await readdir(dir);
+    expect(left.filter((name) => name.includes('.tmp') || name === 'x.csv')).toEqual([]);
+  });
+
+  it('an empty CSV gives a header-only output', async () => {
+    const input = await file('empty.csv', 'text\n');
+    const output = join(dir, 'empty-tags.csv');
+    expect(await tagFile(model, { input, output })).toMatchObject({ rows: 0, tagged: 0, bad: 0 });
+    expect((await readFile(output, 'utf8')).trim()).toBe(
+      ['line', 'text', 'predicted_tag', 'probability', ...model.tags.map((t) => `p_${t}`)].join(','),
+    );
+  });
+});
