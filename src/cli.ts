@@ -9,8 +9,10 @@ import { runServe } from './cluster.js';
 import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
 import {
   type Explanation,
+  evaluate,
   ModelFormatError,
   ModelInputError,
+  OTHER_TAG,
   parseTrainingArgs,
   RUN_ARTIFACTS,
   type TrainingArgs,
@@ -405,6 +407,66 @@ interface PredictFlags {
   quiet?: boolean;
 }
 
+interface EvaluateFlags {
+  data: string;
+  runId?: string;
+  experiment: string;
+  trackingUri?: string;
+  model?: string;
+  json?: boolean;
+}
+
+/** `tagger evaluate`: a saved model or run scored on new labelled data, with training's report. */
+async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
+  const data = await readDataset(flags.data);
+  const loaded = await loadModelForPrediction({
+    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
+    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    experiment: flags.experiment,
+    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
+  });
+  const classes = new Set(loaded.model.tags);
+  const unknown: Record<string, number> = {};
+  for (const row of data) if (!classes.has(row.tag)) unknown[row.tag] = (unknown[row.tag] ?? 0) + 1;
+  const performance = evaluate(loaded.model, data);
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({ run_id: loaded.runId, data: flags.data, rows: data.length, unknown_tags: unknown, performance })}\n`,
+    );
+    return;
+  }
+  const folded = Object.entries(unknown).sort((a, b) => b[1] - a[1]);
+  const lines = [
+    `${loaded.runId === null ? `Model ${flags.model}` : `Run ${loaded.runId}`} on ${flags.data} (${data.length} rows)`,
+  ];
+  if (folded.length > 0) {
+    lines.push(
+      `Tags the model does not know, scored as '${OTHER_TAG}': ${folded.map(([tag, count]) => `${tag} (${count})`).join(', ')}`,
+    );
+  }
+  const { overall } = performance;
+  lines.push(
+    `overall: precision ${formatMetric(overall.precision)}, recall ${formatMetric(overall.recall)}, f1 ${formatMetric(overall.f1)}`,
+  );
+  const header = ['tag', 'precision', 'recall', 'f1', 'rows'];
+  const rows = Object.entries(performance.class).map(([tag, m]) => [
+    tag,
+    formatMetric(m.precision),
+    formatMetric(m.recall),
+    formatMetric(m.f1),
+    String(m.num_samples),
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ');
+  lines.push(line(header), ...rows.map(line));
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 /** Bad rows printed one by one before only their count is reported. */
 const SHOWN_BAD_ROWS = 20;
 
@@ -648,6 +710,19 @@ export function buildProgram(): Command {
     .option('--quiet', 'with --input: no progress output')
     .addOption(trackingOption())
     .action((texts: string[], flags: PredictFlags) => predictCommand(texts, flags));
+
+  program
+    .command('evaluate')
+    .description(
+      'Score the best run, a given run or a saved model on labelled data (title, description, tag): overall and per-tag metrics',
+    )
+    .requiredOption('--data <csv>', 'labelled CSV (title, description, tag)')
+    .option('--run-id <id>', 'evaluate this run instead of the best one')
+    .option('--experiment <name>', 'experiment whose best run is evaluated', 'best')
+    .option('--model <dir>', 'evaluate a saved model directory instead of a run')
+    .addOption(trackingOption())
+    .option('--json', 'print one JSON object: run_id, rows, unknown_tags and the performance report')
+    .action((flags: EvaluateFlags) => evaluateCommand(flags));
 
   const serve = program
     .command('serve')
