@@ -75,6 +75,38 @@ export function testSetDigest(rows: readonly LabelledText[]): string {
   return hash.digest('hex');
 }
 
+/** The same text for duplicate and leak checks: case, spacing and surrounding blanks do not count. */
+const sameText = (text: string): string => text.toLowerCase().replace(/\s+/g, ' ').trim();
+
+/**
+ * Test rows whose text is also a training (or validation) row, which inflates the test f1; and texts
+ * labelled with different tags, which no model can get right both times.
+ */
+function overlapWarnings(seen: readonly LabelledText[], test: readonly LabelledText[]): string[] {
+  const warnings: string[] = [];
+  const tagsOf = new Map<string, Set<string>>();
+  for (const row of [...seen, ...test]) {
+    const key = sameText(row.text);
+    const tags = tagsOf.get(key) ?? new Set<string>();
+    tags.add(row.tag);
+    tagsOf.set(key, tags);
+  }
+  const known = new Set(seen.map((row) => sameText(row.text)));
+  const leaked = test.filter((row) => known.has(sameText(row.text))).length;
+  if (leaked > 0) {
+    warnings.push(
+      `${leaked} of the ${test.length} test rows (${((100 * leaked) / test.length).toFixed(1)}%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates`,
+    );
+  }
+  const conflicting = [...tagsOf.values()].filter((tags) => tags.size > 1).length;
+  if (conflicting > 0) {
+    warnings.push(
+      `${conflicting} text(s) appear with different tags: no model can get both right; check those labels`,
+    );
+  }
+  return warnings;
+}
+
 /** The warnings a person must see before trusting the run's metrics. */
 function dataWarnings(
   train: readonly LabelledText[],
@@ -166,6 +198,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   });
   const trainingSeconds = (performance.now() - started) / 1000;
   const { warnings, trainedTags } = dataWarnings(split.train, trained.model.tags, test.length);
+  warnings.push(...overlapWarnings([...split.train, ...split.validation], test));
   return {
     model: trained.model,
     // onEpoch fires once per epoch of the history; an ensemble reports its last member's epochs.

@@ -99,4 +99,21 @@ describe('trainAndEvaluate: what the metrics were measured on, and data warnings
       /tag\(s\) were folded into 'other' \(min_freq \/ accepted_tags\): '[^']+' \(\d+ rows\)/,
     );
   });
+
+  it('warns about test rows that repeat training texts, and texts labelled with different tags', () => {
+    const testData = data.slice(0, 40).map((row, i) => ({
+      // Ten repeat a training text (with other case and spacing); one of them with another tag.
+      text: i < 10 ? `  ${row.text.toUpperCase()} ` : `${row.text} (new text ${i})`,
+      tag: i === 0 ? 'some-other-tag' : row.tag,
+    }));
+    const outcome = trainAndEvaluate({ data, testData, args: FAST_ARGS, seed: 1 });
+    const leaked = outcome.warnings.find((warning) => warning.includes('test rows'));
+    // Rows 0-9 of `data` are in train or validation (a test file means no test split is taken from data).
+    expect(leaked).toBe(
+      '10 of the 40 test rows (25.0%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates',
+    );
+    expect(outcome.warnings).toContain(
+      '1 text(s) appear with different tags: no model can get both right; check those labels',
+    );
+  });
 });
