@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ArtifactEntry, Run, TrackingStore } from '../../src/tracking/store.js';
 import { getOrCreateExperiment, TrackingError } from '../../src/tracking/store.js';
+import { defineOutputsContract } from './contract-outputs.js';
 
 export interface ContractSubject {
   store: TrackingStore;
@@ -502,5 +503,8 @@ export function runTrackingStoreContract(
         Object.keys(run?.tags ?? {}).filter((key) => key !== 'mlflow.runName' && !key.startsWith('mlflow.')),
       ).toEqual([]);
     });
+
+    // Dataset inputs, run outputs and MLflow 3 logged models (contract-outputs.ts).
+    defineOutputsContract(store, newExperiment);
   });
 }
