@@ -13,7 +13,8 @@ import { runServeCommand, StartupError } from './server.js';
 import { loadModelForPrediction } from './service/predict-command.js';
 import { openTrackingStore, resolveTrackingUri } from './tracking/index.js';
 import { checkCanLog, TrackingError, type TrackingStore } from './tracking/store.js';
-import { DataError, readDataset } from './train/data.js';
+import { DataError } from './train/data.js';
+import { readDataWithInput } from './train/dataset-input.js';
 import { InterruptedError, logTrainingRun } from './train/log-run.js';
 import { optimize, type Trial } from './train/optimize.js';
 import { trainAndEvaluate } from './train/pipeline.js';
@@ -108,10 +109,20 @@ interface TrainFlags {
   quiet?: boolean;
 }
 
+/** The data files, each read once: rows to train on and the dataset inputs the runs record. */
+async function readTrainingFiles(flags: { data: string; testData?: string }) {
+  const train = await readDataWithInput(flags.data, 'training');
+  const test = flags.testData === undefined ? undefined : await readDataWithInput(flags.testData, 'testing');
+  return {
+    data: train.rows,
+    testData: test?.rows,
+    datasets: test ? [train.input, test.input] : [train.input],
+  };
+}
+
 async function trainCommand(flags: TrainFlags): Promise<void> {
   const args = await readArgs(flags.args);
-  const data = await readDataset(flags.data);
-  const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
+  const { data, testData, datasets } = await readTrainingFiles(flags);
   const { outcome, logged, runName } = await withStore(
     flags.trackingUri,
     async (store) => {
@@ -153,6 +164,7 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         outcome,
         source: 'tagger train',
         extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
+        datasets,
         catchSignals: true,
       });
       return { outcome, logged, runName };
@@ -191,8 +203,7 @@ interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
 
 async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
   const args = await readArgs(flags.args);
-  const data = await readDataset(flags.data);
-  const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
+  const { data, testData, datasets } = await readTrainingFiles(flags);
   const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
   const result = await withStore(
     flags.trackingUri,
@@ -209,6 +220,7 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
           runNamePrefix: defaultRunName('trial'),
           onTrial: (trial) => progress.update(trial.trial, `val_f1=${trial.validationF1.toFixed(4)}`),
           catchSignals: true,
+          datasets,
         });
       } finally {
         progress.stop();
