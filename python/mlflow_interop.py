@@ -7,7 +7,7 @@ accepts (a `file://` mlruns folder, with MLFLOW_ALLOW_FILE_STORE=true on MLflow 
 accepted for metric values in `write`.
 
 Command fields:
-  command          "read" | "write" | "outputs"
+  command          "read" | "write" | "outputs" | "write_outputs"
   tracking_uri     where MLflow should look
   experiment_name  the experiment to read (created by `write` if missing)
   order_by         passed to mlflow.search_runs, e.g. ["metrics.f1 DESC"]
@@ -20,7 +20,8 @@ Answer: {experiment_id, order: [run ids in search_runs order], runs: {run_id: ru
 For "outputs" (fields tracking_uri, experiment_id, run_id): what MLflow 3 shows of the run's dataset
 inputs and logged models, {dataset_inputs: [...], source_uris: [...], outputs: [model ids],
 models: [search_logged_models(... source_run_id ...)], logged_model: get_logged_model(first),
-model_files: [...], flavors: {...}} (see describe_outputs).
+model_files: [...], flavors: {...}} (see describe_outputs). For "write_outputs" (tracking_uri,
+experiment_name, data_uri): a run with a dataset input and a logged model, see write_outputs.
 
 where run = {run_name, status, start_time, end_time, experiment_id, metrics, params, tags,
 history: {key: [{key, value, timestamp, step}]}, artifacts: {dir: [{path, is_dir, file_size}]},
@@ -166,14 +167,48 @@ def describe_outputs(mlflow, command):
     return answer
 
 
+def write_outputs(mlflow, command):
+    """Python logs what Tagger must read: a run with a dataset input (MLflow's own
+    LocalArtifactDatasetSource), a READY logged model with params, a file and a linked metric, and the
+    run output. Answer: {experiment_id, run_id, model_id}."""
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import LoggedModelOutput, LoggedModelStatus
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    experiment = mlflow.set_experiment(command["experiment_name"])
+    source = mlflow.data.get_source(
+        mlflow.entities.Dataset(name="x", digest="x", source_type="local", source=json.dumps({"uri": command["data_uri"]}))
+    )
+    dataset = MetaDataset(source=source, name="python.csv", digest="cafe0123")
+    with mlflow.start_run() as run:
+        mlflow.log_input(dataset, context="training")
+        model = client.create_logged_model(
+            experiment_id=experiment.experiment_id,
+            name="model",
+            source_run_id=run.info.run_id,
+            params={"lr": "0.1"},
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "MLmodel")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write("flavors: {}\n")
+            client.log_model_artifact(model.model_id, path)
+        mlflow.log_metric("f1", 0.75, model_id=model.model_id)
+        client.log_outputs(run.info.run_id, [LoggedModelOutput(model.model_id, 0)])
+        client.finalize_logged_model(model.model_id, LoggedModelStatus.READY)
+    return {"experiment_id": experiment.experiment_id, "run_id": run.info.run_id, "model_id": model.model_id}
+
+
 def main():
     command = json.load(sys.stdin)
     import mlflow
     from mlflow.tracking import MlflowClient
 
     mlflow.set_tracking_uri(command["tracking_uri"])
-    if command["command"] == "outputs":
-        print(json.dumps(describe_outputs(mlflow, command)), file=sys.__stdout__)
+    if command["command"] in ("outputs", "write_outputs"):
+        handler = describe_outputs if command["command"] == "outputs" else write_outputs
+        print(json.dumps(handler(mlflow, command)), file=sys.__stdout__)
         return
     name = command["experiment_name"]
     answer = {}

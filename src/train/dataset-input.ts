@@ -21,6 +21,20 @@ import { type DatasetRow, REQUIRED_COLUMNS, readDatasetFile } from './data.js';
 
 export type DatasetContext = 'training' | 'testing';
 
+/**
+ * JSON as Python's `json.dumps` writes it (`", "` and `": "` separators), so the text Tagger records is
+ * the text MLflow's client would have recorded for the same source, schema and profile.
+ */
+export function pythonJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(pythonJson).join(', ')}]`;
+  if (typeof value === 'object' && value !== null) {
+    return `{${Object.entries(value)
+      .map(([key, entry]) => `${JSON.stringify(key)}: ${pythonJson(entry)}`)
+      .join(', ')}}`;
+  }
+  return JSON.stringify(value);
+}
+
 /** The digest of a data file's bytes as Tagger records it (see above). */
 export function fileDigest(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
@@ -39,11 +53,11 @@ export function datasetInput(
       name: basename(absolute),
       digest: fileDigest(bytes),
       sourceType: 'local',
-      source: JSON.stringify({ uri: pathToFileURL(absolute).href }),
-      schema: JSON.stringify({
+      source: pythonJson({ uri: pathToFileURL(absolute).href }),
+      schema: pythonJson({
         mlflow_colspec: REQUIRED_COLUMNS.map((name) => ({ type: 'string', name, required: true })),
       }),
-      profile: JSON.stringify({ num_rows: rows.length }),
+      profile: pythonJson({ num_rows: rows.length }),
     },
     tags: { 'mlflow.data.context': context },
   };

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES, MODEL_FORMAT } from '../../src/model/index.js';
+import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
+import { openTrackingStore } from '../../src/tracking/index.js';
 import { fileDigest } from '../../src/train/dataset-input.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
 import { runInteropScript } from '../support/mlflow-interop.js';
@@ -153,3 +155,71 @@ function taggerTrain(dir: string, trackingUri: string): Promise<TrainJson> {
     );
   });
 }
+
+describe.skipIf(!python)('Tagger reads the dataset inputs and logged models Python MLflow logs', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tagger-outputs-read-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const check = async (trackingUri: string): Promise<void> => {
+    const written = (await runInteropScript(
+      python!,
+      {
+        command: 'write_outputs',
+        tracking_uri: trackingUri,
+        experiment_name: 'python-outputs',
+        data_uri: pathToFileURL(SAMPLE_DATA).href,
+      },
+      dir,
+    )) as unknown as { experiment_id: string; run_id: string; model_id: string };
+    const warnings: string[] = [];
+    const store = trackingUri.startsWith('file:')
+      ? new FileTrackingStore(trackingUri, { onWarning: (message) => warnings.push(message) })
+      : await openTrackingStore(trackingUri);
+    try {
+      const run = await store.getRun(written.run_id);
+      expect(run?.inputs).toEqual([
+        {
+          dataset: {
+            name: 'python.csv',
+            digest: 'cafe0123',
+            sourceType: 'local',
+            source: `{"uri": "${pathToFileURL(SAMPLE_DATA).href}"}`,
+            schema: null,
+            profile: null,
+          },
+          tags: { 'mlflow.data.context': 'training' },
+        },
+      ]);
+      expect(run?.outputs).toEqual([{ modelId: written.model_id, step: 0 }]);
+      expect(await store.getLoggedModel(written.model_id)).toMatchObject({
+        name: 'model',
+        status: 'READY',
+        experimentId: written.experiment_id,
+        sourceRunId: written.run_id,
+        params: { lr: '0.1' },
+        metrics: { f1: 0.75 },
+      });
+      const models = await store.searchLoggedModels(written.experiment_id, { sourceRunId: written.run_id });
+      expect(models.map((model) => model.modelId)).toEqual([written.model_id]);
+      expect(new TextDecoder().decode(await store.readLoggedModelArtifact(written.model_id, 'MLmodel'))).toBe(
+        'flavors: {}\n',
+      );
+      expect(warnings).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  };
+
+  it('file store (mlruns/)', async () => {
+    await check(pathToFileURL(join(dir, 'mlruns')).href);
+  }, 120_000);
+
+  it('SQLite', async () => {
+    await check(`sqlite:///${join(dir, 'python.db')}`);
+  }, 120_000);
+});

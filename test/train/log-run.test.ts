@@ -240,6 +240,8 @@ describe('the dataset input and the MLflow 3 logged model of a run', () => {
       JSON.parse(input.dataset.schema ?? '').mlflow_colspec.map((c: { name: string }) => c.name),
     ).toEqual(['title', 'description', 'tag']);
     expect(input.tags).toEqual({ 'mlflow.data.context': 'training' });
+    // As Python's json.dumps writes it, byte for byte what MLflow's client records.
+    expect(input.dataset.profile).toBe(`{"num_rows": ${rows.length}}`);
   });
 
   it('logs the data as an input and the model as a READY logged model; the run artifacts stay as they were', async () => {
