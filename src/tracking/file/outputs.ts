@@ -129,6 +129,12 @@ function parseModelMetricLine(key: string, line: string, file: string): MetricPo
 }
 
 export class FileRunIo {
+  /** Model id -> folders; checked on use (an experiment may move to `.trash`). Bounded. */
+  private readonly modelLocations = new Map<
+    string,
+    { dir: string; experimentDir: string; experimentId: string }
+  >();
+
   constructor(private readonly store: FileStoreAccess) {}
 
   // ------------------------------------------------------------------ dataset inputs
@@ -290,12 +296,15 @@ export class FileRunIo {
     } catch (error) {
       throw fsError(error, 'create logged model folder', modelDir);
     }
-    for (const [key, value] of Object.entries(options.params ?? {})) {
-      await atomicWrite(join(modelDir, 'params', ...key.split('/')), value, found.dir);
-    }
-    for (const [key, value] of Object.entries(options.tags ?? {})) {
-      await atomicWrite(join(modelDir, 'tags', ...key.split('/')), value, found.dir);
-    }
+    // One file per param and tag (MLflow's layout); distinct files, so written side by side.
+    await Promise.all([
+      ...Object.entries(options.params ?? {}).map(([key, value]) =>
+        atomicWrite(join(modelDir, 'params', ...key.split('/')), value, found.dir),
+      ),
+      ...Object.entries(options.tags ?? {}).map(([key, value]) =>
+        atomicWrite(join(modelDir, 'tags', ...key.split('/')), value, found.dir),
+      ),
+    ]);
     const now = Date.now();
     const model: LoggedModel = {
       modelId,
@@ -313,6 +322,7 @@ export class FileRunIo {
     };
     // Last: from here on MLflow lists the model.
     await this.writeModelMeta(modelDir, model, found.dir);
+    this.remember(modelId, { dir: modelDir, experimentDir: found.dir, experimentId });
     return model;
   }
 
@@ -414,17 +424,38 @@ export class FileRunIo {
 
   private async locateModel(
     modelId: string,
+    withData = true,
   ): Promise<{ dir: string; experimentDir: string; model: LoggedModel } | null> {
+    const cached = this.modelLocations.get(modelId);
+    if (cached !== undefined) {
+      const model = this.readModel(cached.dir, modelId, cached.experimentId, withData);
+      if (model !== null) return { dir: cached.dir, experimentDir: cached.experimentDir, model };
+      this.modelLocations.delete(modelId);
+    }
     for (const { id, dir: experimentDir } of await this.store.experimentFolders()) {
       const dir = join(experimentDir, MODELS, modelId);
-      const model = this.readModel(dir, modelId, id);
-      if (model !== null) return { dir, experimentDir, model };
+      const model = this.readModel(dir, modelId, id, withData);
+      if (model !== null) {
+        this.remember(modelId, { dir, experimentDir, experimentId: id });
+        return { dir, experimentDir, model };
+      }
     }
     return null;
   }
 
-  /** One logged model folder; null when it has no meta.yaml yet or the model is deleted. */
-  private readModel(dir: string, modelId: string, experimentId: string): LoggedModel | null {
+  private remember(
+    modelId: string,
+    location: { dir: string; experimentDir: string; experimentId: string },
+  ): void {
+    if (this.modelLocations.size >= 10_000) this.modelLocations.clear();
+    this.modelLocations.set(modelId, location);
+  }
+
+  /**
+   * One logged model folder; null when it has no meta.yaml yet or the model is deleted. Without
+   * `withData`, only meta.yaml is read (params, tags and metrics left empty).
+   */
+  private readModel(dir: string, modelId: string, experimentId: string, withData = true): LoggedModel | null {
     const file = join(dir, META);
     const text = readTextSync(file);
     if (text === null) return null;
@@ -455,9 +486,9 @@ export class FileRunIo {
       status,
       sourceRunId: metaString(meta, 'source_run_id', file),
       modelType: metaString(meta, 'model_type', file),
-      tags: this.readValues(join(dir, 'tags')),
-      params: this.readValues(join(dir, 'params')),
-      metrics: this.readModelMetrics(join(dir, 'metrics')),
+      tags: withData ? this.readValues(join(dir, 'tags')) : {},
+      params: withData ? this.readValues(join(dir, 'params')) : {},
+      metrics: withData ? this.readModelMetrics(join(dir, 'metrics')) : {},
     };
   }
 
