@@ -65,6 +65,15 @@ export class SqlRunIo {
     try {
       return await fn();
     } catch (error) {
+      // A database MLflow 2 created lacks MLflow 3's tables: say how to fix that, not just "no such table".
+      const message = error instanceof Error ? error.message : '';
+      if (!(error instanceof TrackingError) && /no such table|relation "[a-z_]+" does not exist/.test(message)) {
+        throw new TrackingError(
+          'UNSUPPORTED',
+          `tracking: ${this.displayUri} lacks MLflow 3's tables for datasets and logged models (${message}); run \`mlflow db upgrade <database URI>\``,
+          { cause: error },
+        );
+      }
       throw databaseError(error, this.displayUri);
     }
   }

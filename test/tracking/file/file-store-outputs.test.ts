@@ -7,6 +7,7 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
 import { SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
@@ -151,4 +152,26 @@ describe('local stores: a metric linked to a model outside the run experiment', 
       }
     });
   }
+});
+
+describe('SQL store: a database without MLflow 3 tables', () => {
+  it('logging a model is UNSUPPORTED naming `mlflow db upgrade`', async () => {
+    const file = join(dir, 'old.db');
+    const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'old.db');
+    try {
+      const experimentId = await store.createExperiment('old');
+      const raw = new DatabaseSync(file);
+      raw.exec(
+        'DROP TABLE logged_model_metrics; DROP TABLE logged_model_params; DROP TABLE logged_model_tags; DROP TABLE logged_models',
+      );
+      raw.close();
+      const error = await expectTrackingError(
+        () => store.createLoggedModel(experimentId, { name: 'model' }),
+        'UNSUPPORTED',
+      );
+      expect(error.message).toContain('mlflow db upgrade');
+    } finally {
+      await store.close();
+    }
+  });
 });
