@@ -31,6 +31,7 @@ import {
 } from './tracking/index.js';
 import { checkCanLog, TrackingError, type TrackingStore } from './tracking/store.js';
 import { DataError, readDataset } from './train/data.js';
+import { readDataWithInput } from './train/dataset-input.js';
 import { InterruptedError, logTrainingRun } from './train/log-run.js';
 import { optimize, type Trial } from './train/optimize.js';
 import { trainAndEvaluate } from './train/pipeline.js';
@@ -128,12 +129,22 @@ interface TrainFlags {
   register?: string;
 }
 
+/** The data files, each read once: rows to train on and the dataset inputs the runs record. */
+async function readTrainingFiles(flags: { data: string; testData?: string }) {
+  const train = await readDataWithInput(flags.data, 'training');
+  const test = flags.testData === undefined ? undefined : await readDataWithInput(flags.testData, 'testing');
+  return {
+    data: train.rows,
+    testData: test?.rows,
+    datasets: test ? [train.input, test.input] : [train.input],
+  };
+}
+
 async function trainCommand(flags: TrainFlags): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
   const args = await readArgs(flags.args);
-  const data = await readDataset(flags.data);
-  const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
+  const { data, testData, datasets } = await readTrainingFiles(flags);
   const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
     async (store) => {
@@ -175,6 +186,7 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         outcome,
         source: 'tagger train',
         extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
+        datasets,
         catchSignals: true,
       });
       const registered =
@@ -290,8 +302,7 @@ interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
 
 async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
   const args = await readArgs(flags.args);
-  const data = await readDataset(flags.data);
-  const testData = flags.testData === undefined ? undefined : await readDataset(flags.testData);
+  const { data, testData, datasets } = await readTrainingFiles(flags);
   const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
   const result = await withStore(
     flags.trackingUri,
@@ -312,6 +323,7 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
             process.stderr.write(
               `\ntagger: ${signal}: stopping the search; a trial still training finishes first and is not logged\n`,
             ),
+          datasets,
         });
       } finally {
         progress.stop();

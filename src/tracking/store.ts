@@ -34,6 +34,11 @@ export interface MetricPoint {
   /** Epoch milliseconds. */
   timestamp: number;
   step: number;
+  /**
+   * MLflow 3's `Metric.model_id`: logBatch also records the point as a metric of this logged model
+   * (which must belong to the run's experiment). Never set on points read back.
+   */
+  modelId?: string;
 }
 
 export interface RunInfo {
@@ -55,6 +60,63 @@ export interface Run {
   metrics: Record<string, number>;
   params: Record<string, string>;
   tags: Record<string, string>;
+  /** The datasets the run used (MLflow's `run.inputs.dataset_inputs`); set by getRun, not by listings. */
+  inputs?: DatasetInput[];
+  /** The logged models the run produced (MLflow's `run.outputs.model_outputs`); set by getRun only. */
+  outputs?: ModelOutput[];
+}
+
+/** A dataset as MLflow records it (`mlflow.entities.Dataset`): `source`, `schema`, `profile` are JSON text. */
+export interface Dataset {
+  name: string;
+  /** MLflow: at most 36 characters; one dataset record per (experiment, name, digest). */
+  digest: string;
+  /** E.g. `local` (MLflow's LocalArtifactDatasetSource), `http`, `s3`. */
+  sourceType: string;
+  source: string;
+  schema: string | null;
+  profile: string | null;
+}
+
+/** A dataset used by a run; the tag `mlflow.data.context` says how (`training`, `testing`, ...). */
+export interface DatasetInput {
+  dataset: Dataset;
+  tags: Record<string, string>;
+}
+
+/** A logged model a run produced (MLflow's `LoggedModelOutput`). */
+export interface ModelOutput {
+  modelId: string;
+  step: number;
+}
+
+/** MLflow 3's `LoggedModelStatus`: PENDING while its artifacts are uploaded, then READY or UPLOAD_FAILED. */
+export type LoggedModelStatus = 'PENDING' | 'READY' | 'UPLOAD_FAILED';
+
+/** An MLflow 3 logged model (`m-<uuid hex>`), what MLflow's model views list. */
+export interface LoggedModel {
+  modelId: string;
+  experimentId: string;
+  name: string;
+  /** Where its artifacts (the MLflow Model directory with `MLmodel`) live. */
+  artifactLocation: string;
+  creationTimestamp: number;
+  lastUpdatedTimestamp: number;
+  status: LoggedModelStatus;
+  sourceRunId: string | null;
+  modelType: string | null;
+  tags: Record<string, string>;
+  params: Record<string, string>;
+  /** Latest value of each metric logged with this model's id (MLflow's (step, timestamp, value) rule). */
+  metrics: Record<string, number>;
+}
+
+export interface CreateLoggedModelOptions {
+  name: string;
+  sourceRunId?: string;
+  modelType?: string;
+  params?: Record<string, string>;
+  tags?: Record<string, string>;
 }
 
 export interface ArtifactEntry {
@@ -123,6 +185,23 @@ export interface TrackingStore {
   listArtifacts(runId: string, path?: string): Promise<ArtifactEntry[]>;
   /** Reads one artifact file; `NOT_FOUND` when missing, with a message naming the artifact URI. */
   readArtifact(runId: string, path: string): Promise<Uint8Array>;
+
+  /** Records datasets as inputs of the run (MLflow's `log_inputs`); logging one again changes nothing. */
+  logInputs(runId: string, datasets: DatasetInput[]): Promise<void>;
+  /** Records logged models as outputs of the run (MLflow's `log_outputs`). */
+  logOutputs(runId: string, models: ModelOutput[]): Promise<void>;
+  /** Creates a PENDING logged model in the experiment (MLflow's `create_logged_model`). */
+  createLoggedModel(experimentId: string, options: CreateLoggedModelOptions): Promise<LoggedModel>;
+  /** Stores one file of the logged model at a model-relative POSIX path under its artifact location. */
+  logLoggedModelArtifact(modelId: string, path: string, content: Uint8Array): Promise<void>;
+  /** Reads one file of the logged model; `NOT_FOUND` when missing. */
+  readLoggedModelArtifact(modelId: string, path: string): Promise<Uint8Array>;
+  /** Sets the final status (READY once its artifacts are stored, UPLOAD_FAILED otherwise). */
+  finalizeLoggedModel(modelId: string, status: Exclude<LoggedModelStatus, 'PENDING'>): Promise<LoggedModel>;
+  /** One logged model (not deleted); null when there is none. */
+  getLoggedModel(modelId: string): Promise<LoggedModel | null>;
+  /** The active logged models of the experiment, optionally only those of one source run; newest first. */
+  searchLoggedModels(experimentId: string, options?: { sourceRunId?: string }): Promise<LoggedModel[]>;
 
   /**
    * Fails with `PERMISSION_DENIED` (or `UNAVAILABLE`) when this process could not log a run here, so

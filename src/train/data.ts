@@ -65,14 +65,19 @@ export function parseDataset(content: string, source: string): DatasetRow[] {
 
 /** Reads and validates a dataset file. */
 export async function readDataset(path: string): Promise<DatasetRow[]> {
-  let content: string;
+  return (await readDatasetFile(path)).rows;
+}
+
+/** Reads a dataset file once: its rows, validated, and the bytes they came from (for its digest). */
+export async function readDatasetFile(path: string): Promise<{ rows: DatasetRow[]; bytes: Uint8Array }> {
+  let bytes: Uint8Array;
   try {
-    content = await readFile(path, 'utf8');
+    bytes = new Uint8Array(await readFile(path));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new DataError(`data: file not found: ${path}`);
     if (code === 'EISDIR') throw new DataError(`data: ${path} is a directory; pass a CSV file`);
     throw new DataError(`data: cannot read ${path}: ${(error as Error).message}`);
   }
-  return parseDataset(content, path);
+  return { rows: parseDataset(Buffer.from(bytes).toString('utf8'), path), bytes };
 }

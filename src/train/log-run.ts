@@ -1,6 +1,8 @@
 /**
  * Logging one training as an MLflow run: params, metrics (final and per-epoch history), the usual
- * MLflow system tags, and the artifacts serving needs (`args.json`, `performance.json`, `model/`).
+ * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`), the data
+ * files as dataset inputs, and the model as an MLflow 3 logged model (READY, with the params and final
+ * metrics, recorded as the run's output; see `logged-model.ts`).
  * The run is marked FINISHED only after every artifact is stored, FAILED if anything throws, and KILLED
  * when the process is interrupted (SIGINT/SIGTERM) while logging, so a half-logged run is never mistaken
  * for a complete one. (Only SIGKILL can leave a run RUNNING; serving never picks RUNNING runs.)
@@ -9,11 +11,18 @@ import { userInfo } from 'node:os';
 import {
   EVALUATION_TAGS,
   encodeModel,
+  MODEL_FILES,
   MODEL_FORMAT,
   RUN_ARTIFACTS,
   type TrainingArgs,
 } from '../model/index.js';
-import { getOrCreateExperiment, type MetricPoint, type TrackingStore } from '../tracking/store.js';
+import {
+  type DatasetInput,
+  getOrCreateExperiment,
+  type MetricPoint,
+  type TrackingStore,
+} from '../tracking/store.js';
+import { LOGGED_MODEL_NAME, MLMODEL_FILE, mlmodelYaml } from './logged-model.js';
 import type { TrainingOutcome } from './pipeline.js';
 
 /** Tag naming the model artifact format, so loaders can tell Tagger runs from others at a glance. */
@@ -33,6 +42,8 @@ export interface LogRunInput {
   extraMetrics?: Record<string, number>;
   /** Extra tags (e.g. `mlflow.parentRunId` for the trials of a search). */
   extraTags?: Record<string, string>;
+  /** The data files, logged as the run's dataset inputs (see `dataset-input.ts`). */
+  datasets?: DatasetInput[];
   /** Stops logging when aborted: the run is marked KILLED and the abort reason is thrown. */
   signal?: AbortSignal;
   /**
@@ -58,6 +69,8 @@ export class InterruptedError extends Error {
 export interface LoggedRun {
   runId: string;
   experimentId: string;
+  /** The MLflow 3 logged model holding the trained model (`m-<uuid hex>`). */
+  modelId: string;
 }
 
 /** A tag name as one segment of an MLflow metric key: letters, digits, `_ - . space :`; others become `_`. */
@@ -126,13 +139,35 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     },
   });
   const runId = run.info.runId;
+  let modelId: string | undefined;
   try {
     const { outcome } = input;
+    if (input.datasets !== undefined && input.datasets.length > 0) {
+      signal.throwIfAborted();
+      await store.logInputs(runId, input.datasets);
+    }
     const now = Date.now();
     const params: Record<string, string> = {};
     for (const [key, value] of Object.entries(input.args)) params[key] = formatParam(value);
     params.seed = String(input.seed);
     Object.assign(params, input.extraParams);
+
+    // The logged model first (PENDING), so the final metrics can carry its id, as MLflow 3 links them.
+    signal.throwIfAborted();
+    const model = await store.createLoggedModel(experimentId, {
+      name: LOGGED_MODEL_NAME,
+      sourceRunId: runId,
+      params,
+      tags: {
+        'mlflow.user': user,
+        'mlflow.source.name': input.source,
+        'mlflow.source.type': 'LOCAL',
+        [MODEL_FORMAT_TAG]: MODEL_FORMAT,
+      },
+    });
+    modelId = model.modelId;
+    signal.throwIfAborted();
+    await store.logOutputs(runId, [{ modelId, step: 0 }]);
 
     const overall = outcome.performance.overall;
     const finals: Record<string, number> = {
@@ -155,6 +190,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       value,
       timestamp: now,
       step: 0,
+      modelId: model.modelId,
     }));
     // The saved model's training loss (the refit's, when there was one), with the times epochs ended;
     // the validation loss is the validated fit's (the refit has no validation split).
@@ -168,10 +204,11 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     signal.throwIfAborted();
     await store.logBatch(runId, { params, metrics });
 
+    const modelFiles = Object.entries(encodeModel(outcome.model));
     const artifacts: [string, Uint8Array][] = [
       [RUN_ARTIFACTS.args, json(input.args)],
       [RUN_ARTIFACTS.performance, json(outcome.performance)],
-      ...Object.entries(encodeModel(outcome.model)).map(([name, bytes]): [string, Uint8Array] => [
+      ...modelFiles.map(([name, bytes]): [string, Uint8Array] => [
         `${RUN_ARTIFACTS.modelDir}/${name}`,
         bytes,
       ]),
@@ -180,13 +217,30 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       signal.throwIfAborted();
       await store.logArtifact(runId, path, bytes);
     }
+    const mlmodel = mlmodelYaml({
+      modelId: model.modelId,
+      runId,
+      artifactLocation: model.artifactLocation,
+      format: MODEL_FORMAT,
+      manifest: MODEL_FILES.find((name) => name.endsWith('.json')) ?? MODEL_FILES[0] ?? '',
+      created: new Date(),
+    });
+    for (const [path, bytes] of [...modelFiles, [MLMODEL_FILE, encoder.encode(mlmodel)] as const]) {
+      signal.throwIfAborted();
+      await store.logLoggedModelArtifact(model.modelId, path, bytes);
+    }
+    signal.throwIfAborted();
+    await store.finalizeLoggedModel(model.modelId, 'READY');
     // Last, and only with every artifact stored: from here on the run may be served.
     signal.throwIfAborted();
     await store.updateRun(runId, { status: 'FINISHED', endTime: Date.now() });
   } catch (error) {
     const status = signal.aborted ? 'KILLED' : 'FAILED';
+    // MLflow's state for a model whose files did not all arrive; the run says why it stopped.
+    if (modelId !== undefined)
+      await store.finalizeLoggedModel(modelId, 'UPLOAD_FAILED').catch(() => undefined);
     await store.updateRun(runId, { status, endTime: Date.now() }).catch(() => undefined);
     throw error;
   }
-  return { runId, experimentId };
+  return { runId, experimentId, modelId };
 }

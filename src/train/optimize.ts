@@ -5,7 +5,7 @@
  * validation split's weighted f1 (never on the test data), and the best arguments are returned.
  */
 import { createRng, type TrainingArgs } from '../model/index.js';
-import { getOrCreateExperiment, type TrackingStore } from '../tracking/store.js';
+import { type DatasetInput, getOrCreateExperiment, type TrackingStore } from '../tracking/store.js';
 import { InterruptedError, type LoggedRun, logTrainingRun } from './log-run.js';
 import { type TrainingInput, trainAndEvaluate } from './pipeline.js';
 
@@ -40,6 +40,8 @@ export interface OptimizeInput extends Omit<TrainingInput, 'onEpoch'> {
   catchSignals?: boolean;
   /** Told when a signal arrived during a training, so the CLI can say the search stops after it. */
   onStopRequested?: (signal: 'SIGINT' | 'SIGTERM') => void;
+  /** The data files, logged as every trial's dataset inputs. */
+  datasets?: DatasetInput[];
 }
 
 export interface OptimizeResult {
@@ -125,6 +127,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
         extraParams: { trial: String(index + 1) },
         extraMetrics: { val_f1: outcome.validationF1 },
         extraTags: { [PARENT_RUN_TAG]: parentRunId },
+        ...(input.datasets ? { datasets: input.datasets } : {}),
         ...(input.catchSignals ? { catchSignals: true } : {}),
       });
       const trial: Trial = {

@@ -198,6 +198,14 @@ export function instrumentStore(
     checkWritable: () => inner.checkWritable(),
     logArtifact: (id, p, c) => inner.logArtifact(id, p, c),
     listArtifacts: (id, p) => inner.listArtifacts(id, p),
+    logInputs: (id, d) => inner.logInputs(id, d),
+    logOutputs: (id, m) => inner.logOutputs(id, m),
+    createLoggedModel: (id, o) => inner.createLoggedModel(id, o),
+    logLoggedModelArtifact: (id, p, c) => inner.logLoggedModelArtifact(id, p, c),
+    readLoggedModelArtifact: (id, p) => inner.readLoggedModelArtifact(id, p),
+    finalizeLoggedModel: (id, s) => inner.finalizeLoggedModel(id, s),
+    getLoggedModel: (id) => inner.getLoggedModel(id),
+    searchLoggedModels: (id, o) => inner.searchLoggedModels(id, o),
     readArtifact: async (runId, path) => {
       reads.push(`${runId}/${path}`);
       await options.beforeRead?.(runId, path);

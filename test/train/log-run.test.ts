@@ -1,7 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import {
   decodeModel,
   MODEL_FILES,
@@ -12,6 +15,7 @@ import {
 import { openTrackingStore } from '../../src/tracking/index.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';
+import { fileDigest, readDataWithInput } from '../../src/train/dataset-input.js';
 import {
   formatParam,
   InterruptedError,
@@ -21,6 +25,7 @@ import {
 } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { SAMPLE_DATA, SPEC_ARG_KEYS } from '../support/components.js';
+import { instrumentStore } from '../support/fixtures.js';
 
 const ARGS = parseTrainingArgs({ num_epochs: 4, ngram_max_range: 4 });
 const decoder = new TextDecoder();
@@ -148,11 +153,7 @@ describe('logTrainingRun', () => {
   it('marks the run FINISHED only after every artifact is stored', async () => {
     const calls: string[] = [];
     const recording: TrackingStore = {
-      ...store,
-      createRun: (id, options) => store.createRun(id, options),
-      getExperimentByName: (name) => store.getExperimentByName(name),
-      createExperiment: (name) => store.createExperiment(name),
-      logBatch: (id, batch) => store.logBatch(id, batch),
+      ...instrumentStore(store),
       logArtifact: async (id, path, bytes) => {
         calls.push(`artifact ${path}`);
         await store.logArtifact(id, path, bytes);
@@ -179,11 +180,7 @@ describe('logTrainingRun', () => {
     const statuses: string[] = [];
     let artifacts = 0;
     const interrupted: TrackingStore = {
-      ...store,
-      createRun: (id, options) => store.createRun(id, options),
-      getExperimentByName: (name) => store.getExperimentByName(name),
-      createExperiment: (name) => store.createExperiment(name),
-      logBatch: (id, batch) => store.logBatch(id, batch),
+      ...instrumentStore(store),
       logArtifact: async (id, path, bytes) => {
         await store.logArtifact(id, path, bytes);
         // SIGTERM arrives after the second artifact.
@@ -226,5 +223,99 @@ describe('logTrainingRun', () => {
     }).catch((caught: unknown) => caught);
     expect((error as InterruptedError).exitCode).toBe(130);
     expect(await store.getExperimentByName('never-created')).toBeNull();
+  });
+});
+
+describe('the dataset input and the MLflow 3 logged model of a run', () => {
+  it('a data file becomes a dataset input: content digest, file:// source, schema, row count', async () => {
+    const bytes = new Uint8Array(await readFile(SAMPLE_DATA));
+    const { rows, input } = await readDataWithInput(SAMPLE_DATA, 'training');
+    expect(input.dataset.digest).toBe(createHash('sha256').update(bytes).digest('hex').slice(0, 16));
+    expect(fileDigest(Uint8Array.of(...bytes, 10))).not.toBe(input.dataset.digest);
+    expect(input.dataset.name).toBe('projects.csv');
+    expect(input.dataset.sourceType).toBe('local');
+    expect(JSON.parse(input.dataset.source)).toEqual({ uri: pathToFileURL(SAMPLE_DATA).href });
+    expect(JSON.parse(input.dataset.profile ?? '')).toEqual({ num_rows: rows.length });
+    expect(
+      JSON.parse(input.dataset.schema ?? '').mlflow_colspec.map((c: { name: string }) => c.name),
+    ).toEqual(['title', 'description', 'tag']);
+    expect(input.tags).toEqual({ 'mlflow.data.context': 'training' });
+    // As Python's json.dumps writes it, byte for byte what MLflow's client records.
+    expect(input.dataset.profile).toBe(`{"num_rows": ${rows.length}}`);
+  });
+
+  it('logs the data as an input and the model as a READY logged model; the run artifacts stay as they were', async () => {
+    const { input } = await readDataWithInput(SAMPLE_DATA, 'training');
+    const logged = await logTrainingRun(store, {
+      experiment: 'logged-model',
+      runName: 'lm',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 'tagger train',
+      datasets: [input],
+    });
+    const run = await store.getRun(logged.runId);
+    expect(run?.info.status).toBe('FINISHED');
+    expect(run?.inputs).toEqual([input]);
+    expect(run?.outputs).toEqual([{ modelId: logged.modelId, step: 0 }]);
+    expect((await store.listArtifacts(logged.runId)).map((entry) => entry.path)).toEqual([
+      RUN_ARTIFACTS.args,
+      RUN_ARTIFACTS.modelDir,
+      RUN_ARTIFACTS.performance,
+    ]);
+
+    const model = await store.getLoggedModel(logged.modelId);
+    expect(model).toMatchObject({
+      name: 'model',
+      status: 'READY',
+      experimentId: logged.experimentId,
+      sourceRunId: logged.runId,
+      params: run?.params,
+    });
+    expect(model?.tags[MODEL_FORMAT_TAG]).toBe(MODEL_FORMAT);
+    // The final metrics are the model's too; the epoch histories belong to the run only.
+    expect(model?.metrics.f1).toBe(outcome.performance.overall.f1);
+    expect(Object.keys(model?.metrics ?? {}).sort()).toEqual(
+      Object.keys(run?.metrics ?? {})
+        .filter((key) => key !== 'train_loss' && key !== 'val_loss')
+        .sort(),
+    );
+    const mlmodel = parseYaml(decoder.decode(await store.readLoggedModelArtifact(logged.modelId, 'MLmodel')));
+    expect(mlmodel).toMatchObject({
+      artifact_path: model?.artifactLocation,
+      flavors: { tagger: { format: MODEL_FORMAT, data: 'tagger-model.json' } },
+      model_id: logged.modelId,
+      run_id: logged.runId,
+    });
+    expect(mlmodel.utc_time_created).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/);
+    for (const name of MODEL_FILES) {
+      const fromModel = await store.readLoggedModelArtifact(logged.modelId, name);
+      const fromRun = await store.readArtifact(logged.runId, `${RUN_ARTIFACTS.modelDir}/${name}`);
+      expect(Buffer.from(fromModel).equals(Buffer.from(fromRun)), name).toBe(true);
+    }
+  });
+
+  it('a model file that cannot be stored fails the run and leaves the model UPLOAD_FAILED', async () => {
+    const failing: TrackingStore = {
+      ...instrumentStore(store),
+      logLoggedModelArtifact: async () => {
+        throw new Error('disk full');
+      },
+    };
+    const error = await logTrainingRun(failing, {
+      experiment: 'upload-failed',
+      runName: 'u',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 't',
+    }).catch((caught: unknown) => caught);
+    expect((error as Error).message).toBe('disk full');
+    const experiment = await store.getExperimentByName('upload-failed');
+    const [run] = await store.searchRuns(experiment!.experimentId);
+    expect(run?.info.status).toBe('FAILED');
+    const models = await store.searchLoggedModels(experiment!.experimentId, { sourceRunId: run!.info.runId });
+    expect(models.map((model) => model.status)).toEqual(['UPLOAD_FAILED']);
   });
 });

@@ -31,10 +31,15 @@ import {
 } from '../mlflow-rules.js';
 import type {
   ArtifactEntry,
+  CreateLoggedModelOptions,
   CreateRunOptions,
+  DatasetInput,
   Experiment,
   LogBatch,
+  LoggedModel,
+  LoggedModelStatus,
   MetricPoint,
+  ModelOutput,
   Run,
   RunInfo,
   RunStatus,
@@ -53,6 +58,7 @@ import {
   parseMeta,
   parseMetricLine,
 } from './formats.js';
+import { FileRunIo } from './outputs.js';
 import { exists, existsSync, readText, readTextSync, subdirectoriesSync, walkFilesSync } from './read.js';
 import { FileModelRegistry } from './registry.js';
 
@@ -151,6 +157,8 @@ export class FileTrackingStore implements TrackingStore {
   private initialized: Promise<void> | undefined;
   /** Run id -> location; verified on use, since runs can move (experiment deleted to `.trash`). */
   private readonly runLocations = new Map<string, RunLocation>();
+  /** Dataset inputs, run outputs and logged models (`outputs.ts`). */
+  private readonly io: FileRunIo;
 
   /** `root` is a folder path or a `file://` URI; it is created (with experiment `0`) on first use. */
   constructor(root: string, options: FileTrackingStoreOptions = {}) {
@@ -158,6 +166,14 @@ export class FileTrackingStore implements TrackingStore {
     this.displayUri = fileUri(this.root);
     this.registry = new FileModelRegistry(this.root, this.displayUri);
     this.onWarning = options.onWarning ?? (() => {});
+    this.io = new FileRunIo({
+      displayUri: this.displayUri,
+      onWarning: (message) => this.onWarning(message),
+      experimentFolders: () => this.experimentFolders(),
+      findExperiment: (id) => this.findExperiment(id),
+      activeRun: async (runId) => (await this.requireActiveRun(runId)).location,
+      artifactBase: (experiment) => this.artifactBase(experiment),
+    });
   }
 
   /** Creates the store and its folder now (rather than on first use), surfacing permission errors early. */
@@ -455,7 +471,12 @@ export class FileTrackingStore implements TrackingStore {
   async getRun(runId: string): Promise<Run | null> {
     const location = await this.locateRun(runId);
     if (!location) return null;
-    return this.loadRun(location, runId);
+    const run = this.loadRun(location, runId);
+    return {
+      ...run,
+      inputs: this.io.readInputs(location.experimentDir, location.runDir, runId),
+      outputs: this.io.readOutputs(location.runDir),
+    };
   }
 
   async searchRuns(experimentId: string, options: SearchRunsOptions = {}): Promise<Run[]> {
@@ -634,6 +655,7 @@ export class FileTrackingStore implements TrackingStore {
     }
     const loaded = await this.requireActiveRun(runId);
     const { location } = loaded;
+    const logModelMetrics = await this.io.modelMetricWriter(location.experimentDir, runId, metrics);
 
     const newParams: [string, string][] = [];
     for (const [key, value] of params) {
@@ -658,6 +680,7 @@ export class FileTrackingStore implements TrackingStore {
         throw fsError(error, 'append to', file);
       }
     }
+    await logModelMetrics();
 
     for (const [key, value] of tags) await this.writeValue(location, TAGS, key, value);
     const renamed = batch.tags?.[RUN_NAME_TAG];
@@ -708,5 +731,45 @@ export class FileTrackingStore implements TrackingStore {
 
   async readArtifact(runId: string, path: string): Promise<Uint8Array> {
     return (await this.artifacts(runId)).artifacts.read(path);
+  }
+
+  // ---------------------------------------------------------------- inputs, outputs, logged models
+
+  async logInputs(runId: string, datasets: DatasetInput[]): Promise<void> {
+    await this.io.logInputs(runId, datasets);
+  }
+
+  async logOutputs(runId: string, models: ModelOutput[]): Promise<void> {
+    await this.io.logOutputs(runId, models);
+  }
+
+  async createLoggedModel(experimentId: string, options: CreateLoggedModelOptions): Promise<LoggedModel> {
+    await this.ready();
+    return this.io.createLoggedModel(experimentId, options);
+  }
+
+  async logLoggedModelArtifact(modelId: string, path: string, content: Uint8Array): Promise<void> {
+    await this.io.logLoggedModelArtifact(modelId, path, content);
+  }
+
+  async readLoggedModelArtifact(modelId: string, path: string): Promise<Uint8Array> {
+    return this.io.readLoggedModelArtifact(modelId, path);
+  }
+
+  async finalizeLoggedModel(
+    modelId: string,
+    status: Exclude<LoggedModelStatus, 'PENDING'>,
+  ): Promise<LoggedModel> {
+    return this.io.finalizeLoggedModel(modelId, status);
+  }
+
+  async getLoggedModel(modelId: string): Promise<LoggedModel | null> {
+    await this.ready();
+    return this.io.getLoggedModel(modelId);
+  }
+
+  async searchLoggedModels(experimentId: string, options?: { sourceRunId?: string }): Promise<LoggedModel[]> {
+    await this.ready();
+    return this.io.searchLoggedModels(experimentId, options);
   }
 }

@@ -15,18 +15,25 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { artifactSegments, collectPages, statusUpdate, validateBatch } from '../mlflow-rules.js';
+import { pointsByModel } from '../run-io.js';
 import {
   type ArtifactEntry,
+  type CreateLoggedModelOptions,
   type CreateRunOptions,
+  type DatasetInput,
   type Experiment,
   type LogBatch,
+  type LoggedModel,
+  type LoggedModelStatus,
   type MetricPoint,
+  type ModelOutput,
   type Run,
   type RunStatus,
   type SearchRunsOptions,
   TrackingError,
   type TrackingStore,
 } from '../store.js';
+import { RestRunIo, runInputsAndOutputs } from './outputs.js';
 import { RestModelRegistry } from './registry.js';
 import { type RequestSpec, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
@@ -67,6 +74,8 @@ export class RestTrackingStore implements TrackingStore {
   private readonly http: RestHttpClient;
   /** A run's artifact_uri never changes, so one lookup per run is enough. Bounded. */
   private readonly artifactUris = new Map<string, string>();
+  /** Dataset inputs, run outputs and logged models (`outputs.ts`). */
+  private readonly io: RestRunIo;
 
   constructor(options: RestTrackingStoreOptions) {
     this.http = new RestHttpClient(options);
@@ -76,6 +85,17 @@ export class RestTrackingStore implements TrackingStore {
       call: (spec, validator) => this.call(spec, validator),
       callOrNull: (spec, validator) => this.callOrNull(spec, validator),
       api: (path, query) => this.api(path, query),
+    });
+    this.io = new RestRunIo({
+      displayUri: this.displayUri,
+      http: this.http,
+      api: (path, query) => this.api(path, query),
+      call: (spec, validator) => this.call(spec, validator),
+      callOrNull: (spec, validator) => this.callOrNull(spec, validator),
+      proxiedFile: (uri, path) => {
+        const location = resolveArtifactUri(uri, this.http.base);
+        return location.kind === 'proxy' ? location.fileUrl(path) : null;
+      },
     });
   }
 
@@ -181,7 +201,7 @@ export class RestTrackingStore implements TrackingStore {
     if (answer === null) return null;
     const run = toRun(answer.run);
     this.rememberArtifactUri(run.info.runId, run.info.artifactUri);
-    return run;
+    return { ...run, ...runInputsAndOutputs(answer.run, () => `GET runs/get of run ${runId}`) };
   }
 
   async createRun(experimentId: string, options: CreateRunOptions): Promise<Run> {
@@ -211,6 +231,7 @@ export class RestTrackingStore implements TrackingStore {
   async logBatch(runId: string, batch: LogBatch): Promise<void> {
     // The server checks too, but the whole batch is checked before its first chunk is sent.
     validateBatch(batch);
+    pointsByModel(batch.metrics ?? []);
     for (const chunk of chunkBatch(batch)) {
       await this.call(
         {
@@ -411,6 +432,40 @@ export class RestTrackingStore implements TrackingStore {
 
   async close(): Promise<void> {
     this.http.close();
+  }
+
+  // ---------------------------------------------------------------- inputs, outputs, logged models
+
+  logInputs(runId: string, datasets: DatasetInput[]): Promise<void> {
+    return this.io.logInputs(runId, datasets);
+  }
+
+  logOutputs(runId: string, models: ModelOutput[]): Promise<void> {
+    return this.io.logOutputs(runId, models);
+  }
+
+  createLoggedModel(experimentId: string, options: CreateLoggedModelOptions): Promise<LoggedModel> {
+    return this.io.createLoggedModel(experimentId, options);
+  }
+
+  logLoggedModelArtifact(modelId: string, path: string, content: Uint8Array): Promise<void> {
+    return this.io.logLoggedModelArtifact(modelId, path, content);
+  }
+
+  readLoggedModelArtifact(modelId: string, path: string): Promise<Uint8Array> {
+    return this.io.readLoggedModelArtifact(modelId, path);
+  }
+
+  finalizeLoggedModel(modelId: string, status: Exclude<LoggedModelStatus, 'PENDING'>): Promise<LoggedModel> {
+    return this.io.finalizeLoggedModel(modelId, status);
+  }
+
+  getLoggedModel(modelId: string): Promise<LoggedModel | null> {
+    return this.io.getLoggedModel(modelId);
+  }
+
+  searchLoggedModels(experimentId: string, options?: { sourceRunId?: string }): Promise<LoggedModel[]> {
+    return this.io.searchLoggedModels(experimentId, options);
   }
 
   private api(path: string, query?: Record<string, string | undefined>): URL {
@@ -630,7 +685,7 @@ function requireInteger(value: number, name: string): number {
 }
 
 interface BatchChunk {
-  metrics: { key: string; value: number | string; timestamp: number; step: number }[];
+  metrics: { key: string; value: number | string; timestamp: number; step: number; model_id?: string }[];
   params: { key: string; value: string }[];
   tags: { key: string; value: string }[];
 }
@@ -660,6 +715,8 @@ export function chunkBatch(batch: LogBatch): BatchChunk[] {
           value: encodeDouble(m.value),
           timestamp: requireInteger(m.timestamp, `timestamp of metric '${m.key}'`),
           step: requireInteger(m.step, `step of metric '${m.key}'`),
+          // MLflow 3: the server also records the point as a metric of that logged model.
+          ...(m.modelId !== undefined ? { model_id: m.modelId } : {}),
         },
       }),
     ),

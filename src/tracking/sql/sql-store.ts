@@ -27,11 +27,16 @@ import {
 } from '../mlflow-rules.js';
 import {
   type ArtifactEntry,
+  type CreateLoggedModelOptions,
   type CreateRunOptions,
+  type DatasetInput,
   type Experiment,
   type LifecycleStage,
   type LogBatch,
+  type LoggedModel,
+  type LoggedModelStatus,
   type MetricPoint,
+  type ModelOutput,
   type Run,
   type RunInfo,
   type RunStatus,
@@ -48,6 +53,7 @@ import {
   SqliteDriver,
   type SqlRow,
 } from './driver.js';
+import { SqlRunIo } from './outputs.js';
 import { SqlModelRegistry } from './registry.js';
 import { ensureSchema } from './schema.js';
 
@@ -123,6 +129,8 @@ const RUN_COLUMNS =
 export class SqlTrackingStore implements TrackingStore {
   readonly registry: SqlModelRegistry;
   private readonly onWarning: (message: string) => void;
+  /** Dataset inputs, run outputs and logged models (`outputs.ts`). */
+  private readonly io: SqlRunIo;
 
   private constructor(
     private readonly db: SqlDriver,
@@ -132,6 +140,7 @@ export class SqlTrackingStore implements TrackingStore {
   ) {
     this.onWarning = options.onWarning ?? (() => undefined);
     this.registry = new SqlModelRegistry(db, displayUri);
+    this.io = new SqlRunIo(db, displayUri);
   }
 
   /** Opens the database (creating the file and MLflow's schema when new) and checks it is MLflow's. */
@@ -351,7 +360,9 @@ export class SqlTrackingStore implements TrackingStore {
 
   async getRun(runId: string): Promise<Run | null> {
     if (typeof runId !== 'string' || runId === '') return null;
-    return (await this.loadRuns('r.run_uuid = ?', [runId]))[0] ?? null;
+    const run = (await this.loadRuns('r.run_uuid = ?', [runId]))[0];
+    if (run === undefined) return null;
+    return { ...run, inputs: await this.io.readInputs(runId), outputs: await this.io.readOutputs(runId) };
   }
 
   async createRun(experimentId: string, options: CreateRunOptions): Promise<Run> {
@@ -420,6 +431,7 @@ export class SqlTrackingStore implements TrackingStore {
           }
         }
         await this.logMetrics(tx, runId, metrics);
+        await this.io.logModelMetrics(tx, runId, metrics);
         for (const [key, value] of tags) {
           await tx.run(
             'INSERT INTO tags (key, value, run_uuid) VALUES (?, ?, ?) ON CONFLICT (key, run_uuid) DO UPDATE SET value = excluded.value',
@@ -516,5 +528,39 @@ export class SqlTrackingStore implements TrackingStore {
 
   async readArtifact(runId: string, path: string): Promise<Uint8Array> {
     return (await this.artifacts(runId)).read(path);
+  }
+
+  // ---------------------------------------------------------------- inputs, outputs, logged models
+
+  logInputs(runId: string, datasets: DatasetInput[]): Promise<void> {
+    return this.io.logInputs(runId, datasets);
+  }
+
+  logOutputs(runId: string, models: ModelOutput[]): Promise<void> {
+    return this.io.logOutputs(runId, models);
+  }
+
+  createLoggedModel(experimentId: string, options: CreateLoggedModelOptions): Promise<LoggedModel> {
+    return this.io.createLoggedModel(experimentId, this.idParameter(experimentId), options);
+  }
+
+  async logLoggedModelArtifact(modelId: string, path: string, content: Uint8Array): Promise<void> {
+    await (await this.io.modelArtifacts(modelId)).write(path, content);
+  }
+
+  async readLoggedModelArtifact(modelId: string, path: string): Promise<Uint8Array> {
+    return (await this.io.modelArtifacts(modelId)).read(path);
+  }
+
+  finalizeLoggedModel(modelId: string, status: Exclude<LoggedModelStatus, 'PENDING'>): Promise<LoggedModel> {
+    return this.io.finalizeLoggedModel(modelId, status);
+  }
+
+  getLoggedModel(modelId: string): Promise<LoggedModel | null> {
+    return this.io.getLoggedModel(modelId);
+  }
+
+  searchLoggedModels(experimentId: string, options?: { sourceRunId?: string }): Promise<LoggedModel[]> {
+    return this.io.searchLoggedModels(this.idParameter(experimentId), options);
   }
 }
