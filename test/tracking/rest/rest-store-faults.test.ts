@@ -157,6 +157,9 @@ describe('RestTrackingStore against a fake server', () => {
         metrics: {},
         params: {},
         tags: {},
+        // No `inputs` in the answer: no dataset inputs, no outputs.
+        inputs: [],
+        outputs: [],
       });
       expect(await store.searchRuns(BIG_EXPERIMENT_ID)).toEqual([]);
       expect(await store.getMetricHistory(RUN_ID, 'f1')).toEqual([]);
