@@ -9,7 +9,7 @@
  * server that does not start, Tagger under a quarter of the floor) makes the benchmark fail.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveExecArgv } from '../src/node-flags.js';
@@ -290,6 +290,18 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
 
   const http = (url: string, file: string, connections: number) => (secs: number) =>
     runLoad({ url, bodyFile: file, connections, seconds: secs }, work);
+  // What the request log costs on disk at the default level (info): the server's log file is its stdout.
+  const logged = { bytes: 0, seconds: 0, requests: 0 };
+  const withLogSize =
+    (measure: (secs: number) => Promise<LoadResult>, logFile: string) =>
+    async (secs: number): Promise<LoadResult> => {
+      const before = statSync(logFile).size;
+      const result = await measure(secs);
+      logged.bytes += statSync(logFile).size - before;
+      logged.seconds += result.seconds;
+      logged.requests += result.requests;
+      return result;
+    };
   // 50 connections where latency is judged; fewer for big batches, where more only queue (one core).
   const targets: Target[] = [
     { id: 'floor', texts: 1, connections: 50, measure: http(floorUrl, bodies.get(1)!.file, 50) },
@@ -297,7 +309,7 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
       id: 'tagger-1',
       texts: 1,
       connections: 50,
-      measure: http(`${one.url}/predict`, bodies.get(1)!.file, 50),
+      measure: withLogSize(http(`${one.url}/predict`, bodies.get(1)!.file, 50), one.proc.logFile),
       rssPid: one.proc.pid,
     },
     {
@@ -459,6 +471,15 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
     tagger: null,
     reference: floor.rps,
     note: `${conns(targetOf('floor'))}; ${lat(floor)}`,
+  });
+  const logMbPerMinute = logged.seconds > 0 ? (logged.bytes / 1024 / 1024 / logged.seconds) * 60 : Number.NaN;
+  row({
+    metric: 'request log written at the default level under single-text load',
+    unit: 'MB/min',
+    tagger: logMbPerMinute,
+    reference: null,
+    target: { text: '< 10 MB/min', pass: logMbPerMinute < 10 },
+    note: `${logged.bytes.toLocaleString('en-US')} bytes over ${logged.requests.toLocaleString('en-US')} requests in ${logged.seconds.toFixed(0)} s (${Math.round(logged.requests / Math.max(logged.seconds, 1e-9)).toLocaleString('en-US')} req/s); a 5-minute soak at that rate: ${((logMbPerMinute * 5) || 0).toFixed(2)} MB`,
   });
   row({
     metric: 'Tagger POST /predict, 1 text (vs floor)',
