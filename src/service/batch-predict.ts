@@ -11,14 +11,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
-import { parse } from 'csv-parse';
+import { Worker } from 'node:worker_threads';
 import type { TagModel } from '../model/index.js';
+import { type BatchFormat, READER_MARK, type ReaderMessage, type ReaderOptions } from './batch-reader.js';
 
-export type BatchFormat = 'csv' | 'jsonl';
+export type { BatchFormat } from './batch-reader.js';
 
 export interface BadRow {
   /** 1-based line of the input where the row ends. */
@@ -63,8 +63,6 @@ export function formatOf(path: string): BatchFormat | null {
   return null;
 }
 
-type Row = Record<string, unknown>;
-
 /**
  * One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF, quotes doubled. By hand on
  * purpose: csv-stringify took ~5 µs a row here, a sixth of the model's own time per text, for what is
@@ -74,32 +72,6 @@ const csvField = (value: string): string =>
   /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 const csvLine = (fields: readonly (string | number)[]): string =>
   `${fields.map((field) => (typeof field === 'number' ? String(field) : csvField(field))).join(',')}\n`;
-
-/** How to get the text of a row, decided from the first row's fields. */
-function textOf(
-  fields: readonly string[],
-  textColumn: string | undefined,
-  input: string,
-): (row: Row) => unknown {
-  if (textColumn !== undefined) {
-    if (!fields.includes(textColumn)) {
-      throw new BatchInputError(
-        `${input} has no column '${textColumn}' (its columns: ${fields.join(', ') || 'none'}); pick one with --text-column`,
-      );
-    }
-    return (row) => row[textColumn];
-  }
-  if (fields.includes('text')) return (row) => row.text;
-  if (fields.includes('title') && fields.includes('description')) {
-    return (row) =>
-      typeof row.title === 'string' && typeof row.description === 'string'
-        ? `${row.title} ${row.description}`.trim()
-        : undefined;
-  }
-  throw new BatchInputError(
-    `${input} has neither a 'text' column nor 'title' and 'description' (its columns: ${fields.join(', ') || 'none'}); name the text column with --text-column`,
-  );
-}
 
 interface Pending {
   line: number;
@@ -160,54 +132,52 @@ class RowWriter {
   }
 }
 
-/** Rows of a CSV file with the line each ends on; malformed records are reported and skipped. */
-async function* csvRows(path: string, counted: (bytes: number) => void, onBad: (bad: BadRow) => void) {
-  const source = createReadStream(path);
-  source.on('data', (chunk) => counted(chunk.length));
-  // on_record hands over the line with the record (cheaper than `info: true`, which copies a whole object).
-  const parser = source.pipe(
-    parse({
-      columns: true,
-      bom: true,
-      skip_records_with_error: true,
-      skip_empty_lines: true,
-      on_record: (record: Row, context: { lines: number }) => [record, context.lines],
-    }),
-  );
-  // The parser reads ahead of the rows consumed: skipped records wait here so reports come in line order.
-  const skipped: BadRow[] = [];
-  parser.on('skip', (error: Error & { lines?: number }) => {
-    skipped.push({ line: error.lines ?? 0, reason: `malformed CSV row (${error.message.split(':')[0]})` });
+/**
+ * The reader's messages, from a worker thread (parsing then overlaps with prediction). Started from
+ * the sources (tests, tsx), the worker is the .ts file and needs tsx's loader too.
+ */
+async function* readInWorker(options: ReaderOptions): AsyncGenerator<ReaderMessage> {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const worker = new Worker(new URL(`./batch-reader.${fromSource ? 'ts' : 'js'}`, import.meta.url), {
+    workerData: { mark: READER_MARK, options },
+    ...(fromSource ? { execArgv: ['--import', import.meta.resolve('tsx')] } : {}),
   });
-  source.on('error', (error) => parser.destroy(error));
-  for await (const [row, line] of parser as AsyncIterable<[Row, number]>) {
-    while (skipped.length > 0 && skipped[0]!.line < line) onBad(skipped.shift()!);
-    yield { row, line };
-  }
-  for (const bad of skipped) onBad(bad);
-}
-
-/** Rows of a JSON Lines file; a line that is not a JSON object is reported and skipped. */
-async function* jsonlRows(path: string, counted: (bytes: number) => void, onBad: (bad: BadRow) => void) {
-  const source = createReadStream(path);
-  source.on('data', (chunk) => counted(chunk.length));
-  const lines = createInterface({ input: source, crlfDelay: Number.POSITIVE_INFINITY });
-  let line = 0;
-  for await (const text of lines) {
-    line += 1;
-    if (text.trim() === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (error) {
-      onBad({ line, reason: `not valid JSON (${(error as Error).message})` });
-      continue;
+  const queue: ReaderMessage[] = [];
+  let failure: Error | undefined;
+  let ended = false;
+  let wake: (() => void) | undefined;
+  const notify = (): void => {
+    wake?.();
+    wake = undefined;
+  };
+  worker.on('message', (message: ReaderMessage) => {
+    queue.push(message);
+    notify();
+  });
+  worker.on('error', (error) => {
+    failure = error;
+    notify();
+  });
+  worker.on('exit', () => {
+    ended = true;
+    notify();
+  });
+  try {
+    for (;;) {
+      const message = queue.shift();
+      if (message !== undefined) {
+        // A batch taken off the queue frees a credit for the reader.
+        if (message.kind === 'rows') worker.postMessage('credit');
+        yield message;
+        if (message.kind === 'done' || message.kind === 'failed') return;
+        continue;
+      }
+      if (failure) throw failure;
+      if (ended) throw new Error('batch reader: the worker ended before the end of the file');
+      await new Promise<void>((resume) => (wake = resume));
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      onBad({ line, reason: 'not a JSON object' });
-      continue;
-    }
-    yield { row: value as Row, line };
+  } finally {
+    await worker.terminate();
   }
 }
 
@@ -238,14 +208,6 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   const batchSize = options.batchSize ?? 512;
   const progress: BatchProgress = { bytesRead: 0, totalBytes, rows: 0 };
   let bad = 0;
-  const onBad = (row: BadRow): void => {
-    bad += 1;
-    progress.rows += 1;
-    options.onBadRow?.(row);
-  };
-  const counted = (bytes: number): void => {
-    progress.bytesRead += bytes;
-  };
 
   const target = resolve(options.output);
   const temp = join(dirname(target), `.${basename(target)}.tagger-${randomBytes(4).toString('hex')}.tmp`);
@@ -256,35 +218,32 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   let tagged = 0;
   try {
     await Promise.race([once(stream, 'open'), failed]);
-    const rows =
-      inputFormat === 'csv'
-        ? csvRows(options.input, counted, onBad)
-        : jsonlRows(options.input, counted, onBad);
-    let text: ((row: Row) => unknown) | undefined;
-    let batch: Pending[] = [];
-    const flush = async (): Promise<void> => {
-      if (batch.length === 0) return;
-      await Promise.race([writer.write(batch, model), failed]);
-      tagged += batch.length;
-      batch = [];
-      options.onProgress?.({ ...progress });
-    };
-    for await (const { row, line } of rows) {
-      text ??= textOf(Object.keys(row), options.textColumn, options.input);
-      const value = text(row);
-      if (typeof value !== 'string' || value.trim() === '') {
-        onBad({
-          line,
-          reason:
-            value === undefined || value === null || value === '' ? 'no text' : 'the text is not a string',
-        });
-        continue;
+    for await (const message of readInWorker({
+      input: options.input,
+      format: inputFormat,
+      textColumn: options.textColumn,
+      batchSize,
+    })) {
+      if (message.kind === 'bad') {
+        bad += 1;
+        progress.rows += 1;
+        options.onBadRow?.({ line: message.line, reason: message.reason });
+      } else if (message.kind === 'rows') {
+        await Promise.race([
+          writer.write(
+            message.texts.map((text, i) => ({ line: message.lines[i]!, text })),
+            model,
+          ),
+          failed,
+        ]);
+        tagged += message.texts.length;
+        progress.rows += message.texts.length;
+        progress.bytesRead = message.bytesRead;
+        options.onProgress?.({ ...progress });
+      } else if (message.kind === 'failed') {
+        throw new BatchInputError(message.message);
       }
-      progress.rows += 1;
-      batch.push({ line, text: value });
-      if (batch.length >= batchSize) await flush();
     }
-    await flush();
     await writer.finish();
     stream.end();
     await Promise.race([once(stream, 'finish'), failed]);
