@@ -479,7 +479,7 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
     tagger: logMbPerMinute,
     reference: null,
     target: { text: '< 10 MB/min', pass: logMbPerMinute < 10 },
-    note: `${logged.bytes.toLocaleString('en-US')} bytes over ${logged.requests.toLocaleString('en-US')} requests in ${logged.seconds.toFixed(0)} s (${Math.round(logged.requests / Math.max(logged.seconds, 1e-9)).toLocaleString('en-US')} req/s); a 5-minute soak at that rate: ${((logMbPerMinute * 5) || 0).toFixed(2)} MB`,
+    note: `${logged.bytes.toLocaleString('en-US')} bytes over ${logged.requests.toLocaleString('en-US')} requests in ${logged.seconds.toFixed(0)} s (${Math.round(logged.requests / Math.max(logged.seconds, 1e-9)).toLocaleString('en-US')} req/s); a 5-minute soak at that rate: ${(logMbPerMinute * 5 || 0).toFixed(2)} MB`,
   });
   row({
     metric: 'Tagger POST /predict, 1 text (vs floor)',
