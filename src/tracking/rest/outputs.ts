@@ -27,27 +27,14 @@ import {
   type Run,
   TrackingError,
 } from '../store.js';
-import type { RequestSpec, RestHttpClient } from './rest-http.js';
-import { decodeAnswer, int64ToNumber, toMetricPoint, type Validator } from './rest-json.js';
+import type { RequestSpec, RestCalls, RestHttpClient } from './rest-http.js';
+import { decodeAnswer, Int64, int64ToNumber, KeyValue, MetricJson, toMetricPoint } from './rest-json.js';
 
-const Int64 = Type.Union([Type.Integer(), Type.String({ pattern: '^-?[0-9]+$' })]);
-const KeyValue = Type.Object({ key: Type.String(), value: Type.Optional(Type.String()) });
 const ModelStatus = Type.Union([
   Type.Literal('LOGGED_MODEL_PENDING'),
   Type.Literal('LOGGED_MODEL_READY'),
   Type.Literal('LOGGED_MODEL_UPLOAD_FAILED'),
 ]);
-const MetricJson = Type.Object({
-  key: Type.String(),
-  value: Type.Union([
-    Type.Number(),
-    Type.Literal('NaN'),
-    Type.Literal('Infinity'),
-    Type.Literal('-Infinity'),
-  ]),
-  timestamp: Int64,
-  step: Type.Optional(Int64),
-});
 const LoggedModelJson = Type.Object({
   info: Type.Object({
     model_id: Type.String({ minLength: 1 }),
@@ -120,13 +107,9 @@ const STATUS_FROM_NAME = new Map(
 /** Page size of logged-model searches (MLflow's default and cap is 100 per page here). */
 const SEARCH_PAGE_SIZE = 100;
 
-/** What the REST store lends this module: its calls, URLs and the artifact proxy. */
-export interface RestAccess {
-  displayUri: string;
+/** What the REST store lends this module: its calls and URLs (as to the registry), and the artifact proxy. */
+export interface RestAccess extends RestCalls {
   http: RestHttpClient;
-  api(path: string, query?: Record<string, string | undefined>): URL;
-  call<T>(spec: RequestSpec, validator: Validator<T>): Promise<T>;
-  callOrNull<T>(spec: RequestSpec, validator: Validator<T>): Promise<T | null>;
   /** The proxy's URL of one file under an artifact URI; null when the URI is not proxied by a server. */
   proxiedFile(uri: string, path: string): URL | null;
 }

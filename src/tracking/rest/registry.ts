@@ -18,19 +18,9 @@ import {
   validateVersion,
 } from '../registry.js';
 import { TrackingError } from '../store.js';
-import type { RequestSpec } from './rest-http.js';
-import { int64ToNumber, type Validator } from './rest-json.js';
+import type { RestCalls } from './rest-http.js';
+import { Int64, int64ToNumber } from './rest-json.js';
 
-/** The REST store's calls, lent to the registry (same transport, retries and error mapping). */
-export interface RestCalls {
-  readonly displayUri: string;
-  call<T>(spec: RequestSpec, validator: Validator<T>): Promise<T>;
-  /** Like `call`, null for MLflow's RESOURCE_DOES_NOT_EXIST. */
-  callOrNull<T>(spec: RequestSpec, validator: Validator<T>): Promise<T | null>;
-  api(path: string, query?: Record<string, string | undefined>): URL;
-}
-
-const Int64 = Type.Union([Type.Integer(), Type.String({ pattern: '^-?[0-9]+$' })]);
 const VersionNumber = Type.Union([Type.Integer({ minimum: 1 }), Type.String({ pattern: '^[1-9][0-9]*$' })]);
 const ModelVersionJson = Type.Object({
   name: Type.String({ minLength: 1 }),

@@ -8,6 +8,7 @@
  * and every message is passed through `redact()` before it leaves this module.
  */
 import { TrackingError, type TrackingErrorCode } from '../store.js';
+import type { Validator } from './rest-json.js';
 
 /** Statuses MLflow's client retries (`_TRANSIENT_FAILURE_RESPONSE_CODES`). */
 const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
@@ -68,6 +69,18 @@ export interface RequestSpec {
   idempotent: boolean;
   /** What the call is for, used in messages: "create run in experiment 12". */
   what: string;
+}
+
+/**
+ * The REST store's calls, lent to its registry and run-outputs modules (same transport, retries and
+ * error mapping, answers checked by a validator).
+ */
+export interface RestCalls {
+  readonly displayUri: string;
+  call<T>(spec: RequestSpec, validator: Validator<T>): Promise<T>;
+  /** Like `call`, null for MLflow's RESOURCE_DOES_NOT_EXIST. */
+  callOrNull<T>(spec: RequestSpec, validator: Validator<T>): Promise<T | null>;
+  api(path: string, query?: Record<string, string | undefined>): URL;
 }
 
 export interface RawResponse {

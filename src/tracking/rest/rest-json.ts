@@ -19,7 +19,8 @@ import {
   TrackingError,
 } from '../store.js';
 
-const Int64 = Type.Union([Type.Integer(), Type.String({ pattern: '^-?[0-9]+$' })]);
+/** int64 as a JSON number or protobuf's canonical numeric string. */
+export const Int64 = Type.Union([Type.Integer(), Type.String({ pattern: '^-?[0-9]+$' })]);
 const Double = Type.Union([
   Type.Number(),
   Type.Literal('NaN'),
@@ -34,8 +35,8 @@ const Status = Type.Union([
   Type.Literal('FAILED'),
   Type.Literal('KILLED'),
 ]);
-const KeyValue = Type.Object({ key: Type.String(), value: Type.Optional(Type.String()) });
-const MetricJson = Type.Object({
+export const KeyValue = Type.Object({ key: Type.String(), value: Type.Optional(Type.String()) });
+export const MetricJson = Type.Object({
   key: Type.String(),
   value: Double,
   timestamp: Int64,

@@ -35,7 +35,7 @@ import {
 } from '../store.js';
 import { RestRunIo, runInputsAndOutputs } from './outputs.js';
 import { RestModelRegistry } from './registry.js';
-import { type RequestSpec, RestHttpClient, type RestHttpOptions } from './rest-http.js';
+import { type RequestSpec, type RestCalls, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
   Answers,
   decodeAnswer,
@@ -80,18 +80,16 @@ export class RestTrackingStore implements TrackingStore {
   constructor(options: RestTrackingStoreOptions) {
     this.http = new RestHttpClient(options);
     this.displayUri = this.http.displayUri;
-    this.registry = new RestModelRegistry({
+    const calls: RestCalls = {
       displayUri: this.displayUri,
       call: (spec, validator) => this.call(spec, validator),
       callOrNull: (spec, validator) => this.callOrNull(spec, validator),
       api: (path, query) => this.api(path, query),
-    });
+    };
+    this.registry = new RestModelRegistry(calls);
     this.io = new RestRunIo({
-      displayUri: this.displayUri,
+      ...calls,
       http: this.http,
-      api: (path, query) => this.api(path, query),
-      call: (spec, validator) => this.call(spec, validator),
-      callOrNull: (spec, validator) => this.callOrNull(spec, validator),
       proxiedFile: (uri, path) => {
         const location = resolveArtifactUri(uri, this.http.base);
         return location.kind === 'proxy' ? location.fileUrl(path) : null;
