@@ -112,6 +112,36 @@ async function withStore<T>(
   }
 }
 
+/** A plain-text table: the header, then the rows; columns two spaces apart, `rightAligned` padded left. */
+function textTable(header: string[], rows: string[][], rightAligned: readonly number[] = []): string[] {
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) =>
+        rightAligned.includes(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!),
+      )
+      .join('  ')
+      .trimEnd();
+  return [header, ...rows].map(line);
+}
+
+/** The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. */
+function loadModelOfFlags(flags: {
+  model?: string;
+  runId?: string;
+  experiment: string;
+  trackingUri?: string;
+}): ReturnType<typeof loadModelForPrediction> {
+  return loadModelForPrediction({
+    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
+    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    experiment: flags.experiment,
+    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
+  });
+}
+
 const formatMetric = (value: number): string => (Number.isFinite(value) ? value.toFixed(4) : String(value));
 
 interface TrainFlags {
@@ -396,15 +426,7 @@ function trialTable(trials: readonly Trial[], best: number, givenArgs: boolean):
       .filter(Boolean)
       .join(', '),
   ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column]!))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...rows.map(line)].join('\n');
+  return textTable(header, rows).join('\n');
 }
 
 interface PredictFlags {
@@ -431,12 +453,7 @@ interface EvaluateFlags {
 /** `tagger evaluate`: a saved model or run scored on new labelled data, with training's report. */
 async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
   const data = await readDataset(flags.data);
-  const loaded = await loadModelForPrediction({
-    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
-    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
-    experiment: flags.experiment,
-    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
-  });
+  const loaded = await loadModelOfFlags(flags);
   const classes = new Set(loaded.model.tags);
   const unknown: Record<string, number> = {};
   for (const row of data) if (!classes.has(row.tag)) unknown[row.tag] = (unknown[row.tag] ?? 0) + 1;
@@ -468,14 +485,7 @@ async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
     formatMetric(m.f1),
     String(m.num_samples),
   ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
-      .join('  ');
-  lines.push(line(header), ...rows.map(line));
+  lines.push(...textTable(header, rows, [1, 2, 3, 4]));
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
@@ -488,12 +498,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }): Prom
   }
   if (flags.explain)
     throw new UsageError('predict: --explain works on texts given on the command line, not with --input');
-  const loaded = await loadModelForPrediction({
-    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
-    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
-    experiment: flags.experiment,
-    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
-  });
+  const loaded = await loadModelOfFlags(flags);
   const progress = createProgress({ label: 'tagging', total: 100, silent: flags.quiet === true, unit: '%' });
   const started = performance.now();
   let shown = 0;
@@ -543,19 +548,10 @@ function explanationTable(text: string, tag: string, probability: number, explan
   rows.push([`(${others} other feature${others === 1 ? '' : 's'})`, '', number(explanation.rest)]);
   rows.push(['(bias)', '', number(explanation.bias)]);
   rows.push([`= score of ${explanation.tag}`, '', number(explanation.score)]);
-  const header: [string, string, string] = ['feature', 'analyzer', 'contribution'];
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => (column === 2 ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!)))
-      .join('  ')
-      .trimEnd();
+  const header = ['feature', 'analyzer', 'contribution'];
   return [
     `${JSON.stringify(text)} → ${tag} (probability ${probability.toFixed(4)})`,
-    line(header),
-    ...rows.map(line),
+    ...textTable(header, rows, [2]),
   ].join('\n');
 }
 
@@ -571,12 +567,7 @@ async function predictCommand(texts: string[], flags: PredictFlags): Promise<voi
     throw new UsageError('predict: give at least one text, e.g. tagger predict "Transformers for NER"');
   const empty = texts.findIndex((text) => text.trim() === '');
   if (empty >= 0) throw new UsageError(`predict: text ${empty + 1} is empty`);
-  const loaded = await loadModelForPrediction({
-    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
-    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
-    experiment: flags.experiment,
-    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
-  });
+  const loaded = await loadModelOfFlags(flags);
   const predictions = loaded.model.predict(texts).map((prediction, index) => ({
     input_text: texts[index],
     predicted_tag: prediction.predicted_tag,
