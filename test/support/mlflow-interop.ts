@@ -10,8 +10,6 @@ import { expect } from 'vitest';
 import type { MetricPoint, Run, TrackingStore } from '../../src/tracking/store.js';
 import { REPO_ROOT } from './components.js';
 
-const SCRIPT = resolve(REPO_ROOT, 'python', 'mlflow_interop.py');
-
 export type JsonFloat = number | 'NaN' | 'Infinity' | '-Infinity';
 export interface ArtifactListing {
   path: string;
@@ -44,16 +42,17 @@ export const numbers = (metrics: Record<string, JsonFloat>): Record<string, numb
   Object.fromEntries(Object.entries(metrics).map(([key, value]) => [key, toNumber(value)]));
 
 /**
- * Runs one scenario of `python/mlflow_interop.py` with the venv's Python. The tracking URI travels in
- * the command, so inherited MLFLOW_TRACKING_* variables are dropped; file stores need
- * MLFLOW_ALLOW_FILE_STORE on MLflow ≥ 3.13.
+ * Runs one of the project's Python probes (`python/<script>`) with the venv's Python: one JSON command
+ * on stdin, one JSON answer on stdout (`{"error": …}` rejects). The tracking URI travels in the command,
+ * so inherited MLFLOW_TRACKING_* variables are dropped; file stores need MLFLOW_ALLOW_FILE_STORE on
+ * MLflow ≥ 3.13.
  */
-export function runInteropScript(
+export function runPythonProbe<T extends { error?: string }>(
   python: string,
+  script: string,
   command: Record<string, unknown>,
-  /** Where Python runs: MLflow's default artifact root for database URIs is ./mlruns there. */
   cwd?: string,
-): Promise<PyAnswer> {
+): Promise<T> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     MLFLOW_ALLOW_FILE_STORE: 'true',
@@ -63,22 +62,32 @@ export function runInteropScript(
   return new Promise((resolvePromise, reject) => {
     const child = execFile(
       python,
-      [SCRIPT],
+      [resolve(REPO_ROOT, 'python', script)],
       { env, maxBuffer: 16 * 1024 * 1024, ...(cwd !== undefined ? { cwd } : {}) },
       (error, stdout, stderr) => {
-        if (error) return reject(new Error(`mlflow_interop.py failed: ${error.message}\n${stderr}`));
-        let answer: PyAnswer;
+        if (error) return reject(new Error(`${script} failed: ${error.message}\n${stderr}`));
+        let answer: T;
         try {
-          answer = JSON.parse(stdout) as PyAnswer;
+          answer = JSON.parse(stdout) as T;
         } catch {
-          return reject(new Error(`mlflow_interop.py printed no JSON answer:\n${stdout}\n${stderr}`));
+          return reject(new Error(`${script} printed no JSON answer:\n${stdout}\n${stderr}`));
         }
-        if (answer.error) reject(new Error(`mlflow_interop.py: ${answer.error}`));
+        if (answer.error) reject(new Error(`${script}: ${answer.error}`));
         else resolvePromise(answer);
       },
     );
     child.stdin?.end(JSON.stringify(command));
   });
+}
+
+/** One scenario of `python/mlflow_interop.py` (see the script for the commands). */
+export function runInteropScript(
+  python: string,
+  command: Record<string, unknown>,
+  /** Where Python runs: MLflow's default artifact root for database URIs is ./mlruns there. */
+  cwd?: string,
+): Promise<PyAnswer> {
+  return runPythonProbe<PyAnswer>(python, 'mlflow_interop.py', command, cwd);
 }
 
 // ---- Tagger writes, MLflow reads -------------------------------------------------------------------
