@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVE_SETTINGS, type Setting } from '../src/config.js';
 import { openTrackingStore } from '../src/tracking/index.js';
-import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from './support/components.js';
+import { nobodyCanRunHere, REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from './support/components.js';
 
 interface Result {
   code: number;
@@ -266,7 +266,8 @@ describe('tagger train', () => {
 
   // Tests run as root, whom file permissions do not stop: the CLI runs as `nobody` against a store
   // that root owns, like a training job whose volume is mounted read-only.
-  it.skipIf(process.getuid?.() !== 0)(
+  const asNobody = nobodyCanRunHere();
+  it.skipIf(!asNobody)(
     'a store this user cannot write fails before training, for folders and SQLite files [as nobody]',
     async () => {
       // Traversable by nobody (mkdtemp makes 0700 folders), writable only by root.
@@ -291,7 +292,7 @@ describe('tagger train', () => {
     },
   );
 
-  it.skipIf(process.getuid?.() !== 0)(
+  it.skipIf(!asNobody)(
     'an experiment this user cannot write fails before training, though the store can be [as nobody]',
     async () => {
       // The store is shared (world-writable) but `best` was created by another user (root, 0755).

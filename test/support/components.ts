@@ -3,7 +3,9 @@
  * On a developer machine a missing component skips the tests that need it, with a printed reason;
  * under CI (`CI` set) a missing component fails the run, so a broken install never passes as green.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -82,3 +84,23 @@ export function sharedDataset(file: 'dataset.csv' | 'holdout.csv'): string | nul
  * (a bare `tsx` would be resolved relative to the child's cwd).
  */
 export const TSX_LOADER = pathToFileURL(resolve(REPO_ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+
+/**
+ * Whether tests may run the CLI as user `nobody` (uid 65534): only as root, and only when `nobody` can
+ * reach this checkout — a clone under a 0700 folder (what `mktemp -d` makes) cannot be. Skips with the
+ * reason on a developer machine, throws under CI.
+ */
+export function nobodyCanRunHere(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  const probe = spawnSync(process.execPath, ['--import', TSX_LOADER, '-e', ''], {
+    uid: 65534,
+    gid: 65534,
+    cwd: tmpdir(),
+    timeout: 60_000,
+  });
+  if (probe.status === 0) return true;
+  const reason = `user nobody cannot run node and tsx from ${REPO_ROOT} (a parent folder is not traversable by others, e.g. a mktemp -d folder); the [as nobody] cases need a checkout others can read`;
+  if (inCi()) throw new Error(`CI requires that ${reason}`);
+  process.stderr.write(`[skip] ${reason}\n`);
+  return false;
+}
