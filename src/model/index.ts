@@ -21,10 +21,19 @@ export { stratifiedSplit } from './split.js';
 export {
   type EpochReport,
   evaluate,
+  evaluateWithErrors,
   type LabelledText,
   type Prediction,
   type TagModel,
   type TrainOptions,
   trainTagger,
 } from './tagger.js';
+export {
+  type ConfusionMatrix,
+  MISTAKE_TEXT_CHARS,
+  MISTAKES_KEPT,
+  type Mistake,
+  type TestErrors,
+  type TestMistakes,
+} from './test-errors.js';
 export { type CsrMatrix, TfidfVectorizer } from './tfidf.js';

@@ -2,10 +2,14 @@
  * The run artifact layout: the contract between training and serving (see docs/ARCHITECTURE.md).
  * A training run stores its arguments as `args.json`, its evaluation as `performance.json` and the model
  * files (encodeModel's MODEL_FILES) under `model/`, all relative to the run's artifact root; serving reads
- * them back by these names. Change them only together with every reader and writer.
+ * them back by these names. `confusion_matrix.json` and `test_mistakes.json` (test-errors.ts) are for
+ * people only; serving never needs them. Change them only together with every reader and writer.
  */
 export const RUN_ARTIFACTS = {
   args: 'args.json',
   performance: 'performance.json',
   modelDir: 'model',
+  /** What the test split got wrong, for the inspection page (optional: older runs lack them). */
+  confusion: 'confusion_matrix.json',
+  mistakes: 'test_mistakes.json',
 } as const;

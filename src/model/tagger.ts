@@ -19,6 +19,7 @@ import {
   trainOvrSgd,
   trainSoftmaxSgd,
 } from './sgd.js';
+import { type TestErrors, testErrors } from './test-errors.js';
 
 export interface LabelledText {
   text: string;
@@ -349,9 +350,24 @@ export function trainTagger(
  * the nlp_cnn / short_text slices. True tags the model does not know count as `other`.
  */
 export function evaluate(model: TagModel, data: LabelledText[]): Performance {
+  return evaluateWithErrors(model, data).performance;
+}
+
+/** The performance report and what the model got wrong (confusion matrix, mistakes), from one prediction pass. */
+export function evaluateWithErrors(
+  model: TagModel,
+  data: readonly LabelledText[],
+): { performance: Performance; errors: TestErrors } {
   const classes = new Set(model.tags);
   const texts = data.map((r) => r.text);
   const yTrue = data.map((r) => normalizeTag(r.tag, classes));
-  const yPred = model.predict(texts).map((p) => p.predicted_tag);
-  return performanceReport(texts, yTrue, yPred, model.tags);
+  const predictions = model.predict(texts).map((p) => ({
+    tag: p.predicted_tag,
+    confidence: p.probabilities[p.predicted_tag] ?? 0,
+  }));
+  const yPred = predictions.map((p) => p.tag);
+  return {
+    performance: performanceReport(texts, yTrue, yPred, model.tags),
+    errors: testErrors(texts, yTrue, predictions, model.tags),
+  };
 }

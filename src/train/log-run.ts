@@ -1,6 +1,7 @@
 /**
  * Logging one training as an MLflow run: params, metrics (final and per-epoch history), the usual
- * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`), the data
+ * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`), what the
+ * test split got wrong for the inspection page (`confusion_matrix.json`, `test_mistakes.json`), the data
  * files as dataset inputs, and the model as an MLflow 3 logged model (READY, with the params and final
  * metrics, recorded as the run's output; see `logged-model.ts`).
  * The run is marked FINISHED only after every artifact is stored, FAILED if anything throws, and KILLED
@@ -208,6 +209,8 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     const artifacts: [string, Uint8Array][] = [
       [RUN_ARTIFACTS.args, json(input.args)],
       [RUN_ARTIFACTS.performance, json(outcome.performance)],
+      [RUN_ARTIFACTS.confusion, json(outcome.testErrors.confusion)],
+      [RUN_ARTIFACTS.mistakes, json(outcome.testErrors.mistakes)],
       ...modelFiles.map(([name, bytes]): [string, Uint8Array] => [
         `${RUN_ARTIFACTS.modelDir}/${name}`,
         bytes,

@@ -5,12 +5,13 @@
 import { createHash } from 'node:crypto';
 import {
   type EpochReport,
-  evaluate,
+  evaluateWithErrors,
   type LabelledText,
   OTHER_TAG,
   type Performance,
   stratifiedSplit,
   type TagModel,
+  type TestErrors,
   type TrainingArgs,
   type TrainOptions,
   trainTagger,
@@ -47,6 +48,8 @@ export interface TrainingOutcome {
   /** The probability threshold chosen on the validation split, or null for argmax. */
   threshold: number | null;
   performance: Performance;
+  /** The test split's confusion matrix and misclassified texts (logged for the inspection page). */
+  testErrors: TestErrors;
   /**
    * Weighted f1 on the validation split of the model fitted without it (what hyper-parameter search
    * compares); with `args.refit` the returned model has since learnt from those rows too.
@@ -199,6 +202,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const trainingSeconds = (performance.now() - started) / 1000;
   const { warnings, trainedTags } = dataWarnings(split.train, trained.model.tags, test.length);
   warnings.push(...overlapWarnings([...split.train, ...split.validation], test));
+  const evaluation = evaluateWithErrors(trained.model, test);
   return {
     model: trained.model,
     // onEpoch fires once per epoch of the history; an ensemble reports its last member's epochs.
@@ -207,7 +211,8 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     startedAt,
     trainingSeconds,
     threshold: trained.threshold,
-    performance: evaluate(trained.model, test),
+    performance: evaluation.performance,
+    testErrors: evaluation.errors,
     validationF1: trained.validationF1,
     sizes: { train: split.train.length, validation: split.validation.length, test: test.length },
     testSet: { digest: testSetDigest(test), size: test.length },

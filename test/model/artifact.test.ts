@@ -265,6 +265,8 @@ describe('RUN_ARTIFACTS', () => {
       args: 'args.json',
       performance: 'performance.json',
       modelDir: 'model',
+      confusion: 'confusion_matrix.json',
+      mistakes: 'test_mistakes.json',
     });
   });
 });

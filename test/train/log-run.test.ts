@@ -172,7 +172,8 @@ describe('logTrainingRun', () => {
       source: 't',
     });
     expect(calls.at(-1)).toBe('status FINISHED');
-    expect(calls.filter((call) => call.startsWith('artifact '))).toHaveLength(2 + MODEL_FILES.length);
+    // args, performance, confusion matrix, mistakes and the model files.
+    expect(calls.filter((call) => call.startsWith('artifact '))).toHaveLength(4 + MODEL_FILES.length);
   });
 
   it('an interruption while artifacts are written leaves the run KILLED, never FINISHED', async () => {
@@ -261,9 +262,18 @@ describe('the dataset input and the MLflow 3 logged model of a run', () => {
     expect(run?.outputs).toEqual([{ modelId: logged.modelId, step: 0 }]);
     expect((await store.listArtifacts(logged.runId)).map((entry) => entry.path)).toEqual([
       RUN_ARTIFACTS.args,
+      RUN_ARTIFACTS.confusion,
       RUN_ARTIFACTS.modelDir,
       RUN_ARTIFACTS.performance,
+      RUN_ARTIFACTS.mistakes,
     ]);
+    // What the inspection page shows: the test split's confusion matrix and mistakes, as evaluated.
+    const artifactJson = async (path: string) =>
+      JSON.parse(decoder.decode(await store.readArtifact(logged.runId, path)));
+    expect(await artifactJson(RUN_ARTIFACTS.confusion)).toEqual(outcome.testErrors.confusion);
+    expect(await artifactJson(RUN_ARTIFACTS.mistakes)).toEqual(outcome.testErrors.mistakes);
+    const { matrix } = outcome.testErrors.confusion;
+    expect(matrix.flat().reduce((a, b) => a + b, 0)).toBe(outcome.sizes.test);
 
     const model = await store.getLoggedModel(logged.modelId);
     expect(model).toMatchObject({
