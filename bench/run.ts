@@ -47,6 +47,7 @@ const SECTIONS: Section[] = [
   { name: 'http', load: () => import('./http.js') },
   { name: 'tracking', load: () => import('./tracking.js') },
   { name: 'batch', load: () => import('./batch.js') },
+  { name: 'ui', load: () => import('./ui.js') },
 ];
 
 const fmt = (v: number | null): string => {

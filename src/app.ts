@@ -35,6 +35,8 @@ export interface AppDeps {
   metrics?: HttpMetrics | undefined;
   /** Extra readiness condition for /health/ready, e.g. false while the server drains before shutdown. */
   ready?: (() => boolean) | undefined;
+  /** The built inspection page (/ui/); default: this package's dist/ui (`npm run build`). */
+  uiDir?: string | undefined;
 }
 
 function serverOptions(http: HttpOptions): FastifyServerOptions {
@@ -79,6 +81,7 @@ export function createApp(deps: AppDeps): TaggerApp {
     metrics: deps.metrics ?? createHttpMetrics(),
     documentAuth: http.apiKeys.length > 0,
     ready: deps.ready,
+    uiDir: deps.uiDir,
   });
   return app;
 }

@@ -24,6 +24,9 @@ export const API_DESCRIPTION = [
   'characters, else a generated one). Limits (body size, texts per request, text length, JSON depth,',
   'request time), optional API keys, per-client rate limiting (429) and load shedding (503) are',
   'configured by the deployment; `GET /metrics` serves Prometheus metrics.',
+  '',
+  'People who would rather look than read: [the inspection page](../ui/) shows the runs, per-tag',
+  'quality, the confusion matrix, test-set mistakes and a try-it box with explanations.',
 ].join('\n');
 
 export const OPENAPI_TAGS = [

@@ -7,7 +7,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { RunLoadError, UnknownRunError } from '../service/index.js';
+import { NotLoggedError, RunLoadError, UnknownRunError } from '../service/index.js';
 import { errorEnvelope, timestamp } from './envelope.js';
 import { HttpError } from './http-error.js';
 import { JsonDecodeError } from './json-body.js';
@@ -90,7 +90,7 @@ export function installErrorHandling(app: FastifyInstance, limits: HttpLimits): 
         .headers(error.headers)
         .send(errorEnvelope(request, error.statusCode, error.detail));
     }
-    if (error instanceof UnknownRunError) {
+    if (error instanceof UnknownRunError || error instanceof NotLoggedError) {
       return reply.code(404).send(errorEnvelope(request, 404, error.message));
     }
     if (error instanceof RunLoadError) {

@@ -10,11 +10,13 @@ import type { HttpOptions } from './options.js';
 import { protectionPlugin, routeClass } from './protection.js';
 import { errorResponses } from './responses.js';
 import { generalRoutes } from './routes/general.js';
+import { inspectionRoutes } from './routes/inspection.js';
 import { modelRoutes } from './routes/model.js';
 import { operationsRoutes } from './routes/operations.js';
 import { runRoutes } from './routes/runs.js';
 import { servedNow } from './served.js';
 import type { TaggerApp } from './types.js';
+import { registerUiRoutes } from './ui.js';
 import { validatorCompiler } from './validation.js';
 
 export { parseApiKeys } from './auth.js';
@@ -31,6 +33,7 @@ export {
 } from './options.js';
 export { REDACTED_LOG_PATHS } from './protection.js';
 export type { TaggerApp } from './types.js';
+export { DEFAULT_UI_DIR } from './ui.js';
 
 export interface ApiSetup {
   options: HttpOptions;
@@ -39,6 +42,8 @@ export interface ApiSetup {
   documentAuth: boolean;
   /** Extra readiness condition for /health/ready (false while the server drains). */
   ready?: (() => boolean) | undefined;
+  /** Where the built inspection page is (default: this package's dist/ui). */
+  uiDir?: string | undefined;
 }
 
 /**
@@ -47,7 +52,12 @@ export interface ApiSetup {
  * synchronously, where a timer could not interrupt it anyway, and racing each request against a timer
  * cost ~2% of single-text /predict.
  */
-const STORE_ROUTES = new Set(['/runs/:run_id', '/runs/:run_id/predict']);
+const STORE_ROUTES = new Set([
+  '/runs/:run_id',
+  '/runs/:run_id/predict',
+  '/runs/:run_id/history',
+  '/runs/:run_id/errors',
+]);
 
 /** Security requirement of protected operations: either header works. */
 const SECURITY = [{ bearerAuth: [] }, { apiKeyHeader: [] }];
@@ -145,9 +155,11 @@ export function installApi(
         return state.registry;
       };
       runRoutes(api, registry, options.limits);
+      inspectionRoutes(api, registry);
     }
     modelRoutes(api, () => servedNow(current()).served);
     operationsRoutes(api, current, metrics, { ready: setup.ready, closing: () => closing });
   });
   registerDocsRoutes(app);
+  registerUiRoutes(app, setup.uiDir);
 }

@@ -30,7 +30,14 @@ export function routeClass(url: string | undefined): RouteClass {
   if (url === undefined) return 'api';
   if (HEALTH_ROUTES.has(url)) return 'health';
   if (url === METRICS_ROUTE) return 'metrics';
-  if (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/') || url.startsWith('/redoc'))
+  if (
+    url === '/openapi.json' ||
+    url === '/docs' ||
+    url.startsWith('/docs/') ||
+    url.startsWith('/redoc') ||
+    url === '/ui' ||
+    url.startsWith('/ui/')
+  )
     return 'docs';
   return 'api';
 }

@@ -46,6 +46,8 @@ export function runRecord(
     heldBack?: ReadonlyMap<string, string>;
     /** Registry mode: the version that the served run answers as. */
     modelVersion?: ModelVersionRef | null;
+    /** MLflow's UI for the store's runs, when it has one. */
+    mlflowUiUrl?: string | null;
   },
 ): RunRecord {
   const held = serving.heldBack?.get(run.runId);
@@ -62,6 +64,11 @@ export function runRecord(
       ? { model_version: serving.modelVersion }
       : {}),
     ...(held === undefined ? {} : { not_served_because: held }),
+    ...(serving.mlflowUiUrl
+      ? {
+          mlflow_url: `${serving.mlflowUiUrl}/#/experiments/${encodeURIComponent(run.experimentId)}/runs/${encodeURIComponent(run.runId)}`,
+        }
+      : {}),
   };
 }
 

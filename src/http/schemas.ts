@@ -359,6 +359,12 @@ export const RunRecord = Type.Object(
       { additionalProperties: Type.String(), description: 'Logged params (strings, as MLflow stores them)' },
     ),
     served: Type.Boolean({ description: 'True for the run that answers /predict now' }),
+    mlflow_url: Type.Optional(
+      Type.String({
+        description:
+          "The run in MLflow's UI, when the tracking store is an MLflow tracking server (its UI lives at the tracking URI)",
+      }),
+    ),
     model_version: Type.Optional(ModelVersionRef),
     not_served_because: Type.Optional(
       Type.String({
@@ -378,6 +384,56 @@ export const RunsData = Type.Object(
     }),
   },
   { title: 'RunsData', additionalProperties: false },
+);
+
+const HistoryPoint = Type.Object(
+  { step: Type.Integer({ description: 'The epoch (MLflow step)' }), value: Type.Number() },
+  { title: 'HistoryPoint', additionalProperties: false },
+);
+
+export const RunHistoryData = Type.Object(
+  {
+    run_id: Type.String(),
+    history: Type.Object(
+      {
+        train_loss: Type.Array(HistoryPoint, {
+          description: "Training loss per epoch (of the saved model's fit)",
+        }),
+        val_loss: Type.Array(HistoryPoint, { description: 'Validation loss per epoch' }),
+      },
+      {
+        title: 'TrainingHistory',
+        additionalProperties: false,
+        description: 'Per-epoch metrics in step order; empty for runs that did not log them',
+      },
+    ),
+  },
+  { title: 'RunHistoryData', additionalProperties: false },
+);
+
+const Mistake = Type.Object(
+  {
+    text: Type.String({ description: 'The test text (long texts are cut, ending with …)' }),
+    true_tag: Type.String(),
+    predicted_tag: Type.String(),
+    confidence: Type.Number({ minimum: 0, maximum: 1, description: "The predicted tag's probability" }),
+  },
+  { title: 'Mistake', additionalProperties: false },
+);
+
+export const RunErrorsData = Type.Object(
+  {
+    run_id: Type.String(),
+    labels: Type.Array(Type.String(), { description: 'Tags in the order of the matrix rows and columns' }),
+    matrix: Type.Array(Type.Array(Type.Integer({ minimum: 0 })), {
+      description: 'Confusion matrix of the test split: matrix[t][p] rows of true tag t predicted as p',
+    }),
+    total: Type.Integer({ minimum: 0, description: 'Misclassified test rows in all' }),
+    mistakes: Type.Array(Mistake, {
+      description: 'The most confident mistakes, most confident first (at most 1,000 are logged per run)',
+    }),
+  },
+  { title: 'RunErrorsData', additionalProperties: false },
 );
 
 export const Args = Type.Object(

@@ -37,7 +37,8 @@ export class ArtifactFormatError extends Error {
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-async function readJson(read: ArtifactReader, path: string): Promise<unknown> {
+/** One JSON artifact, parsed; a file that is not UTF-8 JSON is an ArtifactFormatError naming it. */
+export async function readJsonArtifact(read: ArtifactReader, path: string): Promise<unknown> {
   const bytes = await read(path);
   try {
     return JSON.parse(decoder.decode(bytes));
@@ -84,7 +85,7 @@ export function parsePerformance(raw: unknown): ServedPerformance {
 
 /** Reads only `performance.json` (what GET /runs/{run_id} needs). */
 export async function readPerformance(read: ArtifactReader): Promise<ServedPerformance> {
-  return parsePerformance(await readJson(read, RUN_ARTIFACTS.performance));
+  return parsePerformance(await readJsonArtifact(read, RUN_ARTIFACTS.performance));
 }
 
 function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
@@ -103,7 +104,7 @@ function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
 /** Reads and checks every serving artifact; rejects with the reader's error or an ArtifactFormatError. */
 export async function loadServedModel(read: ArtifactReader): Promise<ServedModel> {
   const [rawArgs, performance, modelFiles] = await Promise.all([
-    readJson(read, RUN_ARTIFACTS.args),
+    readJsonArtifact(read, RUN_ARTIFACTS.args),
     readPerformance(read),
     Promise.all(
       MODEL_FILES.map(async (name) => [name, await read(`${RUN_ARTIFACTS.modelDir}/${name}`)] as const),

@@ -17,6 +17,20 @@ export class UnknownRunError extends Error {
 }
 
 /**
+ * A known run that never logged what was asked for (e.g. the test-set errors, logged by training since
+ * the inspection page exists): nothing is broken, the run is older or was logged by another tool.
+ */
+export class NotLoggedError extends Error {
+  override readonly name = 'NotLoggedError';
+  constructor(
+    readonly runId: string,
+    what: string,
+  ) {
+    super(`run ${runId} has no ${what} logged; runs trained by this version of tagger have it`);
+  }
+}
+
+/**
  * A known run whose artifacts cannot be used. `transient` is true when the store could not be reached
  * (retrying may help) and false when the artifacts themselves are missing or broken.
  */

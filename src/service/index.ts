@@ -10,8 +10,15 @@ export {
   type ServedPerformance,
 } from './artifacts.js';
 export { SingleFlightLru } from './cache.js';
-export { RunLoadError, StartupError, UnknownRunError } from './errors.js';
+export { NotLoggedError, RunLoadError, StartupError, UnknownRunError } from './errors.js';
 export { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
+export {
+  HISTORY_METRICS,
+  type ServedConfusion,
+  type ServedHistory,
+  type ServedMistake,
+  type ServedTestErrors,
+} from './inspection.js';
 export { ServingLifecycle } from './lifecycle.js';
 export { pollReloads, type ReloadPoller } from './poller.js';
 export {

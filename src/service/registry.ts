@@ -17,8 +17,9 @@ import {
   type ServedPerformance,
 } from './artifacts.js';
 import { SingleFlightLru } from './cache.js';
-import { RunLoadError, StartupError, UnknownRunError } from './errors.js';
+import { NotLoggedError, RunLoadError, StartupError, UnknownRunError } from './errors.js';
 import { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
+import { readHistory, readTestErrors, type ServedHistory, type ServedTestErrors } from './inspection.js';
 
 /** The subset of a pino logger the service layer writes to. */
 export interface ServiceLog {
@@ -31,6 +32,7 @@ export interface ServiceLog {
 /** One run as listed by GET /runs, captured when the snapshot was made. */
 export interface RunSummary {
   readonly runId: string;
+  readonly experimentId: string;
   readonly runName: string;
   readonly status: RunStatus;
   /** Epoch milliseconds. */
@@ -116,6 +118,7 @@ const TRAIN_HINT = 'train one first, e.g. `tagger train --data samples/projects.
 const summarize = (run: Run): RunSummary =>
   Object.freeze({
     runId: run.info.runId,
+    experimentId: run.info.experimentId,
     runName: run.info.runName,
     status: run.info.status,
     startTime: run.info.startTime,
@@ -205,6 +208,8 @@ export class RegistrySnapshot {
   private readonly byId: ReadonlyMap<string, RunSummary>;
   private readonly models: SingleFlightLru<ServedModel>;
   private readonly performances: SingleFlightLru<ServedPerformance>;
+  /** A few runs' test errors: the page asks for one or two runs at a time, and they can be ~1 MB. */
+  private readonly errors = new SingleFlightLru<ServedTestErrors>(4);
 
   /** @internal built by RunRegistry only */
   constructor(
@@ -248,6 +253,34 @@ export class RegistrySnapshot {
     if (run.runId === this.bestRunId) return this.best.performance;
     try {
       return await this.performances.get(run.runId, () => readPerformance(readerFor(this.store, run.runId)));
+    } catch (error) {
+      throw toRunLoadError(run.runId, error);
+    }
+  }
+
+  /**
+   * A run's test-split confusion matrix and mistakes (cached). NotLoggedError when the run has none: runs
+   * logged before training wrote them, or by another tool.
+   */
+  async testErrors(runId: string): Promise<ServedTestErrors> {
+    const run = this.run(runId);
+    try {
+      return await this.errors.get(run.runId, () =>
+        readTestErrors((path) => this.store.readArtifact(run.runId, path)),
+      );
+    } catch (error) {
+      if (error instanceof TrackingError && error.code === 'NOT_FOUND') {
+        throw new NotLoggedError(run.runId, 'test-set errors (confusion_matrix.json, test_mistakes.json)');
+      }
+      throw toRunLoadError(run.runId, error);
+    }
+  }
+
+  /** A run's per-epoch losses, read from the store's metric history (not cached: it is small). */
+  async history(runId: string): Promise<ServedHistory> {
+    const run = this.run(runId);
+    try {
+      return await readHistory((key) => this.store.getMetricHistory(run.runId, key));
     } catch (error) {
       throw toRunLoadError(run.runId, error);
     }
@@ -449,6 +482,15 @@ export class RunRegistry {
    */
   get current(): RegistrySnapshot {
     return this.snapshot;
+  }
+
+  /**
+   * Where MLflow's UI shows these runs, when the store is an MLflow tracking server (its UI is served at
+   * the tracking URI, credentials removed); null for embedded stores, which have no UI of their own here.
+   */
+  get mlflowUiUrl(): string | null {
+    const shown = this.store.displayUri;
+    return /^https?:\/\//i.test(shown) ? shown.replace(/\/+$/, '') : null;
   }
 
   /** Runs of the current snapshot (shorthand for `current.runs`). */

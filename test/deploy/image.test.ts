@@ -91,6 +91,11 @@ describe.skipIf(building === null)('the container image', () => {
     expect(predicted.status).toBe(200);
     expect(((await predicted.json()) as { data: { run_id: string } }).data.run_id).toBe(fx.runs.alpha);
 
+    // The inspection page was built into the image and is served from it.
+    const page = await fetch(`${url}/ui/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<div id="app">');
+
     // Not root, by the image's own setting; nothing can be written outside the tmpfs podman mounts.
     expect((await podman(['exec', id, 'id', '-u'])).trim()).toBe('1000');
     expect((await podman(['image', 'inspect', '--format', '{{.Config.User}}', image.ref])).trim()).toBe(
@@ -103,7 +108,9 @@ describe.skipIf(building === null)('the container image', () => {
     // Production dependencies only, and the compiled server without its sources.
     const modules = (await podman(['exec', id, 'ls', '/app/node_modules'])).split('\n');
     expect(modules).toEqual(expect.arrayContaining(['fastify', 'pino', 'ioredis']));
-    for (const dev of ['typescript', 'vitest', 'node', 'tsx', '@biomejs']) expect(modules).not.toContain(dev);
+    for (const dev of ['typescript', 'vitest', 'node', 'tsx', '@biomejs', 'vite', 'preact', 'chart.js']) {
+      expect(modules).not.toContain(dev);
+    }
     expect((await podman(['exec', id, 'ls', '/app'])).split('\n').filter(Boolean).sort()).toEqual([
       'bin',
       'dist',

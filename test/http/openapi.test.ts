@@ -23,6 +23,8 @@ const ENDPOINTS: [string, string, string][] = [
   ['get', '/runs', 'Runs'],
   ['get', '/runs/{run_id}', 'Runs'],
   ['post', '/runs/{run_id}/predict', 'Runs'],
+  ['get', '/runs/{run_id}/history', 'Runs'],
+  ['get', '/runs/{run_id}/errors', 'Runs'],
   ['get', '/performance', 'Model'],
   ['get', '/args', 'Model'],
   ['get', '/args/{param}', 'Model'],

@@ -4,7 +4,8 @@
  *
  * Experiment `best`, in the order GET /runs must list them:
  *   broken  f1 0.99  good args/performance, undecodable model  → skipped at startup, predict is a 409
- *   alpha   f1 0.90  model A (char_wb)                           → the best loadable run, serves /predict
+ *   alpha   f1 0.90  model A (char_wb)                           → the best loadable run, serves /predict;
+ *                                                                 the only one with test errors and losses
  *   beta    f1 0.70  model B (word analyzer, other performance)  → predict loads it lazily
  *   noperf  f1 0.30  model A, performance.json not JSON         → GET /runs/{id} is a 409
  *   nan     f1 NaN   model B
@@ -18,12 +19,13 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import {
   encodeModel,
-  evaluate,
+  evaluateWithErrors,
   type LabelledText,
   MODEL_FILES,
   type Performance,
   parseTrainingArgs,
   type TagModel,
+  type TestErrors,
   type TrainingArgs,
   trainTagger,
 } from '../../src/model/index.js';
@@ -34,6 +36,8 @@ export interface TrainedModel {
   model: TagModel;
   args: TrainingArgs;
   performance: Performance;
+  /** A confusion matrix and mistakes as training logs them (on test rows with some tags moved). */
+  errors: TestErrors;
   files: Record<string, Uint8Array>;
 }
 
@@ -70,7 +74,15 @@ export function trainModel(overrides: Partial<TrainingArgs>): TrainedModel {
   const test = rows.filter((_, i) => i % 5 === 0);
   const args = parseTrainingArgs({ num_epochs: 5, min_freq: 5, threshold: 'argmax', ...overrides });
   const { model } = trainTagger(train, test, args, { seed: 7 });
-  return { model, args, performance: evaluate(model, test), files: encodeModel(model) };
+  const { performance } = evaluateWithErrors(model, test);
+  // The sample data is too easy to give a test mistake: every fifth test row gets the next tag, so the
+  // logged errors have some to show.
+  const tags = [...new Set(rows.map((row) => row.tag))].sort();
+  const relabelled = test.map((row, i) =>
+    i % 5 === 0 ? { ...row, tag: tags[(tags.indexOf(row.tag) + 1) % tags.length]! } : row,
+  );
+  const { errors } = evaluateWithErrors(model, relabelled);
+  return { model, args, performance, errors, files: encodeModel(model) };
 }
 
 const encoder = new TextEncoder();
@@ -83,6 +95,8 @@ interface RunPlan {
   args?: Uint8Array;
   performance?: Uint8Array;
   modelFiles?: Record<string, Uint8Array>;
+  /** Also log what training logs for the inspection page: test errors and per-epoch losses. */
+  inspection?: boolean;
 }
 
 async function logRun(
@@ -104,6 +118,15 @@ async function logRun(
   for (const [name, bytes] of Object.entries(plan.modelFiles ?? plan.model.files)) {
     await store.logArtifact(runId, `model/${name}`, bytes);
   }
+  if (plan.inspection) {
+    await store.logArtifact(runId, 'confusion_matrix.json', json(plan.model.errors.confusion));
+    await store.logArtifact(runId, 'test_mistakes.json', json(plan.model.errors.mistakes));
+    const losses = [0.9, 0.5, 0.4].flatMap((value, index) => [
+      { key: 'train_loss', value, timestamp: startTime + index, step: index + 1 },
+      { key: 'val_loss', value: value + 0.1, timestamp: startTime + index, step: index + 1 },
+    ]);
+    await store.logBatch(runId, { metrics: losses });
+  }
   await store.updateRun(runId, { status: 'FINISHED', endTime: startTime + 1000 });
   return runId;
 }
@@ -124,7 +147,7 @@ export async function buildServingFixture(): Promise<ServingFixture> {
   const t0 = Date.UTC(2026, 0, 1);
   const plans: Record<RunName, RunPlan> = {
     broken: { name: 'broken', f1: 0.99, model: modelA, modelFiles: truncated(modelA.files) },
-    alpha: { name: 'alpha', f1: 0.9, model: modelA },
+    alpha: { name: 'alpha', f1: 0.9, model: modelA, inspection: true },
     beta: { name: 'beta', f1: 0.7, model: modelB },
     noperf: { name: 'noperf', f1: 0.3, model: modelA, performance: encoder.encode('{"overall": ') },
     nan: { name: 'nan', f1: Number.NaN, model: modelB },

@@ -1,4 +1,5 @@
 /** `GET /` (health check) and `POST /predict` (the best run, or the single served model). */
+import type { FastifyReply } from 'fastify';
 import type { ServingState } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import type { HttpLimits } from '../options.js';
@@ -6,6 +7,7 @@ import { errorResponses, predict } from '../responses.js';
 import { Empty, Envelope, PredictData, predictPayload } from '../schemas.js';
 import { servedNow } from '../served.js';
 import type { TaggerApp } from '../types.js';
+import { landingPage, wantsHtml } from '../ui.js';
 
 export function generalRoutes(app: TaggerApp, current: () => ServingState, limits: HttpLimits): void {
   app.get(
@@ -15,11 +17,16 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState, limit
         tags: ['General'],
         summary: 'Health check',
         description:
-          'Answers once startup has completed (the port opens only then); `data` is an empty object.',
+          'Answers once startup has completed (the port opens only then); `data` is an empty object. A browser (an `Accept` header preferring `text/html` to JSON) gets a page linking the inspection page `/ui/` and these docs instead.',
         response: { 200: Envelope(Empty, 'HealthResponse'), ...errorResponses(500) },
       },
     },
-    async (request) => envelope(request, 200, {}),
+    async (request, reply) => {
+      // The response schema types JSON only; the landing page is the one HTML answer of this route.
+      if (wantsHtml(request))
+        return (reply as FastifyReply).type('text/html; charset=utf-8').send(landingPage());
+      return envelope(request, 200, {});
+    },
   );
 
   app.post(

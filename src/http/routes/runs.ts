@@ -41,7 +41,14 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: Ht
       const heldBack = new Map(registry.problems.heldBack.map((held) => [held.runId, held.reason]));
       const runs = top === undefined ? all : all.slice(0, top);
       return envelope(request, 200, {
-        runs: runs.map((run) => runRecord(run, { servedRunId: bestRunId, heldBack, modelVersion })),
+        runs: runs.map((run) =>
+          runRecord(run, {
+            servedRunId: bestRunId,
+            heldBack,
+            modelVersion,
+            mlflowUiUrl: registry.mlflowUiUrl,
+          }),
+        ),
       });
     },
   );

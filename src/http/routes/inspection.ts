@@ -1,0 +1,60 @@
+/**
+ * Run details for the inspection page (/ui) beyond the contract's report: a run's per-epoch losses and
+ * what it got wrong on its test split. Run-based mode only; ids are checked against the loaded runs first.
+ */
+import type { RunRegistry } from '../../service/index.js';
+import { envelope } from '../envelope.js';
+import { errorResponses } from '../responses.js';
+import { Envelope, RunErrorsData, RunHistoryData, RunIdParams } from '../schemas.js';
+import type { TaggerApp } from '../types.js';
+
+export function inspectionRoutes(app: TaggerApp, current: () => RunRegistry): void {
+  app.get(
+    '/runs/:run_id/history',
+    {
+      schema: {
+        tags: ['Runs'],
+        summary: 'Training curves of one run',
+        description:
+          "The run's per-epoch training and validation loss, from the tracking store's metric history (MLflow's step is the epoch).",
+        params: RunIdParams,
+        response: {
+          200: Envelope(RunHistoryData, 'RunHistoryResponse'),
+          ...errorResponses(404, 409, 422, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { run_id } = request.params;
+      return envelope(request, 200, { run_id, history: await current().current.history(run_id) });
+    },
+  );
+
+  app.get(
+    '/runs/:run_id/errors',
+    {
+      schema: {
+        tags: ['Runs'],
+        summary: 'Test-set errors of one run',
+        description:
+          "The confusion matrix of the run's test split and its misclassified texts, most confident first, from the run's `confusion_matrix.json` and `test_mistakes.json` artifacts. 404 for a run that did not log them (trained before they were logged, or by another tool).",
+        params: RunIdParams,
+        response: {
+          200: Envelope(RunErrorsData, 'RunErrorsResponse'),
+          ...errorResponses(404, 409, 422, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { run_id } = request.params;
+      const { confusion, total, mistakes } = await current().current.testErrors(run_id);
+      return envelope(request, 200, {
+        run_id,
+        labels: confusion.labels,
+        matrix: confusion.matrix,
+        total,
+        mistakes,
+      });
+    },
+  );
+}

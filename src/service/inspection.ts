@@ -1,0 +1,114 @@
+/**
+ * What the inspection page reads about one run beyond its performance report: the test split's confusion
+ * matrix and mistakes (`confusion_matrix.json`, `test_mistakes.json`, logged by training) and the
+ * per-epoch losses (metric history). Artifacts come from the tracking store and are checked like the
+ * serving artifacts: a broken file is an ArtifactFormatError, never a crash.
+ */
+import { RUN_ARTIFACTS } from '../model/index.js';
+import type { MetricPoint } from '../tracking/store.js';
+import { ArtifactFormatError, type ArtifactReader, readJsonArtifact } from './artifacts.js';
+
+export interface ServedConfusion {
+  labels: string[];
+  /** matrix[t][p]: test rows of true tag labels[t] predicted as labels[p]. */
+  matrix: number[][];
+}
+
+export interface ServedMistake {
+  text: string;
+  true_tag: string;
+  predicted_tag: string;
+  confidence: number;
+}
+
+export interface ServedTestErrors {
+  confusion: ServedConfusion;
+  /** Misclassified test rows in all; `mistakes` holds the most confident of them (capped by training). */
+  total: number;
+  mistakes: ServedMistake[];
+}
+
+/** Metrics logged once per epoch, as the page draws them (MLflow's step = the epoch). */
+export const HISTORY_METRICS = ['train_loss', 'val_loss'] as const;
+
+export type ServedHistory = Record<(typeof HISTORY_METRICS)[number], { step: number; value: number }[]>;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+function parseConfusion(raw: unknown): ServedConfusion {
+  const where = RUN_ARTIFACTS.confusion;
+  if (!isRecord(raw)) throw new ArtifactFormatError(`${where} must hold a JSON object`);
+  const { labels, matrix } = raw;
+  if (!Array.isArray(labels) || !labels.every((label) => typeof label === 'string')) {
+    throw new ArtifactFormatError(`${where}: labels must be an array of strings`);
+  }
+  const square =
+    Array.isArray(matrix) &&
+    matrix.length === labels.length &&
+    matrix.every((row) => Array.isArray(row) && row.length === labels.length && row.every(isCount));
+  if (!square) {
+    throw new ArtifactFormatError(
+      `${where}: matrix must be ${labels.length} rows of ${labels.length} counts (one per label)`,
+    );
+  }
+  return { labels: labels as string[], matrix: matrix as number[][] };
+}
+
+function parseMistakes(raw: unknown): { total: number; mistakes: ServedMistake[] } {
+  const where = RUN_ARTIFACTS.mistakes;
+  if (!isRecord(raw)) throw new ArtifactFormatError(`${where} must hold a JSON object`);
+  const { total, mistakes } = raw;
+  if (!Array.isArray(mistakes)) throw new ArtifactFormatError(`${where}: mistakes must be an array`);
+  if (!isCount(total) || total < mistakes.length) {
+    throw new ArtifactFormatError(`${where}: total must be a count of at least ${mistakes.length}`);
+  }
+  const parsed = mistakes.map((item, index): ServedMistake => {
+    const ok =
+      isRecord(item) &&
+      typeof item.text === 'string' &&
+      typeof item.true_tag === 'string' &&
+      typeof item.predicted_tag === 'string' &&
+      typeof item.confidence === 'number' &&
+      item.confidence >= 0 &&
+      item.confidence <= 1;
+    if (!ok) {
+      throw new ArtifactFormatError(
+        `${where}: mistakes[${index}] must have text, true_tag, predicted_tag (strings) and confidence (0..1)`,
+      );
+    }
+    const { text, true_tag, predicted_tag, confidence } = item as unknown as ServedMistake;
+    return { text, true_tag, predicted_tag, confidence };
+  });
+  return { total, mistakes: parsed };
+}
+
+/** Reads and checks both error artifacts; rejects with the reader's error (e.g. NOT_FOUND) or a format error. */
+export async function readTestErrors(read: ArtifactReader): Promise<ServedTestErrors> {
+  const [confusion, mistakes] = await Promise.all([
+    readJsonArtifact(read, RUN_ARTIFACTS.confusion).then(parseConfusion),
+    readJsonArtifact(read, RUN_ARTIFACTS.mistakes).then(parseMistakes),
+  ]);
+  return { confusion, ...mistakes };
+}
+
+/**
+ * The per-epoch losses in step order. Non-finite values (a diverged epoch) are left out: JSON cannot carry
+ * them and a chart cannot draw them.
+ */
+export async function readHistory(
+  metricHistory: (key: string) => Promise<MetricPoint[]>,
+): Promise<ServedHistory> {
+  const series = await Promise.all(
+    HISTORY_METRICS.map(async (key) => {
+      const points = (await metricHistory(key))
+        .filter((point) => Number.isFinite(point.value))
+        .sort((a, b) => a.step - b.step || a.timestamp - b.timestamp)
+        .map((point) => ({ step: point.step, value: point.value }));
+      return [key, points] as const;
+    }),
+  );
+  return Object.fromEntries(series) as ServedHistory;
+}

@@ -1,0 +1,446 @@
+/**
+ * The inspection page as a person uses it, in Debian's Chromium against a real server on 127.0.0.1: the
+ * page is built from ui/ by Vite for this test, the runs are real trainings on the bundled samples logged
+ * by the training pipeline. Every request must stay on 127.0.0.1 (the page works offline). Each view is
+ * screenshotted at 1280×800 and at a phone's width into the folder printed at the start (CI keeps it),
+ * checked for cut-off content, and checked by axe-core for serious accessibility violations.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import axe from 'axe-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import type { TaggerApp } from '../../src/http/index.js';
+import { parseTrainingArgs } from '../../src/model/index.js';
+import { RunRegistry } from '../../src/service/index.js';
+import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
+import { readDataset } from '../../src/train/data.js';
+import { logTrainingRun } from '../../src/train/log-run.js';
+import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
+import { captureLog } from '../http/helpers.js';
+import { chromiumPath, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
+
+/*
+ * The page's globals as the page.evaluate callbacks below use them. This test program has no DOM lib:
+ * adding it would change the types of Node's own fetch for all of src.
+ */
+interface PageElement {
+  tagName: string;
+  textContent: string | null;
+  offsetParent: unknown;
+  closest(selector: string): unknown;
+  getBoundingClientRect(): { left: number; right: number };
+}
+interface PageCanvas {
+  width: number;
+  height: number;
+  getContext(kind: '2d'): {
+    getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
+  };
+}
+declare const document: {
+  documentElement: { clientWidth: number; scrollWidth: number };
+  querySelectorAll(selector: string): Iterable<PageElement>;
+};
+declare const window: { location: { href: string }; axe: typeof axe };
+declare const requestAnimationFrame: (callback: () => void) => number;
+
+const executablePath = chromiumPath();
+const SCREENSHOTS = process.env.TAGGER_SCREENSHOT_DIR ?? join(REPO_ROOT, 'test-results', 'ui');
+const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+const API_KEY = 'ui-test-key-7f3a';
+
+/** Trainings on the samples, weakest first: the third is logged later, to be hot-reloaded. */
+const PLANS = {
+  weak: { analyzer: 'word', ngram_max_range: 2, num_epochs: 2, alpha: 1e-2 },
+  middle: { analyzer: 'char_wb', ngram_max_range: 3, num_epochs: 2, alpha: 1e-2 },
+  strong: { num_epochs: 20 },
+} as const;
+
+describe.skipIf(executablePath === null)('the inspection page in a browser', () => {
+  let dir: string;
+  let store: TrackingStore;
+  let registry: RunRegistry;
+  const apps: TaggerApp[] = [];
+  let base: string;
+  let keyedBase: string;
+  let browser: Browser;
+  const outcomes = {} as Record<keyof typeof PLANS, TrainingOutcome>;
+  const runIds = {} as Record<keyof typeof PLANS, string>;
+
+  async function logPlan(name: keyof typeof PLANS): Promise<void> {
+    const data = await readDataset(SAMPLE_DATA);
+    const args = parseTrainingArgs({ min_freq: 5, ...PLANS[name] });
+    outcomes[name] = trainAndEvaluate({ data, args, seed: 42 });
+    const logged = await logTrainingRun(store, {
+      experiment: 'best',
+      runName: name,
+      args,
+      seed: 42,
+      outcome: outcomes[name],
+      source: 'ui test',
+    });
+    runIds[name] = logged.runId;
+  }
+
+  async function serve(http: Parameters<typeof createApp>[0]['http'], uiDir: string): Promise<string> {
+    const app = createApp({ serving: { mode: 'runs', registry }, http, uiDir });
+    apps.push(app);
+    return app.listen({ host: '127.0.0.1', port: 0 });
+  }
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tagger-ui-page-'));
+    const uiDir = join(dir, 'ui');
+    await build({
+      configFile: join(REPO_ROOT, 'ui', 'vite.config.ts'),
+      build: { outDir: uiDir, emptyOutDir: true },
+      logLevel: 'warn',
+    });
+    store = await openTrackingStore(join(dir, 'mlruns'));
+    await logPlan('weak');
+    await logPlan('middle');
+    registry = await RunRegistry.load(store, { experiment: 'best', modelCacheSize: 4, log: captureLog() });
+    base = await serve(undefined, uiDir);
+    keyedBase = await serve({ apiKeys: [API_KEY] }, uiDir);
+    browser = await chromium.launch({
+      executablePath: executablePath!,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--no-first-run',
+      ],
+    });
+    await mkdir(SCREENSHOTS, { recursive: true });
+    console.log(`inspection page screenshots: ${SCREENSHOTS}`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await Promise.all(apps.map((app) => app.close()));
+    await store?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  interface Opened {
+    page: Page;
+    /** Requests that left 127.0.0.1 (aborted). */
+    external: string[];
+    /** Every request URL and its Authorization header. */
+    requests: { url: string; authorization: string | undefined }[];
+    /** Console errors and uncaught exceptions of the page. */
+    errors: string[];
+  }
+
+  async function open(
+    url: string,
+    viewport: { width: number; height: number } = VIEWPORTS.desktop,
+  ): Promise<Opened> {
+    const page = await browser.newPage({ viewport });
+    const opened: Opened = { page, external: [], requests: [], errors: [] };
+    page.on('console', (message) => {
+      // A 401/403/404 answer the page handles is logged by Chromium as a failed resource; not a page error.
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) {
+        opened.errors.push(message.text());
+      }
+    });
+    page.on('pageerror', (error) => opened.errors.push(String(error)));
+    await page.route('**/*', async (route) => {
+      const request = route.request();
+      const target = new URL(request.url());
+      opened.requests.push({ url: request.url(), authorization: request.headers().authorization });
+      if (target.protocol === 'data:' || target.hostname === '127.0.0.1') await route.continue();
+      else {
+        opened.external.push(target.href);
+        await route.abort();
+      }
+    });
+    await page.goto(url);
+    return opened;
+  }
+
+  /** Nothing may stick out of the viewport sideways, except inside the tables' own scroll boxes. */
+  async function cutOff(page: Page): Promise<string[]> {
+    return page.evaluate(() => {
+      const width = document.documentElement.clientWidth;
+      const problems: string[] = [];
+      if (document.documentElement.scrollWidth > width + 1) {
+        problems.push(`page scrolls sideways: ${document.documentElement.scrollWidth} > ${width}`);
+      }
+      const selector = 'h1, h2, h3, p, button, label, input, select, textarea, canvas, .card, nav a, meter';
+      for (const element of document.querySelectorAll(selector)) {
+        if (element.closest('.table-scroll') !== null || element.offsetParent === null) continue;
+        const box = element.getBoundingClientRect();
+        if (box.right > width + 1 || box.left < -1) {
+          problems.push(
+            `${element.tagName.toLowerCase()} "${(element.textContent ?? '').slice(0, 40)}" spans ${Math.round(box.left)}..${Math.round(box.right)} of ${width}`,
+          );
+        }
+      }
+      return problems;
+    });
+  }
+
+  async function seriousViolations(page: Page): Promise<string[]> {
+    await page.evaluate(axe.source);
+    const result = (await page.evaluate(() =>
+      window.axe.run(document as never, {
+        runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+      }),
+    )) as axe.AxeResults;
+    return result.violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map(
+        (violation) =>
+          `${violation.id}: ${violation.help} (${violation.nodes.map((n) => n.target.join(' ')).join(', ')})`,
+      );
+  }
+
+  /** Screenshots the view at both sizes (the phone view re-opened at its width) and checks each. */
+  async function checkView(name: string, url: string, ready: (page: Page) => Promise<void>): Promise<void> {
+    for (const [size, viewport] of Object.entries(VIEWPORTS)) {
+      const { page, errors, external } = await open(url, viewport);
+      await ready(page);
+      // Charts draw on the next frame after their data arrives.
+      await page.evaluate(
+        () =>
+          new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))),
+      );
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}-${size}.png`), fullPage: true });
+      expect(await cutOff(page), `${name} at ${size}`).toEqual([]);
+      expect(await seriousViolations(page), `${name} at ${size}`).toEqual([]);
+      expect(errors).toEqual([]);
+      expect(external).toEqual([]);
+      await page.close();
+    }
+  }
+
+  it('loads offline from the server alone, lists the runs and marks the served one', async () => {
+    const { page, external, requests, errors } = await open(`${base}/ui/`);
+    await page.locator('table.runs tbody tr').nth(1).waitFor();
+    const rows = page.locator('table.runs tbody tr');
+    expect(await rows.count()).toBe(2);
+    // Best f1 first by default, and that is the served run.
+    await expect.poll(() => rows.first().textContent()).toContain('middle');
+    expect(await rows.first().locator('.badge', { hasText: 'served' }).count()).toBe(1);
+    expect(await page.locator('.served-summary').textContent()).toContain(runIds.middle.slice(0, 8));
+    expect(external).toEqual([]);
+    expect(errors).toEqual([]);
+    expect(requests.some((request) => new URL(request.url).pathname === '/runs')).toBe(true);
+    const paint = await page.evaluate(
+      () => performance.getEntriesByName('first-contentful-paint')[0]?.startTime,
+    );
+    console.log(`inspection page first contentful paint: ${paint?.toFixed(0)} ms (local server, headless)`);
+    await page.close();
+    await checkView('runs', `${base}/ui/`, async (p) => {
+      await p.locator('table.runs tbody tr').nth(1).waitFor();
+    });
+  });
+
+  it('sorts and filters the runs by metric, parameter and date', async () => {
+    const { page } = await open(`${base}/ui/`);
+    const names = () => page.locator('table.runs tbody tr td:nth-child(2) > a').allTextContents();
+    await page.locator('table.runs tbody tr').nth(1).waitFor();
+    expect(await names()).toEqual(['middle', 'weak']);
+    await page.getByRole('button', { name: /^f1/ }).click();
+    expect(await names()).toEqual(['weak', 'middle']);
+    expect(await page.locator('th[aria-sort="ascending"]').textContent()).toContain('f1');
+    await page.getByRole('button', { name: /^Run/ }).click();
+    expect(await names()).toEqual(['middle', 'weak']);
+
+    await page.getByLabel('Filter').fill('analyzer=word');
+    expect(await names()).toEqual(['weak']);
+    await page.getByLabel('Filter').fill('');
+    await page
+      .getByLabel('f1 at least')
+      .fill(String((outcomes.middle.performance.overall.f1 - 0.01).toFixed(2)));
+    expect(await names()).toEqual(['middle']);
+    await page.getByLabel('f1 at least').fill('');
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    await page.getByLabel('Started since').fill(tomorrow);
+    expect(await names()).toEqual([]);
+    expect(await page.locator('.count').textContent()).toBe('0 of 2 runs');
+    await page.close();
+  });
+
+  it('opens a run: metrics, per-tag chart, confusion heatmap, slices, curves, arguments and its mistakes', async () => {
+    const { page, errors } = await open(`${base}/ui/`);
+    await page.getByRole('link', { name: 'weak' }).click();
+    await page.locator('#confusion-title').waitFor();
+    const cards = await page.locator('.cards').textContent();
+    expect(cards).toContain(outcomes.weak.performance.overall.f1.toFixed(3));
+    for (const label of [
+      'Precision, recall and f1 of each tag',
+      'Confusion matrix of the test split',
+      'Training and validation loss',
+    ]) {
+      expect(await page.locator(`canvas[aria-label^="${label}"]`).count(), label).toBe(1);
+    }
+    // The charts drew something (a blank canvas is all one colour).
+    const painted = await page.locator('canvas').evaluateAll((canvases) =>
+      canvases.map((canvas) => {
+        const c = canvas as unknown as PageCanvas;
+        const pixels = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        return new Set(Array.from({ length: pixels.length / 4 }, (_, i) => pixels[i * 4 + 3])).size > 1;
+      }),
+    );
+    expect(painted).toEqual([true, true, true]);
+    expect(await page.locator('table.args').textContent()).toContain('analyzer');
+    for (const slice of Object.keys(outcomes.weak.performance.slices)) {
+      expect(await page.getByRole('rowheader', { name: slice }).count()).toBe(1);
+    }
+
+    const { mistakes } = outcomes.weak.testErrors;
+    expect(mistakes.total).toBeGreaterThan(1);
+    const rows = page.locator('table.mistakes tbody tr');
+    expect(await rows.count()).toBe(mistakes.mistakes.length);
+    const pair = mistakes.mistakes[0]!;
+    await page.getByLabel('True tag').selectOption(pair.true_tag);
+    await page.getByLabel('Predicted tag').selectOption(pair.predicted_tag);
+    const expected = mistakes.mistakes.filter(
+      (m) => m.true_tag === pair.true_tag && m.predicted_tag === pair.predicted_tag,
+    );
+    expect(await rows.count()).toBe(expected.length);
+    expect(await rows.first().locator('td.text').textContent()).toBe(pair.text);
+
+    // A click on a heatmap cell picks that tag pair; so does its count in the table version.
+    await page.getByLabel('True tag').selectOption('');
+    await page.getByLabel('Predicted tag').selectOption('');
+    const { labels } = outcomes.weak.testErrors.confusion;
+    const canvas = page.locator('canvas[aria-label^="Confusion matrix"]');
+    const area = JSON.parse((await canvas.getAttribute('data-chart-area')) ?? 'null') as {
+      left: number;
+      top: number;
+      right: number;
+      bottom: number;
+    };
+    const side = { x: (area.right - area.left) / labels.length, y: (area.bottom - area.top) / labels.length };
+    await canvas.click({
+      position: {
+        x: area.left + side.x * (labels.indexOf(pair.predicted_tag) + 0.5),
+        y: area.top + side.y * (labels.indexOf(pair.true_tag) + 0.5),
+      },
+    });
+    expect(await page.getByLabel('True tag').inputValue()).toBe(pair.true_tag);
+    expect(await page.getByLabel('Predicted tag').inputValue()).toBe(pair.predicted_tag);
+    expect(await rows.count()).toBe(expected.length);
+    await page.getByLabel('True tag').selectOption('');
+    await page.getByText('The matrix as a table').click();
+    await page
+      .getByRole('button', {
+        name: `${expected.length} rows of ${pair.true_tag} predicted as ${pair.predicted_tag}`,
+      })
+      .click();
+    expect(await page.getByLabel('True tag').inputValue()).toBe(pair.true_tag);
+    expect(await rows.count()).toBe(expected.length);
+    expect(errors).toEqual([]);
+    await page.close();
+
+    await checkView('run', `${base}/ui/#/run/${runIds.weak}`, async (p) => {
+      await p.locator('table.mistakes').waitFor();
+      await p.locator('canvas[aria-label^="Training"]').waitFor();
+    });
+  });
+
+  it('compares two runs with the arguments and metrics that differ highlighted', async () => {
+    const { page } = await open(`${base}/ui/`);
+    await page.getByLabel('Pick weak for comparison').check();
+    await page.getByLabel('Pick middle for comparison').check();
+    await page.getByRole('button', { name: 'Compare 2/2' }).click();
+    await page.locator('#compare-metrics').waitFor();
+    const differing = await page.locator('#compare-args ~ .table-scroll tr.differs th').allTextContents();
+    expect(differing).toEqual(['analyzer', 'ngram_max_range']);
+    expect(differing).not.toContain('seed');
+    await page.getByLabel('only those that differ').check();
+    expect(await page.locator('#compare-args ~ .table-scroll tbody tr').count()).toBe(differing.length);
+    const f1Row = page.locator('table.compare tr', {
+      has: page.getByRole('rowheader', { name: 'overall f1' }),
+    });
+    const diff = outcomes.middle.performance.overall.f1 - outcomes.weak.performance.overall.f1;
+    expect(await f1Row.getAttribute('class')).toBe('differs');
+    expect(await f1Row.locator('td').last().textContent()).toBe(`+${diff.toFixed(3)}`);
+    expect(await page.locator('canvas[aria-label^="f1 of each tag"]').count()).toBe(1);
+    await page.close();
+    await checkView('compare', `${base}/ui/#/compare/${runIds.weak}/${runIds.middle}`, async (p) => {
+      await p.locator('#compare-metrics').waitFor();
+    });
+  });
+
+  it('tags typed texts with probabilities and highlights the n-grams behind the tag', async () => {
+    const { page } = await open(`${base}/ui/#/try`);
+    await page
+      .getByLabel(/Texts to tag/)
+      .fill('Transformers for named entity recognition\nObject detection in images with YOLO');
+    await page.getByRole('button', { name: 'Tag' }).click();
+    await page.locator('.results > li').nth(1).waitFor();
+    const served = registry.current.best.model;
+    const expected = served.predict([
+      'Transformers for named entity recognition',
+      'Object detection in images with YOLO',
+    ]);
+    const tags = await page.locator('.results > li .tag').allTextContents();
+    expect(tags).toEqual(expected.map((p) => p.predicted_tag));
+    expect(await page.getByTestId('answered-by').textContent()).toContain(runIds.middle);
+    expect(await page.locator('.results > li').first().locator('meter').count()).toBe(served.tags.length);
+    // Highlights: the explanation's n-grams are marked in the text, which reads as typed.
+    const first = page.locator('.results > li').first();
+    expect(await first.locator('p.highlighted').textContent()).toBe(
+      'Transformers for named entity recognition',
+    );
+    expect(await first.locator('p.highlighted mark').count()).toBeGreaterThan(0);
+    await first.locator('summary').click();
+    expect(await first.locator('table.contributions tbody tr').count()).toBeGreaterThan(0);
+    await page.close();
+    await checkView('try', `${base}/ui/#/try`, async (p) => {
+      await p.getByLabel(/Texts to tag/).fill('Transformers for named entity recognition');
+      await p.getByRole('button', { name: 'Tag' }).click();
+      await p.locator('.results > li').first().waitFor();
+    });
+  });
+
+  it('follows a hot reload: the new best run is marked served and the try-it texts are tagged again', async () => {
+    const { page } = await open(`${base}/ui/#/try`);
+    await page.getByLabel(/Texts to tag/).fill('Transformers for named entity recognition');
+    await page.getByRole('button', { name: 'Tag' }).click();
+    await page.getByTestId('answered-by').waitFor();
+    expect(await page.getByTestId('answered-by').textContent()).toContain(runIds.middle);
+
+    await logPlan('strong');
+    expect(outcomes.strong.performance.overall.f1).toBeGreaterThan(outcomes.middle.performance.overall.f1);
+    // What the server's reload poller does on its next tick.
+    expect((await registry.reload()).outcome).toBe('swapped');
+    await expect
+      .poll(() => page.getByTestId('answered-by').textContent(), { timeout: 15_000 })
+      .toContain(runIds.strong);
+    expect(await page.locator('.reload-note').textContent()).toContain(runIds.strong.slice(0, 8));
+    await page.getByRole('link', { name: 'Runs' }).click();
+    const top = page.locator('table.runs tbody tr').first();
+    await expect.poll(() => top.textContent()).toContain('strong');
+    expect(await top.locator('.badge', { hasText: 'served' }).count()).toBe(1);
+    await page.close();
+  });
+
+  it('asks for the API key when the server wants one, sends it in a header and never in a URL', async () => {
+    const { page, requests } = await open(`${keyedBase}/ui/`);
+    await page.getByRole('heading', { name: 'API key needed' }).waitFor();
+    await page.screenshot({ path: join(SCREENSHOTS, 'key-prompt-desktop.png') });
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByLabel('API key', { exact: true }).fill('not-the-key');
+    await page.getByRole('button', { name: 'Use key' }).click();
+    await page.getByText('The server did not accept that key.').waitFor();
+    await page.getByLabel('API key', { exact: true }).fill(API_KEY);
+    await page.getByRole('button', { name: 'Use key' }).click();
+    await page.locator('table.runs tbody tr').first().waitFor();
+    expect(await page.locator('table.runs tbody tr').count()).toBe(3);
+    expect(requests.filter((request) => request.url.includes(API_KEY))).toEqual([]);
+    const runsCalls = requests.filter((request) => new URL(request.url).pathname === '/runs');
+    expect(runsCalls.at(-1)?.authorization).toBe(`Bearer ${API_KEY}`);
+    expect(await page.evaluate(() => window.location.href)).not.toContain(API_KEY);
+    await page.close();
+  });
+});

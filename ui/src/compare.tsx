@@ -1,0 +1,135 @@
+/** Two runs side by side: metrics (overall and per tag) and arguments, with what differs highlighted. */
+import { useMemo, useState } from 'preact/hooks';
+import { api, type Performance, type RunRecord } from './api';
+import { ChartCanvas, PALETTE } from './charts';
+import { metric, shortId } from './format';
+import { Failure, useLoad } from './load';
+import { TableScroll } from './table-scroll';
+
+/** Metric differences below this are rounding noise in a 3-decimal table: not highlighted. */
+const SAME_METRIC = 0.0005;
+
+const nameOf = (run: RunRecord): string => run.run_name || shortId(run.run_id);
+
+function metricRows(a: Performance, b: Performance): { name: string; a: number | null; b: number | null }[] {
+  const rows = (['precision', 'recall', 'f1'] as const).map((key) => ({
+    name: `overall ${key}`,
+    a: a.overall[key],
+    b: b.overall[key],
+  }));
+  const tags = [...new Set([...Object.keys(a.class), ...Object.keys(b.class)])].sort();
+  for (const tag of tags)
+    rows.push({ name: `${tag} f1`, a: a.class[tag]?.f1 ?? null, b: b.class[tag]?.f1 ?? null });
+  return rows;
+}
+
+export function CompareView({ left, right }: { left: RunRecord; right: RunRecord }) {
+  const a = useLoad(() => api.performance(left.run_id), [left.run_id]);
+  const b = useLoad(() => api.performance(right.run_id), [right.run_id]);
+  const [onlyDifferent, setOnlyDifferent] = useState(false);
+  const config = useMemo(() => {
+    if (!a.value || !b.value) return null;
+    const tags = [...new Set([...Object.keys(a.value.class), ...Object.keys(b.value.class)])].sort();
+    return {
+      type: 'bar' as const,
+      data: {
+        labels: tags,
+        datasets: [
+          {
+            label: nameOf(left),
+            data: tags.map((t) => a.value?.class[t]?.f1 ?? 0),
+            backgroundColor: PALETTE[0],
+          },
+          {
+            label: nameOf(right),
+            data: tags.map((t) => b.value?.class[t]?.f1 ?? 0),
+            backgroundColor: PALETTE[1],
+          },
+        ],
+      },
+      options: { scales: { y: { min: 0, max: 1 } } },
+    };
+  }, [a.value, b.value, left, right]);
+  const params = [...new Set([...Object.keys(left.params), ...Object.keys(right.params)])].sort();
+  const shownParams = params.filter((key) => !onlyDifferent || left.params[key] !== right.params[key]);
+  const differing = params.filter((key) => left.params[key] !== right.params[key]).length;
+  return (
+    <article aria-labelledby="compare-title">
+      <h2 id="compare-title">
+        {nameOf(left)} vs {nameOf(right)}
+      </h2>
+      {a.error && <Failure error={a.error} />}
+      {b.error && <Failure error={b.error} />}
+      {a.value && b.value && config && (
+        <div class="grid">
+          <section aria-labelledby="compare-metrics">
+            <h3 id="compare-metrics">Metrics</h3>
+            <TableScroll label="Metrics of both runs">
+              <table class="compare">
+                <thead>
+                  <tr>
+                    <th scope="col">metric</th>
+                    <th scope="col">{nameOf(left)}</th>
+                    <th scope="col">{nameOf(right)}</th>
+                    <th scope="col">difference</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {metricRows(a.value, b.value).map((row) => {
+                    const diff = row.a !== null && row.b !== null ? row.b - row.a : null;
+                    const differs = diff === null ? row.a !== row.b : Math.abs(diff) >= SAME_METRIC;
+                    return (
+                      <tr key={row.name} class={differs ? 'differs' : ''}>
+                        <th scope="row">{row.name}</th>
+                        <td class="num">{metric(row.a)}</td>
+                        <td class="num">{metric(row.b)}</td>
+                        <td class="num">
+                          {diff === null ? '—' : `${diff > 0 ? '+' : ''}${diff.toFixed(3)}`}
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </TableScroll>
+          </section>
+          <section aria-labelledby="compare-chart">
+            <h3 id="compare-chart">f1 per tag</h3>
+            <ChartCanvas config={config} label={`f1 of each tag for ${nameOf(left)} and ${nameOf(right)}`} />
+          </section>
+        </div>
+      )}
+      <section aria-labelledby="compare-args">
+        <h3 id="compare-args">Arguments ({differing} differ)</h3>
+        <label class="inline">
+          <input
+            type="checkbox"
+            checked={onlyDifferent}
+            onChange={(event) => setOnlyDifferent(event.currentTarget.checked)}
+          />{' '}
+          only those that differ
+        </label>
+        <TableScroll label="Arguments of both runs">
+          <table class="compare">
+            <thead>
+              <tr>
+                <th scope="col">argument</th>
+                <th scope="col">{nameOf(left)}</th>
+                <th scope="col">{nameOf(right)}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shownParams.map((key) => (
+                <tr key={key} class={left.params[key] !== right.params[key] ? 'differs' : ''}>
+                  <th scope="row">{key}</th>
+                  <td>{left.params[key] ?? '—'}</td>
+                  <td>{right.params[key] ?? '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      </section>
+    </article>
+  );
+}

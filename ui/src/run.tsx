@@ -1,0 +1,349 @@
+/**
+ * One run: overall metrics, per-tag metrics (chart and table), the confusion matrix as a heatmap with
+ * counts, slices, training curves, arguments, and the test-set mistakes filterable by tag pair (a click
+ * on a heatmap cell picks that pair).
+ */
+import type { Chart } from 'chart.js';
+import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
+import { ApiError, api, type History, type Performance, type RunErrors, type RunRecord } from './api';
+import { ChartCanvas, confusionConfig, PALETTE } from './charts';
+import { metric, shortId, when } from './format';
+import { Failure, useLoad } from './load';
+import { TableScroll } from './table-scroll';
+
+export function MetricCards({ performance }: { performance: Performance }) {
+  const { overall } = performance;
+  return (
+    <dl class="cards">
+      {(['precision', 'recall', 'f1'] as const).map((key) => (
+        <div class="card" key={key}>
+          <dt>{key}</dt>
+          <dd>{metric(overall[key])}</dd>
+        </div>
+      ))}
+      <div class="card">
+        <dt>test rows</dt>
+        <dd>{metric(overall.num_samples)}</dd>
+      </div>
+    </dl>
+  );
+}
+
+function perTagConfig(performance: Performance) {
+  const tags = Object.keys(performance.class);
+  return {
+    type: 'bar' as const,
+    data: {
+      labels: tags,
+      datasets: (['precision', 'recall', 'f1'] as const).map((key, index) => ({
+        label: key,
+        data: tags.map((tag) => performance.class[tag]?.[key] ?? 0),
+        backgroundColor: PALETTE[index],
+      })),
+    },
+    options: { scales: { y: { min: 0, max: 1 } } },
+  };
+}
+
+export function PerTag({ performance }: { performance: Performance }) {
+  const config = useMemo(() => perTagConfig(performance), [performance]);
+  return (
+    <section aria-labelledby="per-tag-title">
+      <h3 id="per-tag-title">Per tag</h3>
+      <ChartCanvas config={config} label="Precision, recall and f1 of each tag on the test split" />
+      <MetricsTable rows={performance.class} first="Tag" />
+    </section>
+  );
+}
+
+export function MetricsTable({ rows, first }: { rows: Performance['class']; first: string }) {
+  const entries = Object.entries(rows);
+  if (entries.length === 0) return <p class="muted">None.</p>;
+  return (
+    <TableScroll label={`${first} metrics`}>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">{first}</th>
+            <th scope="col">precision</th>
+            <th scope="col">recall</th>
+            <th scope="col">f1</th>
+            <th scope="col">rows</th>
+          </tr>
+        </thead>
+        <tbody>
+          {entries.map(([name, m]) => (
+            <tr key={name}>
+              <th scope="row">{name}</th>
+              <td class="num">{metric(m.precision)}</td>
+              <td class="num">{metric(m.recall)}</td>
+              <td class="num">{metric(m.f1)}</td>
+              <td class="num">{metric(m.num_samples)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+function Curves({ history }: { history: History }) {
+  const config = useMemo(() => {
+    const steps = [...new Set([...history.train_loss, ...history.val_loss].map((p) => p.step))].sort(
+      (a, b) => a - b,
+    );
+    const series = (points: History['train_loss']) => {
+      const byStep = new Map(points.map((p) => [p.step, p.value]));
+      return steps.map((step) => byStep.get(step) ?? null);
+    };
+    return {
+      type: 'line' as const,
+      data: {
+        labels: steps,
+        datasets: [
+          { label: 'training loss', data: series(history.train_loss), borderColor: PALETTE[0] },
+          { label: 'validation loss', data: series(history.val_loss), borderColor: PALETTE[1] },
+        ].map((set) => ({ ...set, pointRadius: 0, borderWidth: 2, spanGaps: true })),
+      },
+      options: { scales: { x: { title: { display: true, text: 'epoch' } } } },
+    };
+  }, [history]);
+  if (history.train_loss.length === 0 && history.val_loss.length === 0) {
+    return <p class="muted">This run logged no per-epoch losses.</p>;
+  }
+  return <ChartCanvas config={config} label="Training and validation loss per epoch" />;
+}
+
+function Mistakes({
+  errors,
+  pair,
+  setPair,
+}: {
+  errors: RunErrors;
+  pair: { truth: string; predicted: string };
+  setPair: (pair: { truth: string; predicted: string }) => void;
+}) {
+  const shown = errors.mistakes.filter(
+    (m) =>
+      (pair.truth === '' || m.true_tag === pair.truth) &&
+      (pair.predicted === '' || m.predicted_tag === pair.predicted),
+  );
+  const options = (selected: string, onPick: (value: string) => void, label: string) => (
+    <label>
+      {label}
+      <select value={selected} onChange={(event) => onPick(event.currentTarget.value)}>
+        <option value="">any</option>
+        {errors.labels.map((tag) => (
+          <option key={tag} value={tag}>
+            {tag}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+  return (
+    <section aria-labelledby="mistakes-title">
+      <h3 id="mistakes-title">Mistakes on the test split</h3>
+      <div class="filters">
+        {options(pair.truth, (truth) => setPair({ ...pair, truth }), 'True tag')}
+        {options(pair.predicted, (predicted) => setPair({ ...pair, predicted }), 'Predicted tag')}
+      </div>
+      <p class="count" aria-live="polite">
+        {shown.length} shown of {errors.mistakes.length} kept
+        {errors.total > errors.mistakes.length
+          ? ` (${errors.total} mistakes in all; the most confident kept)`
+          : ''}
+      </p>
+      <TableScroll label="Mistakes">
+        <table class="mistakes">
+          <thead>
+            <tr>
+              <th scope="col">Text</th>
+              <th scope="col">True</th>
+              <th scope="col">Predicted</th>
+              <th scope="col">Confidence</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((m, index) => (
+              <tr key={index}>
+                <td class="text">{m.text}</td>
+                <td>{m.true_tag}</td>
+                <td>{m.predicted_tag}</td>
+                <td class="num">{m.confidence.toFixed(2)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
+    </section>
+  );
+}
+
+/** The confusion matrix for keyboards and screen readers: each mistake count lists those mistakes. */
+function MatrixTable({
+  errors,
+  onPick,
+}: {
+  errors: RunErrors;
+  onPick: (pair: { truth: string; predicted: string }) => void;
+}) {
+  const { labels, matrix } = errors;
+  return (
+    <TableScroll label="Confusion matrix table">
+      <table class="matrix">
+        <thead>
+          <tr>
+            <th scope="col">true ↓ / predicted →</th>
+            {labels.map((tag) => (
+              <th scope="col" key={tag}>
+                {tag}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {labels.map((truth, t) => (
+            <tr key={truth}>
+              <th scope="row">{truth}</th>
+              {labels.map((predicted, p) => {
+                const count = matrix[t]?.[p] ?? 0;
+                return (
+                  <td class="num" key={predicted}>
+                    {t === p || count === 0 ? (
+                      count
+                    ) : (
+                      <button
+                        type="button"
+                        class="link"
+                        aria-label={`${count} rows of ${truth} predicted as ${predicted}`}
+                        onClick={() => onPick({ truth, predicted })}
+                      >
+                        {count}
+                      </button>
+                    )}
+                  </td>
+                );
+              })}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+function ErrorsPart({ runId }: { runId: string }) {
+  const errors = useLoad(() => api.errors(runId), [runId]);
+  const [pair, setPair] = useState({ truth: '', predicted: '' });
+  const config = useMemo(
+    () => (errors.value ? confusionConfig(errors.value.labels, errors.value.matrix) : null),
+    [errors.value],
+  );
+  const onCellClick = useCallback((chart: Chart, event: MouseEvent) => {
+    const [hit] = chart.getElementsAtEventForMode(event, 'nearest', { intersect: true }, false);
+    const cell = hit
+      ? (chart.data.datasets[0]?.data[hit.index] as { x: string; y: string } | undefined)
+      : undefined;
+    if (cell) setPair({ truth: cell.y, predicted: cell.x });
+  }, []);
+  if (errors.error instanceof ApiError && errors.error.status === 404) {
+    return (
+      <p class="muted">
+        This run did not log its test-set errors (it was trained before Tagger logged them, or by another
+        tool): no confusion matrix or mistakes to show.
+      </p>
+    );
+  }
+  if (errors.error) return <Failure error={errors.error} />;
+  if (errors.value === undefined || config === null) return <p class="loading">Loading errors…</p>;
+  return (
+    <>
+      <section aria-labelledby="confusion-title">
+        <h3 id="confusion-title">Confusion matrix</h3>
+        <p class="hint">Rows: true tag; columns: predicted tag. Click a cell to list those mistakes.</p>
+        <ChartCanvas
+          config={config}
+          label={`Confusion matrix of the test split over ${errors.value.labels.join(', ')}`}
+          height={Math.max(220, 60 * errors.value.labels.length)}
+          onClick={onCellClick}
+        />
+        <details>
+          <summary>The matrix as a table</summary>
+          <MatrixTable errors={errors.value} onPick={setPair} />
+        </details>
+      </section>
+      <Mistakes errors={errors.value} pair={pair} setPair={setPair} />
+    </>
+  );
+}
+
+export function ArgsTable({ args }: { args: Record<string, unknown> }) {
+  return (
+    <TableScroll label="Arguments">
+      <table class="args">
+        <tbody>
+          {Object.entries(args)
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([key, value]) => (
+              <tr key={key}>
+                <th scope="row">{key}</th>
+                <td>{typeof value === 'string' ? value : JSON.stringify(value)}</td>
+              </tr>
+            ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+export function RunView({ run }: { run: RunRecord }) {
+  const performance = useLoad(() => api.performance(run.run_id), [run.run_id]);
+  const history = useLoad(() => api.history(run.run_id), [run.run_id]);
+  useEffect(() => window.scrollTo(0, 0), [run.run_id]);
+  return (
+    <article aria-labelledby="run-title">
+      <h2 id="run-title">
+        {run.run_name || shortId(run.run_id)} {run.served && <span class="badge">served</span>}
+      </h2>
+      <p class="meta">
+        <code>{run.run_id}</code> · {run.status.toLowerCase()} · started {when(run.start_time)}
+        {run.mlflow_url && (
+          <>
+            {' · '}
+            <a href={run.mlflow_url} target="_blank" rel="noopener noreferrer">
+              open in MLflow
+            </a>
+          </>
+        )}
+      </p>
+      {run.not_served_because && <p class="warn">Not served: {run.not_served_because}</p>}
+      {performance.error && <Failure error={performance.error} />}
+      {performance.value && (
+        <>
+          <MetricCards performance={performance.value} />
+          <div class="grid">
+            <PerTag performance={performance.value} />
+            <section aria-labelledby="slices-title">
+              <h3 id="slices-title">Slices</h3>
+              <MetricsTable rows={performance.value.slices} first="Slice" />
+              <h3>Training curves</h3>
+              {history.error ? (
+                <Failure error={history.error} />
+              ) : history.value ? (
+                <Curves history={history.value} />
+              ) : (
+                <p class="loading">Loading…</p>
+              )}
+            </section>
+          </div>
+        </>
+      )}
+      <ErrorsPart runId={run.run_id} />
+      <section aria-labelledby="args-title">
+        <h3 id="args-title">Arguments</h3>
+        <ArgsTable args={run.params} />
+      </section>
+    </article>
+  );
+}
