@@ -10,15 +10,20 @@
  * description` (what `tagger train` reads).
  */
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TagModel } from '../model/index.js';
-import { type BatchFormat, READER_MARK, type ReaderMessage, type ReaderOptions } from './batch-reader.js';
+import {
+  BATCH_WORKER_MARK,
+  type BatchFormat,
+  type ReaderOptions,
+  type TaggedBatch,
+  type WorkerMessage,
+  type WriterOptions,
+} from './batch-io.js';
 
-export type { BatchFormat } from './batch-reader.js';
+export type { BatchFormat } from './batch-io.js';
 
 export interface BadRow {
   /** 1-based line of the input where the row ends. */
@@ -63,86 +68,18 @@ export function formatOf(path: string): BatchFormat | null {
   return null;
 }
 
-/**
- * One CSV field (RFC 4180): quoted when it holds a comma, quote, CR or LF, quotes doubled. By hand on
- * purpose: csv-stringify took ~5 µs a row here, a sixth of the model's own time per text, for what is
- * this one rule on rows whose other fields are numbers and tag names.
- */
-const csvField = (value: string): string =>
-  /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
-const csvLine = (fields: readonly (string | number)[]): string =>
-  `${fields.map((field) => (typeof field === 'number' ? String(field) : csvField(field))).join(',')}\n`;
-
-interface Pending {
-  line: number;
-  text: string;
-}
-
-/** Writes tagged rows in the output's format, waiting for the file to drain (flat memory). */
-class RowWriter {
-  private headerWritten = false;
-  constructor(
-    private readonly stream: WriteStream,
-    private readonly format: BatchFormat,
-    private readonly tags: readonly string[],
-  ) {}
-
-  async write(batch: readonly Pending[], model: TagModel): Promise<void> {
-    const predictions = model.predict(batch.map((row) => row.text));
-    let chunk: string;
-    if (this.format === 'csv') {
-      chunk = this.headerWritten ? '' : csvLine(this.header());
-      this.headerWritten = true;
-      for (const [i, row] of batch.entries()) {
-        const { predicted_tag: tag, probabilities } = predictions[i]!;
-        chunk += csvLine([
-          row.line,
-          row.text,
-          tag,
-          probabilities[tag] ?? '',
-          ...this.tags.map((t) => probabilities[t] ?? ''),
-        ]);
-      }
-    } else {
-      chunk = batch
-        .map((row, i) => {
-          const { predicted_tag: tag, probabilities } = predictions[i]!;
-          return `${JSON.stringify({
-            line: row.line,
-            text: row.text,
-            predicted_tag: tag,
-            probability: probabilities[tag] ?? null,
-            predicted_probabilities: probabilities,
-          })}\n`;
-        })
-        .join('');
-    }
-    if (!this.stream.write(chunk)) await once(this.stream, 'drain');
-  }
-
-  private header(): (string | number)[] {
-    return ['line', 'text', 'predicted_tag', 'probability', ...this.tags.map((t) => `p_${t}`)];
-  }
-
-  /** A CSV with no tagged row still gets its header. */
-  async finish(): Promise<void> {
-    if (this.format !== 'csv' || this.headerWritten) return;
-    this.headerWritten = true;
-    if (!this.stream.write(csvLine(this.header()))) await once(this.stream, 'drain');
-  }
-}
-
-/**
- * The reader's messages, from a worker thread (parsing then overlaps with prediction). Started from
- * the sources (tests, tsx), the worker is the .ts file and needs tsx's loader too.
- */
-async function* readInWorker(options: ReaderOptions): AsyncGenerator<ReaderMessage> {
+/** The file's worker (batch-io.ts). Started from the sources (tests, tsx), it needs tsx's loader too. */
+function startWorker(reader: ReaderOptions, writer: WriterOptions): Worker {
   const fromSource = import.meta.url.endsWith('.ts');
-  const worker = new Worker(new URL(`./batch-reader.${fromSource ? 'ts' : 'js'}`, import.meta.url), {
-    workerData: { mark: READER_MARK, options },
+  return new Worker(new URL(`./batch-io.${fromSource ? 'ts' : 'js'}`, import.meta.url), {
+    workerData: { mark: BATCH_WORKER_MARK, reader, writer },
     ...(fromSource ? { execArgv: ['--import', import.meta.resolve('tsx')] } : {}),
   });
-  const queue: ReaderMessage[] = [];
+}
+
+/** The worker's messages as an async sequence; its crash or early exit is an error. */
+async function* messagesOf(worker: Worker): AsyncGenerator<WorkerMessage> {
+  const queue: WorkerMessage[] = [];
   let failure: Error | undefined;
   let ended = false;
   let wake: (() => void) | undefined;
@@ -150,7 +87,7 @@ async function* readInWorker(options: ReaderOptions): AsyncGenerator<ReaderMessa
     wake?.();
     wake = undefined;
   };
-  worker.on('message', (message: ReaderMessage) => {
+  worker.on('message', (message: WorkerMessage) => {
     queue.push(message);
     notify();
   });
@@ -162,23 +99,35 @@ async function* readInWorker(options: ReaderOptions): AsyncGenerator<ReaderMessa
     ended = true;
     notify();
   });
-  try {
-    for (;;) {
-      const message = queue.shift();
-      if (message !== undefined) {
-        // A batch taken off the queue frees a credit for the reader.
-        if (message.kind === 'rows') worker.postMessage('credit');
-        yield message;
-        if (message.kind === 'done' || message.kind === 'failed') return;
-        continue;
-      }
-      if (failure) throw failure;
-      if (ended) throw new Error('batch reader: the worker ended before the end of the file');
-      await new Promise<void>((resume) => (wake = resume));
+  for (;;) {
+    const message = queue.shift();
+    if (message !== undefined) {
+      yield message;
+      if (message.kind === 'done') return;
+      continue;
     }
-  } finally {
-    await worker.terminate();
+    if (failure) throw failure;
+    if (ended) throw new Error('batch tagging: the file worker ended before the end of the file');
+    await new Promise<void>((resume) => (wake = resume));
   }
+}
+
+/** Predictions as the worker writes them: tag indices and row-major probabilities, in typed arrays. */
+function tagBatch(
+  model: TagModel,
+  texts: readonly string[],
+  tagIndex: ReadonlyMap<string, number>,
+): TaggedBatch {
+  const width = model.tags.length;
+  const predictions = model.predict(texts);
+  const predicted = new Int32Array(texts.length);
+  const probabilities = new Float64Array(texts.length * width);
+  for (let i = 0; i < predictions.length; i++) {
+    const prediction = predictions[i]!;
+    predicted[i] = tagIndex.get(prediction.predicted_tag)!;
+    for (let t = 0; t < width; t++) probabilities[i * width + t] = prediction.probabilities[model.tags[t]!]!;
+  }
+  return { predicted, probabilities };
 }
 
 /**
@@ -211,48 +160,38 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
 
   const target = resolve(options.output);
   const temp = join(dirname(target), `.${basename(target)}.tagger-${randomBytes(4).toString('hex')}.tmp`);
-  const stream = createWriteStream(temp, { flags: 'wx' });
-  const failed = new Promise<never>((_, reject) => stream.once('error', reject));
-  failed.catch(() => undefined);
-  const writer = new RowWriter(stream, outputFormat, model.tags);
+  const tagIndex = new Map(model.tags.map((tag, index) => [tag, index]));
+  const worker = startWorker(
+    { input: options.input, format: inputFormat, textColumn: options.textColumn, batchSize },
+    { path: temp, format: outputFormat, tags: model.tags },
+  );
   let tagged = 0;
   try {
-    await Promise.race([once(stream, 'open'), failed]);
-    for await (const message of readInWorker({
-      input: options.input,
-      format: inputFormat,
-      textColumn: options.textColumn,
-      batchSize,
-    })) {
+    for await (const message of messagesOf(worker)) {
       if (message.kind === 'bad') {
         bad += 1;
         progress.rows += 1;
         options.onBadRow?.({ line: message.line, reason: message.reason });
       } else if (message.kind === 'rows') {
-        await Promise.race([
-          writer.write(
-            message.texts.map((text, i) => ({ line: message.lines[i]!, text })),
-            model,
-          ),
-          failed,
-        ]);
+        // The one thing this thread does per row: predict. The worker formats and writes the answer.
+        const answer = tagBatch(model, message.texts, tagIndex);
+        worker.postMessage(answer, [answer.predicted.buffer, answer.probabilities.buffer]);
         tagged += message.texts.length;
         progress.rows += message.texts.length;
         progress.bytesRead = message.bytesRead;
         options.onProgress?.({ ...progress });
       } else if (message.kind === 'failed') {
         throw new BatchInputError(message.message);
+      } else if (message.kind === 'write-failed') {
+        throw new BatchInputError(`cannot tag ${options.input} into ${options.output}: ${message.message}`);
       }
     }
-    await writer.finish();
-    stream.end();
-    await Promise.race([once(stream, 'finish'), failed]);
     await rename(temp, target);
   } catch (error) {
-    stream.destroy();
+    await worker.terminate();
     await rm(temp, { force: true }).catch(() => undefined);
     if (error instanceof BatchInputError) throw error;
-    // File system (ENOENT, EACCES, …) and csv-parse (CSV_…) failures: about the files, not a bug.
+    // File system failures (ENOENT, EACCES, … on the rename): about the files, not a bug.
     const code = (error as NodeJS.ErrnoException).code;
     if (typeof code === 'string') {
       throw new BatchInputError(
@@ -264,6 +203,7 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
     }
     throw error;
   }
+  await worker.terminate();
   options.onProgress?.({ ...progress, bytesRead: totalBytes });
   return { rows: progress.rows, tagged, bad, seconds: (performance.now() - started) / 1000 };
 }
