@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { parseTrainingArgs } from '../../src/model/index.js';
-import { RunRegistry } from '../../src/service/index.js';
+import { loadModelDirectory, RunRegistry } from '../../src/service/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
@@ -67,6 +67,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
   const apps: TaggerApp[] = [];
   let base: string;
   let keyedBase: string;
+  let singleBase: string;
   let browser: Browser;
   const outcomes = {} as Record<keyof typeof PLANS, TrainingOutcome>;
   const runIds = {} as Record<keyof typeof PLANS, string>;
@@ -106,6 +107,15 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     registry = await RunRegistry.load(store, { experiment: 'best', modelCacheSize: 4, log: captureLog() });
     base = await serve(undefined, uiDir);
     keyedBase = await serve({ apiKeys: [API_KEY] }, uiDir);
+    // Single-model mode: one saved model directory (a run's artifacts folder), no runs.
+    const run = await store.getRun(runIds.middle);
+    const artifacts = new URL(run!.info.artifactUri).pathname;
+    const single = createApp({
+      serving: { mode: 'model', model: await loadModelDirectory(artifacts), source: artifacts },
+      uiDir,
+    });
+    apps.push(single);
+    singleBase = await single.listen({ host: '127.0.0.1', port: 0 });
     browser = await chromium.launch({
       executablePath: executablePath!,
       args: [
@@ -422,6 +432,22 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     const top = page.locator('table.runs tbody tr').first();
     await expect.poll(() => top.textContent()).toContain('strong');
     expect(await top.locator('.badge', { hasText: 'served' }).count()).toBe(1);
+    await page.close();
+  });
+
+  it('shows the served model and the try-it box in single-model mode, where there are no runs', async () => {
+    const { page, errors } = await open(`${singleBase}/ui/`);
+    await page.getByRole('heading', { name: 'Served model' }).waitFor();
+    await page.locator('table.args').waitFor();
+    expect(await page.locator('.cards').textContent()).toContain(
+      outcomes.middle.performance.overall.f1.toFixed(3),
+    );
+    await page.getByLabel(/Texts to tag/).fill('Object detection in images with YOLO');
+    await page.getByRole('button', { name: 'Tag' }).click();
+    await page.locator('.results > li').first().waitFor();
+    // No run answers in this mode, so none is named.
+    expect(await page.getByTestId('answered-by').count()).toBe(0);
+    expect(errors).toEqual([]);
     await page.close();
   });
 
