@@ -107,7 +107,7 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
 
     // 2. Rate limiting: per process, or across the deployment when Redis is configured.
     if (options.rateLimit !== null) {
-      const shared = options.redisUrl ? sharedRateLimit(options.redisUrl, metrics, app.log) : undefined;
+      const shared = options.redisUrl ? await sharedRateLimit(options.redisUrl, metrics, app.log) : undefined;
       if (shared) {
         app.addHook('onClose', shared.close);
         await shared.connected;

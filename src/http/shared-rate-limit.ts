@@ -10,7 +10,7 @@
  * times out after COMMAND_TIMEOUT_MS, and the client reconnects in the background.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { HttpMetrics } from './observability.js';
 
 /** A Redis that does not answer within this costs each request at most this much. */
@@ -77,8 +77,14 @@ export function redactRedisUrl(url: string): string {
  * Connects to Redis (in the background: a Redis that is down at startup only means fail-open until it
  * is up) and builds the store.
  */
-export function sharedRateLimit(url: string, metrics: HttpMetrics, log: FastifyBaseLogger): SharedRateLimit {
-  const redis = new Redis(url, {
+export async function sharedRateLimit(
+  url: string,
+  metrics: HttpMetrics,
+  log: FastifyBaseLogger,
+): Promise<SharedRateLimit> {
+  // Loaded only when Redis is configured: ioredis and its dependencies cost ~20 MB of RSS.
+  const { Redis: RedisClient } = await import('ioredis');
+  const redis = new RedisClient(url, {
     enableOfflineQueue: false,
     commandTimeout: COMMAND_TIMEOUT_MS,
     connectTimeout: CONNECT_TIMEOUT_MS,

@@ -6,7 +6,7 @@
  * numbers (epoch milliseconds fit in 2^53) rather than pg's strings.
  */
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import pg from 'pg';
+import type pg from 'pg';
 import { TrackingError } from '../store.js';
 
 export type SqlValue = string | number | boolean | null;
@@ -155,12 +155,12 @@ export class SqliteDriver implements SqlDriver {
 }
 
 /** pg returns BIGINT (int8, oid 20) as strings; MLflow's BIGINT columns hold epoch ms and steps. */
-const PG_TYPES = {
+const pgTypes = (types: typeof pg.types) => ({
   getTypeParser: ((oid: number, format?: string) =>
     oid === 20
       ? (text: string) => Number(text)
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-};
+      : types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+});
 
 /** `?` placeholders to PostgreSQL's `$1, $2, …` (Tagger's statements have no `?` inside literals). */
 function numbered(sql: string): string {
@@ -173,20 +173,31 @@ export class PostgresDriver implements SqlDriver {
   private readonly pool: pg.Pool;
   private closed = false;
 
-  constructor(
-    connectionString: string,
-    options: { connectTimeoutMs?: number; maxConnections?: number } = {},
-  ) {
-    this.pool = new pg.Pool({
-      connectionString,
-      types: PG_TYPES,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
-      max: options.maxConnections ?? 4,
-      // A replica keeps a couple of connections, not one per burst.
-      idleTimeoutMillis: 30_000,
-    });
+  private constructor(pool: pg.Pool) {
+    this.pool = pool;
     // An idle client losing its connection (server restart) must not crash the process.
     this.pool.on('error', () => undefined);
+  }
+
+  /**
+   * A pool for the database (connections are made on first use). `pg` is loaded only here: a server on
+   * another store does not carry it (~10 MB of RSS).
+   */
+  static async open(
+    connectionString: string,
+    options: { connectTimeoutMs?: number; maxConnections?: number } = {},
+  ): Promise<PostgresDriver> {
+    const { default: driver } = await import('pg');
+    return new PostgresDriver(
+      new driver.Pool({
+        connectionString,
+        types: pgTypes(driver.types),
+        connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+        max: options.maxConnections ?? 4,
+        // A replica keeps a couple of connections, not one per burst.
+        idleTimeoutMillis: 30_000,
+      }),
+    );
   }
 
   async all(sql: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {

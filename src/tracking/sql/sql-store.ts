@@ -158,7 +158,7 @@ export class SqlTrackingStore implements TrackingStore {
         db = SqliteDriver.open(target.file);
         artifactRoot = resolve(options.artifactRoot ?? resolve(dirname(target.file), 'mlruns'));
       } else {
-        db = new PostgresDriver(target.url);
+        db = await PostgresDriver.open(target.url);
         artifactRoot = resolve(options.artifactRoot ?? 'mlruns');
       }
     } catch (error) {
