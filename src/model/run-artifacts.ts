@@ -8,4 +8,8 @@ export const RUN_ARTIFACTS = {
   args: 'args.json',
   performance: 'performance.json',
   modelDir: 'model',
+  /** The behaviour suite's result: each case, what was expected, what the model did, pass (not read by serving). */
+  behavioural: 'behavioural.json',
+  /** The slice definitions the performance report used, with each one's row count (not read by serving). */
+  slices: 'slices.json',
 } as const;

@@ -19,6 +19,7 @@ import {
   trainOvrSgd,
   trainSoftmaxSgd,
 } from './sgd.js';
+import type { Slice } from './slices.js';
 
 export interface LabelledText {
   text: string;
@@ -346,12 +347,13 @@ export function trainTagger(
 
 /**
  * Scores a model on labelled texts: weighted overall metrics, per-class metrics for every model tag and
- * the nlp_cnn / short_text slices. True tags the model does not know count as `other`.
+ * the slices (tagifai's nlp_cnn / short_text unless others are given; empty ones left out). True tags the
+ * model does not know count as `other`.
  */
-export function evaluate(model: TagModel, data: LabelledText[]): Performance {
+export function evaluate(model: TagModel, data: LabelledText[], slices?: readonly Slice[]): Performance {
   const classes = new Set(model.tags);
   const texts = data.map((r) => r.text);
   const yTrue = data.map((r) => normalizeTag(r.tag, classes));
   const yPred = model.predict(texts).map((p) => p.predicted_tag);
-  return performanceReport(texts, yTrue, yPred, model.tags);
+  return performanceReport(texts, yTrue, yPred, model.tags, slices);
 }

@@ -265,6 +265,8 @@ describe('RUN_ARTIFACTS', () => {
       args: 'args.json',
       performance: 'performance.json',
       modelDir: 'model',
+      behavioural: 'behavioural.json',
+      slices: 'slices.json',
     });
   });
 });
