@@ -5,14 +5,18 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { parse as parseYaml } from 'yaml';
 import { runServe } from './cluster.js';
 import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
 import {
+  type BehaviourReport,
   type Explanation,
   evaluate,
   ModelFormatError,
   ModelInputError,
   OTHER_TAG,
+  parseBehaviourSuite,
+  parseSliceDefinitions,
   parseTrainingArgs,
   RUN_ARTIFACTS,
   type TrainingArgs,
@@ -92,6 +96,26 @@ async function readArgs(value: string | undefined): Promise<TrainingArgs> {
   return parseTrainingArgs(raw);
 }
 
+/** A hand-written definition file (`--behaviour`, `--slices`): YAML or JSON (YAML reads JSON too). */
+async function readDefinitionFile(flag: string, path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      code === 'ENOENT'
+        ? `${flag}: file not found: ${path}`
+        : `${flag}: cannot read ${path}: ${(error as Error).message}`,
+    );
+  }
+  try {
+    return parseYaml(text);
+  } catch (error) {
+    throw new UsageError(`${flag}: ${path} is not valid YAML or JSON: ${(error as Error).message}`);
+  }
+}
+
 function defaultRunName(prefix: string): string {
   return `${prefix}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
 }
@@ -157,6 +181,29 @@ interface TrainFlags {
   quiet?: boolean;
   /** Register the trained run as a new version of this registered model. */
   register?: string;
+  /** A behaviour suite file replacing the default suite. */
+  behaviour?: string;
+  /** A slice definitions file replacing the default slices. */
+  slices?: string;
+}
+
+/** The behavioural tests in a few lines: the rate, per kind, and the failed or skipped cases by name. */
+function behaviourSummary(report: BehaviourReport): string {
+  if (report.pass_rate === null) {
+    return `Behavioural tests (${report.suite}): none could run; all ${report.skipped} case(s) name tags the model does not have\n`;
+  }
+  const kinds = Object.entries(report.by_kind)
+    .map(([kind, k]) => `${kind} ${k.passed}/${k.cases}`)
+    .join(', ');
+  const lines = [
+    `Behavioural tests (${report.suite}): ${report.passed}/${report.passed + report.failed} passed (${(100 * report.pass_rate).toFixed(1)}%; ${kinds})` +
+      (report.skipped > 0 ? `, ${report.skipped} skipped` : ''),
+  ];
+  for (const c of report.cases) {
+    if (c.pass === false) lines.push(`  FAILED ${c.kind} '${c.name}': expected ${c.expected}; got ${c.got}`);
+    else if (c.pass === null) lines.push(`  skipped ${c.kind} '${c.name}': ${c.skipped ?? ''}`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 /** The data files, each read once: rows to train on and the dataset inputs the runs record. */
@@ -174,6 +221,15 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
   const args = await readArgs(flags.args);
+  // Before the data and the training: a typo in a suite should cost nothing.
+  const behaviour =
+    flags.behaviour === undefined
+      ? undefined
+      : parseBehaviourSuite(await readDefinitionFile('--behaviour', flags.behaviour), flags.behaviour);
+  const slices =
+    flags.slices === undefined
+      ? undefined
+      : parseSliceDefinitions(await readDefinitionFile('--slices', flags.slices), flags.slices);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
@@ -191,6 +247,8 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         outcome = trainAndEvaluate({
           data,
           ...(testData ? { testData } : {}),
+          ...(behaviour ? { behaviour } : {}),
+          ...(slices ? { slices } : {}),
           args,
           seed: flags.seed,
           onEpoch: (report) =>
@@ -215,7 +273,12 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         seed: flags.seed,
         outcome,
         source: 'tagger train',
-        extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
+        extraParams: {
+          data: flags.data,
+          ...(flags.testData ? { test_data: flags.testData } : {}),
+          ...(flags.behaviour ? { behaviour: flags.behaviour } : {}),
+          ...(flags.slices ? { slices: flags.slices } : {}),
+        },
         datasets,
         catchSignals: true,
       });
@@ -251,6 +314,15 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         sizes: outcome.sizes,
         test_set: outcome.testSet,
         warnings: outcome.warnings,
+        behavioural: {
+          suite: outcome.behaviour.suite,
+          pass_rate: outcome.behaviour.pass_rate,
+          passed: outcome.behaviour.passed,
+          failed: outcome.behaviour.failed,
+          skipped: outcome.behaviour.skipped,
+          by_kind: outcome.behaviour.by_kind,
+        },
+        slices: outcome.slices.rows,
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
       })}\n`,
     );
@@ -260,6 +332,14 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
     `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}'.\n` +
       `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}\n`,
   );
+  const sliceParts = Object.entries(outcome.slices.rows).map(([name, rows]) => {
+    const m = outcome.performance.slices[name];
+    return m === undefined
+      ? `${name} (no rows; left out)`
+      : `${name} (${rows} rows) f1 ${formatMetric(m.f1)}`;
+  });
+  if (sliceParts.length > 0) process.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
+  process.stdout.write(behaviourSummary(outcome.behaviour));
   if (registered) {
     process.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +
@@ -630,6 +710,14 @@ export function buildProgram(): Command {
     .option(
       '--register <model>',
       'register the run as a new version of this registered model (created if missing), for `serve --model-uri`',
+    )
+    .option(
+      '--behaviour <file>',
+      'behavioural test suite (YAML or JSON: mft, inv and dir cases) run on the model instead of the default suite',
+    )
+    .option(
+      '--slices <file>',
+      'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
     )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option('--quiet', 'no progress output')

@@ -95,6 +95,112 @@ describe('tagger train', () => {
     }
   });
 
+  it('runs the behavioural tests and the slices of --behaviour and --slices files, logs them and prints a summary', async () => {
+    const suite = join(dir, 'suite.yaml');
+    await writeFile(
+      suite,
+      [
+        'name: cli suite',
+        'cases:',
+        '  - { kind: mft, name: kubernetes, text: "Deploying models with Docker and Kubernetes.", expected: mlops }',
+        '  # deliberately wrong: the summary must name it',
+        '  - { kind: mft, name: wrong on purpose, text: "Object detection in images with YOLO.", expected: mlops }',
+        '  - { kind: inv, name: typos, text: "Image segmentation with convolutional networks.", perturbation: typos }',
+        '  - { kind: mft, name: unknown tag, text: "Graph neural networks.", expected: graph-learning }',
+      ].join('\n'),
+    );
+    const slices = join(dir, 'slices.json');
+    await writeFile(
+      slices,
+      JSON.stringify({
+        slices: [
+          { name: 'vision', where: { tag: 'computer-vision' } },
+          { name: 'never', where: { text_matches: 'no text says xyzzy' } },
+        ],
+      }),
+    );
+    const uri = `sqlite:///${join(dir, 'behaviour.db')}`;
+    const args = ['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', uri, '--quiet'];
+    const result = await tagger([...args, '--behaviour', suite, '--slices', slices]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^Slices: vision \(\d+ rows\) f1 \d\.\d{4}, never \(no rows; left out\)$/m);
+    expect(result.stdout).toMatch(
+      /^Behavioural tests \(cli suite\): 2\/3 passed \(66\.7%; mft 1\/2, inv 1\/1\), 1 skipped$/m,
+    );
+    expect(result.stdout).toMatch(
+      /^ {2}FAILED mft 'wrong on purpose': expected mlops; got computer-vision$/m,
+    );
+    expect(result.stdout).toMatch(/^ {2}skipped mft 'unknown tag': the model has no tag 'graph-learning'/m);
+
+    const json = await tagger([...args, '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    const answer = JSON.parse(json.stdout) as {
+      run_id: string;
+      behavioural: { suite: string; pass_rate: number };
+      slices: Record<string, number>;
+    };
+    // Without the files: the default suite and tagifai's slices.
+    expect(answer.behavioural.suite).toBe('default (dataset.csv tags)');
+    expect(answer.behavioural.pass_rate).toBeGreaterThan(0);
+    expect(Object.keys(answer.slices)).toEqual(['nlp_cnn', 'short_text']);
+
+    const tracking = await openTrackingStore(uri);
+    try {
+      const experiment = await tracking.getExperimentByName('best');
+      const [withFiles] = (await tracking.searchRuns(experiment!.experimentId)).filter(
+        (run) => run.info.runId !== answer.run_id,
+      );
+      const runId = withFiles!.info.runId;
+      expect(withFiles!.metrics.behavioural_pass_rate).toBeCloseTo(2 / 3, 12);
+      expect(withFiles!.metrics['behavioural_pass_rate.mft']).toBe(0.5);
+      expect(withFiles!.params.behaviour).toBe(suite);
+      const read = async (path: string) =>
+        JSON.parse(new TextDecoder().decode(await tracking.readArtifact(runId, path)));
+      const behavioural = await read('behavioural.json');
+      expect(behavioural.cases.map((c: { name: string; pass: boolean | null }) => [c.name, c.pass])).toEqual([
+        ['kubernetes', true],
+        ['wrong on purpose', false],
+        ['typos', true],
+        ['unknown tag', null],
+      ]);
+      const performance = await read('performance.json');
+      expect(Object.keys(performance.slices)).toEqual(['vision']);
+      const logged = await read('slices.json');
+      expect(logged.slices.map((d: { name: string; rows: number }) => [d.name, d.rows])).toEqual([
+        ['vision', performance.slices.vision.num_samples],
+        ['never', 0],
+      ]);
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('refuses a bad --behaviour or --slices file before training, naming the file and the bad value', async () => {
+    const bad = join(dir, 'bad-suite.yaml');
+    await writeFile(bad, 'cases:\n  - { kind: mft, name: a, text: hello }\n');
+    const notYaml = join(dir, 'broken.yaml');
+    await writeFile(notYaml, 'cases: [\n');
+    const badSlices = join(dir, 'bad-slices.yaml');
+    await writeFile(badSlices, 'slices:\n  - { name: s, where: { text_matches: "(" } }\n');
+    const train = ['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', store];
+    expectCleanFailure(
+      await tagger([...train, '--behaviour', bad]),
+      /tagger: .*bad-suite\.yaml: cases\[0\]\.expected must be a non-empty string/,
+    );
+    expectCleanFailure(
+      await tagger([...train, '--behaviour', notYaml]),
+      /--behaviour: .* is not valid YAML or JSON/,
+    );
+    expectCleanFailure(
+      await tagger([...train, '--behaviour', join(dir, 'nope.yaml')]),
+      /--behaviour: file not found/,
+    );
+    expectCleanFailure(
+      await tagger([...train, '--slices', badSlices]),
+      /bad-slices\.yaml: slices\[0\]\.where\.text_matches is not a valid regular expression/,
+    );
+  });
+
   it('reads MLFLOW_TRACKING_URI and --experiment', async () => {
     const result = await tagger(
       ['train', '--data', SAMPLE_DATA, '--args', FAST, '--experiment', 'other-exp', '--json'],

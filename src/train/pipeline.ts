@@ -4,11 +4,18 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  type BehaviourReport,
+  type BehaviourSuite,
+  compileSlices,
+  DEFAULT_BEHAVIOUR_SUITE,
+  DEFAULT_SLICE_DEFINITIONS,
   type EpochReport,
   evaluate,
   type LabelledText,
   OTHER_TAG,
   type Performance,
+  runBehaviourSuite,
+  type SliceDefinition,
   stratifiedSplit,
   type TagModel,
   type TrainingArgs,
@@ -30,6 +37,10 @@ export interface TrainingInput extends TrainOptions {
   /** Separate test data; when absent the test split is carved out of `data`. */
   testData?: readonly LabelledText[];
   args: TrainingArgs;
+  /** The behavioural tests run on the trained model (default: DEFAULT_BEHAVIOUR_SUITE). */
+  behaviour?: BehaviourSuite;
+  /** The slices of the performance report (default: tagifai's nlp_cnn and short_text). */
+  slices?: readonly SliceDefinition[];
 }
 
 /** An epoch's losses with the wall-clock time (epoch ms) it ended, for MLflow's metric history. */
@@ -62,6 +73,10 @@ export interface TrainingOutcome {
   trainedTags: number;
   /** Data problems that make the metrics untrustworthy (one tag, folded tags, a tiny test split). */
   warnings: string[];
+  /** The behaviour suite's result on the returned model. */
+  behaviour: BehaviourReport;
+  /** The slice definitions used and how many test rows fell into each (empty ones are not in `performance`). */
+  slices: { definitions: readonly SliceDefinition[]; rows: Record<string, number> };
 }
 
 /** Below this many test rows an f1 moves by several points with one row: too noisy to rank runs. */
@@ -199,6 +214,10 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const trainingSeconds = (performance.now() - started) / 1000;
   const { warnings, trainedTags } = dataWarnings(split.train, trained.model.tags, test.length);
   warnings.push(...overlapWarnings([...split.train, ...split.validation], test));
+  const sliceDefinitions = input.slices ?? DEFAULT_SLICE_DEFINITIONS;
+  const report = evaluate(trained.model, test, compileSlices(sliceDefinitions));
+  const sliceRows: Record<string, number> = {};
+  for (const { name } of sliceDefinitions) sliceRows[name] = report.slices[name]?.num_samples ?? 0;
   return {
     model: trained.model,
     // onEpoch fires once per epoch of the history; an ensemble reports its last member's epochs.
@@ -207,11 +226,13 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     startedAt,
     trainingSeconds,
     threshold: trained.threshold,
-    performance: evaluate(trained.model, test),
+    performance: report,
     validationF1: trained.validationF1,
     sizes: { train: split.train.length, validation: split.validation.length, test: test.length },
     testSet: { digest: testSetDigest(test), size: test.length },
     trainedTags,
     warnings,
+    behaviour: runBehaviourSuite(trained.model, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
+    slices: { definitions: sliceDefinitions, rows: sliceRows },
   };
 }
