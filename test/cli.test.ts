@@ -271,7 +271,46 @@ describe('tagger train', () => {
     }
   });
 
-  it('warns loudly about data whose metrics mean nothing (one tag, tiny test split), and records the test set', async () => {
+  it('warns loudly about data whose metrics mean nothing (tiny test split, repeated rows), and records the test set', async () => {
+    const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
+    const small = join(dir, 'small.csv');
+    // Two tags, 40 rows (a 6-row test split), and the first row again at the end (line 42).
+    await writeFile(
+      small,
+      [
+        'id,created_on,title,description,tag',
+        ...rows.map((row, i) => row.replace(/,[^,]+$/, i % 2 === 0 ? ',mlops' : ',other')),
+        rows[0]!.replace(/,[^,]+$/, ',mlops'),
+      ].join('\n'),
+    );
+    const uri = `sqlite:///${join(dir, 'warned.db')}`;
+    // min_freq 5: the default (20) would fold both tags of 20 rows into other, which is refused.
+    const args = JSON.stringify({ ...(JSON.parse(FAST) as object), min_freq: 5 });
+    const result = await tagger(['train', '--data', small, '--args', args, '--json', '--tracking-uri', uri]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/tagger: WARNING: the test split has only \d+ rows/);
+    expect(result.stderr).toMatch(
+      /tagger: WARNING: 1 row\(s\) repeat an earlier row's text and tag \(line 42\)/,
+    );
+    const answer = JSON.parse(result.stdout) as {
+      run_id: string;
+      warnings: string[];
+      test_set: { size: number };
+    };
+    expect(answer.warnings.length).toBeGreaterThanOrEqual(2);
+    const tracking = await openTrackingStore(uri);
+    try {
+      const run = await tracking.getRun(answer.run_id);
+      expect(run?.tags['tagger.test_set.size']).toBe(String(answer.test_set.size));
+      expect(run?.tags['tagger.trained_tags']).toBe('2');
+      expect(run?.tags['tagger.test_set.digest']).toMatch(/^[0-9a-f]{64}$/);
+      expect(run?.tags['tagger.warnings']).toContain('repeat an earlier row');
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('refuses data of one tag before training, and rows without text by line', async () => {
     const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
     const oneTag = join(dir, 'one-tag.csv');
     await writeFile(
@@ -280,26 +319,16 @@ describe('tagger train', () => {
         '\n',
       ),
     );
-    const uri = `sqlite:///${join(dir, 'warned.db')}`;
-    const result = await tagger(['train', '--data', oneTag, '--args', FAST, '--json', '--tracking-uri', uri]);
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toMatch(/tagger: WARNING: every training row has the same tag \('mlops'\)/);
-    expect(result.stderr).toMatch(/tagger: WARNING: the test split has only \d+ rows/);
-    const answer = JSON.parse(result.stdout) as {
-      run_id: string;
-      warnings: string[];
-      test_set: { size: number };
-    };
-    expect(answer.warnings).toHaveLength(2);
-    const tracking = await openTrackingStore(uri);
-    try {
-      const run = await tracking.getRun(answer.run_id);
-      expect(run?.tags['tagger.test_set.size']).toBe(String(answer.test_set.size));
-      expect(run?.tags['tagger.trained_tags']).toBe('1');
-      expect(run?.tags['tagger.test_set.digest']).toMatch(/^[0-9a-f]{64}$/);
-    } finally {
-      await tracking.close();
-    }
+    const uri = `sqlite:///${join(dir, 'refused.db')}`;
+    const refused = await tagger(['train', '--data', oneTag, '--args', FAST, '--tracking-uri', uri]);
+    expectCleanFailure(refused, /tagger: data: every training row has the tag 'mlops'/);
+    expect(refused.stderr).not.toMatch(/training: \d+\/\d+/);
+    const noText = join(dir, 'no-text.csv');
+    await writeFile(noText, 'title,description,tag\nA,b,nlp\n , ,cv\n,,cv\n');
+    expectCleanFailure(
+      await tagger(['train', '--data', noText, '--args', FAST, '--tracking-uri', uri]),
+      /2 row\(s\) have neither a title nor a description \(lines 3 and 4\)/,
+    );
   });
 
   it('reports a missing data file', async () => {
