@@ -187,6 +187,26 @@ interface TrainFlags {
   slices?: string;
 }
 
+/**
+ * The `--behaviour` suite and `--slices` definitions, read and checked before the data and the training:
+ * a typo in a hand-written file should cost nothing. Absent flags give nothing (the defaults apply).
+ */
+async function readDefinitions(flags: { behaviour?: string; slices?: string }) {
+  return {
+    ...(flags.behaviour === undefined
+      ? {}
+      : {
+          behaviour: parseBehaviourSuite(
+            await readDefinitionFile('--behaviour', flags.behaviour),
+            flags.behaviour,
+          ),
+        }),
+    ...(flags.slices === undefined
+      ? {}
+      : { slices: parseSliceDefinitions(await readDefinitionFile('--slices', flags.slices), flags.slices) }),
+  };
+}
+
 /** The behavioural tests in a few lines: the rate, per kind, and the failed or skipped cases by name. */
 function behaviourSummary(report: BehaviourReport): string {
   if (report.pass_rate === null) {
@@ -221,15 +241,7 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
   const args = await readArgs(flags.args);
-  // Before the data and the training: a typo in a suite should cost nothing.
-  const behaviour =
-    flags.behaviour === undefined
-      ? undefined
-      : parseBehaviourSuite(await readDefinitionFile('--behaviour', flags.behaviour), flags.behaviour);
-  const slices =
-    flags.slices === undefined
-      ? undefined
-      : parseSliceDefinitions(await readDefinitionFile('--slices', flags.slices), flags.slices);
+  const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
@@ -412,6 +424,7 @@ interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
 
 async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
   const args = await readArgs(flags.args);
+  const definitions = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
   const result = await withStore(
@@ -422,6 +435,7 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
         return await optimize(store, {
           data,
           ...(testData ? { testData } : {}),
+          ...definitions,
           args,
           seed: flags.seed,
           trials: flags.trials,
@@ -769,6 +783,8 @@ export function buildProgram(): Command {
     .addOption(artifactRootOption())
     .option('--seed <n>', 'random seed', parseInteger('--seed', 0), DEFAULT_SEED)
     .option('--output <file>', 'where to save the best arguments', 'best-args.json')
+    .option('--behaviour <file>', 'behavioural test suite run on every trial (as for train)')
+    .option('--slices <file>', 'slice definitions for every trial (as for train)')
     .option('--json', 'print a JSON summary on stdout')
     .option('--quiet', 'no progress output')
     .action((flags: OptimizeFlags) => optimizeCommand(flags));

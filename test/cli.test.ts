@@ -768,7 +768,55 @@ describe('tagger optimize', () => {
       const trials = runs.filter((run) => run.info.runId !== summary.parent_run_id);
       expect(trials).toHaveLength(2);
       expect(trials.every((run) => typeof run.metrics.val_f1 === 'number')).toBe(true);
+      // Every trial's model went through the (default) behavioural tests.
+      expect(trials.every((run) => typeof run.metrics.behavioural_pass_rate === 'number')).toBe(true);
       expect(trials.every((run) => run.tags['mlflow.parentRunId'] === summary.parent_run_id)).toBe(true);
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('runs the --behaviour suite and the --slices on every trial', async () => {
+    const suite = join(dir, 'optimize-suite.json');
+    await writeFile(
+      suite,
+      JSON.stringify({
+        cases: [
+          { kind: 'mft', name: 'wrong on purpose', text: 'Object detection with YOLO.', expected: 'mlops' },
+        ],
+      }),
+    );
+    const slices = join(dir, 'optimize-slices.yaml');
+    await writeFile(slices, 'slices:\n  - { name: mlops rows, where: { tag: mlops } }\n');
+    const uri = `sqlite:///${join(dir, 'optimize-files.db')}`;
+    const result = await tagger([
+      'optimize',
+      '--data',
+      SAMPLE_DATA,
+      '--trials',
+      '1',
+      '--args',
+      FAST,
+      '--tracking-uri',
+      uri,
+      '--output',
+      join(dir, 'files-best.json'),
+      '--behaviour',
+      suite,
+      '--slices',
+      slices,
+      '--json',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const runId = (JSON.parse(result.stdout) as { trials: { run_id: string }[] }).trials[0]!.run_id;
+    const tracking = await openTrackingStore(uri);
+    try {
+      const run = (await tracking.getRun(runId))!;
+      expect(run.metrics.behavioural_pass_rate).toBe(0);
+      const performance = JSON.parse(
+        new TextDecoder().decode(await tracking.readArtifact(runId, 'performance.json')),
+      ) as { slices: Record<string, unknown> };
+      expect(Object.keys(performance.slices)).toEqual(['mlops rows']);
     } finally {
       await tracking.close();
     }
