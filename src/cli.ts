@@ -10,6 +10,9 @@ import { runServe } from './cluster.js';
 import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
 import {
   type BehaviourReport,
+  compileSlices,
+  DEFAULT_BEHAVIOUR_SUITE,
+  DEFAULT_SLICE_DEFINITIONS,
   type Explanation,
   evaluate,
   ModelFormatError,
@@ -19,6 +22,7 @@ import {
   parseSliceDefinitions,
   parseTrainingArgs,
   RUN_ARTIFACTS,
+  runBehaviourSuite,
   type TrainingArgs,
 } from './model/index.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
@@ -542,19 +546,24 @@ interface EvaluateFlags {
   trackingUri?: string;
   model?: string;
   json?: boolean;
+  behaviour?: string;
+  slices?: string;
 }
 
 /** `tagger evaluate`: a saved model or run scored on new labelled data, with training's report. */
 async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
+  const definitions = await readDefinitions(flags);
   const data = await readDataset(flags.data);
   const loaded = await loadModelOfFlags(flags);
   const classes = new Set(loaded.model.tags);
   const unknown: Record<string, number> = {};
   for (const row of data) if (!classes.has(row.tag)) unknown[row.tag] = (unknown[row.tag] ?? 0) + 1;
-  const performance = evaluate(loaded.model, data);
+  const sliceDefinitions = definitions.slices ?? DEFAULT_SLICE_DEFINITIONS;
+  const performance = evaluate(loaded.model, data, compileSlices(sliceDefinitions));
+  const behaviour = runBehaviourSuite(loaded.model, definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE);
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ run_id: loaded.runId, data: flags.data, rows: data.length, unknown_tags: unknown, performance })}\n`,
+      `${JSON.stringify({ run_id: loaded.runId, data: flags.data, rows: data.length, unknown_tags: unknown, performance, behavioural: behaviour })}\n`,
     );
     return;
   }
@@ -580,7 +589,18 @@ async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
     String(m.num_samples),
   ]);
   lines.push(...textTable(header, rows, [1, 2, 3, 4]));
+  // Every defined slice is listed; one without rows says so instead of showing metrics of nothing.
+  const sliceRows = sliceDefinitions.map(({ name }) => {
+    const m = performance.slices[name];
+    return m === undefined
+      ? [name, '-', '-', '-', '0']
+      : [name, formatMetric(m.precision), formatMetric(m.recall), formatMetric(m.f1), String(m.num_samples)];
+  });
+  if (sliceRows.length > 0) {
+    lines.push('', ...textTable(['slice', 'precision', 'recall', 'f1', 'rows'], sliceRows, [1, 2, 3, 4]));
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(behaviourSummary(behaviour));
 }
 
 /** Bad rows printed one by one before only their count is reported. */
@@ -821,14 +841,25 @@ export function buildProgram(): Command {
   program
     .command('evaluate')
     .description(
-      'Score the best run, a given run or a saved model on labelled data (title, description, tag): overall and per-tag metrics',
+      'Score the best run, a given run or a saved model on labelled data (title, description, tag): overall, per-tag and per-slice metrics, and the behavioural tests',
     )
     .requiredOption('--data <csv>', 'labelled CSV (title, description, tag)')
     .option('--run-id <id>', 'evaluate this run instead of the best one')
     .option('--experiment <name>', 'experiment whose best run is evaluated', 'best')
     .option('--model <dir>', 'evaluate a saved model directory instead of a run')
     .addOption(trackingOption())
-    .option('--json', 'print one JSON object: run_id, rows, unknown_tags and the performance report')
+    .option(
+      '--slices <file>',
+      'slice definitions (YAML or JSON, as for train) instead of nlp_cnn and short_text',
+    )
+    .option(
+      '--behaviour <file>',
+      'behavioural test suite (YAML or JSON, as for train) instead of the default',
+    )
+    .option(
+      '--json',
+      'print one JSON object: run_id, rows, unknown_tags, the performance report and the behavioural tests',
+    )
     .action((flags: EvaluateFlags) => evaluateCommand(flags));
 
   const serve = program

@@ -712,6 +712,13 @@ describe('tagger evaluate', () => {
     expect(text.stdout).toContain(`Run ${report.run_id} on ${data} (4 rows)`);
     expect(text.stdout).toContain("Tags the model does not know, scored as 'other': quantum (1)");
     expect(text.stdout).toMatch(/^tag +precision +recall +f1 +rows$/m);
+    // The slices (nlp_cnn holds no row here) and the default behavioural tests, as training reports them.
+    expect(text.stdout).toMatch(/^slice +precision +recall +f1 +rows$/m);
+    expect(text.stdout).toMatch(/^nlp_cnn +- +- +- +0$/m);
+    expect(text.stdout).toMatch(/^short_text +\d\.\d{4} +\d\.\d{4} +\d\.\d{4} +4$/m);
+    expect(text.stdout).toMatch(/^Behavioural tests \(default \(dataset\.csv tags\)\): \d+\/36 passed/m);
+    expect(report.behavioural.cases).toHaveLength(36);
+    expect(Object.keys(report.performance.slices)).toEqual(['short_text']);
     expectCleanFailure(
       await tagger(['evaluate', '--data', join(dir, 'absent.csv')], { MLFLOW_TRACKING_URI: store }),
       /data: file not found/,
