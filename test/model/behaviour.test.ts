@@ -4,8 +4,10 @@
  * one passes, one trained on shuffled labels does not).
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import {
   type BehaviourModel,
   type BehaviourSuite,
@@ -28,7 +30,8 @@ import {
   stratifiedSplit,
   trainTagger,
 } from '../../src/model/index.js';
-import { sharedDataset } from '../support/components.js';
+import { parseSliceDefinitions } from '../../src/model/slices.js';
+import { REPO_ROOT, sharedDataset } from '../support/components.js';
 
 describe('perturbations', () => {
   it('typo swaps two adjacent letters of one word, the same way for the same seed', () => {
@@ -247,6 +250,17 @@ describe('parseBehaviourSuite', () => {
       expect(() => parseBehaviourSuite(raw, 'suite.yaml')).toThrow(ModelInputError);
       expect(() => parseBehaviourSuite(raw, 'suite.yaml')).toThrow(message);
     }
+  });
+
+  it('accepts the sample suite file (samples/behaviour.yaml) and the sample slices', () => {
+    const read = (name: string) => parseYaml(readFileSync(join(REPO_ROOT, 'samples', name), 'utf8'));
+    expect(parseBehaviourSuite(read('behaviour.yaml'), 'behaviour.yaml').cases).toHaveLength(5);
+    expect(parseSliceDefinitions(read('slices.yaml'), 'slices.yaml').map((d) => d.name)).toEqual([
+      'nlp_cnn',
+      'short_text',
+      'mentions transformers',
+      'long mlops texts',
+    ]);
   });
 
   it('accepts the default suite as a file would give it', () => {
