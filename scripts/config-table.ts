@@ -28,6 +28,7 @@ function typeOf(setting: Setting): string {
     anyOf?: unknown[];
   };
   if (schema.type === 'integer') return `integer ${schema.minimum}–${schema.maximum}`;
+  if (schema.type === 'number') return `number ${schema.minimum}–${schema.maximum}`;
   if (schema.enum) return schema.enum.join(', ');
   if (schema.anyOf) return 'string, or a list in the file';
   if (setting.what && schema.type === 'string') return setting.what;
@@ -62,7 +63,7 @@ export function configurationDoc(): string {
 Every setting comes from a flag, else its environment variable, else the config file
 (\`--config <file>\` or \`TAGGER_CONFIG\`: YAML or JSON, keys as in the first column), else its default.
 An empty value counts as unset. Variables, flags and the file's values are read by the same rules: a
-decimal integer for integer settings, \`true\`/\`false\` (or \`yes\`/\`no\`, \`on\`/\`off\`, \`1\`/\`0\`) for
+decimal integer for integer settings, a decimal number such as \`0.9\` for number settings, \`true\`/\`false\` (or \`yes\`/\`no\`, \`on\`/\`off\`, \`1\`/\`0\`) for
 booleans, any case for the log level; API keys may be a list in the file. A bad value stops startup
 with a message naming the setting and where it came from (\`--port\`, \`TAGGER_PORT\` or
 \`tagger.yaml: port\`), every bad value at once; a key the file should not have is an error naming it.

@@ -5,16 +5,24 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { parse as parseYaml } from 'yaml';
 import { runServe } from './cluster.js';
 import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
 import {
+  type BehaviourReport,
+  compileSlices,
+  DEFAULT_BEHAVIOUR_SUITE,
+  DEFAULT_SLICE_DEFINITIONS,
   type Explanation,
   evaluate,
   ModelFormatError,
   ModelInputError,
   OTHER_TAG,
+  parseBehaviourSuite,
+  parseSliceDefinitions,
   parseTrainingArgs,
   RUN_ARTIFACTS,
+  runBehaviourSuite,
   type TrainingArgs,
 } from './model/index.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
@@ -92,6 +100,26 @@ async function readArgs(value: string | undefined): Promise<TrainingArgs> {
   return parseTrainingArgs(raw);
 }
 
+/** A hand-written definition file (`--behaviour`, `--slices`): YAML or JSON (YAML reads JSON too). */
+async function readDefinitionFile(flag: string, path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      code === 'ENOENT'
+        ? `${flag}: file not found: ${path}`
+        : `${flag}: cannot read ${path}: ${(error as Error).message}`,
+    );
+  }
+  try {
+    return parseYaml(text);
+  } catch (error) {
+    throw new UsageError(`${flag}: ${path} is not valid YAML or JSON: ${(error as Error).message}`);
+  }
+}
+
 function defaultRunName(prefix: string): string {
   return `${prefix}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
 }
@@ -157,6 +185,49 @@ interface TrainFlags {
   quiet?: boolean;
   /** Register the trained run as a new version of this registered model. */
   register?: string;
+  /** A behaviour suite file replacing the default suite. */
+  behaviour?: string;
+  /** A slice definitions file replacing the default slices. */
+  slices?: string;
+}
+
+/**
+ * The `--behaviour` suite and `--slices` definitions, read and checked before the data and the training:
+ * a typo in a hand-written file should cost nothing. Absent flags give nothing (the defaults apply).
+ */
+async function readDefinitions(flags: { behaviour?: string; slices?: string }) {
+  return {
+    ...(flags.behaviour === undefined
+      ? {}
+      : {
+          behaviour: parseBehaviourSuite(
+            await readDefinitionFile('--behaviour', flags.behaviour),
+            flags.behaviour,
+          ),
+        }),
+    ...(flags.slices === undefined
+      ? {}
+      : { slices: parseSliceDefinitions(await readDefinitionFile('--slices', flags.slices), flags.slices) }),
+  };
+}
+
+/** The behavioural tests in a few lines: the rate, per kind, and the failed or skipped cases by name. */
+function behaviourSummary(report: BehaviourReport): string {
+  if (report.pass_rate === null) {
+    return `Behavioural tests (${report.suite}): none could run; all ${report.skipped} case(s) name tags the model does not have\n`;
+  }
+  const kinds = Object.entries(report.by_kind)
+    .map(([kind, k]) => `${kind} ${k.passed}/${k.cases}`)
+    .join(', ');
+  const lines = [
+    `Behavioural tests (${report.suite}): ${report.passed}/${report.passed + report.failed} passed (${(100 * report.pass_rate).toFixed(1)}%; ${kinds})` +
+      (report.skipped > 0 ? `, ${report.skipped} skipped` : ''),
+  ];
+  for (const c of report.cases) {
+    if (c.pass === false) lines.push(`  FAILED ${c.kind} '${c.name}': expected ${c.expected}; got ${c.got}`);
+    else if (c.pass === null) lines.push(`  skipped ${c.kind} '${c.name}': ${c.skipped ?? ''}`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 /** The data files, each read once: rows to train on and the dataset inputs the runs record. */
@@ -174,6 +245,7 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
   const args = await readArgs(flags.args);
+  const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
@@ -191,6 +263,8 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         outcome = trainAndEvaluate({
           data,
           ...(testData ? { testData } : {}),
+          ...(behaviour ? { behaviour } : {}),
+          ...(slices ? { slices } : {}),
           args,
           seed: flags.seed,
           onEpoch: (report) =>
@@ -215,7 +289,12 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         seed: flags.seed,
         outcome,
         source: 'tagger train',
-        extraParams: { data: flags.data, ...(flags.testData ? { test_data: flags.testData } : {}) },
+        extraParams: {
+          data: flags.data,
+          ...(flags.testData ? { test_data: flags.testData } : {}),
+          ...(flags.behaviour ? { behaviour: flags.behaviour } : {}),
+          ...(flags.slices ? { slices: flags.slices } : {}),
+        },
         datasets,
         catchSignals: true,
       });
@@ -251,6 +330,15 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         sizes: outcome.sizes,
         test_set: outcome.testSet,
         warnings: outcome.warnings,
+        behavioural: {
+          suite: outcome.behaviour.suite,
+          pass_rate: outcome.behaviour.pass_rate,
+          passed: outcome.behaviour.passed,
+          failed: outcome.behaviour.failed,
+          skipped: outcome.behaviour.skipped,
+          by_kind: outcome.behaviour.by_kind,
+        },
+        slices: outcome.slices.rows,
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
       })}\n`,
     );
@@ -260,6 +348,14 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
     `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}'.\n` +
       `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}\n`,
   );
+  const sliceParts = Object.entries(outcome.slices.rows).map(([name, rows]) => {
+    const m = outcome.performance.slices[name];
+    return m === undefined
+      ? `${name} (no rows; left out)`
+      : `${name} (${rows} rows) f1 ${formatMetric(m.f1)}`;
+  });
+  if (sliceParts.length > 0) process.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
+  process.stdout.write(behaviourSummary(outcome.behaviour));
   if (registered) {
     process.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +
@@ -332,6 +428,7 @@ interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
 
 async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
   const args = await readArgs(flags.args);
+  const definitions = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
   const result = await withStore(
@@ -342,6 +439,7 @@ async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
         return await optimize(store, {
           data,
           ...(testData ? { testData } : {}),
+          ...definitions,
           args,
           seed: flags.seed,
           trials: flags.trials,
@@ -448,19 +546,24 @@ interface EvaluateFlags {
   trackingUri?: string;
   model?: string;
   json?: boolean;
+  behaviour?: string;
+  slices?: string;
 }
 
 /** `tagger evaluate`: a saved model or run scored on new labelled data, with training's report. */
 async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
+  const definitions = await readDefinitions(flags);
   const data = await readDataset(flags.data);
   const loaded = await loadModelOfFlags(flags);
   const classes = new Set(loaded.model.tags);
   const unknown: Record<string, number> = {};
   for (const row of data) if (!classes.has(row.tag)) unknown[row.tag] = (unknown[row.tag] ?? 0) + 1;
-  const performance = evaluate(loaded.model, data);
+  const sliceDefinitions = definitions.slices ?? DEFAULT_SLICE_DEFINITIONS;
+  const performance = evaluate(loaded.model, data, compileSlices(sliceDefinitions));
+  const behaviour = runBehaviourSuite(loaded.model, definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE);
   if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ run_id: loaded.runId, data: flags.data, rows: data.length, unknown_tags: unknown, performance })}\n`,
+      `${JSON.stringify({ run_id: loaded.runId, data: flags.data, rows: data.length, unknown_tags: unknown, performance, behavioural: behaviour })}\n`,
     );
     return;
   }
@@ -486,7 +589,18 @@ async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
     String(m.num_samples),
   ]);
   lines.push(...textTable(header, rows, [1, 2, 3, 4]));
+  // Every defined slice is listed; one without rows says so instead of showing metrics of nothing.
+  const sliceRows = sliceDefinitions.map(({ name }) => {
+    const m = performance.slices[name];
+    return m === undefined
+      ? [name, '-', '-', '-', '0']
+      : [name, formatMetric(m.precision), formatMetric(m.recall), formatMetric(m.f1), String(m.num_samples)];
+  });
+  if (sliceRows.length > 0) {
+    lines.push('', ...textTable(['slice', 'precision', 'recall', 'f1', 'rows'], sliceRows, [1, 2, 3, 4]));
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(behaviourSummary(behaviour));
 }
 
 /** Bad rows printed one by one before only their count is reported. */
@@ -631,6 +745,14 @@ export function buildProgram(): Command {
       '--register <model>',
       'register the run as a new version of this registered model (created if missing), for `serve --model-uri`',
     )
+    .option(
+      '--behaviour <file>',
+      'behavioural test suite (YAML or JSON: mft, inv and dir cases) run on the model instead of the default suite',
+    )
+    .option(
+      '--slices <file>',
+      'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
+    )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option('--quiet', 'no progress output')
     .action((flags: TrainFlags) => trainCommand(flags));
@@ -681,6 +803,8 @@ export function buildProgram(): Command {
     .addOption(artifactRootOption())
     .option('--seed <n>', 'random seed', parseInteger('--seed', 0), DEFAULT_SEED)
     .option('--output <file>', 'where to save the best arguments', 'best-args.json')
+    .option('--behaviour <file>', 'behavioural test suite run on every trial (as for train)')
+    .option('--slices <file>', 'slice definitions for every trial (as for train)')
     .option('--json', 'print a JSON summary on stdout')
     .option('--quiet', 'no progress output')
     .action((flags: OptimizeFlags) => optimizeCommand(flags));
@@ -717,14 +841,25 @@ export function buildProgram(): Command {
   program
     .command('evaluate')
     .description(
-      'Score the best run, a given run or a saved model on labelled data (title, description, tag): overall and per-tag metrics',
+      'Score the best run, a given run or a saved model on labelled data (title, description, tag): overall, per-tag and per-slice metrics, and the behavioural tests',
     )
     .requiredOption('--data <csv>', 'labelled CSV (title, description, tag)')
     .option('--run-id <id>', 'evaluate this run instead of the best one')
     .option('--experiment <name>', 'experiment whose best run is evaluated', 'best')
     .option('--model <dir>', 'evaluate a saved model directory instead of a run')
     .addOption(trackingOption())
-    .option('--json', 'print one JSON object: run_id, rows, unknown_tags and the performance report')
+    .option(
+      '--slices <file>',
+      'slice definitions (YAML or JSON, as for train) instead of nlp_cnn and short_text',
+    )
+    .option(
+      '--behaviour <file>',
+      'behavioural test suite (YAML or JSON, as for train) instead of the default',
+    )
+    .option(
+      '--json',
+      'print one JSON object: run_id, rows, unknown_tags, the performance report and the behavioural tests',
+    )
     .action((flags: EvaluateFlags) => evaluateCommand(flags));
 
   const serve = program

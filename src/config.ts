@@ -92,6 +92,7 @@ const row = <S extends TSchema, D extends Static<S> | null>(spec: Row<S, D>): Ro
 
 const integer = (minimum: number, maximum: number, help: string) =>
   Type.Integer({ minimum, maximum, description: help });
+const fraction = (help: string) => Type.Number({ minimum: 0, maximum: 1, description: help });
 const text = (help: string, pattern?: string) =>
   Type.String(pattern === undefined ? { minLength: 1, description: help } : { pattern, description: help });
 const L = HTTP_DEFAULTS.limits;
@@ -242,6 +243,16 @@ const SETTINGS = {
         'promotion gate off: a reload may swap to a run whose f1 was measured on another test set than the served run',
     }),
     default: SERVE_DEFAULTS.gates.allowIncomparable,
+  }),
+  min_behavioural_pass_rate: row({
+    flag: '--min-behavioural-pass-rate',
+    arg: '<rate>',
+    env: 'TAGGER_MIN_BEHAVIOURAL_PASS_RATE',
+    schema: fraction(
+      'promotion gate: a run whose model passed a smaller share of its behavioural tests (metric behavioural_pass_rate) is never served; runs without the metric pass (0: off)',
+    ),
+    default: SERVE_DEFAULTS.gates.minBehaviouralPassRate,
+    what: 'a share of the behavioural tests',
   }),
   store_wait_ms: row({
     flag: '--store-wait',
@@ -501,6 +512,7 @@ function fromText(setting: Setting, raw: string): unknown {
   if (value === '') return undefined;
   const type = (setting.schema as { type?: unknown }).type;
   if (type === 'integer') return /^\d+$/.test(value) ? Number(value) : value;
+  if (type === 'number') return /^\d+(\.\d+)?$|^\.\d+$/.test(value) ? Number(value) : value;
   if (type === 'boolean') {
     if (TRUE.includes(value.toLowerCase())) return true;
     if (FALSE.includes(value.toLowerCase())) return false;
@@ -524,6 +536,9 @@ function requirement(setting: Setting): string {
   const schema = setting.schema as { type?: string; minimum?: number; maximum?: number; enum?: unknown[] };
   if (schema.type === 'integer') {
     return `${setting.what ?? 'a whole number'}, an integer from ${schema.minimum} to ${schema.maximum}`;
+  }
+  if (schema.type === 'number') {
+    return `${setting.what ?? 'a number'}, a number from ${schema.minimum} to ${schema.maximum}`;
   }
   if (schema.type === 'boolean') return 'true or false';
   if (schema.enum) return `one of ${schema.enum.join(', ')}`;
@@ -838,6 +853,7 @@ export function resolveServeConfig(
       minTestSize: values.min_test_size,
       minTags: values.min_tags,
       allowIncomparable: values.allow_incomparable,
+      minBehaviouralPassRate: values.min_behavioural_pass_rate,
     },
     storeWaitMs: values.store_wait_ms,
     reloadIntervalMs: values.reload_interval_ms,

@@ -95,6 +95,112 @@ describe('tagger train', () => {
     }
   });
 
+  it('runs the behavioural tests and the slices of --behaviour and --slices files, logs them and prints a summary', async () => {
+    const suite = join(dir, 'suite.yaml');
+    await writeFile(
+      suite,
+      [
+        'name: cli suite',
+        'cases:',
+        '  - { kind: mft, name: kubernetes, text: "Deploying models with Docker and Kubernetes.", expected: mlops }',
+        '  # deliberately wrong: the summary must name it',
+        '  - { kind: mft, name: wrong on purpose, text: "Object detection in images with YOLO.", expected: mlops }',
+        '  - { kind: inv, name: typos, text: "Image segmentation with convolutional networks.", perturbation: typos }',
+        '  - { kind: mft, name: unknown tag, text: "Graph neural networks.", expected: graph-learning }',
+      ].join('\n'),
+    );
+    const slices = join(dir, 'slices.json');
+    await writeFile(
+      slices,
+      JSON.stringify({
+        slices: [
+          { name: 'vision', where: { tag: 'computer-vision' } },
+          { name: 'never', where: { text_matches: 'no text says xyzzy' } },
+        ],
+      }),
+    );
+    const uri = `sqlite:///${join(dir, 'behaviour.db')}`;
+    const args = ['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', uri, '--quiet'];
+    const result = await tagger([...args, '--behaviour', suite, '--slices', slices]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^Slices: vision \(\d+ rows\) f1 \d\.\d{4}, never \(no rows; left out\)$/m);
+    expect(result.stdout).toMatch(
+      /^Behavioural tests \(cli suite\): 2\/3 passed \(66\.7%; mft 1\/2, inv 1\/1\), 1 skipped$/m,
+    );
+    expect(result.stdout).toMatch(
+      /^ {2}FAILED mft 'wrong on purpose': expected mlops; got computer-vision$/m,
+    );
+    expect(result.stdout).toMatch(/^ {2}skipped mft 'unknown tag': the model has no tag 'graph-learning'/m);
+
+    const json = await tagger([...args, '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    const answer = JSON.parse(json.stdout) as {
+      run_id: string;
+      behavioural: { suite: string; pass_rate: number };
+      slices: Record<string, number>;
+    };
+    // Without the files: the default suite and tagifai's slices.
+    expect(answer.behavioural.suite).toBe('default (dataset.csv tags)');
+    expect(answer.behavioural.pass_rate).toBeGreaterThan(0);
+    expect(Object.keys(answer.slices)).toEqual(['nlp_cnn', 'short_text']);
+
+    const tracking = await openTrackingStore(uri);
+    try {
+      const experiment = await tracking.getExperimentByName('best');
+      const [withFiles] = (await tracking.searchRuns(experiment!.experimentId)).filter(
+        (run) => run.info.runId !== answer.run_id,
+      );
+      const runId = withFiles!.info.runId;
+      expect(withFiles!.metrics.behavioural_pass_rate).toBeCloseTo(2 / 3, 12);
+      expect(withFiles!.metrics['behavioural_pass_rate.mft']).toBe(0.5);
+      expect(withFiles!.params.behaviour).toBe(suite);
+      const read = async (path: string) =>
+        JSON.parse(new TextDecoder().decode(await tracking.readArtifact(runId, path)));
+      const behavioural = await read('behavioural.json');
+      expect(behavioural.cases.map((c: { name: string; pass: boolean | null }) => [c.name, c.pass])).toEqual([
+        ['kubernetes', true],
+        ['wrong on purpose', false],
+        ['typos', true],
+        ['unknown tag', null],
+      ]);
+      const performance = await read('performance.json');
+      expect(Object.keys(performance.slices)).toEqual(['vision']);
+      const logged = await read('slices.json');
+      expect(logged.slices.map((d: { name: string; rows: number }) => [d.name, d.rows])).toEqual([
+        ['vision', performance.slices.vision.num_samples],
+        ['never', 0],
+      ]);
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('refuses a bad --behaviour or --slices file before training, naming the file and the bad value', async () => {
+    const bad = join(dir, 'bad-suite.yaml');
+    await writeFile(bad, 'cases:\n  - { kind: mft, name: a, text: hello }\n');
+    const notYaml = join(dir, 'broken.yaml');
+    await writeFile(notYaml, 'cases: [\n');
+    const badSlices = join(dir, 'bad-slices.yaml');
+    await writeFile(badSlices, 'slices:\n  - { name: s, where: { text_matches: "(" } }\n');
+    const train = ['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', store];
+    expectCleanFailure(
+      await tagger([...train, '--behaviour', bad]),
+      /tagger: .*bad-suite\.yaml: cases\[0\]\.expected must be a non-empty string/,
+    );
+    expectCleanFailure(
+      await tagger([...train, '--behaviour', notYaml]),
+      /--behaviour: .* is not valid YAML or JSON/,
+    );
+    expectCleanFailure(
+      await tagger([...train, '--behaviour', join(dir, 'nope.yaml')]),
+      /--behaviour: file not found/,
+    );
+    expectCleanFailure(
+      await tagger([...train, '--slices', badSlices]),
+      /bad-slices\.yaml: slices\[0\]\.where\.text_matches is not a valid regular expression/,
+    );
+  });
+
   it('reads MLFLOW_TRACKING_URI and --experiment', async () => {
     const result = await tagger(
       ['train', '--data', SAMPLE_DATA, '--args', FAST, '--experiment', 'other-exp', '--json'],
@@ -165,7 +271,46 @@ describe('tagger train', () => {
     }
   });
 
-  it('warns loudly about data whose metrics mean nothing (one tag, tiny test split), and records the test set', async () => {
+  it('warns loudly about data whose metrics mean nothing (tiny test split, repeated rows), and records the test set', async () => {
+    const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
+    const small = join(dir, 'small.csv');
+    // Two tags, 40 rows (a 6-row test split), and the first row again at the end (line 42).
+    await writeFile(
+      small,
+      [
+        'id,created_on,title,description,tag',
+        ...rows.map((row, i) => row.replace(/,[^,]+$/, i % 2 === 0 ? ',mlops' : ',other')),
+        rows[0]!.replace(/,[^,]+$/, ',mlops'),
+      ].join('\n'),
+    );
+    const uri = `sqlite:///${join(dir, 'warned.db')}`;
+    // min_freq 5: the default (20) would fold both tags of 20 rows into other, which is refused.
+    const args = JSON.stringify({ ...(JSON.parse(FAST) as object), min_freq: 5 });
+    const result = await tagger(['train', '--data', small, '--args', args, '--json', '--tracking-uri', uri]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/tagger: WARNING: the test split has only \d+ rows/);
+    expect(result.stderr).toMatch(
+      /tagger: WARNING: 1 row\(s\) repeat an earlier row's text and tag \(line 42\)/,
+    );
+    const answer = JSON.parse(result.stdout) as {
+      run_id: string;
+      warnings: string[];
+      test_set: { size: number };
+    };
+    expect(answer.warnings.length).toBeGreaterThanOrEqual(2);
+    const tracking = await openTrackingStore(uri);
+    try {
+      const run = await tracking.getRun(answer.run_id);
+      expect(run?.tags['tagger.test_set.size']).toBe(String(answer.test_set.size));
+      expect(run?.tags['tagger.trained_tags']).toBe('2');
+      expect(run?.tags['tagger.test_set.digest']).toMatch(/^[0-9a-f]{64}$/);
+      expect(run?.tags['tagger.warnings']).toContain('repeat an earlier row');
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('refuses data of one tag before training, and rows without text by line', async () => {
     const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
     const oneTag = join(dir, 'one-tag.csv');
     await writeFile(
@@ -174,26 +319,16 @@ describe('tagger train', () => {
         '\n',
       ),
     );
-    const uri = `sqlite:///${join(dir, 'warned.db')}`;
-    const result = await tagger(['train', '--data', oneTag, '--args', FAST, '--json', '--tracking-uri', uri]);
-    expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toMatch(/tagger: WARNING: every training row has the same tag \('mlops'\)/);
-    expect(result.stderr).toMatch(/tagger: WARNING: the test split has only \d+ rows/);
-    const answer = JSON.parse(result.stdout) as {
-      run_id: string;
-      warnings: string[];
-      test_set: { size: number };
-    };
-    expect(answer.warnings).toHaveLength(2);
-    const tracking = await openTrackingStore(uri);
-    try {
-      const run = await tracking.getRun(answer.run_id);
-      expect(run?.tags['tagger.test_set.size']).toBe(String(answer.test_set.size));
-      expect(run?.tags['tagger.trained_tags']).toBe('1');
-      expect(run?.tags['tagger.test_set.digest']).toMatch(/^[0-9a-f]{64}$/);
-    } finally {
-      await tracking.close();
-    }
+    const uri = `sqlite:///${join(dir, 'refused.db')}`;
+    const refused = await tagger(['train', '--data', oneTag, '--args', FAST, '--tracking-uri', uri]);
+    expectCleanFailure(refused, /tagger: data: every training row has the tag 'mlops'/);
+    expect(refused.stderr).not.toMatch(/training: \d+\/\d+/);
+    const noText = join(dir, 'no-text.csv');
+    await writeFile(noText, 'title,description,tag\nA,b,nlp\n , ,cv\n,,cv\n');
+    expectCleanFailure(
+      await tagger(['train', '--data', noText, '--args', FAST, '--tracking-uri', uri]),
+      /2 row\(s\) have neither a title nor a description \(lines 3 and 4\)/,
+    );
   });
 
   it('reports a missing data file', async () => {
@@ -577,6 +712,13 @@ describe('tagger evaluate', () => {
     expect(text.stdout).toContain(`Run ${report.run_id} on ${data} (4 rows)`);
     expect(text.stdout).toContain("Tags the model does not know, scored as 'other': quantum (1)");
     expect(text.stdout).toMatch(/^tag +precision +recall +f1 +rows$/m);
+    // The slices (nlp_cnn holds no row here) and the default behavioural tests, as training reports them.
+    expect(text.stdout).toMatch(/^slice +precision +recall +f1 +rows$/m);
+    expect(text.stdout).toMatch(/^nlp_cnn +- +- +- +0$/m);
+    expect(text.stdout).toMatch(/^short_text +\d\.\d{4} +\d\.\d{4} +\d\.\d{4} +4$/m);
+    expect(text.stdout).toMatch(/^Behavioural tests \(default \(dataset\.csv tags\)\): \d+\/36 passed/m);
+    expect(report.behavioural.cases).toHaveLength(36);
+    expect(Object.keys(report.performance.slices)).toEqual(['short_text']);
     expectCleanFailure(
       await tagger(['evaluate', '--data', join(dir, 'absent.csv')], { MLFLOW_TRACKING_URI: store }),
       /data: file not found/,
@@ -633,7 +775,55 @@ describe('tagger optimize', () => {
       const trials = runs.filter((run) => run.info.runId !== summary.parent_run_id);
       expect(trials).toHaveLength(2);
       expect(trials.every((run) => typeof run.metrics.val_f1 === 'number')).toBe(true);
+      // Every trial's model went through the (default) behavioural tests.
+      expect(trials.every((run) => typeof run.metrics.behavioural_pass_rate === 'number')).toBe(true);
       expect(trials.every((run) => run.tags['mlflow.parentRunId'] === summary.parent_run_id)).toBe(true);
+    } finally {
+      await tracking.close();
+    }
+  });
+
+  it('runs the --behaviour suite and the --slices on every trial', async () => {
+    const suite = join(dir, 'optimize-suite.json');
+    await writeFile(
+      suite,
+      JSON.stringify({
+        cases: [
+          { kind: 'mft', name: 'wrong on purpose', text: 'Object detection with YOLO.', expected: 'mlops' },
+        ],
+      }),
+    );
+    const slices = join(dir, 'optimize-slices.yaml');
+    await writeFile(slices, 'slices:\n  - { name: mlops rows, where: { tag: mlops } }\n');
+    const uri = `sqlite:///${join(dir, 'optimize-files.db')}`;
+    const result = await tagger([
+      'optimize',
+      '--data',
+      SAMPLE_DATA,
+      '--trials',
+      '1',
+      '--args',
+      FAST,
+      '--tracking-uri',
+      uri,
+      '--output',
+      join(dir, 'files-best.json'),
+      '--behaviour',
+      suite,
+      '--slices',
+      slices,
+      '--json',
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const runId = (JSON.parse(result.stdout) as { trials: { run_id: string }[] }).trials[0]!.run_id;
+    const tracking = await openTrackingStore(uri);
+    try {
+      const run = (await tracking.getRun(runId))!;
+      expect(run.metrics.behavioural_pass_rate).toBe(0);
+      const performance = JSON.parse(
+        new TextDecoder().decode(await tracking.readArtifact(runId, 'performance.json')),
+      ) as { slices: Record<string, unknown> };
+      expect(Object.keys(performance.slices)).toEqual(['mlops rows']);
     } finally {
       await tracking.close();
     }
@@ -677,6 +867,7 @@ function validText(setting: Setting, files: { config: string; keys: string }): s
   if (setting.key === 'config') return files.config;
   if (setting.key === 'api_keys_file') return files.keys;
   if (schema.type === 'integer') return String(schema.minimum! + 1);
+  if (schema.type === 'number') return '0.5';
   if (schema.type === 'boolean') return 'true';
   if (schema.enum) return schema.enum[0]!;
   if (schema.pattern?.includes('redis')) return 'redis://127.0.0.1:6399/0';

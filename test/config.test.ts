@@ -48,6 +48,7 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   min_test_size: ['100', 100],
   min_tags: ['3', 3],
   allow_incomparable: ['on', true],
+  min_behavioural_pass_rate: ['0.85', 0.85],
   store_wait_ms: ['1500', 1500],
   shutdown_delay_ms: ['0', 0],
   shutdown_grace_ms: ['2500', 2500],
@@ -186,6 +187,16 @@ describe('a bad value', () => {
       ],
       [{}, { TAGGER_PROTECT_DOCS: 'maybe' }, 'serve: TAGGER_PROTECT_DOCS must be true or false; got "maybe"'],
       [{ host: 'a b' }, {}, 'serve: --host must be a host name or IP address'],
+      [
+        {},
+        { TAGGER_MIN_BEHAVIOURAL_PASS_RATE: '90%' },
+        'serve: TAGGER_MIN_BEHAVIOURAL_PASS_RATE must be a share of the behavioural tests, a number from 0 to 1; got "90%"',
+      ],
+      [
+        { minBehaviouralPassRate: '1.5' },
+        {},
+        'serve: --min-behavioural-pass-rate must be a share of the behavioural tests, a number from 0 to 1',
+      ],
     ];
     for (const [flags, env, message] of cases) {
       expect(() => resolveServeConfig(flags, env)).toThrow(StartupError);

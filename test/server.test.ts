@@ -45,7 +45,7 @@ describe('resolveServeConfig', () => {
       modelCacheSize: 4,
       pinRunId: null,
       modelUri: null,
-      gates: { minTestSize: 30, minTags: 2, allowIncomparable: false },
+      gates: { minTestSize: 30, minTags: 2, allowIncomparable: false, minBehaviouralPassRate: 0 },
       storeWaitMs: 30_000,
       reloadIntervalMs: 60_000,
       shutdownDelayMs: 5_000,

@@ -9,6 +9,16 @@ export {
   type TrainingArgs,
 } from './args.js';
 export { decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
+export {
+  BEHAVIOUR_KINDS,
+  type BehaviourCase,
+  type BehaviourKind,
+  type BehaviourReport,
+  type BehaviourSuite,
+  parseBehaviourSuite,
+  runBehaviourSuite,
+} from './behaviour.js';
+export { DEFAULT_BEHAVIOUR_SUITE } from './behaviour-suite.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
 export type { Explanation, FeatureContribution } from './explain.js';
 export { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
@@ -16,7 +26,14 @@ export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
-export { EVALUATION_TAGS } from './run-tags.js';
+export { EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
+export {
+  compileSlices,
+  DEFAULT_SLICE_DEFINITIONS,
+  parseSliceDefinitions,
+  type Slice,
+  type SliceDefinition,
+} from './slices.js';
 export { stratifiedSplit } from './split.js';
 export {
   type EpochReport,

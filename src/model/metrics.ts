@@ -2,6 +2,7 @@
  * Classification metrics with scikit-learn's definitions (precision_recall_fscore_support,
  * zero_division=0) and the tagifai-style performance report {overall, class, slices}.
  */
+import { compileSlices, DEFAULT_SLICE_DEFINITIONS, type Slice } from './slices.js';
 
 export interface Metrics {
   precision: number;
@@ -68,27 +69,19 @@ export function microMetrics(yTrue: readonly string[], yPred: readonly string[])
   return { precision, recall, f1: f1Of(precision, recall), num_samples: n };
 }
 
-/** A named subset of evaluation samples, judged on the (already normalised) true tag and the raw text. */
-export interface Slice {
-  name: string;
-  includes: (text: string, trueTag: string) => boolean;
-}
+const DEFAULT_SLICES = compileSlices(DEFAULT_SLICE_DEFINITIONS);
 
-const CNN_RE = /cnn|convolution/i;
-const SPACE_RE = /\s+/;
-
-/** tagifai's slices: NLP projects that mention CNNs, and texts of fewer than 8 words. */
-export const SLICES: readonly Slice[] = [
-  { name: 'nlp_cnn', includes: (text, tag) => tag === 'natural-language-processing' && CNN_RE.test(text) },
-  { name: 'short_text', includes: (text) => text.split(SPACE_RE).filter((w) => w !== '').length < 8 },
-];
-
-/** Builds {overall (weighted), class (per model tag), slices (micro)} from texts, true and predicted tags. */
+/**
+ * Builds {overall (weighted), class (per model tag), slices (micro)} from texts, true and predicted tags.
+ * A slice no row falls into is left out: an f1 of 0 over 0 rows reads like a failure where there is no
+ * evidence at all (training logs every definition with its row count in the run's `slices.json`).
+ */
 export function performanceReport(
   texts: readonly string[],
   yTrue: readonly string[],
   yPred: readonly string[],
   classes: readonly string[],
+  sliceList: readonly Slice[] = DEFAULT_SLICES,
 ): Performance {
   const perLabel = perLabelMetrics(yTrue, yPred);
   const cls: Record<string, Metrics> = {};
@@ -96,8 +89,9 @@ export function performanceReport(
     cls[tag] = perLabel.get(tag) ?? { precision: 0, recall: 0, f1: 0, num_samples: 0 };
   }
   const slices: Record<string, Metrics> = {};
-  for (const slice of SLICES) {
+  for (const slice of sliceList) {
     const idx = texts.map((_, i) => i).filter((i) => slice.includes(texts[i]!, yTrue[i]!));
+    if (idx.length === 0) continue;
     slices[slice.name] = microMetrics(
       idx.map((i) => yTrue[i]!),
       idx.map((i) => yPred[i]!),

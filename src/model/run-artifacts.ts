@@ -12,4 +12,8 @@ export const RUN_ARTIFACTS = {
   /** What the test split got wrong, for the inspection page (optional: older runs lack them). */
   confusion: 'confusion_matrix.json',
   mistakes: 'test_mistakes.json',
+  /** The behaviour suite's result: each case, what was expected, what the model did, pass (not read by serving). */
+  behavioural: 'behavioural.json',
+  /** The slice definitions the performance report used, with each one's row count (not read by serving). */
+  slices: 'slices.json',
 } as const;

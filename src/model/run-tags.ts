@@ -1,5 +1,5 @@
 /**
- * Tags a Tagger run carries about what its metrics were measured on. Training writes them
+ * Tags and metrics a Tagger run carries about what its model was checked on. Training writes them
  * (src/train/log-run.ts); serving's promotion gates read them (src/service/gates.ts).
  */
 export const EVALUATION_TAGS = {
@@ -11,4 +11,12 @@ export const EVALUATION_TAGS = {
   trainedTags: 'tagger.trained_tags',
   /** The data warnings of the training, one per line. */
   warnings: 'tagger.warnings',
+} as const;
+
+export const EVALUATION_METRICS = {
+  /**
+   * Share of the behaviour suite's cases the model passed (skipped cases excluded); per kind as
+   * `behavioural_pass_rate.<mft|inv|dir>`. Absent when no case could run.
+   */
+  behaviouralPassRate: 'behavioural_pass_rate',
 } as const;

@@ -19,6 +19,7 @@ import {
   trainOvrSgd,
   trainSoftmaxSgd,
 } from './sgd.js';
+import type { Slice } from './slices.js';
 import { type TestErrors, testErrors } from './test-errors.js';
 
 export interface LabelledText {
@@ -347,16 +348,18 @@ export function trainTagger(
 
 /**
  * Scores a model on labelled texts: weighted overall metrics, per-class metrics for every model tag and
- * the nlp_cnn / short_text slices. True tags the model does not know count as `other`.
+ * the slices (tagifai's nlp_cnn / short_text unless others are given; empty ones left out). True tags the
+ * model does not know count as `other`.
  */
-export function evaluate(model: TagModel, data: LabelledText[]): Performance {
-  return evaluateWithErrors(model, data).performance;
+export function evaluate(model: TagModel, data: LabelledText[], slices?: readonly Slice[]): Performance {
+  return evaluateWithErrors(model, data, slices).performance;
 }
 
 /** The performance report and what the model got wrong (confusion matrix, mistakes), from one prediction pass. */
 export function evaluateWithErrors(
   model: TagModel,
   data: readonly LabelledText[],
+  slices?: readonly Slice[],
 ): { performance: Performance; errors: TestErrors } {
   const classes = new Set(model.tags);
   const texts = data.map((r) => r.text);
@@ -367,7 +370,7 @@ export function evaluateWithErrors(
   }));
   const yPred = predictions.map((p) => p.tag);
   return {
-    performance: performanceReport(texts, yTrue, yPred, model.tags),
+    performance: performanceReport(texts, yTrue, yPred, model.tags, slices),
     errors: testErrors(texts, yTrue, predictions, model.tags),
   };
 }

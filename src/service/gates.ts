@@ -1,11 +1,12 @@
 /**
  * Promotion gates: which runs may go live. The contract still serves "the best run of `best` by f1",
- * but an f1 measured on a 9-row test split, on a model that learnt one tag, or on another test set than
- * the served run's is no reason to swap. Reads the evaluation tags training writes
- * (`EVALUATION_TAGS`); runs without them (logged by older Tagger versions or by other tools) pass the
- * gates they carry no figure for.
+ * but an f1 measured on a 9-row test split, on a model that learnt one tag, on another test set than
+ * the served run's, or of a model that fails its behavioural tests is no reason to swap. Reads the
+ * evaluation tags and metrics training writes (`EVALUATION_TAGS`, `EVALUATION_METRICS`); runs without
+ * them (logged by older Tagger versions or by other tools) pass the gates they carry no figure for, so
+ * that turning a gate on never leaves a store of older runs with nothing to serve.
  */
-import { EVALUATION_TAGS } from '../model/index.js';
+import { EVALUATION_METRICS, EVALUATION_TAGS } from '../model/index.js';
 import type { Run } from '../tracking/store.js';
 
 export interface PromotionGates {
@@ -15,9 +16,16 @@ export interface PromotionGates {
   minTags: number;
   /** Swap to a run evaluated on another test set than the served run's (off by default). */
   allowIncomparable: boolean;
+  /** A run whose `behavioural_pass_rate` is lower is not served (0: off). */
+  minBehaviouralPassRate: number;
 }
 
-export const DEFAULT_GATES: PromotionGates = { minTestSize: 30, minTags: 2, allowIncomparable: false };
+export const DEFAULT_GATES: PromotionGates = {
+  minTestSize: 30,
+  minTags: 2,
+  allowIncomparable: false,
+  minBehaviouralPassRate: 0,
+};
 
 function intTag(run: Run, key: string): number | null {
   const text = run.tags[key];
@@ -37,6 +45,10 @@ export function gateFailure(candidate: Run, gates: PromotionGates, served?: Run)
   const tags = intTag(candidate, EVALUATION_TAGS.trainedTags);
   if (tags !== null && tags < gates.minTags) {
     return `its model learnt ${tags} tag(s), fewer than the ${gates.minTags} required (TAGGER_MIN_TAGS)`;
+  }
+  const passRate = candidate.metrics[EVALUATION_METRICS.behaviouralPassRate];
+  if (passRate !== undefined && passRate < gates.minBehaviouralPassRate) {
+    return `its model passed ${(100 * passRate).toFixed(1)}% of its behavioural tests, fewer than the ${(100 * gates.minBehaviouralPassRate).toFixed(1)}% required (TAGGER_MIN_BEHAVIOURAL_PASS_RATE; the run's behavioural.json lists the failed cases)`;
   }
   if (served !== undefined && !gates.allowIncomparable) {
     const mine = candidate.tags[EVALUATION_TAGS.testSetDigest];

@@ -404,7 +404,7 @@ export class RunRegistry {
       const { failures } = picked;
       if (failures.length === 0) {
         throw new StartupError(
-          `none of the finished runs of experiment "${name}" in ${store.displayUri} passes the promotion gates (the log says why for each); lower TAGGER_MIN_TEST_SIZE / TAGGER_MIN_TAGS or train on more data`,
+          `none of the finished runs of experiment "${name}" in ${store.displayUri} passes the promotion gates (the log says why for each); lower TAGGER_MIN_TEST_SIZE / TAGGER_MIN_TAGS / TAGGER_MIN_BEHAVIOURAL_PASS_RATE or train on more data`,
         );
       }
       const shown =

@@ -17,7 +17,24 @@ export class DataError extends Error {
 export interface DatasetRow extends LabelledText {
   /** 1-based line-independent record number (header excluded), for messages. */
   record: number;
+  /** 1-based line of the file where the record starts (the header is line 1), for messages. */
+  line: number;
 }
+
+/** At most this many line numbers in one message; the count says how many there are. */
+const MAX_LINES_SHOWN = 10;
+
+/** "lines 3, 9 and 12" or "lines 3, 9, …, 40 (25 rows)": enough to find them in an editor. */
+export function lineList(lines: readonly number[]): string {
+  if (lines.length === 1) return `line ${lines[0]}`;
+  if (lines.length <= MAX_LINES_SHOWN) return `lines ${lines.slice(0, -1).join(', ')} and ${lines.at(-1)}`;
+  return `lines ${lines.slice(0, MAX_LINES_SHOWN - 1).join(', ')}, …, ${lines.at(-1)} (${lines.length} rows)`;
+}
+
+const NEWLINE_RE = /\r\n|\n|\r/g;
+/** Line breaks inside a record's quoted fields: the record started that many lines before it ended. */
+const innerLineBreaks = (fields: readonly string[]): number =>
+  fields.reduce((sum, field) => sum + (field.match(NEWLINE_RE)?.length ?? 0), 0);
 
 /** The text a model sees for one project: title and description joined by a space. */
 export function projectText(title: string, description: string): string {
@@ -26,14 +43,22 @@ export function projectText(title: string, description: string): string {
 
 /** Parses CSV content; `source` names the input in error messages. */
 export function parseDataset(content: string, source: string): DatasetRow[] {
-  let records: string[][];
+  let parsed: [string[], number][];
   try {
-    records = parse(content, { bom: true, relax_column_count: false, skip_empty_lines: true });
+    // The line a record ends on, for messages that point into the file. csv-parse's types assume
+    // on_record returns a record, hence the casts; at run time it returns whatever on_record gives.
+    const withLine = (record: string[], context: { lines: number }) => [record, context.lines];
+    parsed = parse(content, {
+      bom: true,
+      relax_column_count: false,
+      skip_empty_lines: true,
+      on_record: withLine as unknown as (record: string[]) => string[],
+    }) as unknown as [string[], number][];
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new DataError(`data: ${source} is not valid CSV: ${reason}`);
   }
-  const [header, ...rows] = records;
+  const [header, ...rows] = parsed.map(([record]) => record);
   if (!header)
     throw new DataError(
       `data: ${source} is empty; expected a header with columns ${REQUIRED_COLUMNS.join(', ')}`,
@@ -50,17 +75,29 @@ export function parseDataset(content: string, source: string): DatasetRow[] {
   const titleAt = names.indexOf('title');
   const descriptionAt = names.indexOf('description');
   const tagAt = names.indexOf('tag');
-  return rows.map((row, index) => {
-    const record = index + 1;
+  const out: DatasetRow[] = [];
+  const noTag: number[] = [];
+  const noText: number[] = [];
+  rows.forEach((row, index) => {
+    const line = parsed[index + 1]![1] - innerLineBreaks(row);
     const tag = (row[tagAt] ?? '').trim();
-    if (tag === '') throw new DataError(`data: ${source} record ${record} has an empty tag`);
     const title = row[titleAt] ?? '';
     const description = row[descriptionAt] ?? '';
-    if (title.trim() === '' && description.trim() === '') {
-      throw new DataError(`data: ${source} record ${record} has neither a title nor a description`);
-    }
-    return { record, tag, text: projectText(title, description) };
+    if (tag === '') noTag.push(line);
+    if (title.trim() === '' && description.trim() === '') noText.push(line);
+    out.push({ record: index + 1, line, tag, text: projectText(title, description) });
   });
+  // Every bad row at once: fixing a file one error per run is slow.
+  const problems = [
+    ...(noTag.length > 0 ? [`${noTag.length} row(s) have an empty tag (${lineList(noTag)})`] : []),
+    ...(noText.length > 0
+      ? [`${noText.length} row(s) have neither a title nor a description (${lineList(noText)})`]
+      : []),
+  ];
+  if (problems.length > 0) {
+    throw new DataError(`data: ${source}: ${problems.join('; ')}; fill them in or remove them`);
+  }
+  return out;
 }
 
 /** Reads and validates a dataset file. */

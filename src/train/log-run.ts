@@ -1,7 +1,8 @@
 /**
  * Logging one training as an MLflow run: params, metrics (final and per-epoch history), the usual
- * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`), what the
- * test split got wrong for the inspection page (`confusion_matrix.json`, `test_mistakes.json`), the data
+ * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`) and those a
+ * person reads (`behavioural.json`, `slices.json`, and what the test split got wrong for the inspection
+ * page: `confusion_matrix.json`, `test_mistakes.json`), the behavioural pass rates as metrics, the data
  * files as dataset inputs, and the model as an MLflow 3 logged model (READY, with the params and final
  * metrics, recorded as the run's output; see `logged-model.ts`).
  * The run is marked FINISHED only after every artifact is stored, FAILED if anything throws, and KILLED
@@ -10,6 +11,7 @@
  */
 import { userInfo } from 'node:os';
 import {
+  EVALUATION_METRICS,
   EVALUATION_TAGS,
   encodeModel,
   MODEL_FILES,
@@ -179,6 +181,14 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...input.extraMetrics,
     };
     if (outcome.threshold !== null) finals.threshold = outcome.threshold;
+    // A metric, not a tag, so MLflow can sort and filter runs by it and the promotion gate can read it.
+    const behaviour = outcome.behaviour;
+    if (behaviour.pass_rate !== null) {
+      finals[EVALUATION_METRICS.behaviouralPassRate] = behaviour.pass_rate;
+      for (const [kind, summary] of Object.entries(behaviour.by_kind)) {
+        finals[`${EVALUATION_METRICS.behaviouralPassRate}.${kind}`] = summary.pass_rate;
+      }
+    }
     // Per tag, so runs can be compared tag by tag in MLflow (`tag.<name>.f1`).
     for (const [tag, metrics] of Object.entries(outcome.performance.class)) {
       const key = `tag.${metricKeyPart(tag)}`;
@@ -211,6 +221,13 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       [RUN_ARTIFACTS.performance, json(outcome.performance)],
       [RUN_ARTIFACTS.confusion, json(outcome.testErrors.confusion)],
       [RUN_ARTIFACTS.mistakes, json(outcome.testErrors.mistakes)],
+      [RUN_ARTIFACTS.behavioural, json(outcome.behaviour)],
+      [
+        RUN_ARTIFACTS.slices,
+        json({
+          slices: outcome.slices.definitions.map((d) => ({ ...d, rows: outcome.slices.rows[d.name] ?? 0 })),
+        }),
+      ],
       ...modelFiles.map(([name, bytes]): [string, Uint8Array] => [
         `${RUN_ARTIFACTS.modelDir}/${name}`,
         bytes,

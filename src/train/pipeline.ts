@@ -4,11 +4,17 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  type BehaviourReport,
+  type BehaviourSuite,
+  compileSlices,
+  DEFAULT_BEHAVIOUR_SUITE,
+  DEFAULT_SLICE_DEFINITIONS,
   type EpochReport,
   evaluateWithErrors,
   type LabelledText,
-  OTHER_TAG,
   type Performance,
+  runBehaviourSuite,
+  type SliceDefinition,
   stratifiedSplit,
   type TagModel,
   type TestErrors,
@@ -17,6 +23,15 @@ import {
   trainTagger,
 } from '../model/index.js';
 import { DataError } from './data.js';
+import {
+  checkTrainable,
+  dataWarnings,
+  duplicateRowsWarning,
+  overlapWarnings,
+  unreadableTextsWarning,
+} from './data-checks.js';
+
+export { MIN_TRUSTED_TEST_ROWS } from './data-checks.js';
 
 /** Fractions of the stratified split when no separate test file is given (train/validation/test). */
 export const SPLIT_WITHOUT_TEST = [0.7, 0.15, 0.15] as const;
@@ -31,6 +46,10 @@ export interface TrainingInput extends TrainOptions {
   /** Separate test data; when absent the test split is carved out of `data`. */
   testData?: readonly LabelledText[];
   args: TrainingArgs;
+  /** The behavioural tests run on the trained model (default: DEFAULT_BEHAVIOUR_SUITE). */
+  behaviour?: BehaviourSuite;
+  /** The slices of the performance report (default: tagifai's nlp_cnn and short_text). */
+  slices?: readonly SliceDefinition[];
 }
 
 /** An epoch's losses with the wall-clock time (epoch ms) it ended, for MLflow's metric history. */
@@ -63,12 +82,16 @@ export interface TrainingOutcome {
   testSet: { digest: string; size: number };
   /** Distinct tags the model learnt from at least one training row (`other` counts when it has rows). */
   trainedTags: number;
-  /** Data problems that make the metrics untrustworthy (one tag, folded tags, a tiny test split). */
+  /**
+   * Data problems that make the model or its metrics untrustworthy (repeated rows, unreadable texts,
+   * folded tags, a tiny test split, leaked test rows, conflicting labels); see data-checks.ts.
+   */
   warnings: string[];
+  /** The behaviour suite's result on the returned model. */
+  behaviour: BehaviourReport;
+  /** The slice definitions used and how many test rows fell into each (empty ones are not in `performance`). */
+  slices: { definitions: readonly SliceDefinition[]; rows: Record<string, number> };
 }
-
-/** Below this many test rows an f1 moves by several points with one row: too noisy to rank runs. */
-export const MIN_TRUSTED_TEST_ROWS = 30;
 
 /** SHA-256 of the rows as `text \0 tag` lines, sorted: the same rows in any order give the same digest. */
 export function testSetDigest(rows: readonly LabelledText[]): string {
@@ -76,74 +99,6 @@ export function testSetDigest(rows: readonly LabelledText[]): string {
   const hash = createHash('sha256');
   for (const line of lines) hash.update(line).update('\n');
   return hash.digest('hex');
-}
-
-/** The same text for duplicate and leak checks: case, spacing and surrounding blanks do not count. */
-const sameText = (text: string): string => text.toLowerCase().replace(/\s+/g, ' ').trim();
-
-/**
- * Test rows whose text is also a training (or validation) row, which inflates the test f1; and texts
- * labelled with different tags, which no model can get right both times.
- */
-function overlapWarnings(seen: readonly LabelledText[], test: readonly LabelledText[]): string[] {
-  const warnings: string[] = [];
-  const tagsOf = new Map<string, Set<string>>();
-  for (const row of [...seen, ...test]) {
-    const key = sameText(row.text);
-    const tags = tagsOf.get(key) ?? new Set<string>();
-    tags.add(row.tag);
-    tagsOf.set(key, tags);
-  }
-  const known = new Set(seen.map((row) => sameText(row.text)));
-  const leaked = test.filter((row) => known.has(sameText(row.text))).length;
-  if (leaked > 0) {
-    warnings.push(
-      `${leaked} of the ${test.length} test rows (${((100 * leaked) / test.length).toFixed(1)}%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates`,
-    );
-  }
-  const conflicting = [...tagsOf.values()].filter((tags) => tags.size > 1).length;
-  if (conflicting > 0) {
-    warnings.push(
-      `${conflicting} text(s) appear with different tags: no model can get both right; check those labels`,
-    );
-  }
-  return warnings;
-}
-
-/** The warnings a person must see before trusting the run's metrics. */
-function dataWarnings(
-  train: readonly LabelledText[],
-  classes: readonly string[],
-  testSize: number,
-): {
-  warnings: string[];
-  trainedTags: number;
-} {
-  const counts = new Map<string, number>();
-  for (const row of train) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
-  const kept = new Set(classes);
-  const folded = [...counts].filter(([tag]) => !kept.has(tag)).sort((a, b) => b[1] - a[1]);
-  const learnt = new Set([...counts.keys()].map((tag) => (kept.has(tag) ? tag : OTHER_TAG)));
-  const warnings: string[] = [];
-  if (learnt.size < 2) {
-    warnings.push(
-      `every training row has the same tag ('${[...learnt][0] ?? ''}'): the model can only answer that tag, and its f1 says nothing about tagging`,
-    );
-  }
-  if (folded.length > 0) {
-    const shown = folded
-      .slice(0, 10)
-      .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'})`);
-    warnings.push(
-      `${folded.length} tag(s) were folded into '${OTHER_TAG}' (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
-    );
-  }
-  if (testSize < MIN_TRUSTED_TEST_ROWS) {
-    warnings.push(
-      `the test split has only ${testSize} rows: its f1 is too noisy to rank runs by (tagger serve skips runs tested on fewer than TAGGER_MIN_TEST_SIZE rows, default ${MIN_TRUSTED_TEST_ROWS})`,
-    );
-  }
-  return { warnings, trainedTags: learnt.size };
 }
 
 /** Splits `data` into train/validation(/test) deterministically for `seed`, checking no split is empty. */
@@ -184,6 +139,15 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const split = splitData(data, input.testData !== undefined, input.seed);
   const test = input.testData ? [...input.testData] : split.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
+  // The rows the returned model learns from: with refit, train + validation (tags folded by min_freq
+  // are counted there, as the refit counts them).
+  const fitRows =
+    input.args.refit && split.validation.length > 0 ? [...split.train, ...split.validation] : split.train;
+  checkTrainable(fitRows, input.args);
+  // Before the training, in the order a person fixes a file: its own rows, then how the splits relate.
+  const dataProblems = [duplicateRowsWarning(data), unreadableTextsWarning(data, input.args)].filter(
+    (warning): warning is string => warning !== null,
+  );
   const startedAt = Date.now();
   const started = performance.now();
   const fitTimes: number[] = [];
@@ -200,9 +164,17 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     },
   });
   const trainingSeconds = (performance.now() - started) / 1000;
-  const { warnings, trainedTags } = dataWarnings(split.train, trained.model.tags, test.length);
-  warnings.push(...overlapWarnings([...split.train, ...split.validation], test));
-  const evaluation = evaluateWithErrors(trained.model, test);
+  const { warnings: trainedWarnings, trainedTags } = dataWarnings(fitRows, trained.model.tags, test.length);
+  const warnings = [
+    ...dataProblems,
+    ...trainedWarnings,
+    ...overlapWarnings([...split.train, ...split.validation], test),
+  ];
+  const sliceDefinitions = input.slices ?? DEFAULT_SLICE_DEFINITIONS;
+  const evaluation = evaluateWithErrors(trained.model, test, compileSlices(sliceDefinitions));
+  const report = evaluation.performance;
+  const sliceRows: Record<string, number> = {};
+  for (const { name } of sliceDefinitions) sliceRows[name] = report.slices[name]?.num_samples ?? 0;
   return {
     model: trained.model,
     // onEpoch fires once per epoch of the history; an ensemble reports its last member's epochs.
@@ -211,12 +183,14 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     startedAt,
     trainingSeconds,
     threshold: trained.threshold,
-    performance: evaluation.performance,
+    performance: report,
     testErrors: evaluation.errors,
     validationF1: trained.validationF1,
     sizes: { train: split.train.length, validation: split.validation.length, test: test.length },
     testSet: { digest: testSetDigest(test), size: test.length },
     trainedTags,
     warnings,
+    behaviour: runBehaviourSuite(trained.model, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
+    slices: { definitions: sliceDefinitions, rows: sliceRows },
   };
 }

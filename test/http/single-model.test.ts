@@ -56,6 +56,27 @@ describe('single-model mode', () => {
     expect(JSON.parse(one.body).data).toEqual({ ngram_max_range: 4 });
   });
 
+  it('serves a report whose slices all held no test row (left out by training) as an empty map', async () => {
+    const dir = join(scratch, 'no-slices');
+    await cp(fx.modelDir, dir, { recursive: true });
+    const performance = { ...fx.modelA.performance, slices: {} };
+    await writeFile(join(dir, 'performance.json'), JSON.stringify(performance));
+    const empty = createApp({
+      serving: { mode: 'model', model: await loadModelDirectory(dir), source: dir },
+    });
+    try {
+      const slices = await empty.inject({ url: '/performance?filter=slices' });
+      expect(slices.statusCode).toBe(200);
+      expect(expectEnvelope(slices, { method: 'GET', url: '/performance?filter=slices' }).data).toEqual({
+        performance: {},
+      });
+      const whole = await empty.inject({ url: '/performance' });
+      expect(JSON.parse(whole.body).data).toEqual({ performance: roundTrip(performance) });
+    } finally {
+      await empty.close();
+    }
+  });
+
   it.each([
     ['GET', '/runs'],
     ['GET', `/runs/x`],

@@ -267,6 +267,8 @@ describe('RUN_ARTIFACTS', () => {
       modelDir: 'model',
       confusion: 'confusion_matrix.json',
       mistakes: 'test_mistakes.json',
+      behavioural: 'behavioural.json',
+      slices: 'slices.json',
     });
   });
 });

@@ -6,6 +6,7 @@ import {
   perLabelMetrics,
   weightedMetrics,
 } from '../../src/model/metrics.js';
+import { compileSlices } from '../../src/model/slices.js';
 
 // Hand-checked against sklearn.metrics.precision_recall_fscore_support(zero_division=0).
 const yTrue = ['a', 'a', 'b', 'c'];
@@ -55,5 +56,22 @@ describe('metrics', () => {
     expect(report.class['computer-vision']).toEqual({ precision: 0.5, recall: 1, f1: 2 / 3, num_samples: 1 });
     expect(report.overall.num_samples).toBe(4);
     expect(Object.keys(report)).toEqual(['overall', 'class', 'slices']);
+  });
+
+  it('leaves out a slice no row falls into instead of reporting f1 0 for 0 rows', () => {
+    const report = performanceReport(['short one'], ['other'], ['other'], ['other']);
+    expect(report.slices).toEqual({ short_text: { precision: 1, recall: 1, f1: 1, num_samples: 1 } });
+  });
+
+  it('uses the slices it is given', () => {
+    const slices = compileSlices([{ name: 'mentions yolo', where: { text_matches: 'yolo' } }]);
+    const report = performanceReport(
+      ['YOLO v8', 'bert'],
+      ['cv', 'nlp'],
+      ['nlp', 'nlp'],
+      ['cv', 'nlp'],
+      slices,
+    );
+    expect(report.slices).toEqual({ 'mentions yolo': { precision: 0, recall: 0, f1: 0, num_samples: 1 } });
   });
 });

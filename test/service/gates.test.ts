@@ -1,10 +1,21 @@
-/** The promotion gates, pure: which runs may go live and why not. */
+/**
+ * The promotion gates, pure: which runs may go live and why not; and the behavioural gate on runs as
+ * training logs them.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EVALUATION_TAGS } from '../../src/model/index.js';
+import { createRng, EVALUATION_METRICS, EVALUATION_TAGS, parseTrainingArgs } from '../../src/model/index.js';
 import { DEFAULT_GATES, gateFailure } from '../../src/service/index.js';
+import { openTrackingStore } from '../../src/tracking/index.js';
 import type { Run } from '../../src/tracking/store.js';
+import { readDataset } from '../../src/train/data.js';
+import { logTrainingRun } from '../../src/train/log-run.js';
+import { trainAndEvaluate } from '../../src/train/pipeline.js';
+import { SAMPLE_DATA } from '../support/components.js';
 
-function run(runId: string, tags: Record<string, string>): Run {
+function run(runId: string, tags: Record<string, string>, metrics: Record<string, number> = { f1: 1 }): Run {
   return {
     info: {
       runId,
@@ -17,7 +28,7 @@ function run(runId: string, tags: Record<string, string>): Run {
       artifactUri: '',
       lifecycleStage: 'active',
     },
-    metrics: { f1: 1 },
+    metrics,
     params: {},
     tags,
   };
@@ -61,5 +72,60 @@ describe('gateFailure', () => {
     // Without a digest on either side there is nothing to compare: not held back for that.
     expect(gateFailure(run('old', {}), DEFAULT_GATES, served)).toBeNull();
     expect(gateFailure(run('new', evaluated('d2', 200, 4)), DEFAULT_GATES, run('old', {}))).toBeNull();
+  });
+});
+
+describe('the behavioural gate', () => {
+  const rate = (value: number) => ({ f1: 0.9, [EVALUATION_METRICS.behaviouralPassRate]: value });
+  const gates = { ...DEFAULT_GATES, minBehaviouralPassRate: 0.9 };
+
+  it('is off by default, holds back a run under the minimum, and passes runs without the metric', () => {
+    expect(gateFailure(run('low', {}, rate(0.1)), DEFAULT_GATES)).toBeNull();
+    expect(gateFailure(run('low', {}, rate(0.85)), gates)).toMatch(
+      /passed 85\.0% of its behavioural tests, fewer than the 90\.0% required \(TAGGER_MIN_BEHAVIOURAL_PASS_RATE; the run's behavioural\.json lists the failed cases\)/,
+    );
+    expect(gateFailure(run('ok', {}, rate(0.9)), gates)).toBeNull();
+    expect(gateFailure(run('old', {}, { f1: 0.9 }), gates)).toBeNull();
+  });
+
+  it('holds back a run that tagger train logged for a model trained on shuffled labels, not a good one', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tagger-gates-'));
+    const store = await openTrackingStore(join(dir, 'mlruns'));
+    try {
+      const data = await readDataset(SAMPLE_DATA);
+      const tags = data.map((row) => row.tag);
+      const rng = createRng(11);
+      for (let i = tags.length - 1; i > 0; i--) {
+        const j = Math.floor(rng() * (i + 1));
+        [tags[i], tags[j]] = [tags[j]!, tags[i]!];
+      }
+      const args = parseTrainingArgs({ num_epochs: 10 });
+      const log = async (name: string, rows: typeof data) =>
+        logTrainingRun(store, {
+          experiment: 'gates',
+          runName: name,
+          args,
+          seed: 1,
+          outcome: trainAndEvaluate({ data: rows, args, seed: 1 }),
+          source: 'test',
+        });
+      const bad = await log(
+        'shuffled',
+        data.map((row, i) => ({ ...row, tag: tags[i]! })),
+      );
+      const good = await log('good', data);
+      // As serving reads them: the experiment's runs by f1.
+      const runs = await store.searchRuns(bad.experimentId);
+      const byId = new Map(runs.map((r) => [r.info.runId, r]));
+      const badRun = byId.get(bad.runId)!;
+      const goodRun = byId.get(good.runId)!;
+      expect(badRun.metrics[EVALUATION_METRICS.behaviouralPassRate]).toBeLessThan(0.8);
+      expect(gateFailure(badRun, gates)).toMatch(/of its behavioural tests, fewer than the 90\.0% required/);
+      expect(goodRun.metrics[EVALUATION_METRICS.behaviouralPassRate]).toBeGreaterThanOrEqual(0.9);
+      expect(gateFailure(goodRun, gates)).toBeNull();
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

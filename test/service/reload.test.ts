@@ -4,7 +4,7 @@
  * the store and of the served run's artifacts, coalescing of overlapping reloads, and the poll timer.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { EVALUATION_TAGS } from '../../src/model/index.js';
+import { EVALUATION_METRICS, EVALUATION_TAGS } from '../../src/model/index.js';
 import {
   DEFAULT_GATES,
   pollReloads,
@@ -386,6 +386,52 @@ describe('RunRegistry: promotion gates', () => {
       tags: evaluated('digest-2', 200),
     });
     expect(await registry.reload()).toMatchObject({ outcome: 'swapped', runId: other });
+  });
+
+  it('holds back a run whose model fails too many behavioural tests; runs without the metric pass', async () => {
+    const name = `reload-${++experiments}`;
+    const failing = await logServedRun(fx.store, name, {
+      name: 'fails-behaviour',
+      f1: 0.99,
+      model: fx.modelB,
+      metrics: { [EVALUATION_METRICS.behaviouralPassRate]: 0.58 },
+    });
+    const passing = await logServedRun(fx.store, name, {
+      name: 'passes-behaviour',
+      f1: 0.9,
+      model: fx.modelA,
+      metrics: { [EVALUATION_METRICS.behaviouralPassRate]: 0.97 },
+    });
+    const gated = async () => {
+      const log = captureLog();
+      const registry = await RunRegistry.load(fx.store, {
+        experiment: name,
+        modelCacheSize: 4,
+        log,
+        gates: { ...DEFAULT_GATES, minBehaviouralPassRate: 0.9 },
+      });
+      return { registry, log };
+    };
+    const { registry, log } = await gated();
+    expect(registry.bestRunId).toBe(passing);
+    expect(registry.problems.heldBack).toEqual([
+      {
+        runId: failing,
+        kind: 'gates',
+        reason: expect.stringMatching(
+          /passed 58\.0% of its behavioural tests, fewer than the 90\.0% required/,
+        ),
+      },
+    ]);
+    expect(
+      log.lines.some((line) => line.msg === 'not serving a run that does not pass the promotion gates'),
+    ).toBe(true);
+    // Off by default: the best f1 serves.
+    expect((await loadRegistry(name)).registry.bestRunId).toBe(failing);
+    // A run logged without behavioural tests (older Tagger, another tool) is not held back for that.
+    const unchecked = await logServedRun(fx.store, name, { name: 'unchecked', f1: 0.995, model: fx.modelA });
+    expect((await registry.reload()).runId).toBe(unchecked);
+    expect((await gated()).registry.bestRunId).toBe(unchecked);
   });
 
   it('startup skips runs that fail the gates and says so when none passes', async () => {

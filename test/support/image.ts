@@ -55,7 +55,8 @@ function inputsHash(): string {
   for (const entry of ['Containerfile', '.containerignore', 'package.json', 'package-lock.json']) {
     files.push(resolve(REPO_ROOT, entry));
   }
-  for (const entry of ['tsconfig.json', 'tsconfig.build.json', 'src', 'ui', 'bin']) walk(resolve(REPO_ROOT, entry));
+  for (const entry of ['tsconfig.json', 'tsconfig.build.json', 'src', 'ui', 'bin'])
+    walk(resolve(REPO_ROOT, entry));
   for (const file of files.sort()) {
     hash.update(relative(REPO_ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
   }

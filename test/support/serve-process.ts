@@ -405,6 +405,8 @@ export async function logServedRun(
     model: TrainedModel;
     brokenModel?: boolean;
     tags?: Record<string, string>;
+    /** Final metrics besides f1 (e.g. behavioural_pass_rate). */
+    metrics?: Record<string, number>;
   },
 ): Promise<string> {
   const experimentId = await getOrCreateExperiment(store, experiment);
@@ -416,7 +418,12 @@ export async function logServedRun(
   });
   const runId = run.info.runId;
   await store.logBatch(runId, {
-    metrics: [{ key: 'f1', value: plan.f1, timestamp: startTime, step: 0 }],
+    metrics: Object.entries({ ...plan.metrics, f1: plan.f1 }).map(([key, value]) => ({
+      key,
+      value,
+      timestamp: startTime,
+      step: 0,
+    })),
     params: Object.fromEntries(Object.entries(plan.model.args).map(([k, v]) => [k, JSON.stringify(v)])),
   });
   await store.logArtifact(runId, 'args.json', encoder.encode(JSON.stringify(plan.model.args)));

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import {
   decodeModel,
+  EVALUATION_METRICS,
   MODEL_FILES,
   MODEL_FORMAT,
   parseTrainingArgs,
@@ -129,6 +130,57 @@ describe('logTrainingRun', () => {
     expect(decodeModel(files).predict(texts)).toEqual(outcome.model.predict(texts));
   });
 
+  it('logs the behavioural tests as an artifact and as pass-rate metrics, and the slice definitions', async () => {
+    const logged = await logTrainingRun(store, {
+      experiment: 'behaviour',
+      runName: 'b',
+      args: ARGS,
+      seed: 3,
+      outcome,
+      source: 't',
+    });
+    const run = (await store.getRun(logged.runId))!;
+    const report = outcome.behaviour;
+    expect(report.cases.length).toBeGreaterThan(20);
+    expect(report.pass_rate).not.toBeNull();
+    expect(run.metrics[EVALUATION_METRICS.behaviouralPassRate]).toBe(report.pass_rate);
+    for (const kind of ['mft', 'inv', 'dir'] as const) {
+      expect(run.metrics[`behavioural_pass_rate.${kind}`], kind).toBe(report.by_kind[kind]!.pass_rate);
+    }
+    const artifact = JSON.parse(
+      decoder.decode(await store.readArtifact(logged.runId, RUN_ARTIFACTS.behavioural)),
+    );
+    expect(artifact).toEqual(JSON.parse(JSON.stringify(report)));
+    for (const c of artifact.cases) {
+      expect(Object.keys(c)).toEqual(
+        expect.arrayContaining(['name', 'kind', 'text', 'expected', 'got', 'pass']),
+      );
+    }
+    const slices = JSON.parse(decoder.decode(await store.readArtifact(logged.runId, RUN_ARTIFACTS.slices)));
+    expect(slices.slices.map((s: { name: string }) => s.name)).toEqual(['nlp_cnn', 'short_text']);
+    expect(slices.slices[0].where).toEqual({
+      tag: 'natural-language-processing',
+      text_matches: 'cnn|convolution',
+    });
+    for (const s of slices.slices) {
+      expect(s.rows).toBe(outcome.performance.slices[s.name]?.num_samples ?? 0);
+    }
+  });
+
+  it('logs no pass-rate metric when no behavioural case could run', async () => {
+    const none = { ...outcome, behaviour: { ...outcome.behaviour, pass_rate: null, by_kind: {} } };
+    const logged = await logTrainingRun(store, {
+      experiment: 'behaviour',
+      runName: 'none',
+      args: ARGS,
+      seed: 3,
+      outcome: none,
+      source: 't',
+    });
+    const run = (await store.getRun(logged.runId))!;
+    expect(Object.keys(run.metrics).filter((key) => key.startsWith('behavioural'))).toEqual([]);
+  });
+
   it('reuses an existing experiment', async () => {
     const first = await logTrainingRun(store, {
       experiment: 'shared',
@@ -172,8 +224,8 @@ describe('logTrainingRun', () => {
       source: 't',
     });
     expect(calls.at(-1)).toBe('status FINISHED');
-    // args, performance, confusion matrix, mistakes and the model files.
-    expect(calls.filter((call) => call.startsWith('artifact '))).toHaveLength(4 + MODEL_FILES.length);
+    // args, performance, confusion matrix, mistakes, behavioural, slices and the model files.
+    expect(calls.filter((call) => call.startsWith('artifact '))).toHaveLength(6 + MODEL_FILES.length);
   });
 
   it('an interruption while artifacts are written leaves the run KILLED, never FINISHED', async () => {
@@ -262,9 +314,11 @@ describe('the dataset input and the MLflow 3 logged model of a run', () => {
     expect(run?.outputs).toEqual([{ modelId: logged.modelId, step: 0 }]);
     expect((await store.listArtifacts(logged.runId)).map((entry) => entry.path)).toEqual([
       RUN_ARTIFACTS.args,
+      RUN_ARTIFACTS.behavioural,
       RUN_ARTIFACTS.confusion,
       RUN_ARTIFACTS.modelDir,
       RUN_ARTIFACTS.performance,
+      RUN_ARTIFACTS.slices,
       RUN_ARTIFACTS.mistakes,
     ]);
     // What the inspection page shows: the test split's confusion matrix and mistakes, as evaluated.

@@ -87,16 +87,68 @@ describe('trainAndEvaluate: what the metrics were measured on, and data warnings
     expect(outcome.warnings).toEqual([]);
   });
 
-  it('warns when every row has one tag, when tags are folded into other, and on a tiny test split', () => {
+  it('refuses data of one tag, and data whose tags min_freq folds into other but one, before training', () => {
     const oneTag = data.slice(0, 40).map((row) => ({ ...row, tag: 'mlops' }));
-    const single = trainAndEvaluate({ data: oneTag, args: FAST_ARGS, seed: 1 });
-    expect(single.trainedTags).toBe(1);
-    expect(single.warnings.join('\n')).toMatch(/every training row has the same tag \('mlops'\)/);
-    expect(single.warnings.join('\n')).toMatch(/the test split has only \d+ rows/);
+    let epochs = 0;
+    const train = (rows: LabelledText[], args = FAST_ARGS) =>
+      trainAndEvaluate({ data: rows, args, seed: 1, onEpoch: () => epochs++ });
+    expect(() => train(oneTag)).toThrow(DataError);
+    expect(() => train(oneTag)).toThrow(
+      "data: every training row has the tag 'mlops': a model of one tag answers it for every text; give rows of at least two tags",
+    );
+    expect(() => train(data, { ...FAST_ARGS, min_freq: 1_000 })).toThrow(
+      /data: with min_freq 1000, every tag is folded into 'other' \('natural-language-processing': \d+ training rows; .*\), so the model would answer 'other' for every text; lower min_freq or accept more tags/,
+    );
+    expect(epochs).toBe(0);
+  });
 
-    const folded = trainAndEvaluate({ data, args: { ...FAST_ARGS, min_freq: 1_000 }, seed: 1 });
-    expect(folded.warnings.join('\n')).toMatch(
-      /tag\(s\) were folded into 'other' \(min_freq \/ accepted_tags\): '[^']+' \(\d+ rows\)/,
+  it('warns, naming them with their counts, about tags folded into other, and on a tiny test split', () => {
+    // min_freq keeps the two largest tags: the others but `other` itself are folded, and named.
+    const folded = trainAndEvaluate({ data, args: { ...FAST_ARGS, min_freq: 50 }, seed: 1 });
+    const counts = new Map<string, number>();
+    // With refit (the default) the model learns from train + validation: those rows decide what is folded.
+    const { train, validation } = splitData(data, false, 1);
+    for (const row of [...train, ...validation]) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
+    const foldedTags = [...counts]
+      .filter(([tag, n]) => n < 50 && tag !== 'other')
+      .sort((a, b) => b[1] - a[1]);
+    expect(foldedTags.length).toBeGreaterThan(0);
+    expect(folded.warnings).toContain(
+      `${foldedTags.length} tag(s) were folded into 'other' (min_freq / accepted_tags): ${foldedTags.map(([tag, n]) => `'${tag}' (${n} rows)`).join(', ')}`,
+    );
+
+    const small = [
+      ...data.filter((r) => r.tag === 'mlops').slice(0, 20),
+      ...data.filter((r) => r.tag === 'other').slice(0, 20),
+    ];
+    const tiny = trainAndEvaluate({ data: small, args: { ...FAST_ARGS, min_freq: 5 }, seed: 1 });
+    expect(tiny.sizes.test).toBeLessThan(30);
+    expect(tiny.warnings).toContain(
+      `the test split has only ${tiny.sizes.test} rows: its f1 is too noisy to rank runs by (tagger serve skips runs tested on fewer than TAGGER_MIN_TEST_SIZE rows, default 30)`,
+    );
+  });
+
+  it('warns about rows repeated within the training data and texts the model cannot read, by line', async () => {
+    const rows = await readDataset(SAMPLE_DATA);
+    const withProblems = [
+      ...rows,
+      // A repeat differing only in case and spacing, and two texts of stopwords and symbols only.
+      { ...rows[3]!, text: `  ${rows[3]!.text.toUpperCase()}`, line: 900 },
+      { text: 'The ... and / or?', tag: 'other', record: 0, line: 901 },
+      { text: '深度学习 !!!', tag: 'other', record: 0, line: 902 },
+    ];
+    const outcome = trainAndEvaluate({ data: withProblems, args: FAST_ARGS, seed: 1 });
+    expect(outcome.warnings).toContain(
+      "1 row(s) repeat an earlier row's text and tag (line 900): the model learns them twice, and a repeat split into the test rows inflates the test f1; remove the repeats",
+    );
+    expect(outcome.warnings).toContain(
+      '2 row(s) have no word the model can read once stopwords, punctuation, URLs and non-ASCII letters are removed (lines 901 and 902): they teach it nothing; rewrite or remove them',
+    );
+    // Rows given in memory (no file lines) are named by position.
+    const plain = data.map(({ text, tag }) => ({ text, tag }));
+    const inMemory = trainAndEvaluate({ data: [...plain, plain[0]!], args: FAST_ARGS, seed: 1 });
+    expect(inMemory.warnings.join('\n')).toMatch(
+      new RegExp(`repeat an earlier row's text and tag \\(row ${data.length + 1}\\)`),
     );
   });
 

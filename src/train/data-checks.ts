@@ -1,0 +1,151 @@
+/**
+ * Checks of the data a training is about to use. Data no useful model can come from is refused with a
+ * DataError before any training (every row has one tag, or every tag but one was folded into `other`);
+ * data that gives a model whose metrics mislead is trained on, with warnings a person must see: tags
+ * folded into `other` (named, with counts), rows repeated within the training data, texts with no word
+ * the model can read, test rows repeating training texts, texts labelled with different tags, a test
+ * split too small to rank runs by. Rows read from a file are named by line (`DatasetRow.line`), others
+ * by position.
+ */
+import { cleanText, type LabelledText, modelTags, OTHER_TAG, type TrainingArgs } from '../model/index.js';
+import { DataError, type DatasetRow, lineList } from './data.js';
+
+/** Below this many test rows an f1 moves by several points with one row: too noisy to rank runs. */
+export const MIN_TRUSTED_TEST_ROWS = 30;
+
+/** The same text for duplicate and leak checks: case, spacing and surrounding blanks do not count. */
+export const sameText = (text: string): string => text.toLowerCase().replace(/\s+/g, ' ').trim();
+
+/** The file line of a row read by readDataset, else its 1-based position in `rows`. */
+const lineOf = (row: LabelledText, index: number): number => (row as Partial<DatasetRow>).line ?? index + 1;
+
+/** "lines 3 and 9" for rows from a file, "rows 3 and 9" for rows given in memory. */
+function rowList(rows: readonly LabelledText[], indices: readonly number[]): string {
+  const fromFile = rows.length > 0 && (rows[0] as Partial<DatasetRow>).line !== undefined;
+  const text = lineList(indices.map((i) => lineOf(rows[i]!, i)));
+  return fromFile ? text : text.replace(/^line/, 'row');
+}
+
+/**
+ * Refuses training data that cannot give a useful model: one tag only, or one tag left once
+ * `min_freq` / `accepted_tags` have folded the others into `other` (such a model answers that tag for
+ * every text). `train` is the training split, as the model will see it.
+ */
+export function checkTrainable(train: readonly LabelledText[], args: TrainingArgs): void {
+  const counts = new Map<string, number>();
+  for (const row of train) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
+  const kept = new Set(
+    modelTags(
+      train.map((row) => row.tag),
+      args.min_freq,
+      args.accepted_tags,
+    ),
+  );
+  const learnt = new Set([...counts.keys()].map((tag) => (kept.has(tag) ? tag : OTHER_TAG)));
+  if (learnt.size >= 2) return;
+  if (counts.size < 2) {
+    throw new DataError(
+      `data: every training row has the tag '${[...counts.keys()][0] ?? ''}': a model of one tag answers it for every text; give rows of at least two tags`,
+    );
+  }
+  const folded = [...counts]
+    .filter(([tag]) => !kept.has(tag))
+    .sort((a, b) => b[1] - a[1])
+    .map(([tag, count]) => `'${tag}': ${count} training row${count === 1 ? '' : 's'}`);
+  const rule = `min_freq ${args.min_freq}${args.accepted_tags === null ? '' : ' and accepted_tags'}`;
+  throw new DataError(
+    `data: with ${rule}, every tag is folded into '${OTHER_TAG}' (${folded.join('; ')}), so the model would answer '${OTHER_TAG}' for every text; lower min_freq or accept more tags`,
+  );
+}
+
+/**
+ * Rows that repeat an earlier row's text and tag: each counts twice in training, and a repeat that the
+ * split puts into the test rows inflates the test f1.
+ */
+export function duplicateRowsWarning(rows: readonly LabelledText[]): string | null {
+  const seen = new Set<string>();
+  const repeats: number[] = [];
+  rows.forEach((row, index) => {
+    const key = `${sameText(row.text)}\u0000${row.tag}`;
+    if (seen.has(key)) repeats.push(index);
+    else seen.add(key);
+  });
+  if (repeats.length === 0) return null;
+  return `${repeats.length} row(s) repeat an earlier row's text and tag (${rowList(rows, repeats)}): the model learns them twice, and a repeat split into the test rows inflates the test f1; remove the repeats`;
+}
+
+/**
+ * Rows with no word left after the model's clean-up (stopwords, punctuation, URLs and non-ASCII letters
+ * removed): the model learns nothing from them and tags such texts by its biases alone.
+ */
+export function unreadableTextsWarning(rows: readonly LabelledText[], args: TrainingArgs): string | null {
+  const empty: number[] = [];
+  rows.forEach((row, index) => {
+    if (cleanText(row.text, { lower: args.lower, stem: args.stem }) === '') empty.push(index);
+  });
+  if (empty.length === 0) return null;
+  return `${empty.length} row(s) have no word the model can read once stopwords, punctuation, URLs and non-ASCII letters are removed (${rowList(rows, empty)}): they teach it nothing; rewrite or remove them`;
+}
+
+/**
+ * Test rows whose text is also a training (or validation) row, which inflates the test f1; and texts
+ * labelled with different tags, which no model can get right both times.
+ */
+export function overlapWarnings(seen: readonly LabelledText[], test: readonly LabelledText[]): string[] {
+  const warnings: string[] = [];
+  const tagsOf = new Map<string, Set<string>>();
+  for (const row of [...seen, ...test]) {
+    const key = sameText(row.text);
+    const tags = tagsOf.get(key) ?? new Set<string>();
+    tags.add(row.tag);
+    tagsOf.set(key, tags);
+  }
+  const known = new Set(seen.map((row) => sameText(row.text)));
+  const leaked = test.filter((row) => known.has(sameText(row.text))).length;
+  if (leaked > 0) {
+    warnings.push(
+      `${leaked} of the ${test.length} test rows (${((100 * leaked) / test.length).toFixed(1)}%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates`,
+    );
+  }
+  const conflicting = [...tagsOf.values()].filter((tags) => tags.size > 1).length;
+  if (conflicting > 0) {
+    warnings.push(
+      `${conflicting} text(s) appear with different tags: no model can get both right; check those labels`,
+    );
+  }
+  return warnings;
+}
+
+/**
+ * The warnings about what the model learnt and what it was tested on, after the training (one learnt tag
+ * cannot occur here: checkTrainable refused it).
+ */
+export function dataWarnings(
+  train: readonly LabelledText[],
+  classes: readonly string[],
+  testSize: number,
+): {
+  warnings: string[];
+  trainedTags: number;
+} {
+  const counts = new Map<string, number>();
+  for (const row of train) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
+  const kept = new Set(classes);
+  const folded = [...counts].filter(([tag]) => !kept.has(tag)).sort((a, b) => b[1] - a[1]);
+  const learnt = new Set([...counts.keys()].map((tag) => (kept.has(tag) ? tag : OTHER_TAG)));
+  const warnings: string[] = [];
+  if (folded.length > 0) {
+    const shown = folded
+      .slice(0, 10)
+      .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'})`);
+    warnings.push(
+      `${folded.length} tag(s) were folded into '${OTHER_TAG}' (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
+    );
+  }
+  if (testSize < MIN_TRUSTED_TEST_ROWS) {
+    warnings.push(
+      `the test split has only ${testSize} rows: its f1 is too noisy to rank runs by (tagger serve skips runs tested on fewer than TAGGER_MIN_TEST_SIZE rows, default ${MIN_TRUSTED_TEST_ROWS})`,
+    );
+  }
+  return { warnings, trainedTags: learnt.size };
+}
