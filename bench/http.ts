@@ -312,6 +312,16 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
       measure: withLogSize(http(`${one.url}/predict`, bodies.get(1)!.file, 50), one.proc.logFile),
       rssPid: one.proc.pid,
     },
+    // The single-text ratio at light concurrency too: one client waiting on each answer, and ten.
+    ...[1, 10].flatMap((c): Target[] => [
+      { id: `floor-c${c}`, texts: 1, connections: c, measure: http(floorUrl, bodies.get(1)!.file, c) },
+      {
+        id: `tagger-1-c${c}`,
+        texts: 1,
+        connections: c,
+        measure: http(`${one.url}/predict`, bodies.get(1)!.file, c),
+      },
+    ]),
     {
       id: 'tagger-10',
       texts: 10,
@@ -497,6 +507,17 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
     target: { text: '<= 5 ms', pass: t1.p99Ms <= 5 },
     note: '50 connections',
   });
+  for (const c of [1, 10]) {
+    const tagger = get(`tagger-1-c${c}`)!;
+    const bare = get(`floor-c${c}`)!;
+    row({
+      metric: `Tagger POST /predict, 1 text at ${c} connection${c === 1 ? '' : 's'} (vs floor at ${c})`,
+      unit: 'req/s',
+      tagger: tagger.rps,
+      reference: bare.rps,
+      note: `Tagger ${lat(tagger)}; floor ${lat(bare)}`,
+    });
+  }
   for (const n of [10, 100]) {
     const x = get(`tagger-${n}`)!;
     row({
