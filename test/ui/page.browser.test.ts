@@ -239,6 +239,13 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     await expect.poll(() => rows.first().textContent()).toContain('middle');
     expect(await rows.first().locator('.badge', { hasText: 'served' }).count()).toBe(1);
     expect(await page.locator('.served-summary').textContent()).toContain(runIds.middle.slice(0, 8));
+    // Runs logged by training carry their behavioural pass rate, shown as a column.
+    const rate = outcomes.middle.behaviour.pass_rate;
+    expect(rate).not.toBeNull();
+    expect(await page.getByRole('columnheader', { name: /behaviour/ }).count()).toBe(1);
+    expect(await rows.first().textContent()).toContain(
+      Number.isInteger(rate) ? String(rate) : rate!.toFixed(3),
+    );
     expect(external).toEqual([]);
     expect(errors).toEqual([]);
     expect(requests.some((request) => new URL(request.url).pathname === '/runs')).toBe(true);

@@ -10,6 +10,8 @@ import { TableScroll } from './table-scroll';
 type SortKey = { kind: 'name' | 'start' } | { kind: 'metric'; key: string } | { kind: 'param'; key: string };
 
 const METRIC_COLUMNS = ['f1', 'precision', 'recall'];
+/** Shown when any run has it: the share of behavioural test cases the model passed. */
+const BEHAVIOUR_METRIC = 'behavioural_pass_rate';
 
 /** Params whose values differ between runs: the ones worth a column (the rest are the same everywhere). */
 function varyingParams(runs: RunRecord[]): string[] {
@@ -49,6 +51,13 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
   const [since, setSince] = useState('');
   const [picked, setPicked] = useState<string[]>([]);
   const params = useMemo(() => varyingParams(runs), [runs]);
+  const metricColumns = useMemo(
+    () =>
+      runs.some((run) => run.metrics[BEHAVIOUR_METRIC] !== undefined)
+        ? [...METRIC_COLUMNS, BEHAVIOUR_METRIC]
+        : METRIC_COLUMNS,
+    [runs],
+  );
 
   const shown = useMemo(() => {
     const floor = minF1 === '' ? null : Number(minF1);
@@ -145,7 +154,9 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
               </th>
               {header('Run', { kind: 'name' })}
               {header('Started', { kind: 'start' })}
-              {METRIC_COLUMNS.map((key) => header(key, { kind: 'metric', key }))}
+              {metricColumns.map((key) =>
+                header(key === BEHAVIOUR_METRIC ? 'behaviour' : key, { kind: 'metric', key }),
+              )}
               {params.map((key) => header(key, { kind: 'param', key }))}
             </tr>
           </thead>
@@ -185,7 +196,7 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
                   )}
                 </td>
                 <td>{when(run.start_time)}</td>
-                {METRIC_COLUMNS.map((key) => (
+                {metricColumns.map((key) => (
                   <td class="num" key={key}>
                     {metric(run.metrics[key])}
                   </td>
