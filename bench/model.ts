@@ -227,14 +227,50 @@ export async function crossValidateBench(
   return { f1: cv.folds, sklearnF1: sk, seconds: cv.trainingSeconds };
 }
 
+/**
+ * Holdout weighted f1 of `args` for training seeds 42, 43, … (`seeds` of them), as `tagger train --data
+ * dataset.csv --test-data holdout.csv --seed N` trains (split 85/15 with seed N, training seed N), and
+ * scikit-learn's on the same splits and seeds. Only for configurations already chosen by CV: the holdout
+ * must never choose anything.
+ */
+export function holdoutBench(
+  args: TrainingArgs,
+  seeds: number,
+): { f1: number[]; sklearnF1: number[] | null } {
+  const dataset = load('dataset.csv');
+  const holdout = load('holdout.csv');
+  const f1: number[] = [];
+  const sk: number[] = [];
+  for (let seed = SEED; seed < SEED + seeds; seed++) {
+    const [train, validation] = stratifiedSplit(dataset, (r) => r.tag, [0.85, 0.15], seed);
+    const { model } = trainTagger(train!, validation!, args, { seed });
+    f1.push(evaluate(model, holdout).overall.f1);
+    const theirs = sklearn(train!, validation!, holdout, args, seed);
+    if (theirs !== null) sk.push(theirs.weighted_f1);
+  }
+  return { f1, sklearnF1: sk.length === seeds ? sk : null };
+}
+
 const formatMeanStd = (xs: number[]): string => {
   const { mean, std } = meanStd(xs);
   return `${mean.toFixed(4)} ± ${std.toFixed(4)}`;
 };
 
 // `node --import tsx bench/model.ts --cv '{"classifier":"softmax"}' [--sklearn] [--seeds N] [--workers N]`:
-// one CV row per args JSON.
-if (process.argv[1] === import.meta.filename && process.argv.includes('--cv')) {
+// one CV row per args JSON; `--holdout --seeds N '<args>'`: holdout f1 over training seeds, with sklearn's.
+const cliMode = process.argv[1] === import.meta.filename;
+if (cliMode && process.argv.includes('--holdout')) {
+  const at = process.argv.indexOf('--seeds');
+  const seeds = at < 0 ? 5 : Number(process.argv[at + 1]);
+  if (!Number.isInteger(seeds) || seeds < 1) throw new Error('bench/model: --seeds needs a positive integer');
+  for (const raw of process.argv.slice(2).filter((a) => a.startsWith('{'))) {
+    const { f1, sklearnF1 } = holdoutBench(parseTrainingArgs(JSON.parse(raw)), seeds);
+    const list = (xs: number[]): string => xs.map((v) => v.toFixed(4)).join(' ');
+    const skText = sklearnF1 === null ? '' : `  sklearn ${formatMeanStd(sklearnF1)} [${list(sklearnF1)}]`;
+    console.log(`${raw}  holdout f1 ${formatMeanStd(f1)}  [${list(f1)}]${skText}`);
+  }
+}
+if (cliMode && process.argv.includes('--cv')) {
   const withSklearn = process.argv.includes('--sklearn');
   const flag = (name: string): number | undefined => {
     const at = process.argv.indexOf(name);
