@@ -58,11 +58,12 @@ export interface OptimizeInput extends Omit<TrainingInput, 'onEpoch'> {
   onTrial?: (trial: Trial) => void;
   /**
    * SIGINT/SIGTERM stop the search cleanly (the CLI sets it): while a trial is logged it is marked
-   * KILLED; while one trains, the search stops when that training ends (training is synchronous, so
-   * nothing can run before), and the parent run is marked KILLED either way.
+   * KILLED; while one is cross-validated or trains, the search stops when that step ends (training is
+   * synchronous, so nothing can run before; the cross-validation's threads finish their tasks), and the
+   * parent run is marked KILLED either way.
    */
   catchSignals?: boolean;
-  /** Told when a signal arrived during a training, so the CLI can say the search stops after it. */
+  /** Told when a signal arrived during a cross-validation or training, so the CLI can say the search stops after it. */
   onStopRequested?: (signal: 'SIGINT' | 'SIGTERM') => void;
   /** The data files, logged as every trial's dataset inputs. */
   datasets?: DatasetInput[];
