@@ -316,7 +316,7 @@ class ScaledWeights {
 /**
  * One-vs-rest linear classifiers, following sklearn's `_plain_sgd` for every class k (binary label
  * y = +1 for class k, -1 otherwise): t counts this class's samples across all epochs from 1; eta =
- * eta0 / t^power_t (invscaling) or eta0; dloss = the loss's derivative (`binaryLoss`), clipped to ±1e12;
+ * eta0 / t^power_t (invscaling) or eta0; dloss = the loss's derivative (`lossDerivative`), clipped to ±1e12;
  * update = -eta * dloss * (class k's weight for a positive sample, else 1); w *= max(0, 1 - eta * alpha)
  * (lazily), then w += update * x; intercept += update * 0.01 (sparse intercept decay); with `average`,
  * the returned weights and intercept are the mean of all t iterates.

@@ -427,6 +427,30 @@ describe('losses, links and class weights', () => {
     expect(z[0]).toBe(z[1]);
   });
 
+  it('a class weight scales the steps on samples of that class (one step: exactly), in both trainers', () => {
+    const x = csr([[1, 0.5]]);
+    const data = { x, y: Int32Array.from([1]) };
+    const opts = { ...base, schedule: 'constant' as const, alpha: 0, epochs: 1 };
+    const weights = Float64Array.from([1, 3]);
+    for (const train of [trainOvrSgd, trainSoftmaxSgd]) {
+      const plain = train(data, Int32Array.from([0]), 2, { ...opts, rng: createRng(1) }, data);
+      const weighted = train(
+        data,
+        Int32Array.from([0]),
+        2,
+        { ...opts, classWeight: weights, rng: createRng(1) },
+        data,
+      );
+      // The sample is class 1: softmax weighs its whole step by 3; one-vs-rest only class 1's problem,
+      // where it is the positive sample (class 0's problem sees it as a negative, weight 1).
+      const classFactor = train === trainSoftmaxSgd ? [3, 3] : [1, 3];
+      for (let j = 0; j < 4; j++)
+        expect(weighted.weights[j]).toBeCloseTo(plain.weights[j]! * classFactor[j % 2]!, 12);
+      for (let k = 0; k < 2; k++) expect(weighted.bias[k]).toBeCloseTo(plain.bias[k]! * classFactor[k]!, 12);
+      expect(plain.weights.some((v) => v !== 0)).toBe(true);
+    }
+  });
+
   it('balancedClassWeights is n / (K × count) over the classes present, 1 for an absent class', () => {
     expect(Array.from(balancedClassWeights(Int32Array.from([0, 0, 0, 1]), 3))).toEqual([4 / 6, 2, 1]);
   });
