@@ -19,6 +19,7 @@ import {
   trainTagger,
 } from '../src/model/index.js';
 import { LinearTagModel } from '../src/model/tagger.js';
+import { crossValidate, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import type { BenchOptions, BenchRow } from './run.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -196,67 +197,102 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
 }
 
 /**
- * 5-fold cross-validation on dataset.csv only (the evidence for the defaults in src/model/README.md):
- * stratified folds (seed 42); each fold's model is trained on a stratified 85/15 train/validation split
- * (seed 42) of the other four folds with training seed 42 and scored (weighted f1) on the fold.
- * `seeds` > 1 trains each fold with training seeds 42, 43, … and reports the per-fold mean f1 over them
- * (same folds and splits; averages out SGD shuffle/oversampling order, which alone moves a fold's f1 by
- * ~0.01). `sklearn` also runs python/sklearn_train.py on the same train parts, folds and seeds.
+ * 5-fold cross-validation on dataset.csv only (the evidence for the defaults in src/model/README.md), with
+ * `crossValidate` of src/train/cross-validate.ts (folds and splits seeded 42, training seeds 42, 43, …;
+ * `seeds` > 1 averages each fold's f1 over them, which evens out SGD shuffle/oversampling order, alone ~0.01
+ * per fold). `sklearn` also runs python/sklearn_train.py on the same folds, splits and seeds.
  */
-export function crossValidate(
+export async function crossValidateBench(
   args: TrainingArgs,
-  opts: { sklearn?: boolean; seeds?: number } = {},
-): { f1: number[]; sklearnF1: number[] | null; seconds: number } {
+  opts: { sklearn?: boolean; seeds?: number; workers?: number } = {},
+): Promise<{ f1: number[]; sklearnF1: number[] | null; seconds: number }> {
   const dataset = load('dataset.csv');
-  const folds = stratifiedSplit(dataset, (r) => r.tag, [0.2, 0.2, 0.2, 0.2, 0.2], SEED);
-  const seeds = Array.from({ length: opts.seeds ?? 1 }, (_, k) => SEED + k);
-  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const f1: number[] = [];
-  const sk: number[] = [];
-  let seconds = 0;
-  folds.forEach((test, i) => {
-    const rest = folds.filter((_, j) => j !== i).flat();
-    const [train, validation] = stratifiedSplit(rest, (r) => r.tag, [0.85, 0.15], SEED);
-    const ours: number[] = [];
-    const theirs: number[] = [];
-    for (const seed of seeds) {
-      const t0 = performance.now();
-      const { model } = trainTagger(train!, validation!, args, { seed });
-      seconds += (performance.now() - t0) / 1000;
-      ours.push(evaluate(model, test).overall.f1);
-      if (opts.sklearn) {
-        const result = sklearn(train!, validation!, test, args, seed);
-        if (result !== null) theirs.push(result.weighted_f1);
-      }
-    }
-    f1.push(mean(ours));
-    if (theirs.length === seeds.length) sk.push(mean(theirs));
+  const trainingSeeds = Array.from({ length: opts.seeds ?? 1 }, (_, k) => SEED + k);
+  const options = { folds: 5, seed: SEED, trainingSeeds };
+  const cv = await crossValidate(dataset, args, {
+    ...options,
+    ...(opts.workers === undefined ? {} : { workers: opts.workers }),
   });
-  return { f1, sklearnF1: opts.sklearn && sk.length === folds.length ? sk : null, seconds };
+  if (!opts.sklearn) return { f1: cv.folds, sklearnF1: null, seconds: cv.trainingSeconds };
+  const sk: number[] = [];
+  for (const fold of crossValidationFolds(dataset, options.folds, SEED)) {
+    const theirs: number[] = [];
+    for (const seed of trainingSeeds) {
+      const result = sklearn(fold.train, fold.validation, fold.test, args, seed);
+      if (result === null) return { f1: cv.folds, sklearnF1: null, seconds: cv.trainingSeconds };
+      theirs.push(result.weighted_f1);
+    }
+    sk.push(meanStd(theirs).mean);
+  }
+  return { f1: cv.folds, sklearnF1: sk, seconds: cv.trainingSeconds };
 }
 
-const meanStd = (xs: number[]): string => {
-  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-  const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1));
-  return `${mean.toFixed(4)} ± ${sd.toFixed(4)}`;
+/**
+ * Holdout weighted f1 of `args` for training seeds 42, 43, … (`seeds` of them), as `tagger train --data
+ * dataset.csv --test-data holdout.csv --seed N` trains (split 85/15 with seed N, training seed N), and
+ * scikit-learn's on the same splits and seeds. Only for configurations already chosen by CV: the holdout
+ * must never choose anything.
+ */
+export function holdoutBench(
+  args: TrainingArgs,
+  seeds: number,
+): { f1: number[]; sklearnF1: number[] | null } {
+  const dataset = load('dataset.csv');
+  const holdout = load('holdout.csv');
+  const f1: number[] = [];
+  const sk: number[] = [];
+  for (let seed = SEED; seed < SEED + seeds; seed++) {
+    const [train, validation] = stratifiedSplit(dataset, (r) => r.tag, [0.85, 0.15], seed);
+    const { model } = trainTagger(train!, validation!, args, { seed });
+    f1.push(evaluate(model, holdout).overall.f1);
+    const theirs = sklearn(train!, validation!, holdout, args, seed);
+    if (theirs !== null) sk.push(theirs.weighted_f1);
+  }
+  return { f1, sklearnF1: sk.length === seeds ? sk : null };
+}
+
+const formatMeanStd = (xs: number[]): string => {
+  const { mean, std } = meanStd(xs);
+  return `${mean.toFixed(4)} ± ${std.toFixed(4)}`;
 };
 
-// `node --import tsx bench/model.ts --cv '{"classifier":"softmax"}' [--sklearn] [--seeds N]`: one CV row per args JSON.
-if (process.argv[1] === import.meta.filename && process.argv.includes('--cv')) {
-  const withSklearn = process.argv.includes('--sklearn');
-  const seedsAt = process.argv.indexOf('--seeds');
-  const seeds = seedsAt < 0 ? 1 : Number(process.argv[seedsAt + 1]);
+// `node --import tsx bench/model.ts --cv '{"classifier":"softmax"}' [--sklearn] [--seeds N] [--workers N]`:
+// one CV row per args JSON; `--holdout --seeds N '<args>'`: holdout f1 over training seeds, with sklearn's.
+const cliMode = process.argv[1] === import.meta.filename;
+if (cliMode && process.argv.includes('--holdout')) {
+  const at = process.argv.indexOf('--seeds');
+  const seeds = at < 0 ? 5 : Number(process.argv[at + 1]);
   if (!Number.isInteger(seeds) || seeds < 1) throw new Error('bench/model: --seeds needs a positive integer');
   for (const raw of process.argv.slice(2).filter((a) => a.startsWith('{'))) {
-    const { f1, sklearnF1, seconds } = crossValidate(parseTrainingArgs(JSON.parse(raw)), {
+    const { f1, sklearnF1 } = holdoutBench(parseTrainingArgs(JSON.parse(raw)), seeds);
+    const list = (xs: number[]): string => xs.map((v) => v.toFixed(4)).join(' ');
+    const skText = sklearnF1 === null ? '' : `  sklearn ${formatMeanStd(sklearnF1)} [${list(sklearnF1)}]`;
+    console.log(`${raw}  holdout f1 ${formatMeanStd(f1)}  [${list(f1)}]${skText}`);
+  }
+}
+if (cliMode && process.argv.includes('--cv')) {
+  const withSklearn = process.argv.includes('--sklearn');
+  const flag = (name: string): number | undefined => {
+    const at = process.argv.indexOf(name);
+    if (at < 0) return undefined;
+    const value = Number(process.argv[at + 1]);
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`bench/model: ${name} needs a positive integer`);
+    return value;
+  };
+  const seeds = flag('--seeds') ?? 1;
+  const workers = flag('--workers');
+  for (const raw of process.argv.slice(2).filter((a) => a.startsWith('{'))) {
+    const { f1, sklearnF1, seconds } = await crossValidateBench(parseTrainingArgs(JSON.parse(raw)), {
       sklearn: withSklearn,
       seeds,
+      ...(workers === undefined ? {} : { workers }),
     });
     const folds = f1.map((v) => v.toFixed(4)).join(' ');
     const skText =
       sklearnF1 === null
         ? ''
-        : `  sklearn ${meanStd(sklearnF1)} [${sklearnF1.map((v) => v.toFixed(4)).join(' ')}]`;
-    console.log(`${raw}  f1 ${meanStd(f1)}  [${folds}]  train ${seconds.toFixed(1)}s${skText}`);
+        : `  sklearn ${formatMeanStd(sklearnF1)} [${sklearnF1.map((v) => v.toFixed(4)).join(' ')}]`;
+    console.log(`${raw}  f1 ${formatMeanStd(f1)}  [${folds}]  train ${seconds.toFixed(1)}s${skText}`);
   }
 }

@@ -4,10 +4,12 @@ Usage: python sklearn_train.py IN.json OUT.json
 IN:  {"train": [{"text", "tag"}], "validation"?: [{"text", "tag"}], "test": [{"text", "tag"}], "args": TrainingArgs,
       "stopwords": [str], "seed": int}
 OUT: {"train_seconds": float, "weighted_f1": float, "n_features": int}
-Same preprocessing as src/model/preprocess.ts, TfidfVectorizer(analyzer, ngram_range=(2, max), lowercase=False,
-sublinear_tf=<sublinear_tf>) (for analyzer `char_wb+word`: FeatureUnion of a char_wb (2, max) and a word (1, 2)
-TfidfVectorizer with transformer_weights 1/sqrt(2) each, as src/model/features.ts), random oversampling, SGDClassifier(loss='log_loss', penalty='l2', learning_rate=<schedule>, max_iter=num_epochs,
-tol=None, average=<average>) and plain argmax; with `refit`, fitted again on train + validation (as Tagger). SGDClassifier is always one-vs-rest (Tagger's `classifier: ovr`);
+Same preprocessing as src/model/preprocess.ts, TfidfVectorizer(analyzer, ngram_range=(ngram_min_range, max),
+lowercase=False, sublinear_tf=<sublinear_tf>, min_df=<min_df>) (for analyzer `char_wb+word`: FeatureUnion of a char_wb
+(ngram_min_range, max) and a word (1, 2) TfidfVectorizer with transformer_weights 1/sqrt(2) each, as
+src/model/features.ts), random oversampling, SGDClassifier(loss=<loss>, class_weight=<class_weight>, penalty='l2',
+learning_rate=<schedule>, max_iter=num_epochs, tol=None, average=<average>) and plain argmax (of decision_function);
+`balanced` class weights are computed on the (oversampled) rows given to fit, as Tagger counts them; with `refit`, fitted again on train + validation (as Tagger). SGDClassifier is always one-vs-rest (Tagger's `classifier: ovr`);
 for `classifier: softmax` it is the nearest sklearn equivalent, not the same algorithm.
 With `ensemble` k > 1: k such models with different seeds (member 0: the seed), coef_ and intercept_ averaged.
 Timed: preprocessing + vectorising + oversampling + fitting.
@@ -45,22 +47,29 @@ def make_cleaner(stopwords, lower, stem):
 
 def make_vectorizer(args):
     sublinear = bool(args.get("sublinear_tf", False))
+    min_df = int(args.get("min_df", 1))
+    low = int(args.get("ngram_min_range", 2))
     if args["analyzer"] != "char_wb+word":
         return TfidfVectorizer(
-            analyzer=args["analyzer"], ngram_range=(2, args["ngram_max_range"]), lowercase=False, sublinear_tf=sublinear
+            analyzer=args["analyzer"],
+            ngram_range=(low, args["ngram_max_range"]),
+            lowercase=False,
+            sublinear_tf=sublinear,
+            min_df=min_df,
         )
     chars = TfidfVectorizer(
-        analyzer="char_wb", ngram_range=(2, args["ngram_max_range"]), lowercase=False, sublinear_tf=sublinear
+        analyzer="char_wb", ngram_range=(low, args["ngram_max_range"]), lowercase=False, sublinear_tf=sublinear, min_df=min_df
     )
-    words = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), lowercase=False, sublinear_tf=sublinear)
+    words = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), lowercase=False, sublinear_tf=sublinear, min_df=min_df)
     weight = 1 / np.sqrt(2)
     return FeatureUnion([("char_wb", chars), ("word", words)], transformer_weights={"char_wb": weight, "word": weight})
 
 
 def make_classifier(args, seed):
-    """The SGDClassifier of Tagger's training arguments (one-vs-rest log loss, as Tagger's default)."""
+    """The SGDClassifier of Tagger's training arguments (one-vs-rest, Tagger's `loss` and `class_weight`)."""
     return SGDClassifier(
-        loss="log_loss",
+        loss=args.get("loss", "log_loss"),
+        class_weight=args.get("class_weight"),
         penalty="l2",
         alpha=args["alpha"],
         learning_rate=args.get("lr_schedule", "invscaling"),

@@ -735,6 +735,8 @@ describe('tagger optimize', () => {
       SAMPLE_DATA,
       '--trials',
       '2',
+      '--folds',
+      '3',
       '--args',
       FAST,
       '--tracking-uri',
@@ -745,11 +747,15 @@ describe('tagger optimize', () => {
     ]);
     expect(result.code, result.stderr).toBe(0);
     const summary = JSON.parse(result.stdout) as {
-      best: { run_id: string; args: unknown; val_f1: number };
+      best: { run_id: string; args: unknown; val_f1: number; cv_f1_mean: number };
       parent_run_id: string;
+      folds: number;
       trials: {
         trial: number;
         run_id: string;
+        cv_f1_mean: number;
+        cv_f1_std: number;
+        cv_f1_folds: number[];
         val_f1: number;
         f1: number;
         args: unknown;
@@ -761,6 +767,9 @@ describe('tagger optimize', () => {
       [2, false],
     ]);
     expect(summary.trials.map((trial) => trial.run_id)).toContain(summary.best.run_id);
+    expect(summary.folds).toBe(3);
+    expect(summary.trials.every((trial) => trial.cv_f1_folds.length === 3)).toBe(true);
+    expect(summary.best.cv_f1_mean).toBe(Math.max(...summary.trials.map((trial) => trial.cv_f1_mean)));
     const saved = JSON.parse(await readFile(output, 'utf8'));
     expect(saved).toEqual(summary.best.args);
     const tracking = await openTrackingStore(store);
@@ -771,12 +780,14 @@ describe('tagger optimize', () => {
       const parent = runs.find((run) => run.info.runId === summary.parent_run_id)!;
       expect(parent.info.status).toBe('FINISHED');
       expect(parent.metrics.best_val_f1).toBe(summary.best.val_f1);
+      expect(parent.metrics.best_cv_f1_mean).toBe(summary.best.cv_f1_mean);
       expect(parent.tags['tagger.best_run_id']).toBe(summary.best.run_id);
       const trials = runs.filter((run) => run.info.runId !== summary.parent_run_id);
       expect(trials).toHaveLength(2);
       expect(trials.every((run) => typeof run.metrics.val_f1 === 'number')).toBe(true);
       // Every trial's model went through the (default) behavioural tests.
       expect(trials.every((run) => typeof run.metrics.behavioural_pass_rate === 'number')).toBe(true);
+      expect(trials.every((run) => typeof run.metrics.cv_f1_std === 'number')).toBe(true);
       expect(trials.every((run) => run.tags['mlflow.parentRunId'] === summary.parent_run_id)).toBe(true);
     } finally {
       await tracking.close();
@@ -845,9 +856,9 @@ describe('tagger optimize', () => {
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.split('\n');
     expect(lines[0]).toMatch(
-      /^trial\s+analyzer\s+ngram_max\s+learning_rate\s+power_t\s+alpha\s+val f1\s+test f1$/,
+      /^trial\s+analyzer\s+ngrams\s+min_df\s+sublinear\s+loss\s+balancing\s+learning_rate\s+power_t\s+alpha\s+cv f1\s+val f1\s+test f1$/,
     );
-    expect(lines[1]).toMatch(/^1\s.*default arguments/);
+    expect(lines[1]).toMatch(/^1\s.*\s0\.\d{4} ± 0\.\d{4}\s.*default arguments/);
     expect(lines[2]).toMatch(/^2\s/);
     expect(lines.slice(1, 3).join('\n')).toMatch(/best/);
     expect(result.stdout).toMatch(/nested under run [0-9a-f]{32}/);
@@ -857,6 +868,13 @@ describe('tagger optimize', () => {
     expectCleanFailure(
       await tagger(['optimize', '--data', SAMPLE_DATA, '--trials', 'many']),
       /--trials must be a whole number/,
+    );
+  });
+
+  it('rejects fewer than 2 folds', async () => {
+    expectCleanFailure(
+      await tagger(['optimize', '--data', SAMPLE_DATA, '--trials', '1', '--folds', '1']),
+      /--folds must be a whole number ≥ 2/,
     );
   });
 });

@@ -7,20 +7,29 @@
  * `sublinear_tf` arg and the `char_wb+word` analyzer, whose manifest adds `blocks` (each block's analyzer,
  * n-gram range and feature count, in column order) and `block_weight`; the vocabulary and idf are the
  * blocks' concatenated; later, also additively, the `ensemble` arg (a seed ensemble is stored as its
- * members' averaged weights, one ordinary linear model, so only args records it). Both are read; a `/1`
- * model has no `sublinear_tf` and loads with it false, and a model without `ensemble` loads with 1.
+ * members' averaged weights, one ordinary linear model, so only args records it); `tagger-model/1.2` — the
+ * `loss` arg (hinge and modified-Huber models, whose probabilities differ: readers before it would have
+ * read them as log-loss models), `class_weight`, `min_df` and `ngram_min_range`; the files' layout is
+ * unchanged, the bump makes older readers refuse these models by format instead of by an unknown arg.
+ * All three are read; a model without an arg loads with the behaviour it was trained with: `/1` without
+ * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
+ * 1 and `ngram_min_range` 2.
  */
 import { parseTrainingArgs, type TrainingArgs } from './args.js';
 import { ModelFormatError, ModelInputError } from './errors.js';
 import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './features.js';
 import { OTHER_TAG } from './labels.js';
-import type { LinearModel } from './sgd.js';
+import { type LinearModel, linkOf } from './sgd.js';
 import { LinearTagModel, type TagModel } from './tagger.js';
 import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
 
-export const MODEL_FORMAT = 'tagger-model/1.1';
+export const MODEL_FORMAT = 'tagger-model/1.2';
 /** Every format this version reads (older first). */
-export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze(['tagger-model/1', MODEL_FORMAT]);
+export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
+  'tagger-model/1',
+  'tagger-model/1.1',
+  MODEL_FORMAT,
+]);
 const MANIFEST = 'tagger-model.json';
 const WEIGHTS = 'weights.bin';
 export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS]);
@@ -147,6 +156,10 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
     if (isObject && !Object.hasOwn(m.args as object, 'sublinear_tf')) legacy.sublinear_tf = false;
     if (isObject && !Object.hasOwn(m.args as object, 'ensemble')) legacy.ensemble = 1;
     if (isObject && !Object.hasOwn(m.args as object, 'refit')) legacy.refit = false;
+    if (isObject && !Object.hasOwn(m.args as object, 'loss')) legacy.loss = 'log_loss';
+    if (isObject && !Object.hasOwn(m.args as object, 'class_weight')) legacy.class_weight = null;
+    if (isObject && !Object.hasOwn(m.args as object, 'min_df')) legacy.min_df = 1;
+    if (isObject && !Object.hasOwn(m.args as object, 'ngram_min_range')) legacy.ngram_min_range = 2;
     args = parseTrainingArgs(isObject ? { ...m.args, ...legacy } : m.args);
   } catch (error) {
     return bad(`invalid args (${(error as Error).message})`);
@@ -192,7 +205,7 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
     nClasses: K,
     weights: read(V, V * K),
     bias: read(V + V * K, K),
-    link: args.classifier,
+    link: linkOf(args.classifier, args.loss),
   };
   let vectorizer: TaggerVectorizer;
   try {

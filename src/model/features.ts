@@ -96,28 +96,34 @@ export type TaggerVectorizer = TfidfVectorizer | FeatureUnion;
 /** Fits the feature extractor the training args describe on (preprocessed) documents. */
 export function fitVectorizer(
   docs: readonly string[],
-  args: Pick<TrainingArgs, 'analyzer' | 'ngram_max_range' | 'sublinear_tf'>,
+  args: Pick<TrainingArgs, 'analyzer' | 'ngram_max_range' | 'sublinear_tf'> &
+    Partial<Pick<TrainingArgs, 'ngram_min_range' | 'min_df'>>,
 ): TaggerVectorizer {
   const sublinearTf = args.sublinear_tf;
+  const minDf = args.min_df ?? 1;
+  const ngramMin = args.ngram_min_range ?? 2;
   if (args.analyzer !== 'char_wb+word') {
     return TfidfVectorizer.fit(docs, {
       analyzer: args.analyzer,
-      ngramMin: 2,
+      ngramMin,
       ngramMax: args.ngram_max_range,
       sublinearTf,
+      minDf,
     });
   }
   const chars = TfidfVectorizer.fit(docs, {
     analyzer: 'char_wb',
-    ngramMin: 2,
+    ngramMin,
     ngramMax: args.ngram_max_range,
     sublinearTf,
+    minDf,
   });
   const words = TfidfVectorizer.fit(docs, {
     analyzer: 'word',
     ngramMin: UNION_WORD_NGRAM_RANGE[0],
     ngramMax: UNION_WORD_NGRAM_RANGE[1],
     sublinearTf,
+    minDf,
   });
   return new FeatureUnion([chars, words], UNION_BLOCK_WEIGHT);
 }

@@ -1,20 +1,25 @@
 /**
- * Linear classifiers on CSR rows trained by SGD with log loss and an L2 penalty, hand-written because no
- * maintained JS library offers sparse SGD. Two variants:
- * - `trainOvrSgd`: scikit-learn's `SGDClassifier(loss='log_loss')` rule for rule — one binary logistic
- *   regression per class (one-vs-rest), each with its own seeded shuffle, the sparse intercept decay and
- *   optional averaging (ASGD); probabilities are the per-class sigmoids normalised to sum to 1, as in
- *   sklearn's `predict_proba`.
+ * Linear classifiers on CSR rows trained by SGD with an L2 penalty, hand-written because no maintained JS
+ * library offers sparse SGD. Two variants:
+ * - `trainOvrSgd`: scikit-learn's `SGDClassifier(loss='log_loss' | 'hinge' | 'modified_huber')` rule for
+ *   rule — one binary problem per class (one-vs-rest), each with its own seeded shuffle, the sparse
+ *   intercept decay, optional class weights and optional averaging (ASGD); probabilities are the per-class
+ *   sigmoids normalised to sum to 1, as in sklearn's `predict_proba` for log loss, or sklearn's
+ *   modified-Huber probabilities.
  * - `trainSoftmaxSgd`: multinomial (softmax) regression with one shared update per sample.
  * Like sklearn, the L2 shrinkage is applied lazily through one weight scale factor, so each step costs
  * O(nnz) per class instead of O(features) per class.
  */
-import type { LearningRateSchedule } from './args.js';
+import type { LearningRateSchedule, Loss } from './args.js';
 import { createRng, randomInt, shuffleInPlace } from './rng.js';
 import type { CsrMatrix } from './tfidf.js';
 
-/** How a model's linear scores become class probabilities. */
-export type Link = 'softmax' | 'ovr';
+/**
+ * How a model's linear scores become class probabilities: `softmax`; `ovr`, the per-class sigmoids
+ * normalised to sum to 1 (log loss, and hinge, for which sklearn has none); `modified_huber`, sklearn's
+ * (clip(score, -1, 1) + 1) / 2 normalised (uniform when all are 0).
+ */
+export type Link = 'softmax' | 'ovr' | 'modified_huber';
 
 export interface LinearModel {
   nFeatures: number;
@@ -22,7 +27,7 @@ export interface LinearModel {
   /** weights[f * nClasses + k]: weight of feature f for class k (feature-major, so a sparse row is local). */
   weights: Float64Array;
   bias: Float64Array;
-  /** `softmax`: softmax of the scores; `ovr`: sigmoid of each score, normalised to sum to 1. */
+  /** How scores become probabilities (see `Link`). */
   link: Link;
 }
 
@@ -34,6 +39,13 @@ export interface SgdOptions {
   epochs: number;
   shuffle: boolean;
   rng: () => number;
+  /** One-vs-rest only: the binary loss of every class's problem (default `log_loss`). */
+  loss?: Loss;
+  /**
+   * Per-class weight multiplying every step on a sample of that class (sklearn's class_weight: in class
+   * k's binary problem, the positive samples' steps; the negatives weigh 1). Null or absent: all 1.
+   */
+  classWeight?: Float64Array | null;
   /**
    * Return the average of all SGD iterates (Polyak–Ruppert averaging, sklearn's `average=True`) instead
    * of the last one. Default false.
@@ -108,10 +120,56 @@ export function ovrProbabilitiesInPlace(z: Float64Array): void {
   normalizeInPlace(z, sum);
 }
 
+/**
+ * sklearn's modified-Huber `predict_proba` in place: (clip(score, -1, 1) + 1) / 2 per class, divided by
+ * their sum; all zero gives the uniform distribution (as sklearn does).
+ */
+export function modifiedHuberProbabilitiesInPlace(z: Float64Array): void {
+  let sum = 0;
+  for (let k = 0; k < z.length; k++) {
+    const s = z[k]!;
+    // NaN scores (diverged weights) count as 0 probability, so the row falls back to uniform.
+    const p = s >= 1 ? 1 : s > -1 ? (s + 1) / 2 : 0;
+    z[k] = p;
+    sum += p;
+  }
+  normalizeInPlace(z, sum);
+}
+
 /** Turns linear scores into probabilities in place, by the model's link. */
 export function probabilitiesInPlace(z: Float64Array, link: Link): void {
   if (link === 'ovr') ovrProbabilitiesInPlace(z);
+  else if (link === 'modified_huber') modifiedHuberProbabilitiesInPlace(z);
   else softmaxInPlace(z);
+}
+
+/** The link of a model trained with these arguments (how artifact.ts rebuilds a saved model's). */
+export function linkOf(classifier: 'ovr' | 'softmax', loss: Loss): Link {
+  if (classifier === 'softmax') return 'softmax';
+  return loss === 'modified_huber' ? 'modified_huber' : 'ovr';
+}
+
+/**
+ * Index of the largest score (the first on ties): the predicted class. Taken on the scores, not the
+ * probabilities, because the modified-Huber link clips scores above 1 to equal probabilities (sklearn's
+ * `predict` is the argmax of `decision_function` too); for the other links the order is the same.
+ */
+export function argmax(z: Float64Array): number {
+  let best = 0;
+  for (let k = 1; k < z.length; k++) if (z[k]! > z[best]!) best = k;
+  return best;
+}
+
+/** Linear scores (decision function) of CSR row r into `out`, with weights scaled by `scale`. */
+export function rowScores(model: LinearModel, x: CsrMatrix, r: number, out: Float64Array, scale = 1): void {
+  const K = model.nClasses;
+  const w = model.weights;
+  out.set(model.bias);
+  for (let p = x.indptr[r]!; p < x.indptr[r + 1]!; p++) {
+    const base = x.indices[p]! * K;
+    const v = x.data[p]! * scale;
+    for (let k = 0; k < K; k++) out[k]! += w[base + k]! * v;
+  }
 }
 
 /** Class probabilities of CSR row r into `out`, with weights scaled by `scale`. */
@@ -122,14 +180,7 @@ export function rowProbabilities(
   out: Float64Array,
   scale = 1,
 ): void {
-  const K = model.nClasses;
-  const w = model.weights;
-  out.set(model.bias);
-  for (let p = x.indptr[r]!; p < x.indptr[r + 1]!; p++) {
-    const base = x.indices[p]! * K;
-    const v = x.data[p]! * scale;
-    for (let k = 0; k < K; k++) out[k]! += w[base + k]! * v;
-  }
+  rowScores(model, x, r, out, scale);
   probabilitiesInPlace(out, model.link);
 }
 
@@ -175,6 +226,40 @@ export function averageLinearModels(models: readonly LinearModel[]): LinearModel
 
 /** log(1 + e^s) without overflow. */
 const log1pExp = (s: number): number => (s > 0 ? s + Math.log1p(Math.exp(-s)) : Math.log1p(Math.exp(s)));
+
+/** A binary loss at score `score` for label y = ±1, as sklearn's `_sgd_fast` defines it. */
+export function lossValue(loss: Loss, score: number, y: 1 | -1): number {
+  const z = score * y;
+  if (loss === 'hinge') return z <= 1 ? 1 - z : 0;
+  if (loss === 'modified_huber') return z >= 1 ? 0 : z >= -1 ? (1 - z) * (1 - z) : -4 * z;
+  return log1pExp(score) - (y === 1 ? score : 0);
+}
+
+/** The loss's derivative with respect to the score (the SGD step's dloss), as sklearn's `_sgd_fast`. */
+export function lossDerivative(loss: Loss, score: number, y: 1 | -1): number {
+  const z = score * y;
+  if (loss === 'hinge') return z <= 1 ? -y : 0;
+  if (loss === 'modified_huber') return z >= 1 ? 0 : z >= -1 ? -2 * (1 - z) * y : -4 * y;
+  // log loss: d/ds log(1 + e^(-ys)) = sigmoid(s) - target, target = 1 for y = 1 else 0.
+  return sigmoid(score) - (y === 1 ? 1 : 0);
+}
+
+/** Both, for tests and callers that want the pair. */
+export function binaryLoss(loss: Loss, score: number, y: 1 | -1): { value: number; dloss: number } {
+  return { value: lossValue(loss, score, y), dloss: lossDerivative(loss, score, y) };
+}
+
+/**
+ * sklearn's `class_weight='balanced'` for labels y: n / (K × count of class k), K counting the classes y
+ * holds (sklearn's classes are those of y; Tagger's `other` may have no rows). A class with no samples gets
+ * 1 (it is never a positive sample, so its weight is never used).
+ */
+export function balancedClassWeights(y: Int32Array, nClasses: number): Float64Array {
+  const counts = new Float64Array(nClasses);
+  for (let i = 0; i < y.length; i++) counts[y[i]!]!++;
+  const present = counts.filter((c) => c > 0).length;
+  return Float64Array.from(counts, (c) => (c > 0 ? y.length / (present * c) : 1));
+}
 
 const learningRateAt = (options: SgdOptions, t: number): number =>
   options.schedule === 'invscaling' ? options.learningRate / t ** options.powerT : options.learningRate;
@@ -229,11 +314,12 @@ class ScaledWeights {
 }
 
 /**
- * One-vs-rest logistic regression, following sklearn's `_plain_sgd` for every class k (binary target
- * y == k as 1/0): t counts this class's samples across all epochs from 1; eta = eta0 / t^power_t
- * (invscaling) or eta0; dloss = sigmoid(score) - target, clipped to ±1e12; update = -eta * dloss;
- * w *= max(0, 1 - eta * alpha) (lazily), then w += update * x; intercept += update * 0.01 (sparse
- * intercept decay); with `average`, the returned weights and intercept are the mean of all t iterates.
+ * One-vs-rest linear classifiers, following sklearn's `_plain_sgd` for every class k (binary label
+ * y = +1 for class k, -1 otherwise): t counts this class's samples across all epochs from 1; eta =
+ * eta0 / t^power_t (invscaling) or eta0; dloss = the loss's derivative (`lossDerivative`), clipped to ±1e12;
+ * update = -eta * dloss * (class k's weight for a positive sample, else 1); w *= max(0, 1 - eta * alpha)
+ * (lazily), then w += update * x; intercept += update * 0.01 (sparse intercept decay); with `average`,
+ * the returned weights and intercept are the mean of all t iterates.
  * Each class shuffles its own copy of `order` with its own RNG, seeded from `options.rng` (as sklearn
  * draws one seed per binary problem); the shuffles are Tagger's, so the sample order differs from sklearn's.
  */
@@ -249,6 +335,8 @@ export function trainOvrSgd(
   const { x, y } = train;
   const { indptr, indices, data } = x;
   const averaged = options.average === true;
+  const loss = options.loss ?? 'log_loss';
+  const classWeight = options.classWeight ?? null;
   // Class-major while training (class k owns w[k*V, (k+1)*V)), so each binary problem is contiguous.
   const w = new Float64Array(V * K);
   const aw = averaged ? new Float64Array(V * K) : null;
@@ -266,7 +354,7 @@ export function trainOvrSgd(
       for (let f = 0; f < V; f++) weights[f * K + k] = s.value(k * V + f, averaged);
     }
     const bias = Float64Array.from(averaged ? averageIntercept : intercept);
-    return { nFeatures: V, nClasses: K, weights, bias, link: 'ovr' };
+    return { nFeatures: V, nClasses: K, weights, bias, link: linkOf('ovr', loss) };
   };
   for (let epoch = 1; epoch <= options.epochs; epoch++) {
     let epochLoss = 0;
@@ -277,6 +365,7 @@ export function trainOvrSgd(
       if (options.shuffle) shuffleInPlace(visit, rngs[k]!);
       let b = intercept[k]!;
       let bAverage = averageIntercept[k]!;
+      const positiveWeight = classWeight === null ? 1 : classWeight[k]!;
       for (let i = 0; i < n; i++) {
         const r = visit[i]!;
         const t = (epoch - 1) * n + i + 1;
@@ -286,10 +375,11 @@ export function trainOvrSgd(
         let dot = 0;
         for (let p = start; p < end; p++) dot += w[base + indices[p]!]! * data[p]!;
         const score = dot * s.wscale + b;
-        const target = y[r] === k ? 1 : 0;
-        epochLoss += log1pExp(score) - target * score;
-        const dloss = Math.min(MAX_DLOSS, Math.max(-MAX_DLOSS, sigmoid(score) - target));
-        const update = -eta * dloss;
+        const positive = y[r] === k;
+        const label = positive ? 1 : -1;
+        epochLoss += lossValue(loss, score, label);
+        const dloss = Math.min(MAX_DLOSS, Math.max(-MAX_DLOSS, lossDerivative(loss, score, label)));
+        const update = -eta * dloss * (positive ? positiveWeight : 1);
         s.scale(Math.max(0, 1 - eta * options.alpha));
         const c = update / s.wscale;
         if (update !== 0) {
@@ -312,7 +402,8 @@ export function trainOvrSgd(
 }
 
 /**
- * Multinomial (softmax) regression: per sample, g = softmax(scores) - onehot(y); eta as in `trainOvrSgd`;
+ * Multinomial (softmax) regression: per sample, g = (softmax(scores) - onehot(y)) × the weight of y's
+ * class; eta as in `trainOvrSgd`;
  * w *= max(0, 1 - eta * alpha) (lazily), w -= eta * g x, b -= eta * g (no intercept decay); with
  * `average`, the mean of all iterates. Visits `order` in a fresh seeded shuffle each epoch when `shuffle`
  * is set. (An index may repeat in `order`: that is how oversampling is expressed.)
@@ -328,6 +419,7 @@ export function trainSoftmaxSgd(
   const { x, y } = train;
   const V = x.nCols;
   const averaged = options.average === true;
+  const classWeight = options.classWeight ?? null;
   const model: LinearModel = {
     nFeatures: V,
     nClasses: K,
@@ -360,6 +452,8 @@ export function trainSoftmaxSgd(
       rowProbabilities(model, x, r, g, s.wscale);
       epochLoss -= Math.log(Math.max(g[y[r]!]!, 1e-15));
       g[y[r]!]! -= 1; // gradient of log loss w.r.t. the scores: p - onehot(y)
+      // A class weight weighs the sample (its true class's), as sample_weight does in sklearn.
+      if (classWeight !== null) for (let k = 0; k < K; k++) g[k]! *= classWeight[y[r]!]!;
       s.scale(Math.max(0, 1 - eta * options.alpha));
       const step = eta / s.wscale;
       for (let p = x.indptr[r]!; p < x.indptr[r + 1]!; p++) {

@@ -11,11 +11,13 @@ import { type Performance, performanceReport, weightedMetrics } from './metrics.
 import { cleanText } from './preprocess.js';
 import { createRng, randomInt } from './rng.js';
 import {
+  argmax,
   averageLinearModels,
+  balancedClassWeights,
   type LabelledMatrix,
   type LinearModel,
   probabilitiesInPlace,
-  rowProbabilities,
+  rowScores,
   trainOvrSgd,
   trainSoftmaxSgd,
 } from './sgd.js';
@@ -103,7 +105,7 @@ export class LinearTagModel implements TagModel {
     this.scores = new Float64Array(linear.nClasses);
   }
 
-  /** Class probabilities of one text into `this.scores`. */
+  /** Linear scores of one text into `this.scores`. */
   private score(text: string): Float64Array {
     const scores = this.scores;
     const K = scores.length;
@@ -118,7 +120,6 @@ export class LinearTagModel implements TagModel {
       const v = values[j]!;
       for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
     }
-    probabilitiesInPlace(scores, this.linear.link);
     return scores;
   }
 
@@ -129,12 +130,10 @@ export class LinearTagModel implements TagModel {
   predict(texts: readonly string[]): Prediction[] {
     return texts.map((text) => {
       const p = this.score(text);
+      const best = argmax(p);
+      probabilitiesInPlace(p, this.linear.link);
       const probabilities: Record<string, number> = {};
-      let best = 0;
-      for (let k = 0; k < p.length; k++) {
-        probabilities[this.tags[k]!] = p[k]!;
-        if (p[k]! > p[best]!) best = k;
-      }
+      for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
       const fallback = this.threshold !== null && p[best]! < this.threshold;
       return { predicted_tag: fallback ? OTHER_TAG : this.tags[best]!, probabilities };
     });
@@ -246,6 +245,14 @@ function fitTagger(
       ? oversampledOrder(trainData.y, tags.length, rng)
       : Int32Array.from(trainData.y.keys());
     const last = m === seeds.length - 1;
+    // Counted over the samples the SGD visits, as sklearn counts the rows given to fit (see args.ts).
+    const classWeight =
+      args.class_weight === 'balanced'
+        ? balancedClassWeights(
+            Int32Array.from(order, (i) => trainData.y[i]!),
+            tags.length,
+          )
+        : null;
     const member = trainLinear(
       trainData,
       order,
@@ -258,6 +265,8 @@ function fitTagger(
         epochs: args.num_epochs,
         shuffle: args.shuffle,
         average: args.average,
+        loss: args.loss,
+        classWeight,
         rng,
         onEpoch: (epoch, trainLoss, valLoss) => {
           trainLosses[epoch - 1]! += trainLoss;
@@ -323,17 +332,18 @@ export function trainTagger(
   const { tags, linear, valData } = first;
   const p = new Float64Array(tags.length);
   const top = new Float64Array(validation.length);
-  const argmax: string[] = [];
+  const predicted: string[] = [];
   for (let r = 0; r < validation.length; r++) {
-    rowProbabilities(linear, valData.x, r, p);
-    let best = 0;
-    for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
+    rowScores(linear, valData.x, r, p);
+    const best = argmax(p);
+    probabilitiesInPlace(p, linear.link);
     top[r] = p[best]!;
-    argmax.push(tags[best]!);
+    predicted.push(tags[best]!);
   }
   const yVal = Array.from(valData.y, (k) => tags[k]!);
-  const threshold = chooseThreshold(args.threshold, top, argmax, yVal);
-  const validationF1 = validation.length === 0 ? Number.NaN : f1WithThreshold(top, argmax, yVal, threshold);
+  const threshold = chooseThreshold(args.threshold, top, predicted, yVal);
+  const validationF1 =
+    validation.length === 0 ? Number.NaN : f1WithThreshold(top, predicted, yVal, threshold);
   const final =
     args.refit && validation.length > 0
       ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch)

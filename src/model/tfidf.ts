@@ -34,6 +34,12 @@ export interface TfidfOptions {
   sublinearTf?: boolean;
 }
 
+/** What only fitting needs (a fitted vectorizer is its vocabulary and idf). */
+export interface TfidfFitOptions extends TfidfOptions {
+  /** sklearn's integer min_df: keep n-grams found in at least this many documents (default 1: all). */
+  minDf?: number;
+}
+
 /** Python's str.isspace(), which sklearn's `\s` and str.split() use (JS `\s` differs: it has U+FEFF, lacks U+001C..U+001F and U+0085). */
 function isPySpace(c: number): boolean {
   if (c <= 32) return c === 32 || (c >= 9 && c <= 13) || c >= 0x1c;
@@ -183,8 +189,12 @@ export class TfidfVectorizer {
   }
 
   /** Learns the vocabulary and idf from documents (sklearn's fit). */
-  static fit(docs: readonly string[], options: TfidfOptions): TfidfVectorizer {
+  static fit(docs: readonly string[], options: TfidfFitOptions): TfidfVectorizer {
     validateOptions(options);
+    const minDf = options.minDf ?? 1;
+    if (!Number.isInteger(minDf) || minDf < 1) {
+      throw new ModelInputError(`model/tfidf: min_df must be an integer >= 1, got ${minDf}`);
+    }
     const df = new Map<string, number>();
     const probe = new TfidfVectorizer(options, [], new Float64Array(0));
     const seen = new Set<string>();
@@ -210,10 +220,10 @@ export class TfidfVectorizer {
       });
       for (const gram of seen) df.set(gram, (df.get(gram) ?? 0) + 1);
     }
-    const vocabulary = [...df.keys()].sort(compareCodePoints);
+    const vocabulary = [...df.keys()].filter((g) => df.get(g)! >= minDf).sort(compareCodePoints);
     if (vocabulary.length === 0) {
       throw new ModelInputError(
-        `model/tfidf: empty vocabulary (${docs.length} documents produced no ${options.analyzer} n-grams); check the training texts`,
+        `model/tfidf: empty vocabulary (${docs.length} documents produced no ${options.analyzer} n-grams${minDf > 1 ? ` in at least min_df = ${minDf} of them` : ''}); check the training texts`,
       );
     }
     const n = docs.length;

@@ -43,6 +43,8 @@ export interface LogRunInput {
   extraParams?: Record<string, string>;
   /** Extra final metrics (e.g. `val_f1` for hyper-parameter search). */
   extraMetrics?: Record<string, number>;
+  /** Extra metric histories, logged at steps 1, 2, … (e.g. the per-fold f1 of a cross-validation). */
+  extraMetricHistory?: Record<string, readonly number[]>;
   /** Extra tags (e.g. `mlflow.parentRunId` for the trials of a search). */
   extraTags?: Record<string, string>;
   /** The data files, logged as the run's dataset inputs (see `dataset-input.ts`). */
@@ -211,6 +213,11 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     }
     for (const epoch of outcome.history) {
       metrics.push({ key: 'val_loss', value: epoch.valLoss, timestamp: epoch.time, step: epoch.epoch });
+    }
+    for (const [key, values] of Object.entries(input.extraMetricHistory ?? {})) {
+      values.forEach((value, index) => {
+        metrics.push({ key, value, timestamp: now, step: index + 1 });
+      });
     }
     signal.throwIfAborted();
     await store.logBatch(runId, { params, metrics });

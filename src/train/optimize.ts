@@ -1,19 +1,37 @@
 /**
- * Hyper-parameter search: seeded random search over the analyzer, n-gram range, learning rate,
- * power_t and alpha. Every trial is trained, evaluated and logged as a run, nested under one parent run
- * of the search (MLflow's `mlflow.parentRunId`, so MLflow's UI groups them); trials are compared on the
- * validation split's weighted f1 (never on the test data), and the best arguments are returned.
+ * Hyper-parameter search: seeded random search over the features (analyzer, n-gram range, sublinear tf,
+ * min_df), the loss and class weights, and the SGD's learning rate, power_t and alpha. Every trial is
+ * scored by stratified k-fold cross-validation on the training data (never the test data; see
+ * `cross-validate.ts`), then trained, evaluated and logged as a run, nested under one parent run of the
+ * search (MLflow's `mlflow.parentRunId`, so MLflow's UI groups them); the trial with the best CV mean f1 wins.
  */
-import { createRng, type TrainingArgs } from '../model/index.js';
+import { createRng, type LabelledText, type TrainingArgs } from '../model/index.js';
 import { type DatasetInput, getOrCreateExperiment, type TrackingStore } from '../tracking/store.js';
+import { type CrossValidation, CrossValidator, DEFAULT_FOLDS } from './cross-validate.js';
 import { InterruptedError, type LoggedRun, logTrainingRun } from './log-run.js';
-import { type TrainingInput, trainAndEvaluate } from './pipeline.js';
+import { splitData, type TrainingInput, trainAndEvaluate } from './pipeline.js';
 
 /** The search space; bounds chosen around what works for short technical texts. */
 export const SEARCH_SPACE = {
-  analyzer: ['word', 'char', 'char_wb'] as const,
-  /** Inclusive n-gram maximum per analyzer (word n-grams beyond 3 are too sparse to help). */
-  ngramMax: { word: [2, 3], char: [3, 8], char_wb: [3, 8] } as const,
+  analyzer: ['word', 'char', 'char_wb', 'char_wb+word'] as const,
+  /**
+   * Inclusive n-gram range ends per analyzer: [lowest min, highest min] and [lowest max, highest max]
+   * (word n-grams beyond 3 are too sparse to help; `char_wb+word`'s range is its char_wb block's).
+   */
+  ngramMin: { word: [1, 2], char: [1, 3], char_wb: [1, 3], 'char_wb+word': [1, 3] } as const,
+  ngramMax: { word: [1, 3], char: [3, 8], char_wb: [3, 8], 'char_wb+word': [3, 6] } as const,
+  sublinearTf: [false, true] as const,
+  minDf: [1, 2, 3] as const,
+  loss: ['log_loss', 'hinge', 'modified_huber'] as const,
+  /**
+   * Class balancing: by oversampling (the defaults), by sklearn's `balanced` class weights, or none.
+   * (Both together would be balancing twice: `balanced` counts the oversampled rows, which are balanced.)
+   */
+  balancing: [
+    { oversample: true, class_weight: null },
+    { oversample: false, class_weight: 'balanced' },
+    { oversample: false, class_weight: null },
+  ] as const,
   learningRate: [1e-3, 1] as const,
   powerT: [0.05, 0.5] as const,
   alpha: [1e-6, 1e-3] as const,
@@ -23,22 +41,29 @@ export interface Trial {
   trial: number;
   args: TrainingArgs;
   runId: string;
+  /** The cross-validated weighted f1 the trials are ranked by. */
+  cv: CrossValidation;
   validationF1: number;
   testF1: number;
 }
 
 export interface OptimizeInput extends Omit<TrainingInput, 'onEpoch'> {
   trials: number;
+  /** Folds of the cross-validation (default 5). */
+  folds?: number;
+  /** Threads the folds are trained in (default: the machine's cores; 1: in this thread). Same scores either way. */
+  cvWorkers?: number;
   experiment: string;
   runNamePrefix: string;
   onTrial?: (trial: Trial) => void;
   /**
    * SIGINT/SIGTERM stop the search cleanly (the CLI sets it): while a trial is logged it is marked
-   * KILLED; while one trains, the search stops when that training ends (training is synchronous, so
-   * nothing can run before), and the parent run is marked KILLED either way.
+   * KILLED; while one is cross-validated or trains, the search stops when that step ends (training is
+   * synchronous, so nothing can run before; the cross-validation's threads finish their tasks), and the
+   * parent run is marked KILLED either way.
    */
   catchSignals?: boolean;
-  /** Told when a signal arrived during a training, so the CLI can say the search stops after it. */
+  /** Told when a signal arrived during a cross-validation or training, so the CLI can say the search stops after it. */
   onStopRequested?: (signal: 'SIGINT' | 'SIGTERM') => void;
   /** The data files, logged as every trial's dataset inputs. */
   datasets?: DatasetInput[];
@@ -60,19 +85,45 @@ const logUniform = (random: () => number, [low, high]: readonly [number, number]
 /** Rounds to 4 significant digits so logged params stay readable. */
 const round = (value: number): number => Number(value.toPrecision(4));
 
+const pick = <T>(random: () => number, values: readonly T[]): T =>
+  values[Math.floor(random() * values.length)]!;
+const between = (random: () => number, [low, high]: readonly [number, number]): number =>
+  low + Math.floor(random() * (high - low + 1));
+
 /** Draws the arguments of one trial from the space, on top of `base` (which fixes everything else). */
 export function sampleArgs(base: TrainingArgs, random: () => number): TrainingArgs {
-  const analyzer =
-    SEARCH_SPACE.analyzer[Math.floor(random() * SEARCH_SPACE.analyzer.length)] ?? base.analyzer;
-  const [low, high] = SEARCH_SPACE.ngramMax[analyzer];
+  const analyzer = pick(random, SEARCH_SPACE.analyzer);
+  const ngramMax = between(random, SEARCH_SPACE.ngramMax[analyzer]);
+  const ngramMin = Math.min(ngramMax, between(random, SEARCH_SPACE.ngramMin[analyzer]));
+  const balancing = pick(random, SEARCH_SPACE.balancing);
   return {
     ...base,
     analyzer,
-    ngram_max_range: low + Math.floor(random() * (high - low + 1)),
+    ngram_min_range: ngramMin,
+    ngram_max_range: ngramMax,
+    sublinear_tf: pick(random, SEARCH_SPACE.sublinearTf),
+    min_df: pick(random, SEARCH_SPACE.minDf),
+    // Only one-vs-rest has the other losses; a softmax base keeps log loss.
+    loss: base.classifier === 'ovr' ? pick(random, SEARCH_SPACE.loss) : 'log_loss',
+    oversample: balancing.oversample,
+    class_weight: balancing.class_weight,
     learning_rate: round(logUniform(random, SEARCH_SPACE.learningRate)),
     power_t: round(SEARCH_SPACE.powerT[0] + random() * (SEARCH_SPACE.powerT[1] - SEARCH_SPACE.powerT[0])),
     alpha: round(logUniform(random, SEARCH_SPACE.alpha)),
   };
+}
+
+/**
+ * The rows cross-validation may see: the training file's rows (subset applied) when a test file is given,
+ * else the train + validation rows of training's own split (the test split stays unseen, as in training).
+ */
+export function crossValidationRows(
+  input: Pick<TrainingInput, 'data' | 'testData' | 'args' | 'seed'>,
+): LabelledText[] {
+  const data = input.args.subset === null ? input.data : input.data.slice(0, input.args.subset);
+  if (input.testData !== undefined) return [...data];
+  const split = splitData(data, false, input.seed);
+  return [...split.train, ...split.validation];
 }
 
 export async function optimize(store: TrackingStore, input: OptimizeInput): Promise<OptimizeResult> {
@@ -80,6 +131,13 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     throw new RangeError(`optimize: --trials must be a whole number ≥ 1, got ${input.trials}`);
   }
   const random = createRng(input.seed);
+  const folds = input.folds ?? DEFAULT_FOLDS;
+  // Built before the parent run, so data too small for the folds fails without leaving a run behind.
+  const validator = new CrossValidator(crossValidationRows(input), {
+    folds,
+    seed: input.seed,
+    ...(input.cvWorkers === undefined ? {} : { workers: input.cvWorkers }),
+  });
   const experimentId = await getOrCreateExperiment(store, input.experiment);
   const parent = await store.createRun(experimentId, {
     runName: input.runNamePrefix,
@@ -106,12 +164,14 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
   }
   try {
     await store.logBatch(parentRunId, {
-      params: { trials: String(input.trials), seed: String(input.seed) },
+      params: { trials: String(input.trials), seed: String(input.seed), folds: String(folds) },
     });
     const trials: Trial[] = [];
     for (let index = 0; index < input.trials; index++) {
       // The first trial is the base arguments themselves, so the search never does worse than them.
       const args = index === 0 ? input.args : sampleArgs(input.args, random);
+      stopIfRequested();
+      const cv = await validator.run(args);
       stopIfRequested();
       const outcome = trainAndEvaluate({ ...input, args });
       // A signal sent during the (synchronous) training is delivered now: no trial run was created yet.
@@ -125,7 +185,8 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
         outcome,
         source: 'tagger optimize',
         extraParams: { trial: String(index + 1) },
-        extraMetrics: { val_f1: outcome.validationF1 },
+        extraMetrics: { val_f1: outcome.validationF1, cv_f1_mean: cv.mean, cv_f1_std: cv.std },
+        extraMetricHistory: { cv_f1_fold: cv.folds },
         extraTags: { [PARENT_RUN_TAG]: parentRunId },
         ...(input.datasets ? { datasets: input.datasets } : {}),
         ...(input.catchSignals ? { catchSignals: true } : {}),
@@ -134,6 +195,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
         trial: index + 1,
         args,
         runId: logged.runId,
+        cv,
         validationF1: outcome.validationF1,
         testF1: outcome.performance.overall.f1,
       };
@@ -141,10 +203,13 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
       trialsDone = trials.length;
       input.onTrial?.(trial);
     }
-    const best = trials.reduce((a, b) => (b.validationF1 > a.validationF1 ? b : a));
+    // Ties keep the earlier trial (the base arguments first).
+    const best = trials.reduce((a, b) => (b.cv.mean > a.cv.mean ? b : a));
     const now = Date.now();
     await store.logBatch(parentRunId, {
       metrics: [
+        { key: 'best_cv_f1_mean', value: best.cv.mean, timestamp: now, step: 0 },
+        { key: 'best_cv_f1_std', value: best.cv.std, timestamp: now, step: 0 },
         { key: 'best_val_f1', value: best.validationF1, timestamp: now, step: 0 },
         { key: 'best_trial', value: best.trial, timestamp: now, step: 0 },
       ],
@@ -157,6 +222,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     await store.updateRun(parentRunId, { status, endTime: Date.now() }).catch(() => undefined);
     throw error;
   } finally {
+    await validator.close();
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
   }

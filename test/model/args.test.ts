@@ -40,7 +40,14 @@ describe('parseTrainingArgs', () => {
     [{ learning_rate: 0 }, /"learning_rate" must be a number in \(0, 100\], got 0/],
     [{ num_epochs: 2.5 }, /"num_epochs" must be an integer/],
     [{ num_epochs: 0 }, /"num_epochs" must be an integer in \[1, 100000\], got 0/],
-    [{ ngram_max_range: 1 }, /"ngram_max_range" must be an integer in \[2, 16\], got 1/],
+    [{ ngram_max_range: 0 }, /"ngram_max_range" must be an integer in \[1, 16\], got 0/],
+    [{ ngram_max_range: 1 }, /"ngram_min_range" \(2\) must not exceed "ngram_max_range" \(1\)/],
+    [{ ngram_min_range: 0 }, /"ngram_min_range" must be an integer in \[1, 16\], got 0/],
+    [{ min_df: 0 }, /"min_df" must be an integer in \[1, /],
+    [{ min_df: 0.5 }, /"min_df" must be an integer/],
+    [{ loss: 'squared_hinge' }, /"loss" must be one of log_loss, hinge, modified_huber, got "squared_hinge"/],
+    [{ class_weight: 'auto' }, /"class_weight" must be one of balanced, got "auto"/],
+    [{ classifier: 'softmax', loss: 'hinge' }, /"loss" "hinge" needs "classifier": "ovr"/],
     [{ analyzer: 'chars' }, /"analyzer" must be one of word, char, char_wb, char_wb\+word, got "chars"/],
     [{ analyzer: 'word+char_wb' }, /"analyzer" must be one of word, char, char_wb, char_wb\+word/],
     [{ sublinear_tf: 1 }, /"sublinear_tf" must be true or false, got 1/],
@@ -67,6 +74,26 @@ describe('parseTrainingArgs', () => {
       expect(Object.getPrototypeOf(parseTrainingArgs({}))).toBe(Object.prototype);
     },
   );
+
+  it('accepts the loss, class weights, min_df and the n-gram range', () => {
+    expect(
+      parseTrainingArgs({
+        loss: 'modified_huber',
+        class_weight: 'balanced',
+        min_df: 2,
+        ngram_min_range: 1,
+        ngram_max_range: 1,
+      }),
+    ).toMatchObject({
+      loss: 'modified_huber',
+      class_weight: 'balanced',
+      min_df: 2,
+      ngram_min_range: 1,
+      ngram_max_range: 1,
+    });
+    expect(parseTrainingArgs({ class_weight: null }).class_weight).toBeNull();
+    expect(parseTrainingArgs({ classifier: 'softmax', loss: 'log_loss' }).classifier).toBe('softmax');
+  });
 
   it('accepts and validates classifier and average', () => {
     expect(parseTrainingArgs({ classifier: 'softmax', average: true })).toMatchObject({

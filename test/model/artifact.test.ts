@@ -41,8 +41,8 @@ describe('model artifact', () => {
   it('produces exactly MODEL_FILES with a versioned manifest', () => {
     expect(Object.keys(files).sort()).toEqual([...MODEL_FILES].sort());
     expect(manifest().format).toBe(MODEL_FORMAT);
-    expect(MODEL_FORMAT).toBe('tagger-model/1.1');
-    expect(READABLE_MODEL_FORMATS).toEqual(['tagger-model/1', 'tagger-model/1.1']);
+    expect(MODEL_FORMAT).toBe('tagger-model/1.2');
+    expect(READABLE_MODEL_FORMATS).toEqual(['tagger-model/1', 'tagger-model/1.1', 'tagger-model/1.2']);
   });
 
   it('round-trips: save → load → predict gives identical probabilities, tags, args and threshold', () => {
@@ -66,12 +66,12 @@ describe('model artifact', () => {
     [
       'a future version',
       withManifest({ format: 'tagger-model/2' }),
-      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1\)/,
+      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1, tagger-model\/1\.2\)/,
     ],
     [
       'a future minor version',
-      withManifest({ format: 'tagger-model/1.2' }),
-      /unsupported model format "tagger-model\/1\.2"/,
+      withManifest({ format: 'tagger-model/1.3' }),
+      /unsupported model format "tagger-model\/1\.3"/,
     ],
     [
       'truncated weights',
@@ -185,6 +185,41 @@ describe('model artifact', () => {
     const loaded = decodeModel(withManifest({ args }));
     expect(loaded.args.refit).toBe(false);
     expect(loaded.predict(['text'])).toEqual(model.predict(['text']));
+  });
+
+  it.each([
+    ['hinge', { loss: 'hinge' as const }],
+    [
+      'modified_huber with balanced class weights',
+      { loss: 'modified_huber' as const, class_weight: 'balanced' as const, oversample: false },
+    ],
+    [
+      'word 1..2 with min_df 2',
+      { analyzer: 'word' as const, ngram_min_range: 1, ngram_max_range: 2, min_df: 2 },
+    ],
+  ])('round-trips a %s model (probabilities by its loss)', (_name, patch) => {
+    const { model: other } = trainTagger(TRAIN, VALIDATION, { ...model.args, ...patch }, { seed: 7 });
+    const saved = encodeModel(other);
+    expect(manifestOf(saved).format).toBe('tagger-model/1.2');
+    const loaded = decodeModel(saved);
+    expect(loaded.args).toEqual(other.args);
+    const texts = [...VALIDATION.map((r) => r.text), '', 'unseen words'];
+    expect(loaded.predict(texts)).toEqual(other.predict(texts));
+    expect(other.predict(texts)).not.toEqual(model.predict(texts));
+  });
+
+  it('reads a model saved before 1.2 as log loss, unweighted, min_df 1, n-grams from 2, even if the defaults change', () => {
+    const args = { ...(manifest().args as Record<string, unknown>) };
+    for (const key of ['loss', 'class_weight', 'min_df', 'ngram_min_range']) delete args[key];
+    const loaded = decodeModel(withManifest({ format: 'tagger-model/1.1', args }));
+    expect(loaded.args).toMatchObject({
+      loss: 'log_loss',
+      class_weight: null,
+      min_df: 1,
+      ngram_min_range: 2,
+    });
+    const texts = VALIDATION.map((r) => r.text);
+    expect(loaded.predict(texts)).toEqual(model.predict(texts));
   });
 
   describe('char_wb+word and sublinear_tf models', () => {

@@ -5,11 +5,16 @@
 import { describe, expect, it } from 'vitest';
 import { createRng } from '../../src/model/rng.js';
 import {
+  argmax,
   averageLinearModels,
+  balancedClassWeights,
+  binaryLoss,
   type LinearModel,
   meanLogLoss,
+  modifiedHuberProbabilitiesInPlace,
   ovrProbabilitiesInPlace,
   rowProbabilities,
+  rowScores,
   SPARSE_INTERCEPT_DECAY,
   sigmoid,
   softmaxInPlace,
@@ -242,13 +247,92 @@ describe('trainOvrSgd', () => {
   ])('agrees with sklearn (average=%s): coef_, intercept_ and predict_proba', (average, c, b, proba) => {
     const m = fitFixed(average);
     coef(m).forEach((row, k) => {
-      expectClose(row, c[k]!);
+      expectClose(row, [...c[k]!]);
     });
     expectClose(Array.from(m.bias), b);
     const p = new Float64Array(3);
     rowProbabilities(m, fixed.x, 0, p);
     expectClose(Array.from(p), proba);
   });
+
+  // Reference values: scikit-learn 1.9.1, the same SGDClassifier as above (average=False) with loss=… and
+  // class_weight=…; `balanced` there is n / (K × count) over these 7 rows: 7/9, 7/6, 7/6.
+  it.each([
+    [
+      'hinge',
+      false,
+      [
+        [1.6399293288368861, -0.7607381763379968, -1.3036460248364294],
+        [-1.454001469963168, 1.3367497534993302, -1.0649620307714025],
+        [-1.4847178992037677, -1.3373430437204217, 1.1730880309431715],
+      ],
+      [-0.009961858682634672, -0.013481606126698195, -0.017062172270771975],
+      null,
+    ],
+    [
+      'hinge',
+      true,
+      [
+        [1.5167157615510007, -0.8803047548275108, -1.2661560775203013],
+        [-1.454001469963168, 1.2758425966247553, -1.030730709012431],
+        [-1.468106456754865, -1.3373430437204217, 1.490793465866088],
+      ],
+      [-0.013148463325297904, -0.0131845321246128, -0.013116198526402188],
+      null,
+    ],
+    [
+      'modified_huber',
+      false,
+      [
+        [1.7704030166179534, -0.6415560872714208, -1.139454668985736],
+        [-1.856358243335077, 0.8693901507785485, -0.8785795770916903],
+        [-1.3027222796417242, -1.1774191556882547, 1.0980113066022659],
+      ],
+      [-0.007218742148931216, -0.017208650892359522, -0.011605488815933686],
+      [
+        [0.8949835739481028, 0.0, 0.1050164260518973],
+        [0.12455880053860399, 0.7437468085286644, 0.13169439093273158],
+      ],
+    ],
+    [
+      'modified_huber',
+      true,
+      [
+        [1.548972402600285, -0.6686496153440293, -1.1068193453045256],
+        [-1.8797188747942493, 0.9142810798620792, -0.8770103250435157],
+        [-1.3213304882608796, -1.1861945999668773, 1.13266669185538],
+      ],
+      [-0.009339827994467923, -0.016806744799878256, -0.01136680172610957],
+      [
+        [0.8947518466838422, 0.0, 0.10524815331615779],
+        [0.11490156194358324, 0.7545903504510533, 0.1305080876053634],
+      ],
+    ],
+  ] as const)(
+    'agrees with sklearn (loss=%s, balanced=%s): coef_, intercept_ and predict_proba',
+    (loss, balanced, c, b, proba) => {
+      const classWeight = balanced ? balancedClassWeights(fixed.y, 3) : null;
+      const m = trainOvrSgd(
+        fixed,
+        Int32Array.from(rows.keys()),
+        3,
+        { ...sk, epochs: 3, loss, classWeight, rng: createRng(1) },
+        fixed,
+      );
+      expect(m.link).toBe(loss === 'modified_huber' ? 'modified_huber' : 'ovr');
+      coef(m).forEach((row, k) => {
+        expectClose(row, [...c[k]!]);
+      });
+      expectClose(Array.from(m.bias), [...b]);
+      if (proba !== null) {
+        [0, 3].forEach((r, i) => {
+          const p = new Float64Array(3);
+          rowProbabilities(m, fixed.x, r, p);
+          expectClose(Array.from(p), [...proba[i]!]);
+        });
+      }
+    },
+  );
 
   it('agrees with sklearn when the L2 step zeroes the weight scale (reset with averaging)', () => {
     // alpha * eta = 1.2 >= 1: sklearn scales by max(0, 1 - eta*alpha) = 0 at every step, which forces a
@@ -302,6 +386,73 @@ describe('trainOvrSgd', () => {
       rowProbabilities(a.m, fixed.x, r, p);
       expect(Math.abs(p.reduce((s, v) => s + v, 0) - 1)).toBeLessThan(1e-12);
     }
+  });
+});
+
+describe('losses, links and class weights', () => {
+  it("binaryLoss gives sklearn's loss values and derivatives", () => {
+    expect(binaryLoss('hinge', 0.5, 1)).toEqual({ value: 0.5, dloss: -1 });
+    expect(binaryLoss('hinge', 1.5, 1)).toEqual({ value: 0, dloss: 0 });
+    expect(binaryLoss('hinge', 0.5, -1)).toEqual({ value: 1.5, dloss: 1 });
+    expect(binaryLoss('modified_huber', 0.5, 1)).toEqual({ value: 0.25, dloss: -1 });
+    expect(binaryLoss('modified_huber', -2, 1)).toEqual({ value: 8, dloss: -4 });
+    expect(binaryLoss('modified_huber', 2, 1)).toEqual({ value: 0, dloss: 0 });
+    const log = binaryLoss('log_loss', 0.3, -1);
+    expect(log.value).toBeCloseTo(Math.log1p(Math.exp(0.3)), 12);
+    expect(log.dloss).toBeCloseTo(sigmoid(0.3), 12);
+  });
+
+  it('modified-Huber probabilities clip, normalise and fall back to uniform', () => {
+    const z = Float64Array.from([3, 0, -5]);
+    modifiedHuberProbabilitiesInPlace(z);
+    expect(Array.from(z)).toEqual([2 / 3, 1 / 3, 0]);
+    const allLow = Float64Array.from([-2, -1, -7]);
+    modifiedHuberProbabilitiesInPlace(allLow);
+    expect(Array.from(allLow)).toEqual([1 / 3, 1 / 3, 1 / 3]);
+  });
+
+  it('predicts by the scores: two scores above 1 tie in probability but not in argmax', () => {
+    const m: LinearModel = {
+      nFeatures: 1,
+      nClasses: 3,
+      weights: Float64Array.from([1.5, 2.5, 0]),
+      bias: new Float64Array(3),
+      link: 'modified_huber',
+    };
+    const x = csr([[1]]);
+    const z = new Float64Array(3);
+    rowScores(m, x, 0, z);
+    expect(argmax(z)).toBe(1);
+    rowProbabilities(m, x, 0, z);
+    expect(z[0]).toBe(z[1]);
+  });
+
+  it('a class weight scales the steps on samples of that class (one step: exactly), in both trainers', () => {
+    const x = csr([[1, 0.5]]);
+    const data = { x, y: Int32Array.from([1]) };
+    const opts = { ...base, schedule: 'constant' as const, alpha: 0, epochs: 1 };
+    const weights = Float64Array.from([1, 3]);
+    for (const train of [trainOvrSgd, trainSoftmaxSgd]) {
+      const plain = train(data, Int32Array.from([0]), 2, { ...opts, rng: createRng(1) }, data);
+      const weighted = train(
+        data,
+        Int32Array.from([0]),
+        2,
+        { ...opts, classWeight: weights, rng: createRng(1) },
+        data,
+      );
+      // The sample is class 1: softmax weighs its whole step by 3; one-vs-rest only class 1's problem,
+      // where it is the positive sample (class 0's problem sees it as a negative, weight 1).
+      const classFactor = train === trainSoftmaxSgd ? [3, 3] : [1, 3];
+      for (let j = 0; j < 4; j++)
+        expect(weighted.weights[j]).toBeCloseTo(plain.weights[j]! * classFactor[j % 2]!, 12);
+      for (let k = 0; k < 2; k++) expect(weighted.bias[k]).toBeCloseTo(plain.bias[k]! * classFactor[k]!, 12);
+      expect(plain.weights.some((v) => v !== 0)).toBe(true);
+    }
+  });
+
+  it('balancedClassWeights is n / (K × count) over the classes present, 1 for an absent class', () => {
+    expect(Array.from(balancedClassWeights(Int32Array.from([0, 0, 0, 1]), 3))).toEqual([4 / 6, 2, 1]);
   });
 });
 

@@ -152,6 +152,37 @@ describe('trainTagger', () => {
   });
 });
 
+describe.each([
+  ['hinge', { loss: 'hinge' as const }],
+  ['modified_huber', { loss: 'modified_huber' as const }],
+  [
+    'hinge with balanced class weights',
+    { loss: 'hinge' as const, class_weight: 'balanced' as const, oversample: false },
+  ],
+])('trainTagger with %s', (_name, patch) => {
+  const { model } = trainTagger(TRAIN, VALIDATION, { ...ARGS, ...patch }, { seed: 3 });
+
+  it('predicts the top-scoring tag with a valid distribution for any string', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ maxLength: 200 }), { maxLength: 5 }), (texts) => {
+        model.predict(texts).forEach((p, i) => {
+          const values = Object.values(p.probabilities);
+          expect(values.every((v) => v >= 0 && v <= 1)).toBe(true);
+          expect(Math.abs(values.reduce((s, v) => s + v, 0) - 1)).toBeLessThan(1e-9);
+          // explain() names the tag with the highest linear score; argmax prediction must be that tag.
+          expect(p.predicted_tag).toBe(model.explain(texts[i]!).tag);
+        });
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('learns the clear topics', () => {
+    const f1 = evaluate(model, VALIDATION).overall.f1;
+    expect(f1).toBeGreaterThan(0.5);
+  });
+});
+
 describe('trainTagger with a seed ensemble', () => {
   const linear = (m: TagModel) => (m as LinearTagModel).linear;
   const weightsHash = (m: TagModel) =>

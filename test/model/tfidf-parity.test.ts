@@ -1,7 +1,7 @@
 /**
  * Parity with scikit-learn: TfidfVectorizer (lowercase=False, otherwise defaults) and our TfidfVectorizer
  * must produce the same vocabulary and the same matrix (to 1e-6) on the shared dataset, for every analyzer;
- * also with sublinear_tf, and Tagger's `char_wb+word` union against sklearn's FeatureUnion.
+ * also with sublinear_tf and min_df, and Tagger's `char_wb+word` union against sklearn's FeatureUnion.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +24,7 @@ interface Case {
   analyzer: Analyzer;
   ngram_range: [number, number];
   sublinear_tf?: boolean;
+  min_df?: number;
 }
 interface SklearnResult {
   vocabulary: string[];
@@ -76,6 +77,20 @@ const SPECS: (Omit<Case, 'docs'> & { source: 'clean' | 'raw' })[] = [
     ngram_range: [2, 4],
     sublinear_tf: true,
   },
+  {
+    name: 'word 1..2 min_df 2 (preprocessed)',
+    source: 'clean',
+    analyzer: 'word',
+    ngram_range: [1, 2],
+    min_df: 2,
+  },
+  {
+    name: 'char_wb+word 1..4 min_df 3 (preprocessed)',
+    source: 'clean',
+    analyzer: 'char_wb+word',
+    ngram_range: [1, 4],
+    min_df: 3,
+  },
 ];
 
 describe.skipIf(python === null || datasetPath === null)('TF-IDF parity with scikit-learn', () => {
@@ -117,14 +132,17 @@ describe.skipIf(python === null || datasetPath === null)('TF-IDF parity with sci
         c.analyzer === 'char_wb+word'
           ? fitVectorizer(c.docs, {
               analyzer: c.analyzer,
+              ngram_min_range: c.ngram_range[0],
               ngram_max_range: c.ngram_range[1],
               sublinear_tf: sublinearTf,
+              min_df: c.min_df ?? 1,
             })
           : TfidfVectorizer.fit(c.docs, {
               analyzer: c.analyzer,
               ngramMin: c.ngram_range[0],
               ngramMax: c.ngram_range[1],
               sublinearTf,
+              minDf: c.min_df ?? 1,
             });
       expect(ours.vocabulary, c.name).toEqual(expected.vocabulary);
       const m = ours.transform(c.docs);
