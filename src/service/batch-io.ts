@@ -54,6 +54,8 @@ export interface TaggedBatch {
 
 /** Batches out at once (posted and not yet written back) before the reader waits. */
 export const READER_CREDITS = 4;
+/** A batch ends at this many characters of text even before `batchSize` rows: long texts stay bounded. */
+export const MAX_BATCH_CHARS = 1_000_000;
 
 type Row = Record<string, unknown>;
 
@@ -152,6 +154,7 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
     let text: ((row: Row) => unknown) | undefined;
     let lines: number[] = [];
     let texts: string[] = [];
+    let chars = 0;
     for await (const { row, line } of rows) {
       text ??= textOf(Object.keys(row), options.textColumn, options.input);
       const value = text(row);
@@ -163,10 +166,12 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
       }
       lines.push(line);
       texts.push(value);
-      if (texts.length >= options.batchSize) {
+      chars += value.length;
+      if (texts.length >= options.batchSize || chars >= MAX_BATCH_CHARS) {
         await emit({ kind: 'rows', lines, texts, bytesRead });
         lines = [];
         texts = [];
+        chars = 0;
       }
     }
     if (texts.length > 0) await emit({ kind: 'rows', lines, texts, bytesRead });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BATCH_CHARS, type ReaderMessage, readBatches } from '../../src/service/batch-io.js';
 import { type BadRow, BatchInputError, tagFile } from '../../src/service/batch-predict.js';
 import { trainModel } from '../support/fixtures.js';
 
@@ -145,6 +146,22 @@ describe('tagFile', () => {
     }
     const left = await readdir(dir);
     expect(left.filter((name) => name.includes('.tmp') || name === 'x.csv')).toEqual([]);
+  });
+
+  it('ends a batch early when its texts are long, so a batch stays bounded in size', async () => {
+    const long = 'w'.repeat(Math.ceil(MAX_BATCH_CHARS / 2.5));
+    const input = await file(
+      'long.csv',
+      `id,text\n${[1, 2, 3, 4, 5, 6].map((i) => `${i},${long}`).join('\n')}\n`,
+    );
+    const messages: ReaderMessage[] = [];
+    await readBatches({ input, format: 'csv', batchSize: 512 }, (message) => {
+      messages.push(message);
+    });
+    const sizes = messages.flatMap((message) => (message.kind === 'rows' ? [message.texts.length] : []));
+    expect(sizes).toEqual([3, 3]);
+    const output = join(dir, 'long.csv.out.csv');
+    expect(await tagFile(model, { input, output })).toMatchObject({ rows: 6, tagged: 6, bad: 0 });
   });
 
   it('an empty CSV gives a header-only output', async () => {
