@@ -274,10 +274,18 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     expect(await names()).toEqual(['weak']);
     await page.getByLabel('Filter').fill('');
     await page
-      .getByLabel('f1 at least')
+      .getByLabel('at least')
       .fill(String((outcomes.middle.performance.overall.f1 - 0.01).toFixed(2)));
     expect(await names()).toEqual(['middle']);
-    await page.getByLabel('f1 at least').fill('');
+    // The same minimum on another metric: recall.
+    await page.getByLabel('Metric', { exact: true }).selectOption('recall');
+    const recalls = {
+      weak: outcomes.weak.performance.overall.recall,
+      middle: outcomes.middle.performance.overall.recall,
+    };
+    await page.getByLabel('at least').fill(String(Math.min(recalls.weak, recalls.middle) + 0.001));
+    expect(await names()).toEqual([recalls.weak > recalls.middle ? 'weak' : 'middle']);
+    await page.getByLabel('at least').fill('');
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
     await page.getByLabel('Started since').fill(tomorrow);
     expect(await names()).toEqual([]);

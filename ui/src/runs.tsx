@@ -47,7 +47,8 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
     descending: true,
   });
   const [query, setQuery] = useState('');
-  const [minF1, setMinF1] = useState('');
+  const [floorMetric, setFloorMetric] = useState('f1');
+  const [minimum, setMinimum] = useState('');
   const [since, setSince] = useState('');
   const [picked, setPicked] = useState<string[]>([]);
   const params = useMemo(() => varyingParams(runs), [runs]);
@@ -60,12 +61,12 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
   );
 
   const shown = useMemo(() => {
-    const floor = minF1 === '' ? null : Number(minF1);
+    const floor = minimum === '' ? null : Number(minimum);
     const from = since === '' ? null : new Date(`${since}T00:00:00`).getTime();
     const filtered = runs.filter(
       (run) =>
         matchesText(run, query) &&
-        (floor === null || metricKey(run.metrics.f1) >= floor) &&
+        (floor === null || metricKey(run.metrics[floorMetric]) >= floor) &&
         (from === null || (run.start_time !== null && Date.parse(run.start_time) >= from)),
     );
     const sortValue = (run: RunRecord): number | string => {
@@ -84,7 +85,7 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
       const order = x < y ? -1 : x > y ? 1 : 0;
       return sort.descending ? -order : order;
     });
-  }, [runs, query, minF1, since, sort]);
+  }, [runs, query, floorMetric, minimum, since, sort]);
 
   const header = (label: string, by: SortKey) => {
     const active = JSON.stringify(sort.by) === JSON.stringify(by);
@@ -120,14 +121,28 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
           />
         </label>
         <label>
-          f1 at least
+          Metric
+          <select
+            aria-label="Metric"
+            value={floorMetric}
+            onChange={(event) => setFloorMetric(event.currentTarget.value)}
+          >
+            {metricColumns.map((key) => (
+              <option key={key} value={key}>
+                {key === BEHAVIOUR_METRIC ? 'behaviour' : key}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          at least
           <input
             type="number"
             min="0"
             max="1"
             step="0.01"
-            value={minF1}
-            onInput={(event) => setMinF1(event.currentTarget.value)}
+            value={minimum}
+            onInput={(event) => setMinimum(event.currentTarget.value)}
           />
         </label>
         <label>
