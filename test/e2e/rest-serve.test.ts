@@ -260,7 +260,14 @@ async function api(base: string, path: string, body?: unknown): Promise<ApiAnswe
 
 /** What `GET /runs` should say about a run, from MLflow's Python client. */
 /** The /runs record of a run; the best (first in MLflow's order) is the one served here. */
-function expectedRecord(runId: string, run: PyRun, servedRunId: string) {
+/** A run record as Tagger serves it from the MLflow server at `serverUri` (linking MLflow's UI). */
+function expectedRecord(
+  runId: string,
+  run: PyRun,
+  servedRunId: string,
+  serverUri: string,
+  experimentId: string,
+) {
   return {
     run_id: runId,
     run_name: run.run_name,
@@ -270,6 +277,7 @@ function expectedRecord(runId: string, run: PyRun, servedRunId: string) {
     metrics: run.metrics,
     params: run.params,
     served: runId === servedRunId,
+    mlflow_url: `${serverUri}/#/experiments/${experimentId}/runs/${runId}`,
   };
 }
 
@@ -373,7 +381,9 @@ describe.skipIf(!mlflow || !python)('tagger train and serve against a real MLflo
       expect(runs.status).toBe(200);
       expect(runs.body.data.runs.map((run: { run_id: string }) => run.run_id)).toEqual(seen.order);
       expect(runs.body.data.runs).toEqual(
-        seen.order.map((id) => expectedRecord(id, seen.runs[id]!, seen.order[0]!)),
+        seen.order.map((id) =>
+          expectedRecord(id, seen.runs[id]!, seen.order[0]!, server.uri, seen.experiment_id),
+        ),
       );
 
       const best = seen.order[0]!;
@@ -482,7 +492,9 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
     const runs = await api(url, '/runs');
     expect(runs.status).toBe(200);
     expect(runs.body.data.runs).toEqual(
-      seen.order.map((id) => expectedRecord(id, seen.runs[id]!, seen.order[0]!)),
+      seen.order.map((id) =>
+        expectedRecord(id, seen.runs[id]!, seen.order[0]!, server.uri, seen.experiment_id),
+      ),
     );
 
     const predicted = await api(url, '/predict', { texts: TEXTS });
