@@ -24,6 +24,7 @@ import {
   RUN_ARTIFACTS,
   runBehaviourSuite,
   type TrainingArgs,
+  tagsOf,
 } from './model/index.js';
 import { startedByNpm, watchParent } from './parent-watch.js';
 import { runServeCommand, StartupError } from './server.js';
@@ -43,7 +44,7 @@ import { DataError, readDataset } from './train/data.js';
 import { readDataWithInput } from './train/dataset-input.js';
 import { InterruptedError, logTrainingRun } from './train/log-run.js';
 import { optimize, type Trial } from './train/optimize.js';
-import { trainAndEvaluate } from './train/pipeline.js';
+import { argsForData, trainAndEvaluate } from './train/pipeline.js';
 import { createProgress } from './train/progress.js';
 
 const DEFAULT_SEED = 42;
@@ -75,8 +76,12 @@ function parseInteger(name: string, min: number) {
 }
 
 /** `--args` takes inline JSON (starting with `{`) or the path of a JSON file. */
-async function readArgs(value: string | undefined): Promise<TrainingArgs> {
-  if (value === undefined) return parseTrainingArgs({});
+/**
+ * The training args of `--args` (inline JSON or a file), and the names it sets itself (the data decides
+ * some of the others: see argsForData).
+ */
+async function readArgs(value: string | undefined): Promise<{ args: TrainingArgs; explicit: Set<string> }> {
+  if (value === undefined) return { args: parseTrainingArgs({}), explicit: new Set() };
   let text = value;
   let source = 'the --args value';
   if (!value.trimStart().startsWith('{')) {
@@ -98,7 +103,9 @@ async function readArgs(value: string | undefined): Promise<TrainingArgs> {
   } catch (error) {
     throw new UsageError(`--args: ${source} is not valid JSON: ${(error as Error).message}`);
   }
-  return parseTrainingArgs(raw);
+  const args = parseTrainingArgs(raw);
+  // parseTrainingArgs accepted it, so raw is an object (or null / undefined for the defaults).
+  return { args, explicit: new Set(Object.keys(raw ?? {})) };
 }
 
 /** A hand-written definition file (`--behaviour`, `--slices`): YAML or JSON (YAML reads JSON too). */
@@ -245,9 +252,10 @@ async function readTrainingFiles(flags: { data: string; testData?: string }) {
 async function trainCommand(flags: TrainFlags): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
-  const args = await readArgs(flags.args);
+  const given = await readArgs(flags.args);
   const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
+  const args = argsForData(given.args, data, given.explicit);
   const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
     async (store) => {
@@ -317,6 +325,8 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
     flags.artifactRoot,
   );
   const { precision, recall, f1 } = outcome.performance.overall;
+  const averages = outcome.performance.averages;
+  const otherAverages = averages ? { micro_f1: averages.micro.f1, macro_f1: averages.macro.f1 } : {};
   // Loud on purpose: such a run logs a perfect-looking f1 that means nothing.
   for (const warning of outcome.warnings) process.stderr.write(`tagger: WARNING: ${warning}\n`);
   if (flags.json) {
@@ -326,8 +336,15 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
         run_name: runName,
         experiment: flags.experiment,
         experiment_id: logged.experimentId,
-        metrics: { precision, recall, f1 },
+        metrics: { precision, recall, f1, ...otherAverages },
         threshold: outcome.threshold,
+        ...(outcome.model.tagThresholds === null
+          ? {}
+          : {
+              tag_thresholds: Object.fromEntries(
+                outcome.model.tags.map((tag, k) => [tag, outcome.model.tagThresholds![k]]),
+              ),
+            }),
         sizes: outcome.sizes,
         test_set: outcome.testSet,
         warnings: outcome.warnings,
@@ -347,7 +364,11 @@ async function trainCommand(flags: TrainFlags): Promise<void> {
   }
   process.stdout.write(
     `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}'.\n` +
-      `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}\n`,
+      `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}` +
+      (averages && outcome.model.args.multi_label
+        ? ` (weighted; micro f1 ${formatMetric(averages.micro.f1)}, macro f1 ${formatMetric(averages.macro.f1)}; several tags per text)`
+        : '') +
+      '\n',
   );
   const sliceParts = Object.entries(outcome.slices.rows).map(([name, rows]) => {
     const m = outcome.performance.slices[name];
@@ -430,9 +451,10 @@ interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
 }
 
 async function optimizeCommand(flags: OptimizeFlags): Promise<void> {
-  const args = await readArgs(flags.args);
+  const given = await readArgs(flags.args);
   const definitions = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
+  const args = argsForData(given.args, data, given.explicit);
   const progress = createProgress({ label: 'optimizing', total: flags.trials, silent: flags.quiet === true });
   const result = await withStore(
     flags.trackingUri,
@@ -582,7 +604,9 @@ async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
   const loaded = await loadModelOfFlags(flags);
   const classes = new Set(loaded.model.tags);
   const unknown: Record<string, number> = {};
-  for (const row of data) if (!classes.has(row.tag)) unknown[row.tag] = (unknown[row.tag] ?? 0) + 1;
+  for (const row of data) {
+    for (const tag of tagsOf(row)) if (!classes.has(tag)) unknown[tag] = (unknown[tag] ?? 0) + 1;
+  }
   const sliceDefinitions = definitions.slices ?? DEFAULT_SLICE_DEFINITIONS;
   const performance = evaluate(loaded.model, data, compileSlices(sliceDefinitions));
   const behaviour = runBehaviourSuite(loaded.model, definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE);
@@ -598,12 +622,15 @@ async function evaluateCommand(flags: EvaluateFlags): Promise<void> {
   ];
   if (folded.length > 0) {
     lines.push(
-      `Tags the model does not know, scored as '${OTHER_TAG}': ${folded.map(([tag, count]) => `${tag} (${count})`).join(', ')}`,
+      `Tags the model does not know, ${loaded.model.args.multi_label ? `left out (a row with no known tag counts as '${OTHER_TAG}')` : `scored as '${OTHER_TAG}'`}: ${folded.map(([tag, count]) => `${tag} (${count})`).join(', ')}`,
     );
   }
-  const { overall } = performance;
+  const { overall, averages } = performance;
   lines.push(
-    `overall: precision ${formatMetric(overall.precision)}, recall ${formatMetric(overall.recall)}, f1 ${formatMetric(overall.f1)}`,
+    `overall: precision ${formatMetric(overall.precision)}, recall ${formatMetric(overall.recall)}, f1 ${formatMetric(overall.f1)}` +
+      (averages
+        ? ` (weighted; micro f1 ${formatMetric(averages.micro.f1)}, macro f1 ${formatMetric(averages.macro.f1)})`
+        : ''),
   );
   const header = ['tag', 'precision', 'recall', 'f1', 'rows'];
   const rows = Object.entries(performance.class).map(([tag, m]) => [
@@ -710,6 +737,7 @@ async function predictCommand(texts: string[], flags: PredictFlags): Promise<voi
   const predictions = loaded.model.predict(texts).map((prediction, index) => ({
     input_text: texts[index],
     predicted_tag: prediction.predicted_tag,
+    predicted_tags: prediction.predicted_tags,
     predicted_probabilities: prediction.probabilities,
   }));
   if (flags.explain) {
@@ -864,7 +892,7 @@ export function buildProgram(): Command {
     )
     .option(
       '--output <file>',
-      'with --input: where the tags go (.csv or .jsonl: line, text, predicted_tag, probabilities)',
+      'with --input: where the tags go (.csv or .jsonl: line, text, predicted_tag, probabilities; predicted_tags too for a multi-label model)',
     )
     .option(
       '--text-column <name>',

@@ -38,6 +38,7 @@ describe('createApp', () => {
       model: {
         tags: served.model.tags,
         args: served.model.args,
+        tagThresholds: null,
         threshold: served.model.threshold,
         predict: () => {
           throw new TypeError('secret internal detail');

@@ -1,5 +1,6 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
+import { selectTags, type TagSelection } from '../model/index.js';
 import type { RunSummary, ServedModel } from '../service/index.js';
 import { tracePredict } from './observability.js';
 import {
@@ -11,17 +12,28 @@ import {
   ValidationErrorBody,
 } from './schemas.js';
 
+/** What a predict request asks for beyond the texts (all optional). */
+export interface PredictOptions {
+  explain?: boolean | undefined;
+  top_k?: number | undefined;
+  threshold?: number | undefined;
+}
+
 /** One prediction per text, in the order of the texts; timed (Server-Timing) and counted (metrics). */
 export function predict(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
-  explain = false,
+  options: PredictOptions = {},
 ): PredictionItem[] {
+  const explain = options.explain === true;
+  const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
+  const multiLabel = served.model.args.multi_label;
   return tracePredict(request, () => {
     const predictions = served.model.predict(texts).map((prediction, i) => ({
       input_text: texts[i]!,
       predicted_tag: prediction.predicted_tag,
+      predicted_tags: selectTags(prediction, selection, multiLabel),
       predicted_probabilities: prediction.probabilities,
     }));
     if (!explain) return predictions;

@@ -100,6 +100,9 @@ export type ValidationErrorBody = Static<typeof ValidationErrorBody>;
 
 // ---- requests ------------------------------------------------------------------------------------
 
+/** The largest `top_k` a client may ask for (far above any model's tag count). */
+export const MAX_TOP_K = 10_000;
+
 /** How many contributions an explanation lists (the rest are summed). */
 export const EXPLAIN_TOP = 10;
 
@@ -132,6 +135,22 @@ export const predictPayload = (limits: { texts: number; textLength: number }) =>
       explain: Type.Optional(
         Type.Boolean({
           description: `With \`true\`, each prediction also carries its \`explanation\`: the ${EXPLAIN_TOP} features that moved the predicted tag's score most (not part of the original contract; clients that send nothing get the contract's shapes)`,
+        }),
+      ),
+      top_k: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: MAX_TOP_K,
+          description:
+            "List at most this many tags in each prediction's `predicted_tags`, most probable first. Alone: the k most probable tags of a single-label model, at most k of a multi-label model's predicted tags; with `threshold`: at most k of the tags reaching it",
+        }),
+      ),
+      threshold: Type.Optional(
+        Type.Number({
+          minimum: 0,
+          maximum: 1,
+          description:
+            "List in `predicted_tags` every tag whose probability reaches this (instead of the model's own choice: its one tag, or for a multi-label model each tag's threshold chosen on validation data). `predicted_tag` is unchanged",
         }),
       ),
     },
@@ -174,7 +193,7 @@ export const TopQuery = Type.Object({
   ),
 });
 
-export const PERFORMANCE_FILTERS = ['overall', 'class', 'slices'] as const;
+export const PERFORMANCE_FILTERS = ['overall', 'class', 'slices', 'averages'] as const;
 
 export const PerformanceQuery = Type.Object({
   filter: Type.Optional(
@@ -228,12 +247,20 @@ export const ExplanationSchema = Type.Object(
 export const PredictionItem = Type.Object(
   {
     input_text: Type.String({ description: 'The submitted text' }),
-    predicted_tag: Type.String({ description: 'The predicted tag' }),
+    predicted_tag: Type.String({
+      description:
+        "The predicted tag: a single-label model's answer; for a multi-label model the most probable of its predicted tags, or `other` when it predicts none",
+    }),
+    predicted_tags: Type.Array(Type.String(), {
+      description:
+        'The tags given to the text, most probable first: `[predicted_tag]` for a single-label model, every tag reaching its threshold for a multi-label one (possibly none); `top_k` and `threshold` change the list (not part of the original contract)',
+    }),
     predicted_probabilities: Type.Object(
       {},
       {
         additionalProperties: Type.Number(),
-        description: 'Probability of every tag the model knows (they sum to 1)',
+        description:
+          "Probability of every tag the model knows (they sum to 1 for a single-label model; a multi-label model's are each tag's own)",
         examples: [
           { 'natural-language-processing': 0.91, 'computer-vision': 0.03, mlops: 0.02, other: 0.04 },
         ],
@@ -298,11 +325,22 @@ export const Metrics = Type.Object(
 const MetricsByName = (title: string, description: string) =>
   Type.Object({}, { additionalProperties: Metrics, title, description });
 
+export const Averages = Type.Object(
+  { micro: Metrics, macro: Metrics, weighted: Metrics },
+  {
+    title: 'Averages',
+    additionalProperties: false,
+    description:
+      "scikit-learn's micro, macro and weighted averages over the tags (weighted = overall; for a multi-label run micro counts every tag decision, macro weighs the tags equally)",
+  },
+);
+
 export const Performance = Type.Object(
   {
     overall: Metrics,
     class: MetricsByName('ClassPerformance', 'Metrics of each tag'),
     slices: MetricsByName('SlicePerformance', 'Metrics of each data slice'),
+    averages: Type.Optional(Averages),
   },
   { title: 'Performance', additionalProperties: false },
 );
@@ -314,10 +352,11 @@ export const PerformanceData = Type.Object(
         Performance,
         Metrics,
         MetricsByName('PerformancePart', 'Metrics by tag (filter=class) or by slice (filter=slices)'),
+        Averages,
       ],
       {
         description:
-          'The whole report without `filter`; with `filter=overall` the overall metrics; with `class` or `slices` that map',
+          'The whole report without `filter`; with `filter=overall` the overall metrics; with `class` or `slices` that map; with `averages` the micro, macro and weighted averages',
       },
     ),
   },
@@ -417,6 +456,12 @@ const Mistake = Type.Object(
     true_tag: Type.String(),
     predicted_tag: Type.String(),
     confidence: Type.Number({ minimum: 0, maximum: 1, description: "The predicted tag's probability" }),
+    true_tags: Type.Optional(Type.Array(Type.String(), { description: 'Multi-label runs: the true tags' })),
+    predicted_tags: Type.Optional(
+      Type.Array(Type.String(), {
+        description: 'Multi-label runs: the predicted tags, most probable first (possibly none)',
+      }),
+    ),
   },
   { title: 'Mistake', additionalProperties: false },
 );
@@ -424,9 +469,12 @@ const Mistake = Type.Object(
 export const RunErrorsData = Type.Object(
   {
     run_id: Type.String(),
-    labels: Type.Array(Type.String(), { description: 'Tags in the order of the matrix rows and columns' }),
-    matrix: Type.Array(Type.Array(Type.Integer({ minimum: 0 })), {
-      description: 'Confusion matrix of the test split: matrix[t][p] rows of true tag t predicted as p',
+    labels: Type.Union([Type.Array(Type.String()), Type.Null()], {
+      description: 'Tags in the order of the matrix rows and columns; null for a multi-label run',
+    }),
+    matrix: Type.Union([Type.Array(Type.Array(Type.Integer({ minimum: 0 }))), Type.Null()], {
+      description:
+        'Confusion matrix of the test split: matrix[t][p] rows of true tag t predicted as p; null for a multi-label run',
     }),
     total: Type.Integer({ minimum: 0, description: 'Misclassified test rows in all' }),
     mistakes: Type.Array(Mistake, {

@@ -92,6 +92,17 @@ export interface TrainingArgs {
   refit: boolean;
   /** Tags kept as their own class (others become `other`); null keeps every tag. */
   accepted_tags: string[] | null;
+  /**
+   * Several tags per text: one-vs-rest (`classifier: ovr`) binary problems whose probabilities are the
+   * independent per-tag sigmoids (or modified-Huber probabilities), each tag with its own probability
+   * threshold chosen on the validation split (`threshold`: `argmax` keeps 0.5 for every tag, `tuned`
+   * takes the f1-best threshold of each tag, `auto` takes it only where it beats 0.5). Rows give their
+   * tags as a list (a `tags` column); a row whose tags are all rare or unaccepted counts as `other`; the
+   * refit (`refit`) keeps the validated fit's tags and thresholds.
+   * Oversampling groups rows by their rarest kept tag. Set from the data by `tagger train` (a `tags`
+   * column means multi-label).
+   */
+  multi_label: boolean;
 }
 
 /**
@@ -138,6 +149,7 @@ export const DEFAULT_TRAINING_ARGS: TrainingArgs = Object.freeze({
   oversample: true,
   refit: true,
   accepted_tags: null,
+  multi_label: false,
 }) as TrainingArgs;
 
 type Check = (key: string, value: unknown) => unknown;
@@ -196,6 +208,7 @@ const CHECKS: Record<keyof TrainingArgs, Check> = {
     }
     return [...v];
   },
+  multi_label: bool,
 };
 
 /**
@@ -229,6 +242,11 @@ export function parseTrainingArgs(raw: unknown): TrainingArgs {
   if (args.classifier === 'softmax' && args.loss !== 'log_loss') {
     throw new ModelInputError(
       `model/args: "loss" ${JSON.stringify(args.loss)} needs "classifier": "ovr" (softmax regression is log loss by definition)`,
+    );
+  }
+  if (args.multi_label && args.classifier !== 'ovr') {
+    throw new ModelInputError(
+      'model/args: "multi_label" needs "classifier": "ovr" (softmax makes the tags compete for one probability mass)',
     );
   }
   return args;

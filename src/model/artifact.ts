@@ -10,8 +10,10 @@
  * members' averaged weights, one ordinary linear model, so only args records it); `tagger-model/1.2` — the
  * `loss` arg (hinge and modified-Huber models, whose probabilities differ: readers before it would have
  * read them as log-loss models), `class_weight`, `min_df` and `ngram_min_range`; the files' layout is
- * unchanged, the bump makes older readers refuse these models by format instead of by an unknown arg.
- * All three are read; a model without an arg loads with the behaviour it was trained with: `/1` without
+ * unchanged, the bump makes older readers refuse these models by format instead of by an unknown arg;
+ * `tagger-model/1.3` — multi-label models (`multi_label` arg): the manifest adds `tag_thresholds`, one
+ * probability threshold per tag, and the probabilities are the tags' own (not normalised).
+ * All four are read; a model without an arg loads with the behaviour it was trained with: `/1` without
  * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
  * 1 and `ngram_min_range` 2.
  */
@@ -23,11 +25,12 @@ import { type LinearModel, linkOf } from './sgd.js';
 import { LinearTagModel, type TagModel } from './tagger.js';
 import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
 
-export const MODEL_FORMAT = 'tagger-model/1.2';
+export const MODEL_FORMAT = 'tagger-model/1.3';
 /** Every format this version reads (older first). */
 export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
   'tagger-model/1',
   'tagger-model/1.1',
+  'tagger-model/1.2',
   MODEL_FORMAT,
 ]);
 const MANIFEST = 'tagger-model.json';
@@ -39,6 +42,8 @@ interface Manifest {
   tags: string[];
   args: TrainingArgs;
   threshold: number | null;
+  /** Multi-label models (format 1.3): each tag's probability threshold, in `tags` order. */
+  tag_thresholds?: number[];
   ngram_range: [number, number];
   n_features: number;
   vocabulary: string[];
@@ -89,6 +94,7 @@ export function encodeModel(model: TagModel): Record<string, Uint8Array> {
     tags: [...model.tags],
     args: model.args,
     threshold: model.threshold,
+    ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
     ngram_range: [first.ngramMin, first.ngramMax],
     n_features: V,
     vocabulary: [...vectorizer.vocabulary],
@@ -168,6 +174,23 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   if (threshold !== null && (typeof threshold !== 'number' || !(threshold >= 0 && threshold <= 1))) {
     bad(`threshold must be null or a number in [0, 1], got ${JSON.stringify(threshold)}`);
   }
+  const tagThresholds = m.tag_thresholds;
+  if (args!.multi_label) {
+    const fits =
+      m.format === MODEL_FORMAT &&
+      Array.isArray(tagThresholds) &&
+      tagThresholds.length === tags!.length &&
+      tagThresholds.every((t) => typeof t === 'number' && t >= 0 && t <= 1);
+    if (!fits) {
+      bad(
+        `a multi-label model needs tag_thresholds, one number in [0, 1] per tag (${tags!.length}), got ${JSON.stringify(tagThresholds)}`,
+      );
+    }
+    if (threshold !== null)
+      bad(`a multi-label model has no single threshold, got ${JSON.stringify(threshold)}`);
+  } else if (tagThresholds !== undefined) {
+    bad('tag_thresholds belong to multi-label models, but args.multi_label is false');
+  }
   const range = m.ngram_range;
   if (!Array.isArray(range) || range.length !== 2 || !range.every((n) => Number.isInteger(n) && n >= 1)) {
     bad(`ngram_range must be two positive integers, got ${JSON.stringify(range)}`);
@@ -205,7 +228,7 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
     nClasses: K,
     weights: read(V, V * K),
     bias: read(V + V * K, K),
-    link: linkOf(args.classifier, args.loss),
+    link: linkOf(args.classifier, args.loss, args.multi_label),
   };
   let vectorizer: TaggerVectorizer;
   try {
@@ -226,7 +249,7 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
     if (error instanceof ModelFormatError) throw error;
     return bad(`cannot rebuild the vectorizer (${(error as Error).message})`);
   }
-  return new LinearTagModel(tags!, args, threshold ?? null, vectorizer, linear);
+  return new LinearTagModel(tags!, args, threshold ?? null, vectorizer, linear, tagThresholds ?? null);
 }
 
 /** Rebuilds a `char_wb+word` feature union from its manifest blocks (format 1.1). */

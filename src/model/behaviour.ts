@@ -73,10 +73,15 @@ export interface BehaviourSuite {
   cases: BehaviourCase[];
 }
 
-/** What the suite needs of a model: its tags and predictions with probabilities (a TagModel has both). */
+/**
+ * What the suite needs of a model: its tags and predictions with probabilities (a TagModel has both). A
+ * multi-label model's minimum-functionality case passes when the expected tag is among its predicted tags.
+ */
 export interface BehaviourModel {
   readonly tags: readonly string[];
-  predict(texts: readonly string[]): { predicted_tag: string; probabilities: Record<string, number> }[];
+  predict(
+    texts: readonly string[],
+  ): { predicted_tag: string; predicted_tags?: readonly string[]; probabilities: Record<string, number> }[];
 }
 
 export interface CaseResult {
@@ -253,7 +258,10 @@ function runCase(model: BehaviourModel, c: BehaviourCase, seed: number): CaseRes
   }
   if (c.kind === 'mft') {
     const [p] = model.predict([c.text]);
-    return { ...base, expected: c.expected, got: p!.predicted_tag, pass: p!.predicted_tag === c.expected };
+    const got =
+      p!.predicted_tags && p!.predicted_tags.length > 1 ? p!.predicted_tags.join(', ') : p!.predicted_tag;
+    const pass = p!.predicted_tag === c.expected || (p!.predicted_tags ?? []).includes(c.expected);
+    return { ...base, expected: c.expected, got, pass };
   }
   if (c.kind === 'inv') {
     const texts = perturbedVariants(c, seed);

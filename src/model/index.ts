@@ -27,6 +27,7 @@ export { cleanText, STOPWORDS } from './preprocess.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
+export { selectTags, type TagSelection } from './select.js';
 export {
   compileSlices,
   DEFAULT_SLICE_DEFINITIONS,
@@ -43,6 +44,8 @@ export {
   type Prediction,
   type TagModel,
   type TrainOptions,
+  tagSetKey,
+  tagsOf,
   trainTagger,
 } from './tagger.js';
 export {

@@ -25,3 +25,31 @@ export function modelTags(
 export function normalizeTag(tag: string, classes: ReadonlySet<string>): string {
   return classes.has(tag) ? tag : OTHER_TAG;
 }
+
+/**
+ * The classes of a multi-label model: accepted tags found in at least `minFreq` training rows' tag lists,
+ * plus `other`, sorted (a tag listed twice in one row counts once).
+ * @example multiLabelModelTags([['a', 'b'], ['a']], 2, null) // ['a', 'other']
+ */
+export function multiLabelModelTags(
+  trainTags: readonly (readonly string[])[],
+  minFreq: number,
+  accepted: readonly string[] | null,
+): string[] {
+  return modelTags(
+    trainTags.flatMap((tags) => [...new Set(tags)]),
+    minFreq,
+    accepted,
+  );
+}
+
+/**
+ * A row's tags as a multi-label model knows them: its tags that are model classes, once each, in the
+ * model's order; `[other]` when none is (a text with only rare or unaccepted tags has none of the known
+ * ones, which is what `other` means).
+ * @example normalizeTagSet(['b', 'zz', 'a'], new Set(['a', 'b', 'other'])) // ['a', 'b']
+ */
+export function normalizeTagSet(tags: readonly string[], classes: ReadonlySet<string>): string[] {
+  const kept = [...new Set(tags.filter((tag) => classes.has(tag)))].sort();
+  return kept.length > 0 ? kept : [OTHER_TAG];
+}

@@ -17,9 +17,11 @@ import type { CsrMatrix } from './tfidf.js';
 /**
  * How a model's linear scores become class probabilities: `softmax`; `ovr`, the per-class sigmoids
  * normalised to sum to 1 (log loss, and hinge, for which sklearn has none); `modified_huber`, sklearn's
- * (clip(score, -1, 1) + 1) / 2 normalised (uniform when all are 0).
+ * (clip(score, -1, 1) + 1) / 2 normalised (uniform when all are 0). Multi-label models keep every
+ * class's probability on its own (they need not sum to 1): `sigmoid` (log loss, hinge) and
+ * `modified_huber_binary`, the same formulas without the normalisation.
  */
-export type Link = 'softmax' | 'ovr' | 'modified_huber';
+export type Link = 'softmax' | 'ovr' | 'modified_huber' | 'sigmoid' | 'modified_huber_binary';
 
 export interface LinearModel {
   nFeatures: number;
@@ -63,7 +65,13 @@ export interface SgdOptions {
 
 export interface LabelledMatrix {
   x: CsrMatrix;
+  /** The class of each row (single-label); for multi-label rows, the group oversampling uses. */
   y: Int32Array;
+  /**
+   * Multi-label rows: labels[r * K + k] is 1 when row r has class k. When present it, not `y`, says
+   * which rows are positive in class k's binary problem.
+   */
+  labels?: Uint8Array;
 }
 
 // Below this the scale factor is folded back into the weights to keep them in floating-point range
@@ -127,27 +135,37 @@ export function ovrProbabilitiesInPlace(z: Float64Array): void {
 export function modifiedHuberProbabilitiesInPlace(z: Float64Array): void {
   let sum = 0;
   for (let k = 0; k < z.length; k++) {
-    const s = z[k]!;
     // NaN scores (diverged weights) count as 0 probability, so the row falls back to uniform.
-    const p = s >= 1 ? 1 : s > -1 ? (s + 1) / 2 : 0;
+    const p = modifiedHuberProbability(z[k]!);
     z[k] = p;
     sum += p;
   }
   normalizeInPlace(z, sum);
 }
 
+/** A modified-Huber probability (clip(s, -1, 1) + 1) / 2; NaN (diverged weights) gives 0. */
+const modifiedHuberProbability = (s: number): number => (s >= 1 ? 1 : s > -1 ? (s + 1) / 2 : 0);
+
 /** Turns linear scores into probabilities in place, by the model's link. */
 export function probabilitiesInPlace(z: Float64Array, link: Link): void {
   if (link === 'ovr') ovrProbabilitiesInPlace(z);
   else if (link === 'modified_huber') modifiedHuberProbabilitiesInPlace(z);
-  else softmaxInPlace(z);
+  else if (link === 'sigmoid') for (let k = 0; k < z.length; k++) z[k] = sigmoid(z[k]!);
+  else if (link === 'modified_huber_binary') {
+    for (let k = 0; k < z.length; k++) z[k] = modifiedHuberProbability(z[k]!);
+  } else softmaxInPlace(z);
 }
 
 /** The link of a model trained with these arguments (how artifact.ts rebuilds a saved model's). */
-export function linkOf(classifier: 'ovr' | 'softmax', loss: Loss): Link {
+export function linkOf(classifier: 'ovr' | 'softmax', loss: Loss, multiLabel = false): Link {
   if (classifier === 'softmax') return 'softmax';
+  if (multiLabel) return loss === 'modified_huber' ? 'modified_huber_binary' : 'sigmoid';
   return loss === 'modified_huber' ? 'modified_huber' : 'ovr';
 }
+
+/** True when a link gives every class its own probability (a multi-label model). */
+export const independentLink = (link: Link): boolean =>
+  link === 'sigmoid' || link === 'modified_huber_binary';
 
 /**
  * Index of the largest score (the first on ties): the predicted class. Taken on the scores, not the
@@ -184,13 +202,24 @@ export function rowProbabilities(
   probabilitiesInPlace(out, model.link);
 }
 
-/** Mean cross-entropy of the model on labelled rows (NaN when there are none). */
+/**
+ * Mean cross-entropy of the model on labelled rows (NaN when there are none); for multi-label rows the
+ * mean over rows of the summed per-class binary cross-entropies.
+ */
 export function meanLogLoss(model: LinearModel, data: LabelledMatrix, scale = 1): number {
-  const p = new Float64Array(model.nClasses);
+  const K = model.nClasses;
+  const p = new Float64Array(K);
+  const labels = data.labels;
   let total = 0;
   for (let r = 0; r < data.x.nRows; r++) {
     rowProbabilities(model, data.x, r, p, scale);
-    total -= Math.log(Math.max(p[data.y[r]!]!, 1e-15));
+    if (labels === undefined) {
+      total -= Math.log(Math.max(p[data.y[r]!]!, 1e-15));
+      continue;
+    }
+    for (let k = 0; k < K; k++) {
+      total -= Math.log(Math.max(labels[r * K + k] === 1 ? p[k]! : 1 - p[k]!, 1e-15));
+    }
   }
   return total / data.x.nRows;
 }
@@ -257,8 +286,23 @@ export function binaryLoss(loss: Loss, score: number, y: 1 | -1): { value: numbe
 export function balancedClassWeights(y: Int32Array, nClasses: number): Float64Array {
   const counts = new Float64Array(nClasses);
   for (let i = 0; i < y.length; i++) counts[y[i]!]!++;
+  return weightsFromCounts(counts, y.length);
+}
+
+/** n / (present classes × count), 1 for a class with no samples (see balancedClassWeights). */
+function weightsFromCounts(counts: Float64Array, n: number): Float64Array {
   const present = counts.filter((c) => c > 0).length;
-  return Float64Array.from(counts, (c) => (c > 0 ? y.length / (present * c) : 1));
+  return Float64Array.from(counts, (c) => (c > 0 ? n / (present * c) : 1));
+}
+
+/**
+ * `balanced` weights for multi-label rows: the same formula with each class's count of positive samples
+ * among the visited `order` (sklearn has no multi-label class_weight; this is the per-class analogue).
+ */
+export function balancedLabelWeights(labels: Uint8Array, order: Int32Array, nClasses: number): Float64Array {
+  const counts = new Float64Array(nClasses);
+  for (const r of order) for (let k = 0; k < nClasses; k++) counts[k]! += labels[r * nClasses + k]!;
+  return weightsFromCounts(counts, order.length);
 }
 
 const learningRateAt = (options: SgdOptions, t: number): number =>
@@ -332,10 +376,11 @@ export function trainOvrSgd(
 ): LinearModel {
   const K = nClasses;
   const V = train.x.nCols;
-  const { x, y } = train;
+  const { x, y, labels } = train;
   const { indptr, indices, data } = x;
   const averaged = options.average === true;
   const loss = options.loss ?? 'log_loss';
+  const link = linkOf('ovr', loss, labels !== undefined);
   const classWeight = options.classWeight ?? null;
   // Class-major while training (class k owns w[k*V, (k+1)*V)), so each binary problem is contiguous.
   const w = new Float64Array(V * K);
@@ -354,7 +399,7 @@ export function trainOvrSgd(
       for (let f = 0; f < V; f++) weights[f * K + k] = s.value(k * V + f, averaged);
     }
     const bias = Float64Array.from(averaged ? averageIntercept : intercept);
-    return { nFeatures: V, nClasses: K, weights, bias, link: linkOf('ovr', loss) };
+    return { nFeatures: V, nClasses: K, weights, bias, link };
   };
   for (let epoch = 1; epoch <= options.epochs; epoch++) {
     let epochLoss = 0;
@@ -375,7 +420,7 @@ export function trainOvrSgd(
         let dot = 0;
         for (let p = start; p < end; p++) dot += w[base + indices[p]!]! * data[p]!;
         const score = dot * s.wscale + b;
-        const positive = y[r] === k;
+        const positive = labels === undefined ? y[r] === k : labels[r * K + k] === 1;
         const label = positive ? 1 : -1;
         epochLoss += lossValue(loss, score, label);
         const dloss = Math.min(MAX_DLOSS, Math.max(-MAX_DLOSS, lossDerivative(loss, score, label)));

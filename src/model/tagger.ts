@@ -1,19 +1,27 @@
 /**
  * The tagger: preprocessing + TF-IDF + a linear classifier (one-vs-rest or softmax log-loss SGD), trained
- * with oversampling and an optional probability threshold below which a prediction falls back to `other`.
+ * with oversampling and an optional probability threshold below which a prediction falls back to `other`;
+ * or, with `multi_label`, one-vs-rest binary problems whose tags each pass their own probability threshold.
  */
 import type { TrainingArgs } from './args.js';
 import { ModelInputError } from './errors.js';
 import { type Explanation, explainLinear } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
-import { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
-import { type Performance, performanceReport, weightedMetrics } from './metrics.js';
+import { modelTags, multiLabelModelTags, normalizeTag, normalizeTagSet, OTHER_TAG } from './labels.js';
+import {
+  multiLabelMetrics,
+  multiLabelReport,
+  type Performance,
+  performanceReport,
+  weightedMetrics,
+} from './metrics.js';
 import { cleanText } from './preprocess.js';
 import { createRng, randomInt } from './rng.js';
 import {
   argmax,
   averageLinearModels,
   balancedClassWeights,
+  balancedLabelWeights,
   type LabelledMatrix,
   type LinearModel,
   probabilitiesInPlace,
@@ -22,16 +30,34 @@ import {
   trainSoftmaxSgd,
 } from './sgd.js';
 import type { Slice } from './slices.js';
-import { type TestErrors, testErrors } from './test-errors.js';
+import { multiLabelTestErrors, type TestErrors, testErrors } from './test-errors.js';
 
 export interface LabelledText {
   text: string;
+  /**
+   * The text's tag; for a multi-label row, the key of its tag set (its tags sorted and joined by `|`),
+   * which data checks compare rows by.
+   */
   tag: string;
+  /** Multi-label rows: every tag of the text (at least one). */
+  tags?: readonly string[];
 }
 
+/** The tags of a labelled row: its list for a multi-label row, else its one tag. */
+export const tagsOf = (row: LabelledText): readonly string[] => row.tags ?? [row.tag];
+
+/** The `tag` of a multi-label row with these tags (see LabelledText.tag). */
+export const tagSetKey = (tags: readonly string[]): string => [...new Set(tags)].sort().join('|');
+
 export interface Prediction {
+  /** The model's answer: the most probable tag (single-label), or the most probable of `predicted_tags`, else `other`. */
   predicted_tag: string;
-  /** Probability of every model tag; they sum to 1. */
+  /**
+   * The tags the model gives the text, most probable first: `[predicted_tag]` for a single-label model,
+   * every tag whose probability reaches its threshold for a multi-label one (possibly none).
+   */
+  predicted_tags: string[];
+  /** Probability of every model tag; they sum to 1 for a single-label model, not for a multi-label one. */
   probabilities: Record<string, number>;
 }
 
@@ -39,8 +65,10 @@ export interface TagModel {
   /** The model's classes, sorted; always includes `other`. */
   readonly tags: readonly string[];
   readonly args: TrainingArgs;
-  /** Fallback threshold on the top probability (null: plain argmax). */
+  /** Fallback threshold on the top probability (null: plain argmax); null for a multi-label model. */
   readonly threshold: number | null;
+  /** Multi-label: each tag's probability threshold, in `tags` order; null for a single-label model. */
+  readonly tagThresholds: readonly number[] | null;
   /** One prediction per text, in order; never throws for any string. */
   predict(texts: readonly string[]): Prediction[];
   /** Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed). */
@@ -85,6 +113,7 @@ export class LinearTagModel implements TagModel {
   readonly tags: readonly string[];
   readonly args: TrainingArgs;
   readonly threshold: number | null;
+  readonly tagThresholds: readonly number[] | null;
   readonly vectorizer: TaggerVectorizer;
   readonly linear: LinearModel;
   // Scratch scores for predict(); overwritten by every call (JS is single-threaded).
@@ -96,10 +125,17 @@ export class LinearTagModel implements TagModel {
     threshold: number | null,
     vectorizer: TaggerVectorizer,
     linear: LinearModel,
+    tagThresholds: readonly number[] | null = null,
   ) {
+    if (args.multi_label !== (tagThresholds !== null)) {
+      throw new ModelInputError(
+        'model/tagger: a multi-label model needs one threshold per tag, and a single-label model none',
+      );
+    }
     this.tags = Object.freeze([...tags]);
     this.args = Object.freeze({ ...args });
     this.threshold = threshold;
+    this.tagThresholds = tagThresholds === null ? null : Object.freeze([...tagThresholds]);
     this.vectorizer = vectorizer;
     this.linear = linear;
     this.scores = new Float64Array(linear.nClasses);
@@ -128,14 +164,24 @@ export class LinearTagModel implements TagModel {
   }
 
   predict(texts: readonly string[]): Prediction[] {
+    const thresholds = this.tagThresholds;
     return texts.map((text) => {
       const p = this.score(text);
       const best = argmax(p);
       probabilitiesInPlace(p, this.linear.link);
       const probabilities: Record<string, number> = {};
       for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
+      if (thresholds !== null) {
+        const passed: number[] = [];
+        for (let k = 0; k < p.length; k++) if (p[k]! >= thresholds[k]!) passed.push(k);
+        // Most probable first; ties keep the tags' order (sort is stable).
+        passed.sort((a, b) => p[b]! - p[a]!);
+        const predicted_tags = passed.map((k) => this.tags[k]!);
+        return { predicted_tag: predicted_tags[0] ?? OTHER_TAG, predicted_tags, probabilities };
+      }
       const fallback = this.threshold !== null && p[best]! < this.threshold;
-      return { predicted_tag: fallback ? OTHER_TAG : this.tags[best]!, probabilities };
+      const predicted_tag = fallback ? OTHER_TAG : this.tags[best]!;
+      return { predicted_tag, predicted_tags: [predicted_tag], probabilities };
     });
   }
 }
@@ -195,6 +241,51 @@ export function chooseThreshold(
   return best > 0 && bestF1 > argmaxF1 ? best : null;
 }
 
+/**
+ * Multi-label thresholds on the validation split, one per tag: 0.5 for `argmax` (and for a tag the split
+ * never shows, whose f1 says nothing); otherwise the f1-best of 0.5 and the midpoints between the tag's
+ * consecutive distinct validation probabilities (`tuned`: the lowest on ties; `auto`: 0.5 unless strictly
+ * beaten). One sort and one sweep per tag.
+ */
+export function chooseTagThresholds(
+  mode: TrainingArgs['threshold'],
+  probabilities: readonly Float64Array[],
+  labels: Uint8Array,
+  nTags: number,
+): number[] {
+  const thresholds: number[] = Array.from({ length: nTags }, () => 0.5);
+  if (mode === 'argmax') return thresholds;
+  for (let k = 0; k < nTags; k++) {
+    // Rows by probability, highest first: predicting the tag for p >= t predicts it for a prefix.
+    const rows = probabilities
+      .map((p, r) => ({ p: p[k]!, positive: labels[r * nTags + k] === 1 }))
+      .sort((a, b) => b.p - a.p);
+    const positives = rows.filter((row) => row.positive).length;
+    if (positives === 0) continue;
+    const f1Of = (tp: number, predicted: number): number =>
+      predicted === 0 ? 0 : (2 * tp) / (predicted + positives);
+    const atHalf = rows.filter((row) => row.p >= 0.5);
+    let best = 0.5;
+    let bestF1 = f1Of(atHalf.filter((row) => row.positive).length, atHalf.length);
+    let tp = 0;
+    for (let i = 0; i < rows.length; i++) {
+      if (rows[i]!.positive) tp++;
+      const next = rows[i + 1];
+      // A threshold between this row's probability and the next lower one predicts rows 0..i.
+      if (next === undefined || next.p === rows[i]!.p) continue;
+      const candidate = (rows[i]!.p + next.p) / 2;
+      const f1 = f1Of(tp, i + 1);
+      // Ties go to the lower threshold under `tuned`; `auto` keeps 0.5 unless strictly beaten.
+      if (f1 > bestF1 || (mode === 'tuned' && f1 === bestF1 && candidate < best)) {
+        bestF1 = f1;
+        best = candidate;
+      }
+    }
+    thresholds[k] = best;
+  }
+  return thresholds;
+}
+
 /** What one fit of features + linear classifier produces (see `fitTagger`). */
 interface FittedTagger {
   tags: string[];
@@ -215,23 +306,27 @@ function fitTagger(
   args: TrainingArgs,
   seed: number,
   onEpoch: ((r: EpochReport) => void) | undefined,
+  fixedTags?: readonly string[],
 ): FittedTagger {
-  const tags = modelTags(
-    train.map((r) => r.tag),
-    args.min_freq,
-    args.accepted_tags,
-  );
-  const classes = new Set(tags);
-  const classIndex = new Map(tags.map((t, i) => [t, i]));
+  const tags = fixedTags
+    ? [...fixedTags]
+    : args.multi_label
+      ? multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags)
+      : modelTags(
+          train.map((r) => r.tag),
+          args.min_freq,
+          args.accepted_tags,
+        );
   const clean = (rows: LabelledText[]): string[] =>
     rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
-  const labelsOf = (rows: LabelledText[]): Int32Array =>
-    Int32Array.from(rows, (r) => classIndex.get(normalizeTag(r.tag, classes))!);
-
   const trainTexts = clean(train);
   const vectorizer = fitVectorizer(trainTexts, args);
-  const trainData: LabelledMatrix = { x: vectorizer.transform(trainTexts), y: labelsOf(train) };
-  const valData: LabelledMatrix = { x: vectorizer.transform(clean(validation)), y: labelsOf(validation) };
+  const labelled = (rows: LabelledText[], texts: string[]): LabelledMatrix => ({
+    x: vectorizer.transform(texts),
+    ...labelArrays(rows, tags, args.multi_label),
+  });
+  const trainData = labelled(train, trainTexts);
+  const valData = labelled(validation, clean(validation));
   const trainLinear = args.classifier === 'ovr' ? trainOvrSgd : trainSoftmaxSgd;
   const seeds = ensembleSeeds(seed, args.ensemble);
   const members: LinearModel[] = [];
@@ -247,12 +342,14 @@ function fitTagger(
     const last = m === seeds.length - 1;
     // Counted over the samples the SGD visits, as sklearn counts the rows given to fit (see args.ts).
     const classWeight =
-      args.class_weight === 'balanced'
-        ? balancedClassWeights(
-            Int32Array.from(order, (i) => trainData.y[i]!),
-            tags.length,
-          )
-        : null;
+      args.class_weight !== 'balanced'
+        ? null
+        : trainData.labels
+          ? balancedLabelWeights(trainData.labels, order, tags.length)
+          : balancedClassWeights(
+              Int32Array.from(order, (i) => trainData.y[i]!),
+              tags.length,
+            );
     const member = trainLinear(
       trainData,
       order,
@@ -289,6 +386,35 @@ function fitTagger(
   return { tags, vectorizer, linear: averageLinearModels(members), valData, history };
 }
 
+/**
+ * The label arrays of rows for a model's tags: `y`, each row's class (single-label) or, for multi-label
+ * rows, the group oversampling uses — the row's rarest tag (fewest rows among `rows`), so rare tags are
+ * repeated like rare classes — and `labels`, the multi-label indicator matrix.
+ */
+function labelArrays(
+  rows: readonly LabelledText[],
+  tags: readonly string[],
+  multiLabel: boolean,
+): { y: Int32Array; labels?: Uint8Array } {
+  const classes = new Set(tags);
+  const classIndex = new Map(tags.map((t, i) => [t, i]));
+  if (!multiLabel) return { y: Int32Array.from(rows, (r) => classIndex.get(normalizeTag(r.tag, classes))!) };
+  const K = tags.length;
+  const labels = new Uint8Array(rows.length * K);
+  const sets = rows.map((row) => normalizeTagSet(tagsOf(row), classes).map((tag) => classIndex.get(tag)!));
+  const counts = new Int32Array(K);
+  sets.forEach((set, r) => {
+    for (const k of set) {
+      labels[r * K + k] = 1;
+      counts[k]!++;
+    }
+  });
+  const y = Int32Array.from(sets, (set) =>
+    set.reduce((rarest, k) => (counts[k]! < counts[rarest]! ? k : rarest)),
+  );
+  return { y, labels };
+}
+
 export interface TrainOptions {
   seed: number;
   /** Epoch losses of the validated fit (the one whose validation loss means something). */
@@ -303,10 +429,12 @@ export interface TrainedTagger {
   history: EpochReport[];
   threshold: number | null;
   /**
-   * Weighted f1 on the validation split of the validated fit, with the chosen threshold. With `refit` the
-   * returned model has seen the validation rows, so this is the model-selection score, not the model's.
+   * Weighted f1 on the validation split of the validated fit, with the chosen threshold(s). With `refit`
+   * the returned model has seen the validation rows, so this is the model-selection score, not the model's.
    */
   validationF1: number;
+  /** Multi-label: each tag's threshold (in the model's tag order); null for a single-label model. */
+  tagThresholds: readonly number[] | null;
 }
 
 /**
@@ -329,6 +457,7 @@ export function trainTagger(
     );
   }
   const first = fitTagger(train, validation, args, options.seed, options.onEpoch);
+  if (args.multi_label) return finishMultiLabel(first, train, validation, args, options);
   const { tags, linear, valData } = first;
   const p = new Float64Array(tags.length);
   const top = new Float64Array(validation.length);
@@ -353,6 +482,49 @@ export function trainTagger(
     history: first.history,
     threshold,
     validationF1,
+    tagThresholds: null,
+  };
+}
+
+/** trainTagger's multi-label second half: per-tag thresholds on the validation split, then the refit. */
+function finishMultiLabel(
+  first: FittedTagger,
+  train: LabelledText[],
+  validation: LabelledText[],
+  args: TrainingArgs,
+  options: TrainOptions,
+): TrainedTagger {
+  const { tags, linear, valData } = first;
+  const K = tags.length;
+  const probabilities = validation.map((_, r) => {
+    const p = new Float64Array(K);
+    rowScores(linear, valData.x, r, p);
+    probabilitiesInPlace(p, linear.link);
+    return p;
+  });
+  const labels = valData.labels!;
+  const tagThresholds = chooseTagThresholds(args.threshold, probabilities, labels, K);
+  const setsOf = (pick: (r: number, k: number) => boolean): string[][] =>
+    probabilities.map((_, r) => tags.filter((_, k) => pick(r, k)));
+  const validationF1 =
+    validation.length === 0
+      ? Number.NaN
+      : multiLabelMetrics(
+          setsOf((r, k) => labels[r * K + k] === 1),
+          setsOf((r, k) => probabilities[r]![k]! >= tagThresholds[k]!),
+        ).averages.weighted.f1;
+  // The refit keeps the validated fit's tags: counted over more rows, min_freq could keep a tag whose
+  // threshold was never chosen, and `other` would change meaning under its tuned threshold.
+  const final =
+    args.refit && validation.length > 0
+      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, tags)
+      : first;
+  return {
+    model: new LinearTagModel(final.tags, args, null, final.vectorizer, final.linear, tagThresholds),
+    history: first.history,
+    threshold: null,
+    validationF1,
+    tagThresholds,
   };
 }
 
@@ -373,6 +545,25 @@ export function evaluateWithErrors(
 ): { performance: Performance; errors: TestErrors } {
   const classes = new Set(model.tags);
   const texts = data.map((r) => r.text);
+  if (model.args.multi_label) {
+    const trueSets = data.map((row) => normalizeTagSet(tagsOf(row), classes));
+    const predicted = model.predict(texts);
+    return {
+      performance: multiLabelReport(
+        texts,
+        trueSets,
+        predicted.map((p) => p.predicted_tags),
+        model.tags,
+        slices,
+      ),
+      errors: multiLabelTestErrors(texts, trueSets, predicted),
+    };
+  }
+  if (data.some((row) => row.tags !== undefined && row.tags.length > 1)) {
+    throw new ModelInputError(
+      'model/tagger: this model gives one tag per text, but the data gives several tags per row; score it on single-label data (a `tag` column)',
+    );
+  }
   const yTrue = data.map((r) => normalizeTag(r.tag, classes));
   const predictions = model.predict(texts).map((p) => ({
     tag: p.predicted_tag,

@@ -1,7 +1,9 @@
 /**
  * What a model got wrong on its test split, for people to look at: the confusion matrix (counts of true
  * tag × predicted tag) and the misclassified texts, most confident first. Training logs both with the run
- * (`confusion_matrix.json`, `test_mistakes.json`); the inspection page draws them.
+ * (`confusion_matrix.json`, `test_mistakes.json`); the inspection page draws them. A multi-label model
+ * has no confusion matrix (a text's tags are not one cell): its per-tag counts are in the performance
+ * report, and its mistakes are the texts whose predicted tag set differs from the true one.
  */
 
 /** Counts of test rows by true tag (row) and predicted tag (column), in `labels` order. */
@@ -13,13 +15,21 @@ export interface ConfusionMatrix {
 export interface Mistake {
   /** The test text, cut to MISTAKE_TEXT_CHARS characters (`…` marks a cut). */
   text: string;
+  /** The true tag; multi-label: the true tags joined by `|`. */
   true_tag: string;
+  /** The predicted tag; multi-label: the predicted tags joined by `|` (`other` when there are none). */
   predicted_tag: string;
-  /** The predicted tag's probability. */
+  /** The predicted tag's probability (multi-label: the most probable predicted tag's, or `other`'s). */
   confidence: number;
+  /** Multi-label only: the true tags. */
+  true_tags?: string[];
+  /** Multi-label only: the predicted tags, most probable first (possibly none). */
+  predicted_tags?: string[];
 }
 
 export interface TestMistakes {
+  /** Present (true) for a multi-label model's mistakes, which come without a confusion matrix. */
+  multi_label?: true;
   /** Misclassified test rows in all. */
   total: number;
   /** The `kept` most confident of them (at most MISTAKES_KEPT): a large test set stays a small artifact. */
@@ -27,7 +37,8 @@ export interface TestMistakes {
 }
 
 export interface TestErrors {
-  confusion: ConfusionMatrix;
+  /** Null for a multi-label model (see above). */
+  confusion: ConfusionMatrix | null;
   mistakes: TestMistakes;
 }
 
@@ -38,6 +49,47 @@ export const MISTAKE_TEXT_CHARS = 1000;
 
 const cut = (text: string): string =>
   text.length <= MISTAKE_TEXT_CHARS ? text : `${text.slice(0, MISTAKE_TEXT_CHARS - 1)}…`;
+
+/** The most confident MISTAKES_KEPT mistakes, texts cut (a stable sort keeps equal ones in test order). */
+const keptMistakes = (wrong: Mistake[]): TestMistakes => ({
+  total: wrong.length,
+  mistakes: wrong
+    .sort((a, b) => b.confidence - a.confidence)
+    .slice(0, MISTAKES_KEPT)
+    .map((mistake) => ({ ...mistake, text: cut(mistake.text) })),
+});
+
+/**
+ * The mistakes of multi-label predictions: the texts whose predicted tag set is not their true set.
+ * `trueTags` are normalised to the model's tags and sorted, as `normalizeTagSet` gives them.
+ */
+export function multiLabelTestErrors(
+  texts: readonly string[],
+  trueTags: readonly (readonly string[])[],
+  predictions: readonly {
+    predicted_tag: string;
+    predicted_tags: readonly string[];
+    probabilities: Readonly<Record<string, number>>;
+  }[],
+): TestErrors {
+  const wrong: Mistake[] = [];
+  trueTags.forEach((truth, row) => {
+    const predicted = predictions[row]!;
+    const same =
+      truth.length === predicted.predicted_tags.length &&
+      predicted.predicted_tags.every((tag) => truth.includes(tag));
+    if (same) return;
+    wrong.push({
+      text: texts[row]!,
+      true_tag: truth.join('|'),
+      predicted_tag: predicted.predicted_tags.join('|') || predicted.predicted_tag,
+      confidence: predicted.probabilities[predicted.predicted_tag] ?? 0,
+      true_tags: [...truth],
+      predicted_tags: [...predicted.predicted_tags],
+    });
+  });
+  return { confusion: null, mistakes: { multi_label: true, ...keptMistakes(wrong) } };
+}
 
 /**
  * The confusion matrix and the mistakes of predictions against true tags. `labels` orders the matrix
@@ -77,10 +129,5 @@ export function testErrors(
   });
   const matrix = order.map(() => order.map(() => 0));
   for (const [t, p] of cells) matrix[t]![p]!++;
-  // Stable sort: equally confident mistakes keep their test order.
-  const kept = wrong
-    .sort((a, b) => b.confidence - a.confidence)
-    .slice(0, MISTAKES_KEPT)
-    .map((mistake) => ({ ...mistake, text: cut(mistake.text) }));
-  return { confusion: { labels: order, matrix }, mistakes: { total: wrong.length, mistakes: kept } };
+  return { confusion: { labels: order, matrix }, mistakes: keptMistakes(wrong) };
 }

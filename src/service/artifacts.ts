@@ -20,6 +20,8 @@ export interface ServedPerformance {
   overall: ServedMetrics;
   class: Record<string, ServedMetrics>;
   slices: Record<string, ServedMetrics>;
+  /** Micro, macro and weighted averages; absent from reports of runs trained before they were written. */
+  averages?: { micro: ServedMetrics; macro: ServedMetrics; weighted: ServedMetrics };
 }
 
 /** Everything a loaded run (or model directory) serves. */
@@ -73,13 +75,24 @@ function parseMetricsMap(raw: unknown, where: string): Record<string, ServedMetr
   return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, parseMetrics(v, `${where}.${k}`)]));
 }
 
-/** Parses the `{overall, class, slices}` report training writes. */
+/** Parses the `{overall, class, slices, averages?}` report training writes. */
 export function parsePerformance(raw: unknown): ServedPerformance {
   if (!isRecord(raw)) throw new ArtifactFormatError('performance.json must hold a JSON object');
-  return {
+  const report: ServedPerformance = {
     overall: parseMetrics(raw.overall, 'overall'),
     class: parseMetricsMap(raw.class, 'class'),
     slices: parseMetricsMap(raw.slices, 'slices'),
+  };
+  if (raw.averages === undefined) return report;
+  if (!isRecord(raw.averages)) throw new ArtifactFormatError('performance.json: averages must be an object');
+  const { micro, macro, weighted } = raw.averages;
+  return {
+    ...report,
+    averages: {
+      micro: parseMetrics(micro, 'averages.micro'),
+      macro: parseMetrics(macro, 'averages.macro'),
+      weighted: parseMetrics(weighted, 'averages.weighted'),
+    },
   };
 }
 

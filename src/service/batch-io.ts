@@ -26,6 +26,11 @@ export interface WriterOptions {
   format: BatchFormat;
   /** The model's tags, in the order of the probabilities sent back. */
   tags: readonly string[];
+  /**
+   * A multi-label model's per-tag thresholds (in `tags` order): the output then lists every tag that
+   * reaches its threshold (`predicted_tags`, most probable first). Null for a single-label model.
+   */
+  tagThresholds: readonly number[] | null;
 }
 
 export type ReaderMessage =
@@ -208,15 +213,28 @@ export class RowFormatter {
   constructor(
     private readonly format: BatchFormat,
     private readonly tags: readonly string[],
+    private readonly tagThresholds: readonly number[] | null = null,
   ) {
     this.tagFields = tags.map(csvField);
+  }
+
+  /** A multi-label row's tags over their thresholds, most probable first (as TagModel.predict lists them). */
+  private passed(probabilities: Float64Array, base: number): string[] {
+    const thresholds = this.tagThresholds!;
+    const passed: number[] = [];
+    for (let t = 0; t < thresholds.length; t++)
+      if (probabilities[base + t]! >= thresholds[t]!) passed.push(t);
+    return passed
+      .sort((a, b) => probabilities[base + b]! - probabilities[base + a]!)
+      .map((t) => this.tags[t]!);
   }
 
   /** The CSV header when nothing was written yet (so an empty result still has one), else ''. */
   header(): string {
     if (this.format !== 'csv' || this.headerWritten) return '';
     this.headerWritten = true;
-    return `line,text,predicted_tag,probability,${this.tags.map((tag) => csvField(`p_${tag}`)).join(',')}\n`;
+    const multi = this.tagThresholds === null ? '' : 'predicted_tags,';
+    return `line,text,predicted_tag,probability,${multi}${this.tags.map((tag) => csvField(`p_${tag}`)).join(',')}\n`;
   }
 
   batch(lines: readonly number[], texts: readonly string[], tagged: TaggedBatch): string {
@@ -228,6 +246,8 @@ export class RowFormatter {
       const base = i * width;
       if (this.format === 'csv') {
         chunk += `${lines[i]},${csvField(texts[i]!)},${this.tagFields[top]},${probabilities[base + top]}`;
+        // Joined by `|`, as a training file's tags column takes them.
+        if (this.tagThresholds !== null) chunk += `,${csvField(this.passed(probabilities, base).join('|'))}`;
         for (let t = 0; t < width; t++) chunk += `,${probabilities[base + t]}`;
         chunk += '\n';
       } else {
@@ -238,6 +258,7 @@ export class RowFormatter {
           text: texts[i],
           predicted_tag: this.tags[top],
           probability: probabilities[base + top],
+          ...(this.tagThresholds === null ? {} : { predicted_tags: this.passed(probabilities, base) }),
           predicted_probabilities: all,
         })}\n`;
       }
@@ -259,7 +280,7 @@ class WriteFailed extends Error {}
 async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOptions, writer: WriterOptions) {
   const output = createWriteStream(writer.path, { flags: 'wx' });
   let writeError: (Error & { code?: string }) | undefined;
-  const formatter = new RowFormatter(writer.format, writer.tags);
+  const formatter = new RowFormatter(writer.format, writer.tags, writer.tagThresholds);
   /** Batches posted and not answered yet, oldest first. */
   const out: { lines: number[]; texts: string[] }[] = [];
   // The reading loop and the writing chain may both wait; any change wakes both to check again.

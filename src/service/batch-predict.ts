@@ -170,7 +170,7 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   const tagIndex = new Map(model.tags.map((tag, index) => [tag, index]));
   const worker = startWorker(
     { input: options.input, format: inputFormat, textColumn: options.textColumn, batchSize },
-    { path: temp, format: outputFormat, tags: model.tags },
+    { path: temp, format: outputFormat, tags: model.tags, tagThresholds: model.tagThresholds },
   );
   let tagged = 0;
   try {

@@ -19,10 +19,14 @@ export interface ServedMistake {
   true_tag: string;
   predicted_tag: string;
   confidence: number;
+  /** Multi-label runs: the true and the predicted tags. */
+  true_tags?: string[];
+  predicted_tags?: string[];
 }
 
 export interface ServedTestErrors {
-  confusion: ServedConfusion;
+  /** Null for a multi-label run (it logs no confusion matrix: a text's tags are not one cell). */
+  confusion: ServedConfusion | null;
   /** Misclassified test rows in all; `mistakes` holds the most confident of them (capped by training). */
   total: number;
   mistakes: ServedMistake[];
@@ -57,10 +61,14 @@ function parseConfusion(raw: unknown): ServedConfusion {
   return { labels: labels as string[], matrix: matrix as number[][] };
 }
 
-function parseMistakes(raw: unknown): { total: number; mistakes: ServedMistake[] } {
+const isStringList = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((entry) => typeof entry === 'string');
+
+function parseMistakes(raw: unknown): { multiLabel: boolean; total: number; mistakes: ServedMistake[] } {
   const where = RUN_ARTIFACTS.mistakes;
   if (!isRecord(raw)) throw new ArtifactFormatError(`${where} must hold a JSON object`);
   const { total, mistakes } = raw;
+  const multiLabel = raw.multi_label === true;
   if (!Array.isArray(mistakes)) throw new ArtifactFormatError(`${where}: mistakes must be an array`);
   if (!isCount(total) || total < mistakes.length) {
     throw new ArtifactFormatError(`${where}: total must be a count of at least ${mistakes.length}`);
@@ -73,25 +81,29 @@ function parseMistakes(raw: unknown): { total: number; mistakes: ServedMistake[]
       typeof item.predicted_tag === 'string' &&
       typeof item.confidence === 'number' &&
       item.confidence >= 0 &&
-      item.confidence <= 1;
+      item.confidence <= 1 &&
+      (!multiLabel || (isStringList(item.true_tags) && isStringList(item.predicted_tags)));
     if (!ok) {
       throw new ArtifactFormatError(
-        `${where}: mistakes[${index}] must have text, true_tag, predicted_tag (strings) and confidence (0..1)`,
+        `${where}: mistakes[${index}] must have text, true_tag, predicted_tag (strings) and confidence (0..1)${multiLabel ? ', true_tags and predicted_tags (lists of strings)' : ''}`,
       );
     }
     const { text, true_tag, predicted_tag, confidence } = item as unknown as ServedMistake;
-    return { text, true_tag, predicted_tag, confidence };
+    if (!multiLabel) return { text, true_tag, predicted_tag, confidence };
+    const { true_tags, predicted_tags } = item as unknown as Required<ServedMistake>;
+    return { text, true_tag, predicted_tag, confidence, true_tags, predicted_tags };
   });
-  return { total, mistakes: parsed };
+  return { multiLabel, total, mistakes: parsed };
 }
 
-/** Reads and checks both error artifacts; rejects with the reader's error (e.g. NOT_FOUND) or a format error. */
+/**
+ * Reads and checks the error artifacts (a multi-label run has no confusion matrix); rejects with the
+ * reader's error (e.g. NOT_FOUND) or a format error.
+ */
 export async function readTestErrors(read: ArtifactReader): Promise<ServedTestErrors> {
-  const [confusion, mistakes] = await Promise.all([
-    readJsonArtifact(read, RUN_ARTIFACTS.confusion).then(parseConfusion),
-    readJsonArtifact(read, RUN_ARTIFACTS.mistakes).then(parseMistakes),
-  ]);
-  return { confusion, ...mistakes };
+  const { multiLabel, total, mistakes } = parseMistakes(await readJsonArtifact(read, RUN_ARTIFACTS.mistakes));
+  const confusion = multiLabel ? null : parseConfusion(await readJsonArtifact(read, RUN_ARTIFACTS.confusion));
+  return { confusion, total, mistakes };
 }
 
 /**

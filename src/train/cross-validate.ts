@@ -19,7 +19,7 @@ import {
   trainTagger,
 } from '../model/index.js';
 import { DataError } from './data.js';
-import { MIN_SPLIT_ROWS, SPLIT_WITH_TEST } from './pipeline.js';
+import { MIN_SPLIT_ROWS, SPLIT_WITH_TEST, splitStratum } from './pipeline.js';
 
 export const DEFAULT_FOLDS = 5;
 
@@ -74,13 +74,13 @@ export function crossValidationFolds(data: readonly LabelledText[], k: number, s
   }
   const parts = stratifiedSplit(
     data,
-    (row) => row.tag,
+    splitStratum(data),
     Array.from({ length: k }, () => 1 / k),
     seed,
   );
   return parts.map((test, i) => {
     const rest = parts.filter((_, j) => j !== i).flat();
-    const [train = [], validation = []] = stratifiedSplit(rest, (row) => row.tag, SPLIT_WITH_TEST, seed);
+    const [train = [], validation = []] = stratifiedSplit(rest, splitStratum(rest), SPLIT_WITH_TEST, seed);
     if (test.length < MIN_SPLIT_ROWS || validation.length < MIN_SPLIT_ROWS) {
       throw new DataError(
         `data: ${data.length} rows are too few for ${k}-fold cross-validation (fold ${i + 1} would test ${test.length} and validate on ${validation.length} rows); use fewer folds or more data`,

@@ -7,7 +7,14 @@
  * split too small to rank runs by. Rows read from a file are named by line (`DatasetRow.line`), others
  * by position.
  */
-import { cleanText, type LabelledText, modelTags, OTHER_TAG, type TrainingArgs } from '../model/index.js';
+import {
+  cleanText,
+  type LabelledText,
+  modelTags,
+  OTHER_TAG,
+  type TrainingArgs,
+  tagsOf,
+} from '../model/index.js';
 import { DataError, type DatasetRow, lineList } from './data.js';
 
 /** Below this many test rows an f1 moves by several points with one row: too noisy to rank runs. */
@@ -18,6 +25,30 @@ export const sameText = (text: string): string => text.toLowerCase().replace(/\s
 
 /** The file line of a row read by readDataset, else its 1-based position in `rows`. */
 const lineOf = (row: LabelledText, index: number): number => (row as Partial<DatasetRow>).line ?? index + 1;
+
+/** Training rows per tag (a multi-label row counts once for each of its tags). */
+function rowsPerTag(rows: readonly LabelledText[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const row of rows) for (const tag of new Set(tagsOf(row))) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * The tags a model of `kept` classes learns from rows: each row's kept tags, or `other` for a row with
+ * none (single-label: its tag or `other`).
+ */
+function learntTags(rows: readonly LabelledText[], kept: ReadonlySet<string>): Set<string> {
+  const learnt = new Set<string>();
+  for (const row of rows) {
+    const known = tagsOf(row).filter((tag) => kept.has(tag));
+    for (const tag of known.length > 0 ? known : [OTHER_TAG]) learnt.add(tag);
+  }
+  return learnt;
+}
+
+/** How a model treats tags it does not keep, for messages. */
+const foldedInto = (multiLabel: boolean): string =>
+  multiLabel ? `dropped (a row left with none counts as '${OTHER_TAG}')` : `folded into '${OTHER_TAG}'`;
 
 /** "lines 3 and 9" for rows from a file, "rows 3 and 9" for rows given in memory. */
 function rowList(rows: readonly LabelledText[], indices: readonly number[]): string {
@@ -32,16 +63,16 @@ function rowList(rows: readonly LabelledText[], indices: readonly number[]): str
  * every text). `train` is the training split, as the model will see it.
  */
 export function checkTrainable(train: readonly LabelledText[], args: TrainingArgs): void {
-  const counts = new Map<string, number>();
-  for (const row of train) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
+  const counts = rowsPerTag(train);
+  // Rows per tag is what both kinds of model count tags by (multiLabelModelTags counts a row once per tag).
   const kept = new Set(
     modelTags(
-      train.map((row) => row.tag),
+      [...counts].flatMap(([tag, count]) => Array.from({ length: count }, () => tag)),
       args.min_freq,
       args.accepted_tags,
     ),
   );
-  const learnt = new Set([...counts.keys()].map((tag) => (kept.has(tag) ? tag : OTHER_TAG)));
+  const learnt = learntTags(train, kept);
   if (learnt.size >= 2) return;
   if (counts.size < 2) {
     throw new DataError(
@@ -54,7 +85,7 @@ export function checkTrainable(train: readonly LabelledText[], args: TrainingArg
     .map(([tag, count]) => `'${tag}': ${count} training row${count === 1 ? '' : 's'}`);
   const rule = `min_freq ${args.min_freq}${args.accepted_tags === null ? '' : ' and accepted_tags'}`;
   throw new DataError(
-    `data: with ${rule}, every tag is folded into '${OTHER_TAG}' (${folded.join('; ')}), so the model would answer '${OTHER_TAG}' for every text; lower min_freq or accept more tags`,
+    `data: with ${rule}, ${args.multi_label ? `every tag but '${[...learnt][0]}' is ${foldedInto(true)}` : `every tag is ${foldedInto(false)}`} (${folded.join('; ')}), so the model would answer '${[...learnt][0]}' for every text; lower min_freq or accept more tags`,
   );
 }
 
@@ -128,18 +159,18 @@ export function dataWarnings(
   warnings: string[];
   trainedTags: number;
 } {
-  const counts = new Map<string, number>();
-  for (const row of train) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
+  const counts = rowsPerTag(train);
   const kept = new Set(classes);
   const folded = [...counts].filter(([tag]) => !kept.has(tag)).sort((a, b) => b[1] - a[1]);
-  const learnt = new Set([...counts.keys()].map((tag) => (kept.has(tag) ? tag : OTHER_TAG)));
+  const learnt = learntTags(train, kept);
+  const multiLabel = train.some((row) => row.tags !== undefined);
   const warnings: string[] = [];
   if (folded.length > 0) {
     const shown = folded
       .slice(0, 10)
       .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'})`);
     warnings.push(
-      `${folded.length} tag(s) were folded into '${OTHER_TAG}' (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
+      `${folded.length} tag(s) were ${foldedInto(multiLabel)} (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
     );
   }
   if (testSize < MIN_TRUSTED_TEST_ROWS) {

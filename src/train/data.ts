@@ -1,13 +1,35 @@
 /**
  * Reading labelled datasets: a CSV with at least `title`, `description` and `tag` columns (the layout
- * of Made With ML's dataset.csv and of samples/projects.csv). Parsing uses csv-parse (RFC 4180,
- * quoted newlines); this module only validates what the parser gives back.
+ * of Made With ML's dataset.csv and of samples/projects.csv), or, for several tags per text, a `tags`
+ * column whose tags are separated by `|`, `,` or `;` (samples/projects-multilabel.csv); or a `.json` file
+ * holding an array of such records, where `tags` may be a list (the layout of Made With ML's multi-label
+ * projects.json). Parsing uses csv-parse (RFC 4180, quoted newlines) and JSON.parse; this module only
+ * validates what the parsers give back.
  */
 import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import type { LabelledText } from '../model/index.js';
+import { type LabelledText, tagSetKey } from '../model/index.js';
 
 export const REQUIRED_COLUMNS = ['title', 'description', 'tag'] as const;
+/** The columns of a multi-label dataset: `tags` instead of `tag`. */
+export const MULTI_LABEL_COLUMNS = ['title', 'description', 'tags'] as const;
+/** What separates the tags of one row in a `tags` column. */
+export const TAG_SEPARATORS = /[|,;]/;
+
+/** The tags of a `tags` cell: split at TAG_SEPARATORS, trimmed, empty ones dropped, each once. */
+export const splitTags = (cell: string): string[] => [
+  ...new Set(
+    cell
+      .split(TAG_SEPARATORS)
+      .map((tag) => tag.trim())
+      .filter((tag) => tag !== ''),
+  ),
+];
+
+/** True when the rows give several tags per text (they were read from a `tags` column or list). */
+export const isMultiLabel = (rows: readonly LabelledText[]): boolean =>
+  rows.some((row) => row.tags !== undefined);
 
 /** Bad input data: the message says which file, which row or column, and what to do. */
 export class DataError extends Error {
@@ -64,40 +86,139 @@ export function parseDataset(content: string, source: string): DatasetRow[] {
       `data: ${source} is empty; expected a header with columns ${REQUIRED_COLUMNS.join(', ')}`,
     );
   const names = header.map((name) => name.trim().toLowerCase());
-  const missing = REQUIRED_COLUMNS.filter((column) => !names.includes(column));
+  const multiLabel = labelColumn(names, source) === 'tags';
+  const columns = multiLabel ? MULTI_LABEL_COLUMNS : REQUIRED_COLUMNS;
+  const missing = columns.filter((column) => !names.includes(column));
   if (missing.length > 0) {
     throw new DataError(
       `data: ${source} lacks column(s) ${missing.join(', ')}; found ${names.join(', ') || '(none)'}. ` +
-        `A dataset needs the columns ${REQUIRED_COLUMNS.join(', ')}.`,
+        `A dataset needs the columns ${REQUIRED_COLUMNS.join(', ')} (or ${MULTI_LABEL_COLUMNS.join(', ')} for several tags per text).`,
     );
   }
   if (rows.length === 0) throw new DataError(`data: ${source} has a header but no rows`);
   const titleAt = names.indexOf('title');
   const descriptionAt = names.indexOf('description');
-  const tagAt = names.indexOf('tag');
+  const labelAt = names.indexOf(multiLabel ? 'tags' : 'tag');
+  return checkedRows(
+    rows.map((row, index) => ({
+      line: parsed[index + 1]![1] - innerLineBreaks(row),
+      title: row[titleAt] ?? '',
+      description: row[descriptionAt] ?? '',
+      label: row[labelAt] ?? '',
+    })),
+    multiLabel,
+    source,
+    'line',
+  );
+}
+
+/** `tag` or `tags`, whichever the header names (a `tags` header means several tags per text). */
+function labelColumn(names: readonly string[], source: string): 'tag' | 'tags' {
+  if (names.includes('tag') && names.includes('tags')) {
+    throw new DataError(
+      `data: ${source} has both a tag and a tags column; keep tag for one tag per text or tags for several`,
+    );
+  }
+  return names.includes('tags') ? 'tags' : 'tag';
+}
+
+/** One record as read, before checks: where it is, its text fields and its label cell (or list). */
+interface RawRecord {
+  line: number;
+  title: string;
+  description: string;
+  label: string | readonly string[];
+}
+
+/** Validates records into rows, naming every bad one at once (fixing a file one error per run is slow). */
+function checkedRows(
+  records: readonly RawRecord[],
+  multiLabel: boolean,
+  source: string,
+  unit: 'line' | 'entry',
+): DatasetRow[] {
   const out: DatasetRow[] = [];
   const noTag: number[] = [];
   const noText: number[] = [];
-  rows.forEach((row, index) => {
-    const line = parsed[index + 1]![1] - innerLineBreaks(row);
-    const tag = (row[tagAt] ?? '').trim();
-    const title = row[titleAt] ?? '';
-    const description = row[descriptionAt] ?? '';
-    if (tag === '') noTag.push(line);
+  records.forEach(({ line, title, description, label }, index) => {
+    const tags = typeof label === 'string' ? (multiLabel ? splitTags(label) : [label.trim()]) : label;
+    if (tags.length === 0 || tags[0] === '') noTag.push(line);
     if (title.trim() === '' && description.trim() === '') noText.push(line);
-    out.push({ record: index + 1, line, tag, text: projectText(title, description) });
+    const text = projectText(title, description);
+    out.push(
+      multiLabel
+        ? { record: index + 1, line, tag: tagSetKey(tags), tags, text }
+        : { record: index + 1, line, tag: tags[0] ?? '', text },
+    );
   });
-  // Every bad row at once: fixing a file one error per run is slow.
+  const where = (lines: number[]): string =>
+    unit === 'line'
+      ? lineList(lines)
+      : lineList(lines).replace(/^lines?/, (w) => (w === 'line' ? 'entry' : 'entries'));
   const problems = [
-    ...(noTag.length > 0 ? [`${noTag.length} row(s) have an empty tag (${lineList(noTag)})`] : []),
+    ...(noTag.length > 0
+      ? [`${noTag.length} row(s) have ${multiLabel ? 'no tags' : 'an empty tag'} (${where(noTag)})`]
+      : []),
     ...(noText.length > 0
-      ? [`${noText.length} row(s) have neither a title nor a description (${lineList(noText)})`]
+      ? [`${noText.length} row(s) have neither a title nor a description (${where(noText)})`]
       : []),
   ];
   if (problems.length > 0) {
     throw new DataError(`data: ${source}: ${problems.join('; ')}; fill them in or remove them`);
   }
   return out;
+}
+
+/**
+ * Parses a JSON dataset: an array of objects with `title`, `description` and `tag` (a string) or `tags`
+ * (a list of strings, or one string separated like a CSV cell). Other keys (`id`, `created_on`, …) are
+ * ignored. Entries are numbered from 1 in messages.
+ */
+export function parseJsonDataset(content: string, source: string): DatasetRow[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(content.charCodeAt(0) === 0xfeff ? content.slice(1) : content);
+  } catch (error) {
+    throw new DataError(`data: ${source} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!Array.isArray(raw)) {
+    throw new DataError(
+      `data: ${source} must hold a JSON array of records ({title, description, tag or tags})`,
+    );
+  }
+  if (raw.length === 0) throw new DataError(`data: ${source} holds no records`);
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === 'object' && value !== null && !Array.isArray(value);
+  const first = raw[0];
+  const multiLabel = isObject(first) && Object.hasOwn(first, 'tags');
+  const key = multiLabel ? 'tags' : 'tag';
+  const records = raw.map((entry, index): RawRecord => {
+    const at = `${source}: entry ${index + 1}`;
+    if (!isObject(entry)) throw new DataError(`data: ${at} is not an object`);
+    if (Object.hasOwn(entry, multiLabel ? 'tag' : 'tags')) {
+      throw new DataError(
+        `data: ${at} has ${multiLabel ? 'tag' : 'tags'}, but the first entry has ${key}; use one of them in every entry`,
+      );
+    }
+    const text = (name: 'title' | 'description'): string => {
+      const value = entry[name] ?? '';
+      if (typeof value !== 'string') throw new DataError(`data: ${at}: ${name} must be a string`);
+      return value;
+    };
+    const label = entry[key] ?? (multiLabel ? [] : '');
+    const listOk = Array.isArray(label) && label.every((tag) => typeof tag === 'string');
+    if (typeof label !== 'string' && !(multiLabel && listOk)) {
+      throw new DataError(
+        `data: ${at}: ${key} must be ${multiLabel ? 'a list of strings or a string' : 'a string'}, got ${JSON.stringify(label)}`,
+      );
+    }
+    const labels =
+      typeof label === 'string'
+        ? label
+        : [...new Set((label as string[]).map((tag) => tag.trim()).filter((tag) => tag !== ''))];
+    return { line: index + 1, title: text('title'), description: text('description'), label: labels };
+  });
+  return checkedRows(records, multiLabel, source, 'entry');
 }
 
 /** Reads and validates a dataset file. */
@@ -116,5 +237,7 @@ export async function readDatasetFile(path: string): Promise<{ rows: DatasetRow[
     if (code === 'EISDIR') throw new DataError(`data: ${path} is a directory; pass a CSV file`);
     throw new DataError(`data: cannot read ${path}: ${(error as Error).message}`);
   }
-  return { rows: parseDataset(Buffer.from(bytes).toString('utf8'), path), bytes };
+  const content = Buffer.from(bytes).toString('utf8');
+  const isJson = extname(path).toLowerCase() === '.json';
+  return { rows: isJson ? parseJsonDataset(content, path) : parseDataset(content, path), bytes };
 }

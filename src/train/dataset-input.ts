@@ -17,7 +17,13 @@ import { createHash } from 'node:crypto';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatasetInput } from '../tracking/store.js';
-import { type DatasetRow, REQUIRED_COLUMNS, readDatasetFile } from './data.js';
+import {
+  type DatasetRow,
+  isMultiLabel,
+  MULTI_LABEL_COLUMNS,
+  REQUIRED_COLUMNS,
+  readDatasetFile,
+} from './data.js';
 
 export type DatasetContext = 'training' | 'testing';
 
@@ -55,7 +61,11 @@ export function datasetInput(
       sourceType: 'local',
       source: pythonJson({ uri: pathToFileURL(absolute).href }),
       schema: pythonJson({
-        mlflow_colspec: REQUIRED_COLUMNS.map((name) => ({ type: 'string', name, required: true })),
+        mlflow_colspec: (isMultiLabel(rows) ? MULTI_LABEL_COLUMNS : REQUIRED_COLUMNS).map((name) => ({
+          type: 'string',
+          name,
+          required: true,
+        })),
       }),
       profile: pythonJson({ num_rows: rows.length }),
     },

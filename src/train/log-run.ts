@@ -183,6 +183,12 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...input.extraMetrics,
     };
     if (outcome.threshold !== null) finals.threshold = outcome.threshold;
+    // The other two averages beside the weighted one (f1); for multi-label runs micro f1 is the usual headline.
+    const averages = outcome.performance.averages;
+    if (averages !== undefined) {
+      finals.micro_f1 = averages.micro.f1;
+      finals.macro_f1 = averages.macro.f1;
+    }
     // A metric, not a tag, so MLflow can sort and filter runs by it and the promotion gate can read it.
     const behaviour = outcome.behaviour;
     if (behaviour.pass_rate !== null) {
@@ -198,6 +204,10 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       finals[`${key}.recall`] = metrics.recall;
       finals[`${key}.f1`] = metrics.f1;
     }
+    // Multi-label: each tag's probability threshold, chosen on the validation split.
+    outcome.model.tagThresholds?.forEach((threshold, k) => {
+      finals[`tag.${metricKeyPart(outcome.model.tags[k]!)}.threshold`] = threshold;
+    });
     const metrics: MetricPoint[] = Object.entries(finals).map(([key, value]) => ({
       key,
       value,
@@ -226,7 +236,9 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     const artifacts: [string, Uint8Array][] = [
       [RUN_ARTIFACTS.args, json(input.args)],
       [RUN_ARTIFACTS.performance, json(outcome.performance)],
-      [RUN_ARTIFACTS.confusion, json(outcome.testErrors.confusion)],
+      ...(outcome.testErrors.confusion === null
+        ? []
+        : [[RUN_ARTIFACTS.confusion, json(outcome.testErrors.confusion)] as [string, Uint8Array]]),
       [RUN_ARTIFACTS.mistakes, json(outcome.testErrors.mistakes)],
       [RUN_ARTIFACTS.behavioural, json(outcome.behaviour)],
       [

@@ -20,6 +20,7 @@ import {
   type TestErrors,
   type TrainingArgs,
   type TrainOptions,
+  tagsOf,
   trainTagger,
 } from '../model/index.js';
 import { DataError } from './data.js';
@@ -115,7 +116,7 @@ export function splitData(
         ` into train/validation${withTestFile ? '' : '/test'}; need at least ${needed}`,
     );
   }
-  const parts = stratifiedSplit(data, (item) => item.tag, fractions, seed);
+  const parts = stratifiedSplit(data, splitStratum(data), fractions, seed);
   const [train = [], validation = [], test = []] = parts;
   const names = ['train', 'validation', 'test'];
   parts.forEach((part, index) => {
@@ -128,6 +129,64 @@ export function splitData(
   return { train, validation, test };
 }
 
+/**
+ * A multi-label stratum needs this many rows to reach every part of a split (15 % of 10 rounds to 2; ten
+ * folds get one each); rarer tags do not define strata.
+ */
+export const MIN_STRATUM_ROWS = 10;
+
+/**
+ * What a split keeps in proportion: a row's tag; for multi-label rows, the rarest of its tags that are
+ * in at least MIN_STRATUM_ROWS rows of `data`, or one shared stratum for rows with none. (A row's whole
+ * tag set, or a tag of a few rows, would make strata of one or two rows, which all go to the training
+ * split.) So every tag of some size, rare ones first, reaches the validation and test splits.
+ */
+export function splitStratum(data: readonly LabelledText[]): (row: LabelledText) => string {
+  if (!data.some((row) => row.tags !== undefined)) return (row) => row.tag;
+  const counts = new Map<string, number>();
+  for (const row of data) for (const tag of new Set(tagsOf(row))) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+  return (row) => {
+    let rarest = '';
+    let fewest = Infinity;
+    for (const tag of tagsOf(row)) {
+      const count = counts.get(tag) ?? 0;
+      if (count < MIN_STRATUM_ROWS) continue;
+      if (count < fewest || (count === fewest && tag < rarest)) {
+        rarest = tag;
+        fewest = count;
+      }
+    }
+    return rarest;
+  };
+}
+
+/**
+ * The arguments for this data: multi-label data (rows read from a `tags` column or list) trains a
+ * multi-label model, so `multi_label` is switched on unless the arguments set it to false on purpose,
+ * which is refused. Single-label data may train a multi-label model (one tag per row, per-tag thresholds).
+ * A multi-label model's `threshold` becomes `tuned` unless the arguments set it: the default `argmax`
+ * keeps every tag at 0.5, which on the sample data (seeds 1–5) gave weighted f1 0.72 against 0.86 for
+ * thresholds chosen per tag on the validation split (recall 0.59 against 0.86). `explicit`: the argument names the user gave.
+ */
+export function argsForData(
+  args: TrainingArgs,
+  data: readonly LabelledText[],
+  explicit: ReadonlySet<string>,
+): TrainingArgs {
+  if (args.multi_label || !data.some((row) => row.tags !== undefined)) return args;
+  if (explicit.has('multi_label')) {
+    throw new DataError(
+      'data: the file gives several tags per text (a tags column), but the args set multi_label to false; drop multi_label from the args, or give one tag per row in a tag column',
+    );
+  }
+  if (args.classifier !== 'ovr') {
+    throw new DataError(
+      `data: the file gives several tags per text (a tags column), which needs "classifier": "ovr", but the args set ${JSON.stringify(args.classifier)}`,
+    );
+  }
+  return { ...args, multi_label: true, ...(explicit.has('threshold') ? {} : { threshold: 'tuned' }) };
+}
+
 /** Keeps the first `subset` rows when the arguments ask for a subset (quick experiments). */
 function applySubset(data: readonly LabelledText[], subset: number | null): readonly LabelledText[] {
   return subset === null ? data : data.slice(0, subset);
@@ -136,6 +195,14 @@ function applySubset(data: readonly LabelledText[], subset: number | null): read
 export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const data = applySubset(input.data, input.args.subset);
   if (data.length === 0) throw new DataError('data: no training examples');
+  if (
+    !input.args.multi_label &&
+    [...data, ...(input.testData ?? [])].some((row) => (row.tags?.length ?? 1) > 1)
+  ) {
+    throw new DataError(
+      'data: the rows give several tags per text, but the args train a single-label model; set multi_label (tagger train does so for a tags column)',
+    );
+  }
   const split = splitData(data, input.testData !== undefined, input.seed);
   const test = input.testData ? [...input.testData] : split.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');

@@ -246,6 +246,7 @@ const expectedPredictions = (model: ServingFixture['modelA'], texts: string[]) =
   model.model.predict(texts).map((p, i) => ({
     input_text: texts[i],
     predicted_tag: p.predicted_tag,
+    predicted_tags: p.predicted_tags,
     predicted_probabilities: p.probabilities,
   }));
 
@@ -396,11 +397,16 @@ describe('GET /performance', () => {
     });
   });
 
-  it.each(['overall', 'class', 'slices'] as const)('filter=%s selects that part', async (filter) => {
-    const response = await get(`/performance?filter=${filter}`);
-    expect(response.statusCode).toBe(200);
-    expect(JSON.parse(response.body).data).toEqual({ performance: roundTrip(fx.modelA.performance[filter]) });
-  });
+  it.each(['overall', 'class', 'slices', 'averages'] as const)(
+    'filter=%s selects that part',
+    async (filter) => {
+      const response = await get(`/performance?filter=${filter}`);
+      expect(response.statusCode).toBe(200);
+      expect(JSON.parse(response.body).data).toEqual({
+        performance: roundTrip(fx.modelA.performance[filter]),
+      });
+    },
+  );
 
   it('filter=overall holds precision, recall, f1 and num_samples', async () => {
     const performance = JSON.parse((await get('/performance?filter=overall')).body).data.performance;
@@ -413,7 +419,7 @@ describe('GET /performance', () => {
     const [issue, ...rest] = JSON.parse(response.body).detail;
     expect(rest).toEqual([]);
     expect(issue).toMatchObject({ loc: ['query', 'filter'], type: 'value_error.const' });
-    expect(issue.msg).toBe("unexpected value; permitted: 'overall', 'class', 'slices'");
+    expect(issue.msg).toBe("unexpected value; permitted: 'overall', 'class', 'slices', 'averages'");
   });
 });
 

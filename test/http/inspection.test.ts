@@ -50,8 +50,8 @@ describe('GET /runs/{run_id}/errors', () => {
     const { confusion, mistakes } = fx.modelA.errors;
     expect(data).toEqual({
       run_id: fx.runs.alpha,
-      labels: confusion.labels,
-      matrix: confusion.matrix,
+      labels: confusion!.labels,
+      matrix: confusion!.matrix,
       total: mistakes.total,
       mistakes: mistakes.mistakes,
     });

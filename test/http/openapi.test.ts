@@ -87,7 +87,7 @@ describe('openapi.json', () => {
     const top = document.paths['/runs'].get.parameters.find((p: Json) => p.name === 'top');
     expect(top).toMatchObject({ in: 'query', required: false, schema: { type: 'integer', minimum: 0 } });
     const filter = document.paths['/performance'].get.parameters.find((p: Json) => p.name === 'filter');
-    expect(filter.schema.enum).toEqual(['overall', 'class', 'slices']);
+    expect(filter.schema.enum).toEqual(['overall', 'class', 'slices', 'averages']);
     expect(document.paths['/runs/{run_id}'].get.parameters[0]).toMatchObject({
       in: 'path',
       name: 'run_id',

@@ -40,6 +40,7 @@ describe('single-model mode', () => {
       predictions: fx.modelA.model.predict(texts).map((p, i) => ({
         input_text: texts[i],
         predicted_tag: p.predicted_tag,
+        predicted_tags: p.predicted_tags,
         predicted_probabilities: p.probabilities,
       })),
     });
@@ -74,6 +75,23 @@ describe('single-model mode', () => {
       expect(JSON.parse(whole.body).data).toEqual({ performance: roundTrip(performance) });
     } finally {
       await empty.close();
+    }
+  });
+
+  it('answers 404 for filter=averages on a report written before the averages, and the report without them', async () => {
+    const dir = join(scratch, 'no-averages');
+    await cp(fx.modelDir, dir, { recursive: true });
+    const { averages: _, ...older } = fx.modelA.performance;
+    await writeFile(join(dir, 'performance.json'), JSON.stringify(older));
+    const app = createApp({ serving: { mode: 'model', model: await loadModelDirectory(dir), source: dir } });
+    try {
+      const averages = await app.inject({ url: '/performance?filter=averages' });
+      expect(averages.statusCode).toBe(404);
+      expect(JSON.parse(averages.body).detail).toMatch(/has no averages: it was trained before/);
+      const whole = await app.inject({ url: '/performance' });
+      expect(JSON.parse(whole.body).data).toEqual({ performance: roundTrip(older) });
+    } finally {
+      await app.close();
     }
   });
 
@@ -145,5 +163,22 @@ describe('loadModelDirectory failures are startup errors that say what to do', (
     expect((error as Error).message).toContain(
       'performance.json: overall.precision must be a number or null',
     );
+  });
+
+  it.each([
+    ['[]', 'performance.json: averages must be an object'],
+    [
+      '{"micro": {}, "macro": {}, "weighted": {}}',
+      'performance.json: averages.micro.precision must be a number or null',
+    ],
+  ])('performance.json averages of the wrong shape: %s', async (averages, message) => {
+    const dir = await copy(`bad-averages-${averages.length}`);
+    const metrics = '{"precision": 1, "recall": 1, "f1": 1, "num_samples": 1}';
+    await writeFile(
+      join(dir, 'performance.json'),
+      `{"overall": ${metrics}, "class": {}, "slices": {}, "averages": ${averages}}`,
+    );
+    const error = await loadModelDirectory(dir).catch((e: unknown) => e);
+    expect((error as Error).message).toContain(message);
   });
 });

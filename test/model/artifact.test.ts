@@ -41,8 +41,13 @@ describe('model artifact', () => {
   it('produces exactly MODEL_FILES with a versioned manifest', () => {
     expect(Object.keys(files).sort()).toEqual([...MODEL_FILES].sort());
     expect(manifest().format).toBe(MODEL_FORMAT);
-    expect(MODEL_FORMAT).toBe('tagger-model/1.2');
-    expect(READABLE_MODEL_FORMATS).toEqual(['tagger-model/1', 'tagger-model/1.1', 'tagger-model/1.2']);
+    expect(MODEL_FORMAT).toBe('tagger-model/1.3');
+    expect(READABLE_MODEL_FORMATS).toEqual([
+      'tagger-model/1',
+      'tagger-model/1.1',
+      'tagger-model/1.2',
+      'tagger-model/1.3',
+    ]);
   });
 
   it('round-trips: save → load → predict gives identical probabilities, tags, args and threshold', () => {
@@ -66,12 +71,12 @@ describe('model artifact', () => {
     [
       'a future version',
       withManifest({ format: 'tagger-model/2' }),
-      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1, tagger-model\/1\.2\)/,
+      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1, tagger-model\/1\.2, tagger-model\/1\.3\)/,
     ],
     [
       'a future minor version',
-      withManifest({ format: 'tagger-model/1.3' }),
-      /unsupported model format "tagger-model\/1\.3"/,
+      withManifest({ format: 'tagger-model/1.4' }),
+      /unsupported model format "tagger-model\/1\.4"/,
     ],
     [
       'truncated weights',
@@ -200,12 +205,62 @@ describe('model artifact', () => {
   ])('round-trips a %s model (probabilities by its loss)', (_name, patch) => {
     const { model: other } = trainTagger(TRAIN, VALIDATION, { ...model.args, ...patch }, { seed: 7 });
     const saved = encodeModel(other);
-    expect(manifestOf(saved).format).toBe('tagger-model/1.2');
+    expect(manifestOf(saved).format).toBe('tagger-model/1.3');
     const loaded = decodeModel(saved);
     expect(loaded.args).toEqual(other.args);
     const texts = [...VALIDATION.map((r) => r.text), '', 'unseen words'];
     expect(loaded.predict(texts)).toEqual(other.predict(texts));
     expect(other.predict(texts)).not.toEqual(model.predict(texts));
+  });
+
+  it('reads a single-label model saved as 1.2 unchanged', () => {
+    const loaded = decodeModel(withManifest({ format: 'tagger-model/1.2' }));
+    const texts = VALIDATION.map((r) => r.text);
+    expect(loaded.predict(texts)).toEqual(model.predict(texts));
+    expect(loaded.tagThresholds).toBeNull();
+  });
+
+  describe('multi-label models', () => {
+    const multiRows = (rows: typeof TRAIN) =>
+      rows.map((row, i) => {
+        const tags = i % 3 === 0 ? [row.tag, 'extra'] : [row.tag];
+        return { text: row.text, tag: tags.join('|'), tags };
+      });
+    const multi = trainTagger(
+      multiRows(TRAIN),
+      multiRows(VALIDATION),
+      { ...model.args, multi_label: true, threshold: 'tuned' },
+      { seed: 7 },
+    ).model;
+    const saved = encodeModel(multi);
+
+    it('round-trip with one threshold per tag and independent probabilities', () => {
+      const m = manifestOf(saved);
+      expect(m.format).toBe('tagger-model/1.3');
+      expect(m.tag_thresholds).toEqual(multi.tagThresholds);
+      expect((m.tag_thresholds as number[]).length).toBe(multi.tags.length);
+      const loaded = decodeModel(saved);
+      const texts = [...VALIDATION.map((r) => r.text), ''];
+      expect(loaded.predict(texts)).toEqual(multi.predict(texts));
+      expect(loaded.tagThresholds).toEqual(multi.tagThresholds);
+      expect(encodeModel(loaded)).toEqual(saved);
+    });
+
+    it.each<[string, Record<string, unknown>, RegExp]>([
+      ['without tag_thresholds', { tag_thresholds: undefined }, /multi-label model needs tag_thresholds/],
+      ['with a threshold too few', { tag_thresholds: [0.5] }, /one number in \[0, 1\] per tag/],
+      ['with a threshold above 1', { tag_thresholds: multi.tags.map(() => 1.5) }, /per tag/],
+      ['saved as 1.2', { format: 'tagger-model/1.2' }, /multi-label model needs tag_thresholds/],
+      ['with a single threshold too', { threshold: 0.3 }, /no single threshold/],
+    ])('rejects a multi-label manifest %s', (_name, patch, message) => {
+      expect(() => decodeModel(patchManifest(saved, patch))).toThrow(message);
+    });
+
+    it('rejects tag_thresholds on a single-label model', () => {
+      expect(() => decodeModel(withManifest({ tag_thresholds: model.tags.map(() => 0.5) }))).toThrow(
+        /tag_thresholds belong to multi-label models/,
+      );
+    });
   });
 
   it('reads a model saved before 1.2 as log loss, unweighted, min_df 1, n-grams from 2, even if the defaults change', () => {
@@ -286,6 +341,7 @@ describe('model artifact', () => {
       tags: ['other'],
       args: model.args,
       threshold: null,
+      tagThresholds: null,
       predict: () => [],
       explain: () => model.explain('x'),
     };

@@ -179,6 +179,20 @@ describe('runBehaviourSuite', () => {
     expect(report.by_kind).toEqual({});
   });
 
+  it('a multi-label model passes a minimum-functionality case when the expected tag is among its tags', () => {
+    const multi = {
+      tags: ['nlp', 'vision', 'other'],
+      predict: (texts: readonly string[]) =>
+        texts.map(() => ({
+          predicted_tag: 'vision',
+          predicted_tags: ['vision', 'nlp'],
+          probabilities: { nlp: 0.6, vision: 0.7, other: 0.1 },
+        })),
+    };
+    const report = runBehaviourSuite(multi, { ...suite, cases: [suite.cases[0]!] });
+    expect(report.cases[0]).toMatchObject({ pass: true, expected: 'nlp', got: 'vision, nlp' });
+  });
+
   it('an inv case with an expected tag also needs the unperturbed text to get it', () => {
     const c = { kind: 'inv', name: 'e', text: 'VIDEO', perturbation: 'casing', variants: 2 } as const;
     expect(runBehaviourSuite(keywordModel, { ...suite, cases: [{ ...c, expected: 'vision' }] }).passed).toBe(

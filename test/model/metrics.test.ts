@@ -55,7 +55,7 @@ describe('metrics', () => {
     expect(report.class.mlops).toEqual({ precision: 0, recall: 0, f1: 0, num_samples: 0 });
     expect(report.class['computer-vision']).toEqual({ precision: 0.5, recall: 1, f1: 2 / 3, num_samples: 1 });
     expect(report.overall.num_samples).toBe(4);
-    expect(Object.keys(report)).toEqual(['overall', 'class', 'slices']);
+    expect(Object.keys(report)).toEqual(['overall', 'class', 'slices', 'averages']);
   });
 
   it('leaves out a slice no row falls into instead of reporting f1 0 for 0 rows', () => {

@@ -19,7 +19,7 @@ describe('testErrors', () => {
       ],
       ['x', 'y'],
     );
-    expect(errors.confusion).toEqual({
+    expect(errors.confusion!).toEqual({
       labels: ['x', 'y'],
       matrix: [
         [1, 1],
@@ -36,11 +36,11 @@ describe('testErrors', () => {
 
   it('appends tags missing from the labels, so no row is lost from the matrix', () => {
     const errors = testErrors(['a', 'b'], ['x', 'z'], [predicted('w', 0.5), predicted('z', 0.5)], ['x']);
-    expect(errors.confusion.labels).toEqual(['x', 'w', 'z']);
-    const total = errors.confusion.matrix.flat().reduce((a, b) => a + b, 0);
+    expect(errors.confusion!.labels).toEqual(['x', 'w', 'z']);
+    const total = errors.confusion!.matrix.flat().reduce((a, b) => a + b, 0);
     expect(total).toBe(2);
-    expect(errors.confusion.matrix[0]).toEqual([0, 1, 0]);
-    expect(errors.confusion.matrix[2]).toEqual([0, 0, 1]);
+    expect(errors.confusion!.matrix[0]).toEqual([0, 1, 0]);
+    expect(errors.confusion!.matrix[2]).toEqual([0, 0, 1]);
   });
 
   it('keeps at most MISTAKES_KEPT mistakes and cuts long texts, but counts every mistake', () => {
@@ -65,7 +65,7 @@ describe('testErrors', () => {
     const { model } = trainModel({ analyzer: 'char_wb', ngram_max_range: 3 });
     const data = sampleTexts();
     const { performance, errors } = evaluateWithErrors(model, data);
-    const { labels, matrix } = errors.confusion;
+    const { labels, matrix } = errors.confusion!;
     const correct = labels.reduce((sum, _, i) => sum + matrix[i]![i]!, 0);
     expect(errors.mistakes.total).toBe(data.length - correct);
     for (const [i, tag] of labels.entries()) {

@@ -172,4 +172,35 @@ describe('tagFile', () => {
       ['line', 'text', 'predicted_tag', 'probability', ...model.tags.map((t) => `p_${t}`)].join(','),
     );
   });
+
+  it('lists a multi-label model’s predicted tags per row (joined by | in CSV, a list in JSON Lines)', async () => {
+    const multi = trainModel({
+      analyzer: 'word',
+      ngram_max_range: 2,
+      multi_label: true,
+      threshold: 'tuned',
+    }).model;
+    const texts = ['transformer language model for text', 'object detection in images', 'zzz'];
+    const input = await file('multi.csv', `text\n${texts.join('\n')}\n`);
+    const csv = join(dir, 'multi-tags.csv');
+    const jsonl = join(dir, 'multi-tags.jsonl');
+    await tagFile(multi, { input, output: csv });
+    await tagFile(multi, { input, output: jsonl });
+    const expected = multi.predict(texts);
+    const rows = parse(await readFile(csv, 'utf8'), { columns: true }) as Record<string, string>[];
+    expect(Object.keys(rows[0]!).slice(0, 5)).toEqual([
+      'line',
+      'text',
+      'predicted_tag',
+      'probability',
+      'predicted_tags',
+    ]);
+    expect(rows.map((row) => row.predicted_tags)).toEqual(expected.map((p) => p.predicted_tags.join('|')));
+    expect(rows.map((row) => row.predicted_tag)).toEqual(expected.map((p) => p.predicted_tag));
+    const lines = (await readFile(jsonl, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines.map((line) => line.predicted_tags)).toEqual(expected.map((p) => p.predicted_tags));
+  });
 });

@@ -75,7 +75,9 @@ export function redisServerPath(): string | null {
 }
 
 /** The shared labelled dataset (../shared/data), never copied into the repository. */
-export function sharedDataset(file: 'dataset.csv' | 'holdout.csv'): string | null {
+export function sharedDataset(
+  file: 'dataset.csv' | 'holdout.csv' | 'mlops-course_146d00b/projects.json',
+): string | null {
   return locate('the shared dataset', [resolve(SHARED_DATA, file)], 'check out ../shared beside the repo');
 }
 

@@ -12,7 +12,7 @@ import {
   meanStd,
 } from '../../src/train/cross-validate.js';
 import { DataError, readDataset } from '../../src/train/data.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 
 const FAST = parseTrainingArgs({ num_epochs: 4, analyzer: 'char_wb', ngram_max_range: 3, refit: false });
 
@@ -53,6 +53,22 @@ describe('crossValidationFolds', () => {
     expect(() => crossValidationFolds(data.slice(0, 12), 10, 1)).toThrow(
       /too few for 10-fold cross-validation/,
     );
+  });
+});
+
+describe('cross-validation of multi-label data', () => {
+  it('makes folds that test every tag and scores them by the weighted f1 over tags', async () => {
+    const multi = await readDataset(`${REPO_ROOT}/samples/projects-multilabel.csv`);
+    const folds = crossValidationFolds(multi, 3, 5);
+    for (const fold of folds) {
+      expect(new Set(fold.test.flatMap((row) => row.tags ?? [])).size).toBe(8);
+    }
+    const args = { ...FAST, multi_label: true, threshold: 'tuned' as const };
+    // In worker threads: the rows' tag lists reach the workers.
+    const result = await crossValidate(multi, args, { folds: 3, seed: 5, workers: 2 });
+    const { model } = trainTagger(folds[0]!.train, folds[0]!.validation, args, { seed: 5 });
+    expect(result.folds[0]).toBeCloseTo(evaluate(model, folds[0]!.test).overall.f1, 12);
+    expect(result.mean).toBeGreaterThan(0.4);
   });
 });
 

@@ -98,3 +98,78 @@ describe('readDataset', () => {
     );
   });
 });
+
+describe('multi-label datasets', () => {
+  it('read a tags column split at | , or ; (trimmed, each tag once) as a tag list', () => {
+    const csv = 'title,description,tags\nA,one,"nlp| cv ,nlp"\nB,two,mlops;pytorch\nC,three,nlp\n';
+    expect(parseDataset(csv, 'inline')).toEqual([
+      { record: 1, line: 2, text: 'A one', tag: 'cv|nlp', tags: ['nlp', 'cv'] },
+      { record: 2, line: 3, text: 'B two', tag: 'mlops|pytorch', tags: ['mlops', 'pytorch'] },
+      { record: 3, line: 4, text: 'C three', tag: 'nlp', tags: ['nlp'] },
+    ]);
+  });
+
+  it.each([
+    ['title,description,tags\na,b,\nc,d," | ,"\n', /2 row\(s\) have no tags \(lines 2 and 3\)/],
+    ['title,description,tag,tags\na,b,c,d\n', /has both a tag and a tags column/],
+    ['title,description,tags\n', /has a header but no rows/],
+  ])('refuse bad content %#', (csv, message) => {
+    expect(() => parseDataset(csv, 'x.csv')).toThrow(message);
+  });
+
+  describe('JSON files', () => {
+    let dir: string;
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'tagger-json-data-'));
+    });
+    afterAll(async () => {
+      await rm(dir, { recursive: true, force: true });
+    });
+    const write = async (name: string, value: unknown): Promise<string> => {
+      const path = join(dir, name);
+      await writeFile(path, typeof value === 'string' ? value : JSON.stringify(value));
+      return path;
+    };
+
+    it('read records with a tags list (the course’s projects.json layout) or a tag string', async () => {
+      const multi = await write('multi.json', [
+        { id: 1, title: 'A', description: 'one', tags: ['nlp', ' cv', 'nlp', ''] },
+        { id: 2, title: 'B', description: 'two', tags: 'mlops|pytorch' },
+      ]);
+      expect(await readDataset(multi)).toEqual([
+        { record: 1, line: 1, text: 'A one', tag: 'cv|nlp', tags: ['nlp', 'cv'] },
+        { record: 2, line: 2, text: 'B two', tag: 'mlops|pytorch', tags: ['mlops', 'pytorch'] },
+      ]);
+      const single = await write('single.json', [{ title: 'A', description: 'one', tag: 'nlp' }]);
+      expect(await readDataset(single)).toEqual([{ record: 1, line: 1, text: 'A one', tag: 'nlp' }]);
+    });
+
+    it.each([
+      ['not JSON', '[{', /is not valid JSON/],
+      ['an object', { title: 'a' }, /must hold a JSON array of records/],
+      ['an empty array', [], /holds no records/],
+      ['a non-object entry', [{ title: 'a', description: 'b', tags: ['x'] }, 3], /entry 2 is not an object/],
+      [
+        'mixed tag and tags',
+        [
+          { title: 'a', description: 'b', tags: ['x'] },
+          { title: 'c', description: 'd', tag: 'y' },
+        ],
+        /entry 2 has tag, but the first entry has tags/,
+      ],
+      ['a numeric tag list', [{ title: 'a', description: 'b', tags: [1] }], /tags must be a list of strings/],
+      ['a numeric title', [{ title: 5, description: 'b', tag: 'x' }], /entry 1: title must be a string/],
+      [
+        'entries without tags or text',
+        [
+          { title: 'a', description: 'b', tags: [] },
+          { title: '', description: ' ', tags: ['x'] },
+        ],
+        /1 row\(s\) have no tags \(entry 1\); 1 row\(s\) have neither a title nor a description \(entry 2\)/,
+      ],
+    ])('refuse %s', async (name, value, message) => {
+      const path = await write(`${name.replaceAll(' ', '-')}.json`, value);
+      await expect(readDataset(path)).rejects.toThrow(message);
+    });
+  });
+});

@@ -326,7 +326,7 @@ describe('the dataset input and the MLflow 3 logged model of a run', () => {
       JSON.parse(decoder.decode(await store.readArtifact(logged.runId, path)));
     expect(await artifactJson(RUN_ARTIFACTS.confusion)).toEqual(outcome.testErrors.confusion);
     expect(await artifactJson(RUN_ARTIFACTS.mistakes)).toEqual(outcome.testErrors.mistakes);
-    const { matrix } = outcome.testErrors.confusion;
+    const { matrix } = outcome.testErrors.confusion!;
     expect(matrix.flat().reduce((a, b) => a + b, 0)).toBe(outcome.sizes.test);
 
     const model = await store.getLoggedModel(logged.modelId);

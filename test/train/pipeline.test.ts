@@ -1,8 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type LabelledText, parseTrainingArgs } from '../../src/model/index.js';
 import { DataError, readDataset } from '../../src/train/data.js';
-import { splitData, testSetDigest, trainAndEvaluate } from '../../src/train/pipeline.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import {
+  argsForData,
+  MIN_STRATUM_ROWS,
+  splitData,
+  splitStratum,
+  testSetDigest,
+  trainAndEvaluate,
+} from '../../src/train/pipeline.js';
+import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 
 const FAST_ARGS = parseTrainingArgs({ num_epochs: 5, analyzer: 'char_wb', ngram_max_range: 4 });
 
@@ -49,7 +56,7 @@ describe('trainAndEvaluate', () => {
     expect(outcome.history).toHaveLength(FAST_ARGS.num_epochs);
     expect(outcome.sizes.train + outcome.sizes.validation + outcome.sizes.test).toBe(data.length);
     expect(outcome.performance.overall.num_samples).toBe(outcome.sizes.test);
-    expect(Object.keys(outcome.performance).sort()).toEqual(['class', 'overall', 'slices']);
+    expect(Object.keys(outcome.performance).sort()).toEqual(['averages', 'class', 'overall', 'slices']);
     // Far better than chance on well-separated sample data (4 tags).
     expect(outcome.performance.overall.f1).toBeGreaterThan(0.5);
   });
@@ -166,6 +173,87 @@ describe('trainAndEvaluate: what the metrics were measured on, and data warnings
     );
     expect(outcome.warnings).toContain(
       '1 text(s) appear with different tags: no model can get both right; check those labels',
+    );
+  });
+});
+
+describe('multi-label data', () => {
+  let multi: LabelledText[];
+  beforeAll(async () => {
+    multi = await readDataset(`${REPO_ROOT}/samples/projects-multilabel.csv`);
+  });
+
+  it('switches multi_label on, with tuned thresholds unless the args set them', () => {
+    const args = parseTrainingArgs({});
+    expect(argsForData(args, multi, new Set())).toMatchObject({ multi_label: true, threshold: 'tuned' });
+    expect(argsForData({ ...args, threshold: 'auto' }, multi, new Set(['threshold']))).toMatchObject({
+      multi_label: true,
+      threshold: 'auto',
+    });
+    expect(argsForData(args, data, new Set())).toBe(args);
+    expect(() => argsForData(args, multi, new Set(['multi_label']))).toThrow(
+      /several tags per text \(a tags column\), but the args set multi_label to false/,
+    );
+    expect(() => argsForData({ ...args, classifier: 'softmax' }, multi, new Set(['classifier']))).toThrow(
+      /needs "classifier": "ovr"/,
+    );
+  });
+
+  it('refuses to train a single-label model on rows with several tags', () => {
+    expect(() => trainAndEvaluate({ data: multi, args: FAST_ARGS, seed: 1 })).toThrow(
+      /the rows give several tags per text, but the args train a single-label model/,
+    );
+  });
+
+  it('stratifies by each row’s rarest tag of at least MIN_STRATUM_ROWS rows, so every tag is tested', () => {
+    const stratum = splitStratum(multi);
+    const rare = { text: 't', tag: 'a|b', tags: ['graph-learning', 'natural-language-processing'] };
+    expect(stratum(rare)).toBe('graph-learning');
+    expect(
+      splitStratum([...multi, { text: 'u', tag: 'x|y', tags: ['x', 'y'] }])({ ...rare, tags: ['x'] }),
+    ).toBe('');
+    expect(MIN_STRATUM_ROWS).toBeGreaterThanOrEqual(7);
+    const { test } = splitData(multi, false, 3);
+    const tested = new Set(test.flatMap((row) => row.tags ?? []));
+    expect(tested.size).toBe(8);
+  });
+
+  it('trains a multi-label model: averages, per-tag thresholds, tag-set mistakes and no confusion matrix', () => {
+    const args = argsForData(FAST_ARGS, multi, new Set());
+    const outcome = trainAndEvaluate({ data: multi, args, seed: 2 });
+    expect(outcome.model.args.multi_label).toBe(true);
+    expect(outcome.model.tagThresholds).toHaveLength(outcome.model.tags.length);
+    expect(outcome.threshold).toBeNull();
+    expect(outcome.performance.averages!.micro.num_samples).toBe(outcome.sizes.test);
+    expect(outcome.performance.class.pytorch!.num_samples).toBeGreaterThan(0);
+    expect(outcome.testErrors.confusion).toBeNull();
+    expect(outcome.testErrors.mistakes.multi_label).toBe(true);
+    expect(outcome.warnings).toEqual([]);
+    expect(outcome.trainedTags).toBe(8);
+  });
+
+  it('names the tags min_freq drops, and refuses when one tag is all that is left', () => {
+    const args = argsForData({ ...FAST_ARGS, min_freq: 50 }, multi, new Set());
+    const outcome = trainAndEvaluate({ data: multi, args, seed: 2 });
+    expect(outcome.warnings[0]).toMatch(
+      /^4 tag\(s\) were dropped \(a row left with none counts as 'other'\) \(min_freq \/ accepted_tags\): 'mlops' \(\d+ rows\), 'time-series' \(\d+ rows\)/,
+    );
+    expect(outcome.model.tags).toContain('other');
+    const onlyNlp = multi.map((row) => ({
+      ...row,
+      tags: ['natural-language-processing', ...(row.tags ?? [])],
+    }));
+    expect(() =>
+      trainAndEvaluate({ data: onlyNlp, args: { ...args, min_freq: 10_000, accepted_tags: null }, seed: 2 }),
+    ).toThrow(/every tag but 'other' is dropped/);
+    expect(() =>
+      trainAndEvaluate({
+        data: onlyNlp,
+        args: { ...args, min_freq: 1, accepted_tags: ['natural-language-processing'] },
+        seed: 2,
+      }),
+    ).toThrow(
+      /every tag but 'natural-language-processing' is dropped .* would answer 'natural-language-processing' for every text/,
     );
   });
 });

@@ -336,7 +336,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     // A click on a heatmap cell picks that tag pair; so does its count in the table version.
     await page.getByLabel('True tag').selectOption('');
     await page.getByLabel('Predicted tag').selectOption('');
-    const { labels } = outcomes.weak.testErrors.confusion;
+    const { labels } = outcomes.weak.testErrors.confusion!;
     const canvas = page.locator('canvas[aria-label^="Confusion matrix"]');
     const area = JSON.parse((await canvas.getAttribute('data-chart-area')) ?? 'null') as {
       left: number;

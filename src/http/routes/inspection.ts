@@ -37,7 +37,7 @@ export function inspectionRoutes(app: TaggerApp, current: () => RunRegistry): vo
         tags: ['Runs'],
         summary: 'Test-set errors of one run',
         description:
-          "The confusion matrix of the run's test split and its misclassified texts, most confident first, from the run's `confusion_matrix.json` and `test_mistakes.json` artifacts. 404 for a run that did not log them (trained before they were logged, or by another tool).",
+          "The confusion matrix of the run's test split and its misclassified texts, most confident first, from the run's `confusion_matrix.json` and `test_mistakes.json` artifacts. A multi-label run has no confusion matrix (`labels` and `matrix` are null) and its mistakes list the true and predicted tag sets. 404 for a run that did not log them (trained before they were logged, or by another tool).",
         params: RunIdParams,
         response: {
           200: Envelope(RunErrorsData, 'RunErrorsResponse'),
@@ -50,8 +50,8 @@ export function inspectionRoutes(app: TaggerApp, current: () => RunRegistry): vo
       const { confusion, total, mistakes } = await current().current.testErrors(run_id);
       return envelope(request, 200, {
         run_id,
-        labels: confusion.labels,
-        matrix: confusion.matrix,
+        labels: confusion?.labels ?? null,
+        matrix: confusion?.matrix ?? null,
         total,
         mistakes,
       });

@@ -17,15 +17,21 @@ export function modelRoutes(app: TaggerApp, current: () => ServedModel): void {
         tags: ['Model'],
         summary: 'Performance of the best run',
         description:
-          'The whole performance report without `filter`; `filter=overall` gives precision, recall, f1 and num_samples; `filter=class` the metrics of each tag; `filter=slices` the metrics of each data slice.',
+          'The whole performance report without `filter`; `filter=overall` gives precision, recall, f1 and num_samples; `filter=class` the metrics of each tag; `filter=slices` the metrics of each data slice; `filter=averages` the micro, macro and weighted averages (404 for a model trained before they were reported).',
         querystring: PerformanceQuery,
-        response: { 200: Envelope(PerformanceData, 'PerformanceResponse'), ...errorResponses(422, 500) },
+        response: { 200: Envelope(PerformanceData, 'PerformanceResponse'), ...errorResponses(404, 422, 500) },
       },
     },
     async (request) => {
       const { filter } = request.query;
       const { performance: report } = current();
       const performance = filter === undefined ? report : report[filter];
+      if (performance === undefined) {
+        throw new HttpError(
+          404,
+          `This model's performance report has no ${filter}: it was trained before Tagger reported them; retrain it to get them`,
+        );
+      }
       return envelope(request, 200, { performance });
     },
   );

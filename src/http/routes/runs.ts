@@ -97,7 +97,7 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: Ht
       const texts = request.body.texts.map((entry) => entry.text);
       return envelope(request, 200, {
         run_id,
-        predictions: predict(request, served, texts, request.body.explain === true),
+        predictions: predict(request, served, texts, request.body),
       });
     },
   );
