@@ -1,7 +1,8 @@
 /**
  * The inspection page as a person uses it, in Debian's Chromium against a real server on 127.0.0.1: the
  * page is built from ui/ by Vite for this test, the runs are real trainings on the bundled samples logged
- * by the training pipeline. Every request must stay on 127.0.0.1 (the page works offline). Each view is
+ * by the training pipeline (a multi-label run, trained on the multi-label sample, in an experiment and a
+ * server of its own). Every request must stay on 127.0.0.1 (the page works offline). Each view is
  * screenshotted at 1280×800 and at a phone's width into the folder printed at the start (CI keeps it),
  * checked for cut-off content, and checked by axe-core for serious accessibility violations.
  */
@@ -52,6 +53,21 @@ const executablePath = chromiumPath();
 const SCREENSHOTS = process.env.TAGGER_SCREENSHOT_DIR ?? join(REPO_ROOT, 'test-results', 'ui');
 const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
 const API_KEY = 'ui-test-key-7f3a';
+const MULTI_LABEL_DATA = join(REPO_ROOT, 'samples', 'projects-multilabel.csv');
+/** A text the multi-label sample's model gives several tags (asserted from the server's answer). */
+const SEVERAL_TAGS_TEXT = 'Fine-tuning BERT in PyTorch for sentiment analysis of product reviews';
+
+/** A metric as the page writes it (ui/src/format.ts). */
+const shown = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(3));
+
+/** The predictions of one run's model for some texts, straight from the API (what the page should show). */
+interface ApiPrediction {
+  input_text: string;
+  predicted_tag: string;
+  predicted_tags: string[];
+  predicted_probabilities: Record<string, number>;
+  explanation?: { tag: string };
+}
 
 /** Trainings on the samples, weakest first: the third is logged later, to be hot-reloaded. */
 const PLANS = {
@@ -68,9 +84,13 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
   let base: string;
   let keyedBase: string;
   let singleBase: string;
+  /** The server of the multi-label experiment, where the multi-label run is the served one. */
+  let multiBase: string;
   let browser: Browser;
   const outcomes = {} as Record<keyof typeof PLANS, TrainingOutcome>;
   const runIds = {} as Record<keyof typeof PLANS, string>;
+  let multiOutcome: TrainingOutcome;
+  let multiRunId: string;
 
   async function logPlan(name: keyof typeof PLANS): Promise<void> {
     const data = await readDataset(SAMPLE_DATA);
@@ -87,8 +107,28 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     runIds[name] = logged.runId;
   }
 
-  async function serve(http: Parameters<typeof createApp>[0]['http'], uiDir: string): Promise<string> {
-    const app = createApp({ serving: { mode: 'runs', registry }, http, uiDir });
+  /** A multi-label run (several tags per text) trained on the multi-label sample, in experiment `multi`. */
+  async function logMultiLabel(): Promise<void> {
+    const data = await readDataset(MULTI_LABEL_DATA);
+    const args = parseTrainingArgs({ multi_label: true, threshold: 'tuned' });
+    multiOutcome = trainAndEvaluate({ data, args, seed: 42 });
+    const logged = await logTrainingRun(store, {
+      experiment: 'multi',
+      runName: 'tags',
+      args,
+      seed: 42,
+      outcome: multiOutcome,
+      source: 'ui test',
+    });
+    multiRunId = logged.runId;
+  }
+
+  async function serve(
+    http: Parameters<typeof createApp>[0]['http'],
+    uiDir: string,
+    runs: RunRegistry = registry,
+  ): Promise<string> {
+    const app = createApp({ serving: { mode: 'runs', registry: runs }, http, uiDir });
     apps.push(app);
     return app.listen({ host: '127.0.0.1', port: 0 });
   }
@@ -107,6 +147,13 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     registry = await RunRegistry.load(store, { experiment: 'best', modelCacheSize: 4, log: captureLog() });
     base = await serve(undefined, uiDir);
     keyedBase = await serve({ apiKeys: [API_KEY] }, uiDir);
+    await logMultiLabel();
+    const multiRegistry = await RunRegistry.load(store, {
+      experiment: 'multi',
+      modelCacheSize: 2,
+      log: captureLog(),
+    });
+    multiBase = await serve(undefined, uiDir, multiRegistry);
     // Single-model mode: one saved model directory (a run's artifacts folder), no runs.
     const run = await store.getRun(runIds.middle);
     const artifacts = new URL(run!.info.artifactUri).pathname;
@@ -299,6 +346,17 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     await page.locator('#confusion-title').waitFor();
     const cards = await page.locator('.cards').textContent();
     expect(cards).toContain(outcomes.weak.performance.overall.f1.toFixed(3));
+    // Single-label runs log the averages over tags too (micro_f1, macro_f1); nothing multi-label shows.
+    const weakAverages = outcomes.weak.performance.averages!;
+    expect(await page.locator('.card[data-average="micro"] dd').first().textContent()).toBe(
+      shown(weakAverages.micro.f1),
+    );
+    expect(await page.locator('.card[data-average="macro"] dd').first().textContent()).toBe(
+      shown(weakAverages.macro.f1),
+    );
+    expect(await page.locator('#run-title .badge', { hasText: 'multi-label' }).count()).toBe(0);
+    expect(await page.getByRole('columnheader', { name: 'threshold' }).count()).toBe(0);
+    expect(await page.getByTestId('no-matrix').count()).toBe(0);
     for (const label of [
       'Precision, recall and f1 of each tag',
       'Confusion matrix of the test split',
@@ -389,6 +447,16 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     const diff = outcomes.middle.performance.overall.f1 - outcomes.weak.performance.overall.f1;
     expect(await f1Row.getAttribute('class')).toBe('differs');
     expect(await f1Row.locator('td').last().textContent()).toBe(`+${diff.toFixed(3)}`);
+    // The other averages over tags (overall is the weighted one).
+    for (const name of ['micro', 'macro'] as const) {
+      const row = page.locator('table.compare tr', {
+        has: page.getByRole('rowheader', { name: `${name} f1`, exact: true }),
+      });
+      expect((await row.locator('td').allTextContents()).slice(0, 2), name).toEqual([
+        shown(outcomes.weak.performance.averages![name].f1),
+        shown(outcomes.middle.performance.averages![name].f1),
+      ]);
+    }
     expect(await page.locator('canvas[aria-label^="f1 of each tag"]').count()).toBe(1);
     await page.close();
     await checkView('compare', `${base}/ui/#/compare/${runIds.weak}/${runIds.middle}`, async (p) => {
@@ -483,5 +551,167 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     expect(runsCalls.at(-1)?.authorization).toBe(`Bearer ${API_KEY}`);
     expect(await page.evaluate(() => window.location.href)).not.toContain(API_KEY);
     await page.close();
+  });
+
+  it('opens a multi-label run: the averages, its marker, per-tag thresholds and its mistakes as tag lists', async () => {
+    const { page, errors } = await open(`${multiBase}/ui/`);
+    const listed = page.locator('table.runs tbody tr').first();
+    await listed.waitFor();
+    expect(await listed.locator('.badge').allTextContents()).toEqual(['served', 'multi-label']);
+    await listed.getByRole('link', { name: 'tags', exact: true }).click();
+    await page.locator('table.mistakes').waitFor();
+    expect(await page.locator('#run-title .badge').allTextContents()).toEqual(['served', 'multi-label']);
+
+    // The averages over tags: micro and macro f1 beside the weighted one (the run's f1).
+    const averages = multiOutcome.performance.averages;
+    expect(averages).toBeDefined();
+    const card = (label: string) =>
+      page
+        .locator('.card', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) })
+        .locator('dd')
+        .first();
+    expect(await card('weighted f1').textContent()).toBe(shown(averages!.weighted.f1));
+    expect(await card('micro f1').textContent()).toBe(shown(averages!.micro.f1));
+    expect(await card('macro f1').textContent()).toBe(shown(averages!.macro.f1));
+    // The report has them all (GET /runs/{id}): micro and macro precision and recall too.
+    expect(await page.locator('.card[data-average="micro"] dd.sub').textContent()).toBe(
+      `precision ${shown(averages!.micro.precision)} · recall ${shown(averages!.micro.recall)}`,
+    );
+
+    // Each tag's probability threshold (chosen on the validation split) in the per-tag table.
+    const thresholds = multiOutcome.model.tagThresholds;
+    expect(thresholds).not.toBeNull();
+    const perTag = page.locator('#per-tag-title ~ .table-scroll');
+    expect(await perTag.getByRole('columnheader', { name: 'threshold' }).count()).toBe(1);
+    for (const [k, tag] of multiOutcome.model.tags.entries()) {
+      const row = perTag.locator('tbody tr', {
+        has: page.getByRole('rowheader', { name: tag, exact: true }),
+      });
+      expect(await row.locator('td').last().textContent(), tag).toBe(shown(thresholds![k]!));
+    }
+
+    // No confusion matrix (a text's tags are not one cell): a sentence says so, and no heatmap is drawn.
+    expect(multiOutcome.testErrors.confusion).toBeNull();
+    expect(await page.locator('#confusion-title').count()).toBe(0);
+    expect(await page.locator('canvas[aria-label^="Confusion matrix"]').count()).toBe(0);
+    expect(await page.getByTestId('no-matrix').textContent()).toContain('no confusion matrix');
+
+    // The mistakes with their true and predicted tags as chips, missed and wrongly added ones marked.
+    const { mistakes } = multiOutcome.testErrors.mistakes;
+    expect(mistakes.length).toBeGreaterThan(1);
+    const wrong = (m: (typeof mistakes)[number]) => ({
+      missed: m.true_tags!.filter((tag) => !m.predicted_tags!.includes(tag)),
+      added: m.predicted_tags!.filter((tag) => !m.true_tags!.includes(tag)),
+    });
+    const rows = page.locator('table.mistakes tbody tr');
+    expect(await rows.count()).toBe(mistakes.length);
+    for (const [index, mistake] of mistakes.entries()) {
+      const row = rows.nth(index);
+      expect(await row.locator('td.text').textContent()).toBe(mistake.text);
+      expect(await row.locator('td.true-tags .chip .name').allTextContents()).toEqual(mistake.true_tags);
+      expect(await row.locator('td.predicted-tags .chip .name').allTextContents()).toEqual(
+        mistake.predicted_tags,
+      );
+      expect(await row.locator('.chip.missed .name').allTextContents()).toEqual(wrong(mistake).missed);
+      expect(await row.locator('.chip.added .name').allTextContents()).toEqual(wrong(mistake).added);
+    }
+
+    // Filtered by a tag: the mistakes that missed it or added it wrongly (then only one of the two).
+    const counts = new Map<string, number>();
+    for (const mistake of mistakes) {
+      const { missed, added } = wrong(mistake);
+      for (const tag of [...missed, ...added]) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+    }
+    const [tag] = [...counts].sort((a, b) => b[1] - a[1])[0]!;
+    const matching = (kind: 'missed' | 'added' | 'any') =>
+      mistakes.filter((m) => {
+        const { missed, added } = wrong(m);
+        return (kind !== 'added' && missed.includes(tag)) || (kind !== 'missed' && added.includes(tag));
+      });
+    await page.getByLabel('Wrong tag').selectOption(tag);
+    expect(await rows.count()).toBe(matching('any').length);
+    expect(await rows.first().locator('td.text').textContent()).toBe(matching('any')[0]!.text);
+    await page.getByLabel('Kind of mistake').selectOption('missed');
+    expect(await rows.count()).toBe(matching('missed').length);
+    await page.getByLabel('Kind of mistake').selectOption('added');
+    expect(await rows.count()).toBe(matching('added').length);
+    expect(await page.locator('.count').last().textContent()).toContain(
+      `${matching('added').length} shown of ${mistakes.length} kept`,
+    );
+    expect(errors).toEqual([]);
+    await page.close();
+
+    await checkView('run-multilabel', `${multiBase}/ui/#/run/${multiRunId}`, async (p) => {
+      await p.locator('table.mistakes').waitFor();
+      await p.locator('canvas[aria-label^="Training"]').waitFor();
+    });
+  });
+
+  it('tags texts with every tag a multi-label model gives them, as chips with their probabilities', async () => {
+    const texts = [SEVERAL_TAGS_TEXT, 'Object detection in images with YOLO'];
+    const answer = await fetch(`${multiBase}/runs/${multiRunId}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ texts: texts.map((text) => ({ text })), explain: true }),
+    });
+    expect(answer.status).toBe(200);
+    const expected = ((await answer.json()) as { data: { predictions: ApiPrediction[] } }).data.predictions;
+    expect(expected[0]!.predicted_tags.length, `tags of "${SEVERAL_TAGS_TEXT}"`).toBeGreaterThan(1);
+
+    // From the run view to the try-it box of that run's model (POST /runs/{id}/predict).
+    const { page, errors } = await open(`${multiBase}/ui/#/run/${multiRunId}`);
+    await page.getByRole('link', { name: 'try this run’s model' }).click();
+    await page.getByLabel(/Texts to tag/).fill(texts.join('\n'));
+    await page.getByRole('button', { name: 'Tag' }).click();
+    const results = page.locator('.results > li');
+    await results.nth(1).waitFor();
+    expect(await page.getByTestId('answered-by').textContent()).toContain(multiRunId);
+    for (const [index, prediction] of expected.entries()) {
+      const result = results.nth(index);
+      const chips = result.locator('ul.predicted .chip');
+      expect(await chips.locator('.name').allTextContents()).toEqual(prediction.predicted_tags);
+      expect(await chips.locator('.num').allTextContents()).toEqual(
+        prediction.predicted_tags.map((tag) => prediction.predicted_probabilities[tag]!.toFixed(3)),
+      );
+      expect(await result.locator('meter').count()).toBe(
+        Object.keys(prediction.predicted_probabilities).length,
+      );
+      expect(await result.locator('.probabilities li.predicted').count()).toBe(
+        prediction.predicted_tags.length,
+      );
+    }
+    // The top tag's explanation is still highlighted in the text.
+    const first = results.first();
+    expect(await first.locator('p.highlighted').textContent()).toBe(SEVERAL_TAGS_TEXT);
+    expect(await first.locator('p.highlighted mark').count()).toBeGreaterThan(0);
+    expect(await first.locator('summary').textContent()).toContain(expected[0]!.explanation!.tag);
+
+    // No tag may pass its threshold: the server's answer rewritten so, as no real text is sure to give it.
+    await page.route('**/runs/*/predict', async (route) => {
+      const response = await route.fetch();
+      const body = (await response.json()) as { data: { predictions: ApiPrediction[] } };
+      for (const prediction of body.data.predictions) {
+        prediction.predicted_tags = [];
+        prediction.predicted_tag = 'other';
+      }
+      await route.fulfill({ response, json: body });
+    });
+    await page.getByRole('button', { name: 'Tag' }).click();
+    await expect.poll(() => page.getByTestId('no-tags').count()).toBe(2);
+    expect(await page.getByTestId('no-tags').first().textContent()).toBe('No tag passed its threshold.');
+    expect(await page.locator('ul.predicted').count()).toBe(0);
+    expect(await first.locator('p.highlighted mark').count()).toBeGreaterThan(0);
+    expect(errors).toEqual([]);
+    await page.close();
+
+    // This experiment serves the multi-label run: the plain try-it box (POST /predict) shows the same tags.
+    await checkView('try-multilabel', `${multiBase}/ui/#/try`, async (p) => {
+      await p.getByLabel(/Texts to tag/).fill(SEVERAL_TAGS_TEXT);
+      await p.getByRole('button', { name: 'Tag' }).click();
+      await p.locator('.results ul.predicted').waitFor();
+      expect(await p.locator('.results ul.predicted .chip .name').allTextContents()).toEqual(
+        expected[0]!.predicted_tags,
+      );
+    });
   });
 });

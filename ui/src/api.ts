@@ -11,10 +11,19 @@ export interface Metrics {
   num_samples: number | null;
 }
 
+/** The three usual averages over tags (weighted is the same as `overall`). */
+export interface Averages {
+  micro: Metrics;
+  macro: Metrics;
+  weighted: Metrics;
+}
+
 export interface Performance {
   overall: Metrics;
   class: Record<string, Metrics>;
   slices: Record<string, Metrics>;
+  /** Absent from reports written before the averages were added. */
+  averages?: Averages;
 }
 
 export interface RunRecord {
@@ -43,14 +52,19 @@ export interface History {
 
 export interface Mistake {
   text: string;
+  /** Multi-label runs: the tags joined by `|`. */
   true_tag: string;
   predicted_tag: string;
   confidence: number;
+  /** Multi-label runs only: the true tags and the predicted ones (most probable first, maybe none). */
+  true_tags?: string[];
+  predicted_tags?: string[];
 }
 
 export interface RunErrors {
-  labels: string[];
-  matrix: number[][];
+  /** Both null for a multi-label run: it has no confusion matrix. */
+  labels: string[] | null;
+  matrix: number[][] | null;
   total: number;
   mistakes: Mistake[];
 }
@@ -73,7 +87,11 @@ export interface Explanation {
 
 export interface Prediction {
   input_text: string;
+  /** Multi-label: the most probable predicted tag, or `other` when no tag passed its threshold. */
   predicted_tag: string;
+  /** Most probable first: `[predicted_tag]` for a single-label model, maybe empty for a multi-label one. */
+  predicted_tags: string[];
+  /** Each tag's own probability for a multi-label model (they need not sum to 1). */
   predicted_probabilities: Record<string, number>;
   explanation?: Explanation;
 }
@@ -168,8 +186,9 @@ export const api = {
   history: (runId: string) =>
     call<{ history: History }>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
   errors: (runId: string) => call<RunErrors>(`/runs/${encodeURIComponent(runId)}/errors`),
-  predict: (texts: string[]) =>
-    call<PredictAnswer>('/predict', {
+  /** With the served model, or with one run's model when `runId` is given. */
+  predict: (texts: string[], runId?: string) =>
+    call<PredictAnswer>(runId === undefined ? '/predict' : `/runs/${encodeURIComponent(runId)}/predict`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ texts: texts.map((text) => ({ text })), explain: true }),

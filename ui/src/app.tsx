@@ -7,7 +7,8 @@ import { AuthError, api, apiKey, type RunRecord } from './api';
 import { CompareView } from './compare';
 import { shortId } from './format';
 import { Failure, useLoad } from './load';
-import { ArgsTable, MetricCards, MetricsTable, PerTag, RunView } from './run';
+import { isMultiLabel } from './multi-label';
+import { ArgsTable, MetricCards, MetricsTable, MultiLabelBadge, PerTag, RunView } from './run';
 import { RunsTable } from './runs';
 import { TryIt } from './try';
 
@@ -18,14 +19,14 @@ type Route =
   | { view: 'runs' }
   | { view: 'run'; runId: string }
   | { view: 'compare'; left: string; right: string }
-  | { view: 'try' };
+  | { view: 'try'; runId?: string };
 
 function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   if (parts[0] === 'run' && parts[1]) return { view: 'run', runId: parts[1] };
   if (parts[0] === 'compare' && parts[1] && parts[2])
     return { view: 'compare', left: parts[1], right: parts[2] };
-  if (parts[0] === 'try') return { view: 'try' };
+  if (parts[0] === 'try') return parts[1] ? { view: 'try', runId: parts[1] } : { view: 'try' };
   return { view: 'runs' };
 }
 
@@ -70,7 +71,7 @@ function ServedModel() {
   const args = useLoad(() => api.servedArgs(), []);
   return (
     <article aria-labelledby="model-title">
-      <h2 id="model-title">Served model</h2>
+      <h2 id="model-title">Served model {args.value && isMultiLabel(args.value) && <MultiLabelBadge />}</h2>
       <p class="muted">This server serves one saved model (single-model mode): there are no runs to list.</p>
       {performance.error && <Failure error={performance.error} />}
       {performance.value && (
@@ -153,7 +154,20 @@ export function App() {
   } else if (runs === undefined) {
     body = failure ? <Failure error={failure} /> : <p class="loading">Loading runs…</p>;
   } else if (route.view === 'try') {
-    body = <TryIt servedRunId={served?.run_id ?? null} />;
+    // A run's own model (`#/try/<run id>`); single-model mode has no runs, only the served model.
+    const run = route.runId !== undefined && runs !== null ? byId(route.runId) : undefined;
+    const model = run ?? served;
+    body =
+      route.runId !== undefined && runs !== null && run === undefined ? (
+        <p class="error">No run {route.runId} in this experiment.</p>
+      ) : (
+        <TryIt
+          key={run?.run_id ?? 'served'}
+          servedRunId={served?.run_id ?? null}
+          run={run}
+          multiLabel={model ? isMultiLabel(model.params) : undefined}
+        />
+      );
   } else if (runs === null) {
     body = (
       <>

@@ -4,6 +4,8 @@ import { api, type Performance, type RunRecord } from './api';
 import { ChartCanvas, PALETTE } from './charts';
 import { metric, shortId } from './format';
 import { Failure, useLoad } from './load';
+import { averagesOf, isMultiLabel } from './multi-label';
+import { MultiLabelBadge } from './run';
 import { TableScroll } from './table-scroll';
 
 /** Metric differences below this are rounding noise in a 3-decimal table: not highlighted. */
@@ -11,12 +13,25 @@ const SAME_METRIC = 0.0005;
 
 const nameOf = (run: RunRecord): string => run.run_name || shortId(run.run_id);
 
-function metricRows(a: Performance, b: Performance): { name: string; a: number | null; b: number | null }[] {
+function metricRows(
+  a: Performance,
+  b: Performance,
+  left: RunRecord,
+  right: RunRecord,
+): { name: string; a: number | null; b: number | null }[] {
   const rows = (['precision', 'recall', 'f1'] as const).map((key) => ({
     name: `overall ${key}`,
     a: a.overall[key],
     b: b.overall[key],
   }));
+  // The other averages over tags (overall is the weighted one), when either run has them.
+  const averagesA = averagesOf(a, left.metrics);
+  const averagesB = averagesOf(b, right.metrics);
+  if (averagesA || averagesB) {
+    for (const name of ['micro', 'macro'] as const) {
+      rows.push({ name: `${name} f1`, a: averagesA?.[name].f1 ?? null, b: averagesB?.[name].f1 ?? null });
+    }
+  }
   const tags = [...new Set([...Object.keys(a.class), ...Object.keys(b.class)])].sort();
   for (const tag of tags)
     rows.push({ name: `${tag} f1`, a: a.class[tag]?.f1 ?? null, b: b.class[tag]?.f1 ?? null });
@@ -56,7 +71,9 @@ export function CompareView({ left, right }: { left: RunRecord; right: RunRecord
   return (
     <article aria-labelledby="compare-title">
       <h2 id="compare-title">
-        {nameOf(left)} vs {nameOf(right)}
+        {nameOf(left)}
+        {isMultiLabel(left.params) && <MultiLabelBadge />} vs {nameOf(right)}
+        {isMultiLabel(right.params) && <MultiLabelBadge />}
       </h2>
       {a.error && <Failure error={a.error} />}
       {b.error && <Failure error={b.error} />}
@@ -75,7 +92,7 @@ export function CompareView({ left, right }: { left: RunRecord; right: RunRecord
                   </tr>
                 </thead>
                 <tbody>
-                  {metricRows(a.value, b.value).map((row) => {
+                  {metricRows(a.value, b.value, left, right).map((row) => {
                     const diff = row.a !== null && row.b !== null ? row.b - row.a : null;
                     const differs = diff === null ? row.a !== row.b : Math.abs(diff) >= SAME_METRIC;
                     return (

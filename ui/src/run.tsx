@@ -5,27 +5,67 @@
  */
 import type { Chart } from 'chart.js';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import { ApiError, api, type History, type Performance, type RunErrors, type RunRecord } from './api';
+import {
+  ApiError,
+  api,
+  type History,
+  type Mistake,
+  type Performance,
+  type RunErrors,
+  type RunRecord,
+} from './api';
 import { ChartCanvas, confusionConfig, PALETTE } from './charts';
 import { metric, shortId, when } from './format';
 import { Failure, useLoad } from './load';
+import { AVERAGE_HINTS, averagesOf, isMultiLabel, tagThresholds } from './multi-label';
 import { TableScroll } from './table-scroll';
 
-export function MetricCards({ performance }: { performance: Performance }) {
+export function MetricCards({
+  performance,
+  metrics,
+}: {
+  performance: Performance;
+  /** The run's logged metrics: where the averages come from when the report has none. */
+  metrics?: RunRecord['metrics'];
+}) {
   const { overall } = performance;
+  const averages = averagesOf(performance, metrics);
   return (
-    <dl class="cards">
-      {(['precision', 'recall', 'f1'] as const).map((key) => (
-        <div class="card" key={key}>
-          <dt>{key}</dt>
-          <dd>{metric(overall[key])}</dd>
+    <>
+      <dl class="cards">
+        {(['precision', 'recall', 'f1'] as const).map((key) => (
+          <div class="card" key={key}>
+            <dt>{key === 'f1' && averages ? 'weighted f1' : key}</dt>
+            <dd>{metric(overall[key])}</dd>
+          </div>
+        ))}
+        {averages &&
+          (['micro', 'macro'] as const).map((name) => {
+            const { precision, recall, f1 } = averages[name];
+            return (
+              <div class="card" key={name} data-average={name}>
+                <dt>{name} f1</dt>
+                <dd>{metric(f1)}</dd>
+                {precision !== null && recall !== null && (
+                  <dd class="sub">
+                    precision {metric(precision)} · recall {metric(recall)}
+                  </dd>
+                )}
+              </div>
+            );
+          })}
+        <div class="card">
+          <dt>test rows</dt>
+          <dd>{metric(overall.num_samples)}</dd>
         </div>
-      ))}
-      <div class="card">
-        <dt>test rows</dt>
-        <dd>{metric(overall.num_samples)}</dd>
-      </div>
-    </dl>
+      </dl>
+      {averages && (
+        <p class="hint">
+          Averages over tags: weighted, {AVERAGE_HINTS.weighted}; micro, {AVERAGE_HINTS.micro}; macro,{' '}
+          {AVERAGE_HINTS.macro}.
+        </p>
+      )}
+    </>
   );
 }
 
@@ -45,18 +85,44 @@ function perTagConfig(performance: Performance) {
   };
 }
 
-export function PerTag({ performance }: { performance: Performance }) {
+export function PerTag({
+  performance,
+  metrics,
+}: {
+  performance: Performance;
+  /** The run's logged metrics: a multi-label run's per-tag thresholds are there. */
+  metrics?: RunRecord['metrics'];
+}) {
   const config = useMemo(() => perTagConfig(performance), [performance]);
+  const thresholds = metrics ? tagThresholds(Object.keys(performance.class), metrics) : null;
   return (
     <section aria-labelledby="per-tag-title">
       <h3 id="per-tag-title">Per tag</h3>
       <ChartCanvas config={config} label="Precision, recall and f1 of each tag on the test split" />
-      <MetricsTable rows={performance.class} first="Tag" />
+      <MetricsTable
+        rows={performance.class}
+        first="Tag"
+        {...(thresholds ? { extra: { label: 'threshold', values: thresholds } } : {})}
+      />
+      {thresholds && (
+        <p class="hint">
+          Threshold: the probability a tag needs to be predicted, chosen for each tag on the validation split.
+        </p>
+      )}
     </section>
   );
 }
 
-export function MetricsTable({ rows, first }: { rows: Performance['class']; first: string }) {
+export function MetricsTable({
+  rows,
+  first,
+  extra,
+}: {
+  rows: Performance['class'];
+  first: string;
+  /** One more column, by row name (e.g. each tag's threshold). */
+  extra?: { label: string; values: Record<string, number | string> };
+}) {
   const entries = Object.entries(rows);
   if (entries.length === 0) return <p class="muted">None.</p>;
   return (
@@ -69,6 +135,7 @@ export function MetricsTable({ rows, first }: { rows: Performance['class']; firs
             <th scope="col">recall</th>
             <th scope="col">f1</th>
             <th scope="col">rows</th>
+            {extra && <th scope="col">{extra.label}</th>}
           </tr>
         </thead>
         <tbody>
@@ -79,6 +146,7 @@ export function MetricsTable({ rows, first }: { rows: Performance['class']; firs
               <td class="num">{metric(m.recall)}</td>
               <td class="num">{metric(m.f1)}</td>
               <td class="num">{metric(m.num_samples)}</td>
+              {extra && <td class="num">{metric(extra.values[name])}</td>}
             </tr>
           ))}
         </tbody>
@@ -114,12 +182,18 @@ function Curves({ history }: { history: History }) {
   return <ChartCanvas config={config} label="Training and validation loss per epoch" />;
 }
 
+/** A single-label run's errors: with its confusion matrix. */
+type MatrixErrors = RunErrors & { labels: string[]; matrix: number[][] };
+
+const hasMatrix = (errors: RunErrors): errors is MatrixErrors =>
+  errors.labels !== null && errors.matrix !== null;
+
 function Mistakes({
   errors,
   pair,
   setPair,
 }: {
-  errors: RunErrors;
+  errors: MatrixErrors;
   pair: { truth: string; predicted: string };
   setPair: (pair: { truth: string; predicted: string }) => void;
 }) {
@@ -148,12 +222,7 @@ function Mistakes({
         {options(pair.truth, (truth) => setPair({ ...pair, truth }), 'True tag')}
         {options(pair.predicted, (predicted) => setPair({ ...pair, predicted }), 'Predicted tag')}
       </div>
-      <p class="count" aria-live="polite">
-        {shown.length} shown of {errors.mistakes.length} kept
-        {errors.total > errors.mistakes.length
-          ? ` (${errors.total} mistakes in all; the most confident kept)`
-          : ''}
-      </p>
+      <MistakeCount shown={shown.length} errors={errors} />
       <TableScroll label="Mistakes">
         <table class="mistakes">
           <thead>
@@ -185,7 +254,7 @@ function MatrixTable({
   errors,
   onPick,
 }: {
-  errors: RunErrors;
+  errors: MatrixErrors;
   onPick: (pair: { truth: string; predicted: string }) => void;
 }) {
   const { labels, matrix } = errors;
@@ -233,11 +302,142 @@ function MatrixTable({
   );
 }
 
+type MistakeKind = 'any' | 'missed' | 'added';
+
+/** A multi-label mistake's tag sets (from `true_tag` / `predicted_tag` when the lists are missing). */
+function tagSets(mistake: Mistake): { truth: string[]; predicted: string[] } {
+  const split = (joined: string) => joined.split('|').filter(Boolean);
+  return {
+    truth: mistake.true_tags ?? split(mistake.true_tag),
+    predicted: mistake.predicted_tags ?? split(mistake.predicted_tag),
+  };
+}
+
+/** Whether a mistake missed `tag` or added it wrongly (any tag when `tag` is empty), as `kind` asks. */
+function matchesTag(mistake: Mistake, tag: string, kind: MistakeKind): boolean {
+  const { truth, predicted } = tagSets(mistake);
+  const missed = truth.filter((t) => !predicted.includes(t));
+  const added = predicted.filter((t) => !truth.includes(t));
+  const wrong = kind === 'missed' ? missed : kind === 'added' ? added : [...missed, ...added];
+  return tag === '' ? kind === 'any' || wrong.length > 0 : wrong.includes(tag);
+}
+
+/** Tags as chips; those missing from `other` marked (missed true tags, wrongly added predictions). */
+function TagChips({ tags, other, side }: { tags: string[]; other: string[]; side: 'true' | 'predicted' }) {
+  if (tags.length === 0) return <span class="muted">none</span>;
+  return (
+    <ul class="chips">
+      {tags.map((tag) => {
+        const wrong = !other.includes(tag);
+        const mark = side === 'true' ? 'missed' : 'added';
+        return (
+          <li key={tag} class={wrong ? `chip ${mark}` : 'chip'}>
+            {wrong && <span aria-hidden="true">{side === 'true' ? '− ' : '+ '}</span>}
+            <span class="name">{tag}</span>
+            {wrong && (
+              <span class="visually-hidden">{side === 'true' ? ' (missed)' : ' (wrongly added)'}</span>
+            )}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
+/**
+ * A multi-label run's errors: no confusion matrix (a text's tags are not one cell), and mistakes as tag
+ * lists, filterable by a tag that was missed or wrongly added.
+ */
+function TagSetMistakes({ errors }: { errors: RunErrors }) {
+  const [tag, setTag] = useState('');
+  const [kind, setKind] = useState<MistakeKind>('any');
+  const tags = useMemo(
+    () =>
+      [
+        ...new Set(
+          errors.mistakes.flatMap((m) => {
+            const { truth, predicted } = tagSets(m);
+            return [...truth, ...predicted];
+          }),
+        ),
+      ].sort(),
+    [errors],
+  );
+  const shown = errors.mistakes.filter((m) => matchesTag(m, tag, kind));
+  return (
+    <section aria-labelledby="mistakes-title">
+      <h3 id="mistakes-title">Mistakes on the test split</h3>
+      <p class="muted" data-testid="no-matrix">
+        Multi-label runs have no confusion matrix: each text can have several tags, so a mistake is not one
+        cell of a tag-by-tag table. Listed are the texts whose predicted tags differ from their true tags.
+      </p>
+      <div class="filters">
+        <label>
+          Wrong tag
+          <select value={tag} onChange={(event) => setTag(event.currentTarget.value)}>
+            <option value="">any</option>
+            {tags.map((name) => (
+              <option key={name} value={name}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Kind of mistake
+          <select value={kind} onChange={(event) => setKind(event.currentTarget.value as MistakeKind)}>
+            <option value="any">missed or wrongly added</option>
+            <option value="missed">missed</option>
+            <option value="added">wrongly added</option>
+          </select>
+        </label>
+      </div>
+      <MistakeCount shown={shown.length} errors={errors} />
+      <p class="hint">
+        <span aria-hidden="true">− </span>a true tag the model missed; <span aria-hidden="true">+ </span>a tag
+        it added wrongly.
+      </p>
+      <TableScroll label="Mistakes">
+        <table class="mistakes tag-sets">
+          <thead>
+            <tr>
+              <th scope="col">Text</th>
+              <th scope="col">True tags</th>
+              <th scope="col">Predicted tags</th>
+              <th scope="col">Confidence</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((m, index) => {
+              const { truth, predicted } = tagSets(m);
+              return (
+                <tr key={index}>
+                  <td class="text">{m.text}</td>
+                  <td class="true-tags">
+                    <TagChips tags={truth} other={predicted} side="true" />
+                  </td>
+                  <td class="predicted-tags">
+                    <TagChips tags={predicted} other={truth} side="predicted" />
+                  </td>
+                  <td class="num">{m.confidence.toFixed(2)}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </TableScroll>
+    </section>
+  );
+}
+
 function ErrorsPart({ runId }: { runId: string }) {
   const errors = useLoad(() => api.errors(runId), [runId]);
   const [pair, setPair] = useState({ truth: '', predicted: '' });
   const config = useMemo(
-    () => (errors.value ? confusionConfig(errors.value.labels, errors.value.matrix) : null),
+    () =>
+      errors.value && hasMatrix(errors.value)
+        ? confusionConfig(errors.value.labels, errors.value.matrix)
+        : null,
     [errors.value],
   );
   const onCellClick = useCallback((chart: Chart, event: MouseEvent) => {
@@ -256,6 +456,7 @@ function ErrorsPart({ runId }: { runId: string }) {
     );
   }
   if (errors.error) return <Failure error={errors.error} />;
+  if (errors.value !== undefined && !hasMatrix(errors.value)) return <TagSetMistakes errors={errors.value} />;
   if (errors.value === undefined || config === null) return <p class="loading">Loading errors…</p>;
   return (
     <>
@@ -297,6 +498,15 @@ export function ArgsTable({ args }: { args: Record<string, unknown> }) {
   );
 }
 
+/** Marks a multi-label run or model: several tags per text. */
+export function MultiLabelBadge() {
+  return (
+    <span class="badge kind" title="Trained to give each text several tags (multi_label)">
+      multi-label
+    </span>
+  );
+}
+
 export function RunView({ run }: { run: RunRecord }) {
   const performance = useLoad(() => api.performance(run.run_id), [run.run_id]);
   const history = useLoad(() => api.history(run.run_id), [run.run_id]);
@@ -305,9 +515,12 @@ export function RunView({ run }: { run: RunRecord }) {
     <article aria-labelledby="run-title">
       <h2 id="run-title">
         {run.run_name || shortId(run.run_id)} {run.served && <span class="badge">served</span>}
+        {isMultiLabel(run.params) && <MultiLabelBadge />}
       </h2>
       <p class="meta">
         <code>{run.run_id}</code> · {run.status.toLowerCase()} · started {when(run.start_time)}
+        {' · '}
+        <a href={`#/try/${encodeURIComponent(run.run_id)}`}>try this run’s model</a>
         {run.mlflow_url && (
           <>
             {' · '}
@@ -321,9 +534,9 @@ export function RunView({ run }: { run: RunRecord }) {
       {performance.error && <Failure error={performance.error} />}
       {performance.value && (
         <>
-          <MetricCards performance={performance.value} />
+          <MetricCards performance={performance.value} metrics={run.metrics} />
           <div class="grid">
-            <PerTag performance={performance.value} />
+            <PerTag performance={performance.value} metrics={run.metrics} />
             <section aria-labelledby="slices-title">
               <h3 id="slices-title">Slices</h3>
               <MetricsTable rows={performance.value.slices} first="Slice" />
@@ -345,5 +558,17 @@ export function RunView({ run }: { run: RunRecord }) {
         <ArgsTable args={run.params} />
       </section>
     </article>
+  );
+}
+
+/** How many mistakes the filters show, of those the run kept (and of all it made, when it kept fewer). */
+function MistakeCount({ shown, errors }: { shown: number; errors: { total: number; mistakes: unknown[] } }) {
+  return (
+    <p class="count" aria-live="polite">
+      {shown} shown of {errors.mistakes.length} kept
+      {errors.total > errors.mistakes.length
+        ? ` (${errors.total} mistakes in all; the most confident kept)`
+        : ''}
+    </p>
   );
 }

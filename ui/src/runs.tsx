@@ -5,6 +5,8 @@
 import { useMemo, useState } from 'preact/hooks';
 import type { RunRecord } from './api';
 import { metric, metricKey, shortId, when } from './format';
+import { isMultiLabel } from './multi-label';
+import { MultiLabelBadge } from './run';
 import { TableScroll } from './table-scroll';
 
 type SortKey = { kind: 'name' | 'start' } | { kind: 'metric'; key: string } | { kind: 'param'; key: string };
@@ -198,6 +200,7 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
                   </a>{' '}
                   <code class="id">{shortId(run.run_id)}</code>
                   {run.served && <span class="badge">served</span>}
+                  {isMultiLabel(run.params) && <MultiLabelBadge />}
                   {run.status !== 'FINISHED' && <span class="badge muted">{run.status.toLowerCase()}</span>}
                   {run.not_served_because && (
                     <span class="badge warn" title={run.not_served_because}>

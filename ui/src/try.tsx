@@ -1,12 +1,16 @@
 /**
  * The try-it box: texts in, tags with probabilities out, and the n-grams that pushed the top tag
- * highlighted in each text. When a hot reload changes the served run, the last texts are tagged again.
+ * highlighted in each text. A multi-label model's answer is all its predicted tags (maybe none). With the
+ * served model by default, or with one run's model (`#/try/<run id>`). When a hot reload changes the
+ * served run, the last texts are tagged again.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { AuthError, api, type PredictAnswer, type Prediction } from './api';
+import { AuthError, api, type PredictAnswer, type Prediction, type RunRecord } from './api';
 import { shortId } from './format';
 import { highlight } from './highlight';
 import { Failure } from './load';
+import { isMultiLabel } from './multi-label';
+import { MultiLabelBadge } from './run';
 import { TableScroll } from './table-scroll';
 
 const MAX_TEXTS = 20;
@@ -38,19 +42,66 @@ function Highlighted({ prediction }: { prediction: Prediction }) {
   );
 }
 
-function Result({ prediction }: { prediction: Prediction }) {
+/**
+ * Whether an answer came from a multi-label model, for when the page does not know the model: only a
+ * multi-label model gives other than one tag, or probabilities that do not sum to 1.
+ */
+function looksMultiLabel(prediction: Prediction): boolean {
+  if (prediction.predicted_tags.length !== 1) return true;
+  const sum = Object.values(prediction.predicted_probabilities).reduce((a, b) => a + b, 0);
+  return Math.abs(sum - 1) > 1e-3;
+}
+
+/** A multi-label model's tags as chips with their probabilities, or that none passed its threshold. */
+function PredictedTags({ prediction }: { prediction: Prediction }) {
+  const tags = prediction.predicted_tags;
+  if (tags.length === 0) {
+    return (
+      <p class="tag none" data-testid="no-tags">
+        No tag passed its threshold.
+      </p>
+    );
+  }
+  return (
+    <ul class="tag chips predicted" aria-label="Predicted tags">
+      {tags.map((tag) => (
+        <li key={tag} class="chip big">
+          <span class="name">{tag}</span>{' '}
+          <span class="num">{prediction.predicted_probabilities[tag]?.toFixed(3)}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel: boolean | undefined }) {
   const probabilities = Object.entries(prediction.predicted_probabilities).sort((a, b) => b[1] - a[1]);
   const explanation = prediction.explanation;
+  const multi = multiLabel ?? looksMultiLabel(prediction);
+  const predicted = new Set(prediction.predicted_tags);
   return (
     <li class="result">
-      <p class="tag">
-        <span class="badge big">{prediction.predicted_tag}</span>
-      </p>
+      {multi ? (
+        <PredictedTags prediction={prediction} />
+      ) : (
+        <p class="tag">
+          <span class="badge big">{prediction.predicted_tag}</span>
+        </p>
+      )}
       <Highlighted prediction={prediction} />
+      {multi && (
+        <p class="hint">
+          Each tag’s own probability (they need not sum to 1); the predicted tags in bold.
+          {explanation && ` The highlights are the n-grams behind ${explanation.tag}, the most probable tag.`}
+        </p>
+      )}
       <ul class="probabilities">
         {probabilities.map(([tag, p]) => (
-          <li key={tag}>
-            <span class="name">{tag}</span>
+          <li key={tag} class={multi && predicted.has(tag) ? 'predicted' : undefined}>
+            <span class="name">
+              {tag}
+              {multi && predicted.has(tag) && <span class="visually-hidden"> (predicted)</span>}
+            </span>
             <meter min={0} max={1} value={p} aria-label={`probability of ${tag}`} />
             <span class="num">{p.toFixed(3)}</span>
           </li>
@@ -58,7 +109,10 @@ function Result({ prediction }: { prediction: Prediction }) {
       </ul>
       {explanation && (
         <details>
-          <summary>Why {explanation.tag}: the n-grams that moved its score</summary>
+          <summary>
+            {multi && !predicted.has(explanation.tag) ? 'The most probable tag, ' : 'Why '}
+            {explanation.tag}: the n-grams that moved its score
+          </summary>
           <TableScroll label="Contributions">
             <table class="contributions">
               <thead>
@@ -95,7 +149,15 @@ function Result({ prediction }: { prediction: Prediction }) {
   );
 }
 
-export function TryIt({ servedRunId }: { servedRunId: string | null }) {
+interface TryItProps {
+  servedRunId: string | null;
+  /** Tag with this run's model instead of the served one. */
+  run?: RunRecord | undefined;
+  /** Whether the model is multi-label, when the page knows (else guessed from each answer). */
+  multiLabel?: boolean | undefined;
+}
+
+export function TryIt({ servedRunId, run: fixedRun, multiLabel }: TryItProps) {
   const [input, setInput] = useState('');
   const [answer, setAnswer] = useState<PredictAnswer | null>(null);
   const [error, setError] = useState<Error | null>(null);
@@ -107,7 +169,7 @@ export function TryIt({ servedRunId }: { servedRunId: string | null }) {
     setBusy(true);
     setError(null);
     try {
-      setAnswer(await api.predict(texts));
+      setAnswer(await api.predict(texts, fixedRun?.run_id));
       lastTexts.current = texts;
     } catch (failure) {
       if (failure instanceof AuthError)
@@ -120,7 +182,13 @@ export function TryIt({ servedRunId }: { servedRunId: string | null }) {
 
   // Follow hot reloads: the texts shown were tagged by another run than the one serving now.
   useEffect(() => {
-    if (answer?.run_id && servedRunId && answer.run_id !== servedRunId && lastTexts.current.length > 0) {
+    if (
+      fixedRun === undefined &&
+      answer?.run_id &&
+      servedRunId &&
+      answer.run_id !== servedRunId &&
+      lastTexts.current.length > 0
+    ) {
       setNote(`The served run changed to ${shortId(servedRunId)}: tagged again.`);
       void run(lastTexts.current);
     }
@@ -133,6 +201,22 @@ export function TryIt({ servedRunId }: { servedRunId: string | null }) {
   return (
     <section aria-labelledby="try-title">
       <h2 id="try-title">Try it</h2>
+      {fixedRun && (
+        <p class="meta">
+          With the model of run{' '}
+          <a href={`#/run/${encodeURIComponent(fixedRun.run_id)}`}>
+            {fixedRun.run_name || shortId(fixedRun.run_id)}
+          </a>{' '}
+          <code>{shortId(fixedRun.run_id)}</code>
+          {isMultiLabel(fixedRun.params) && <MultiLabelBadge />}
+          {fixedRun.run_id !== servedRunId && (
+            <>
+              {' · '}
+              <a href="#/try">use the served model</a>
+            </>
+          )}
+        </p>
+      )}
       <form
         onSubmit={(event) => {
           event.preventDefault();
@@ -165,7 +249,7 @@ export function TryIt({ servedRunId }: { servedRunId: string | null }) {
           )}
           <ol class="results">
             {answer.predictions.map((prediction, index) => (
-              <Result key={index} prediction={prediction} />
+              <Result key={index} prediction={prediction} multiLabel={multiLabel} />
             ))}
           </ol>
         </>
