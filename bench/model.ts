@@ -20,6 +20,7 @@ import {
 } from '../src/model/index.js';
 import { LinearTagModel } from '../src/model/tagger.js';
 import { crossValidate, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
+import { rowsOf } from './rows.js';
 import type { BenchOptions, BenchRow } from './run.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -131,16 +132,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   }
   const explained = explainRounds * texts.length;
 
-  const row = (
-    metric: string,
-    unit: string,
-    tagger: number | null,
-    reference: number | null,
-    note?: string,
-  ): BenchRow =>
-    note === undefined
-      ? { section: 'model', metric, unit, tagger, reference }
-      : { section: 'model', metric, unit, tagger, reference, note };
+  const row = rowsOf('model');
   const ref = 'reference = scikit-learn 1.9 (TfidfVectorizer + SGDClassifier)';
   return [
     row(

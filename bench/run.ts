@@ -44,6 +44,7 @@ type Section = {
 
 const SECTIONS: Section[] = [
   { name: 'model', load: () => import('./model.js') },
+  { name: 'multilabel', load: () => import('./multi-label.js') },
   { name: 'http', load: () => import('./http.js') },
   { name: 'tracking', load: () => import('./tracking.js') },
   { name: 'batch', load: () => import('./batch.js') },
