@@ -5,6 +5,9 @@
  * - `store-1000/`: the same best run plus 999 worse runs (params, metrics with 60-epoch loss histories,
  *   tags; only the best 4 carry model artifacts — the others must still be listed), written through the
  *   FileTrackingStore API;
+ * - `sqlite/store-1.db` and `sqlite/store-1000.db`: the same runs in SQLite databases (MLflow's default
+ *   store, and Tagger's), artifacts in `sqlite/mlruns/`; built in place beside the fixture folder rather
+ *   than renamed into it, because a database records its artifact folder by absolute path;
  * - the request texts (holdout.csv, `title + " " + description`).
  * The cache key hashes the data and the sources that decide the model and the store layout, so a change
  * to any of them rebuilds. Also resolves the `tagger` CLI to run: `dist/` when it is newer than `src/`,
@@ -24,8 +27,8 @@ import {
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { type LabelledText, parseTrainingArgs } from '../src/model/index.js';
-import { FileTrackingStore } from '../src/tracking/index.js';
-import type { MetricPoint } from '../src/tracking/store.js';
+import { FileTrackingStore, openTrackingStore } from '../src/tracking/index.js';
+import type { MetricPoint, TrackingStore } from '../src/tracking/store.js';
 import { readDataset } from '../src/train/data.js';
 import { logTrainingRun } from '../src/train/log-run.js';
 import { trainAndEvaluate } from '../src/train/pipeline.js';
@@ -45,6 +48,9 @@ export interface Fixture {
   dir: string;
   store1: string;
   store1000: string;
+  /** The same stores as SQLite tracking URIs (`sqlite:////…/store-1.db`). */
+  sqlite1: string;
+  sqlite1000: string;
   /** Artifact folder of the best run (a saved model directory), for in-process scoring. */
   modelDir: string;
   runId: string;
@@ -99,7 +105,10 @@ async function bounded(count: number, limit: number, work: (index: number) => Pr
   await Promise.all(Array.from({ length: Math.min(limit, count) }, lane));
 }
 
-async function buildStores(tmp: string): Promise<void> {
+/** A SQLite store's tracking URI for a database file (absolute path). */
+const sqliteUri = (file: string): string => `sqlite:///${file}`;
+
+async function buildStores(tmp: string, sqliteDir: string): Promise<void> {
   const data = await readDataset(join(DATA_DIR, 'dataset.csv'));
   const args = parseTrainingArgs({});
   const outcome = trainAndEvaluate({ data, args, seed: SEED });
@@ -112,8 +121,36 @@ async function buildStores(tmp: string): Promise<void> {
   };
   const one = await FileTrackingStore.open(join(tmp, 'store-1'));
   const best = await logTrainingRun(one, { ...input, runName: 'bench-best', outcome });
+  await fillManyRuns(await FileTrackingStore.open(join(tmp, 'store-1000')), input, outcome);
 
-  const many = await FileTrackingStore.open(join(tmp, 'store-1000'));
+  rmSync(sqliteDir, { recursive: true, force: true });
+  mkdirSync(sqliteDir, { recursive: true });
+  const sqliteOne = await openTrackingStore(sqliteUri(join(sqliteDir, 'store-1.db')));
+  try {
+    await logTrainingRun(sqliteOne, { ...input, runName: 'bench-best', outcome });
+  } finally {
+    await sqliteOne.close();
+  }
+  const sqliteMany = await openTrackingStore(sqliteUri(join(sqliteDir, 'store-1000.db')));
+  try {
+    await fillManyRuns(sqliteMany, input, outcome);
+  } finally {
+    await sqliteMany.close();
+  }
+  const runDir = join(tmp, 'store-1', experimentIdDir(tmp), best.runId);
+  writeFileSync(
+    join(tmp, 'fixture.json'),
+    JSON.stringify({ runId: best.runId, modelDir: relative(tmp, join(runDir, 'artifacts')) }),
+  );
+}
+
+/** The best run's model logged RUNS_WITH_ARTIFACTS times, then bulk runs up to MANY_RUNS, into `many`. */
+async function fillManyRuns(
+  many: TrackingStore,
+  input: Omit<Parameters<typeof logTrainingRun>[1], 'runName' | 'outcome'>,
+  outcome: ReturnType<typeof trainAndEvaluate>,
+): Promise<void> {
+  const args = input.args;
   const top = outcome.performance.overall.f1;
   // The few runs with artifacts: the real model, logged with slightly lower f1 each.
   for (let i = 0; i < RUNS_WITH_ARTIFACTS; i += 1) {
@@ -154,11 +191,6 @@ async function buildStores(tmp: string): Promise<void> {
     await many.logBatch(run.info.runId, { params: { ...params, seed: String(i) }, metrics, tags });
     await many.updateRun(run.info.runId, { status: 'FINISHED', endTime: now });
   });
-  const runDir = join(tmp, 'store-1', experimentIdDir(tmp), best.runId);
-  writeFileSync(
-    join(tmp, 'fixture.json'),
-    JSON.stringify({ runId: best.runId, modelDir: relative(tmp, join(runDir, 'artifacts')) }),
-  );
 }
 
 /** The experiment folder of store-1 (one experiment besides the default `0`). */
@@ -183,13 +215,17 @@ export async function prepareFixture(log: (message: string) => void): Promise<Fi
     ...filesUnder(join(REPO, 'src', 'model'), isTs),
     ...filesUnder(join(REPO, 'src', 'train'), isTs),
     ...filesUnder(join(REPO, 'src', 'tracking', 'file'), isTs),
+    ...filesUnder(join(REPO, 'src', 'tracking', 'sql'), isTs),
     join(REPO, 'bench', 'fixture.ts'),
   ];
   const dir = join(CACHE_ROOT, `fixture-${hashFiles(sources)}`);
+  const sqliteDir = `${dir}-sqlite`;
+  // The databases live outside the cached folder: without them the fixture is built again.
+  if (!existsSync(join(sqliteDir, 'store-1000.db'))) rmSync(join(dir, '.complete'), { force: true });
   if (!existsSync(join(dir, '.complete')))
     log(`building the model and stores in ${relative(REPO, dir)} (cached)`);
   await cached(dir, async (tmp) => {
-    await buildStores(tmp);
+    await buildStores(tmp, sqliteDir);
     const toRows = (rows: LabelledText[]) => rows.map((r) => ({ text: r.text, tag: r.tag }));
     writeFileSync(
       join(tmp, 'holdout.json'),
@@ -208,6 +244,8 @@ export async function prepareFixture(log: (message: string) => void): Promise<Fi
     dir,
     store1: join(dir, 'store-1'),
     store1000: join(dir, 'store-1000'),
+    sqlite1: sqliteUri(join(sqliteDir, 'store-1.db')),
+    sqlite1000: sqliteUri(join(sqliteDir, 'store-1000.db')),
     modelDir: join(dir, meta.modelDir),
     runId: meta.runId,
     texts: readTexts(join(dir, 'holdout.json')).map((r) => r.text),
