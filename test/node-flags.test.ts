@@ -3,16 +3,25 @@ import { SERVE_NODE_FLAGS, serveExecArgv } from '../src/node-flags.js';
 
 describe('serveExecArgv', () => {
   it('appends the serve flags after the existing arguments', () => {
-    expect(SERVE_NODE_FLAGS).toEqual(['--max-semi-space-size=8']);
-    expect(serveExecArgv(['--import', 'tsx'], '')).toEqual(['--import', 'tsx', '--max-semi-space-size=8']);
-    expect(serveExecArgv([], '')).toEqual(['--max-semi-space-size=8']);
+    expect(SERVE_NODE_FLAGS).toEqual(['--max-semi-space-size=8', '--heap-growing-percent=20']);
+    expect(serveExecArgv(['--import', 'tsx'], '')).toEqual(['--import', 'tsx', ...SERVE_NODE_FLAGS]);
+    expect(serveExecArgv([], '')).toEqual(SERVE_NODE_FLAGS);
   });
 
   it("keeps the user's own setting, from the command line (either spelling) or NODE_OPTIONS", () => {
-    expect(serveExecArgv(['--max-semi-space-size=32'], '')).toEqual(['--max-semi-space-size=32']);
-    expect(serveExecArgv(['--max_semi_space_size=2'], '')).toEqual(['--max_semi_space_size=2']);
+    expect(serveExecArgv(['--max-semi-space-size=32'], '')).toEqual([
+      '--max-semi-space-size=32',
+      '--heap-growing-percent=20',
+    ]);
+    expect(serveExecArgv(['--max_semi_space_size=2', '--heap_growing_percent=50'], '')).toEqual([
+      '--max_semi_space_size=2',
+      '--heap_growing_percent=50',
+    ]);
     expect(
-      serveExecArgv(['--enable-source-maps'], '--max-old-space-size=512 --max-semi-space-size=1'),
+      serveExecArgv(
+        ['--enable-source-maps'],
+        '--max-old-space-size=512 --max-semi-space-size=1 --heap-growing-percent=0',
+      ),
     ).toEqual(['--enable-source-maps']);
   });
 
@@ -20,7 +29,7 @@ describe('serveExecArgv', () => {
     expect(serveExecArgv(['--max-old-space-size=512', 'max-semi-space-size'], '--inspect')).toEqual([
       '--max-old-space-size=512',
       'max-semi-space-size',
-      '--max-semi-space-size=8',
+      ...SERVE_NODE_FLAGS,
     ]);
   });
 });
