@@ -21,7 +21,14 @@ export {
 export { DEFAULT_BEHAVIOUR_SUITE } from './behaviour-suite.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
 export type { Explanation, FeatureContribution } from './explain.js';
-export { modelTags, normalizeTag, OTHER_TAG } from './labels.js';
+export {
+  modelTags,
+  multiLabelModelTags,
+  normalizeTag,
+  OTHER_TAG,
+  rowsPerTag,
+  tagsOverThresholds,
+} from './labels.js';
 export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';
 export { createRng } from './rng.js';

@@ -27,6 +27,33 @@ export function normalizeTag(tag: string, classes: ReadonlySet<string>): string 
 }
 
 /**
+ * How many rows have each tag (a tag listed twice in one row counts once).
+ * @example rowsPerTag([['a', 'b'], ['a', 'a']]).get('a') // 2
+ */
+export function rowsPerTag(tagLists: readonly (readonly string[])[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const tags of tagLists) for (const tag of new Set(tags)) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * The tags whose probability reaches their own threshold, most probable first (ties in `tags` order):
+ * a multi-label model's answer. `probabilities[base + k]` is tag k's.
+ * @example tagsOverThresholds(['a', 'b'], [0.5, 0.5], Float64Array.of(0.6, 0.9)) // ['b', 'a']
+ */
+export function tagsOverThresholds(
+  tags: readonly string[],
+  thresholds: readonly number[],
+  probabilities: ArrayLike<number>,
+  base = 0,
+): string[] {
+  const passed: number[] = [];
+  for (let k = 0; k < thresholds.length; k++) if (probabilities[base + k]! >= thresholds[k]!) passed.push(k);
+  // sort is stable: equal probabilities keep the tags' order.
+  return passed.sort((a, b) => probabilities[base + b]! - probabilities[base + a]!).map((k) => tags[k]!);
+}
+
+/**
  * The classes of a multi-label model: accepted tags found in at least `minFreq` training rows' tag lists,
  * plus `other`, sorted (a tag listed twice in one row counts once).
  * @example multiLabelModelTags([['a', 'b'], ['a']], 2, null) // ['a', 'other']

@@ -7,7 +7,13 @@ import type { TrainingArgs } from './args.js';
 import { ModelInputError } from './errors.js';
 import { type Explanation, explainLinear } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
-import { modelTags, multiLabelModelTags, normalizeTag, normalizeTagSet, OTHER_TAG } from './labels.js';
+import {
+  multiLabelModelTags,
+  normalizeTag,
+  normalizeTagSet,
+  OTHER_TAG,
+  tagsOverThresholds,
+} from './labels.js';
 import {
   multiLabelMetrics,
   multiLabelReport,
@@ -172,11 +178,7 @@ export class LinearTagModel implements TagModel {
       const probabilities: Record<string, number> = {};
       for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
       if (thresholds !== null) {
-        const passed: number[] = [];
-        for (let k = 0; k < p.length; k++) if (p[k]! >= thresholds[k]!) passed.push(k);
-        // Most probable first; ties keep the tags' order (sort is stable).
-        passed.sort((a, b) => p[b]! - p[a]!);
-        const predicted_tags = passed.map((k) => this.tags[k]!);
+        const predicted_tags = tagsOverThresholds(this.tags, thresholds, p);
         return { predicted_tag: predicted_tags[0] ?? OTHER_TAG, predicted_tags, probabilities };
       }
       const fallback = this.threshold !== null && p[best]! < this.threshold;
@@ -308,15 +310,10 @@ function fitTagger(
   onEpoch: ((r: EpochReport) => void) | undefined,
   fixedTags?: readonly string[],
 ): FittedTagger {
+  // A single-label row's tag list is its one tag, so one rule counts both kinds of rows.
   const tags = fixedTags
     ? [...fixedTags]
-    : args.multi_label
-      ? multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags)
-      : modelTags(
-          train.map((r) => r.tag),
-          args.min_freq,
-          args.accepted_tags,
-        );
+    : multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
   const clean = (rows: LabelledText[]): string[] =>
     rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
   const trainTexts = clean(train);

@@ -10,6 +10,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse';
+import { tagsOverThresholds } from '../model/index.js';
 
 export type BatchFormat = 'csv' | 'jsonl';
 
@@ -220,13 +221,7 @@ export class RowFormatter {
 
   /** A multi-label row's tags over their thresholds, most probable first (as TagModel.predict lists them). */
   private passed(probabilities: Float64Array, base: number): string[] {
-    const thresholds = this.tagThresholds!;
-    const passed: number[] = [];
-    for (let t = 0; t < thresholds.length; t++)
-      if (probabilities[base + t]! >= thresholds[t]!) passed.push(t);
-    return passed
-      .sort((a, b) => probabilities[base + b]! - probabilities[base + a]!)
-      .map((t) => this.tags[t]!);
+    return tagsOverThresholds(this.tags, this.tagThresholds!, probabilities, base);
   }
 
   /** The CSV header when nothing was written yet (so an empty result still has one), else ''. */

@@ -4,25 +4,15 @@
  * per-epoch losses (metric history). Artifacts come from the tracking store and are checked like the
  * serving artifacts: a broken file is an ArtifactFormatError, never a crash.
  */
-import { RUN_ARTIFACTS } from '../model/index.js';
+import { type ConfusionMatrix, type Mistake, RUN_ARTIFACTS } from '../model/index.js';
 import type { MetricPoint } from '../tracking/store.js';
 import { ArtifactFormatError, type ArtifactReader, readJsonArtifact } from './artifacts.js';
 
-export interface ServedConfusion {
-  labels: string[];
-  /** matrix[t][p]: test rows of true tag labels[t] predicted as labels[p]. */
-  matrix: number[][];
-}
+/** The confusion matrix as training logs it (checked on reading). */
+export type ServedConfusion = ConfusionMatrix;
 
-export interface ServedMistake {
-  text: string;
-  true_tag: string;
-  predicted_tag: string;
-  confidence: number;
-  /** Multi-label runs: the true and the predicted tags. */
-  true_tags?: string[];
-  predicted_tags?: string[];
-}
+/** One logged mistake as training writes it (checked on reading). */
+export type ServedMistake = Mistake;
 
 export interface ServedTestErrors {
   /** Null for a multi-label run (it logs no confusion matrix: a text's tags are not one cell). */

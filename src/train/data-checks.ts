@@ -10,8 +10,9 @@
 import {
   cleanText,
   type LabelledText,
-  modelTags,
+  multiLabelModelTags,
   OTHER_TAG,
+  rowsPerTag,
   type TrainingArgs,
   tagsOf,
 } from '../model/index.js';
@@ -25,13 +26,6 @@ export const sameText = (text: string): string => text.toLowerCase().replace(/\s
 
 /** The file line of a row read by readDataset, else its 1-based position in `rows`. */
 const lineOf = (row: LabelledText, index: number): number => (row as Partial<DatasetRow>).line ?? index + 1;
-
-/** Training rows per tag (a multi-label row counts once for each of its tags). */
-function rowsPerTag(rows: readonly LabelledText[]): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const row of rows) for (const tag of new Set(tagsOf(row))) counts.set(tag, (counts.get(tag) ?? 0) + 1);
-  return counts;
-}
 
 /**
  * The tags a model of `kept` classes learns from rows: each row's kept tags, or `other` for a row with
@@ -63,15 +57,9 @@ function rowList(rows: readonly LabelledText[], indices: readonly number[]): str
  * every text). `train` is the training split, as the model will see it.
  */
 export function checkTrainable(train: readonly LabelledText[], args: TrainingArgs): void {
-  const counts = rowsPerTag(train);
-  // Rows per tag is what both kinds of model count tags by (multiLabelModelTags counts a row once per tag).
-  const kept = new Set(
-    modelTags(
-      [...counts].flatMap(([tag, count]) => Array.from({ length: count }, () => tag)),
-      args.min_freq,
-      args.accepted_tags,
-    ),
-  );
+  const counts = rowsPerTag(train.map(tagsOf));
+  // The tags the model will keep, counted as trainTagger counts them.
+  const kept = new Set(multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags));
   const learnt = learntTags(train, kept);
   if (learnt.size >= 2) return;
   if (counts.size < 2) {
@@ -159,7 +147,7 @@ export function dataWarnings(
   warnings: string[];
   trainedTags: number;
 } {
-  const counts = rowsPerTag(train);
+  const counts = rowsPerTag(train.map(tagsOf));
   const kept = new Set(classes);
   const folded = [...counts].filter(([tag]) => !kept.has(tag)).sort((a, b) => b[1] - a[1]);
   const learnt = learntTags(train, kept);

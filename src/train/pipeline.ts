@@ -13,6 +13,7 @@ import {
   evaluateWithErrors,
   type LabelledText,
   type Performance,
+  rowsPerTag,
   runBehaviourSuite,
   type SliceDefinition,
   stratifiedSplit,
@@ -143,8 +144,7 @@ export const MIN_STRATUM_ROWS = 10;
  */
 export function splitStratum(data: readonly LabelledText[]): (row: LabelledText) => string {
   if (!data.some((row) => row.tags !== undefined)) return (row) => row.tag;
-  const counts = new Map<string, number>();
-  for (const row of data) for (const tag of new Set(tagsOf(row))) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+  const counts = rowsPerTag(data.map(tagsOf));
   return (row) => {
     let rarest = '';
     let fewest = Infinity;
