@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import {
+  cleanText,
   DEFAULT_TRAINING_ARGS,
   evaluate,
   type LabelledText,
@@ -35,6 +36,40 @@ function load(file: string): LabelledText[] {
 
 const quantile = (sorted: Float64Array, q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+/**
+ * Where one prediction's CPU goes: cleaning the text, its n-gram features (vectorize) and the whole
+ * predict call, each the best of `rounds` interleaved passes over the texts (CPU µs per text).
+ */
+function predictionParts(
+  model: LinearTagModel,
+  texts: readonly string[],
+  rounds: number,
+): { cleaning: number; features: number; predict: number } {
+  const clean = (text: string) => cleanText(text, { lower: model.args.lower, stem: model.args.stem });
+  const cleaned = texts.map(clean);
+  const passes = {
+    cleaning: () => {
+      for (const text of texts) clean(text);
+    },
+    features: () => {
+      for (const doc of cleaned) model.vectorizer.vectorize(doc);
+    },
+    predict: () => {
+      for (const text of texts) model.predict([text]);
+    },
+  };
+  const best = { cleaning: Infinity, features: Infinity, predict: Infinity };
+  for (let round = 0; round < rounds; round++) {
+    for (const part of ['cleaning', 'features', 'predict'] as const) {
+      const cpu0 = process.cpuUsage();
+      passes[part]();
+      const cpu = process.cpuUsage(cpu0);
+      best[part] = Math.min(best[part], (cpu.user + cpu.system) / texts.length);
+    }
+  }
+  return best;
+}
 
 function sklearn(
   train: LabelledText[],
@@ -131,6 +166,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     }
   }
   const explained = explainRounds * texts.length;
+  const parts = model instanceof LinearTagModel ? predictionParts(model, texts, opts.quick ? 3 : 12) : null;
 
   const row = rowsOf('model');
   const ref = 'reference = scikit-learn 1.9 (TfidfVectorizer + SGDClassifier)';
@@ -177,6 +213,20 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
       cpuMicros,
       null,
       'least sensitive to other load on the machine',
+    ),
+    row(
+      'predict CPU, best pass: of which cleaning the text',
+      'µs/text',
+      parts?.cleaning ?? null,
+      parts?.predict ?? null,
+      'reference = the whole predict call, best of the same interleaved passes',
+    ),
+    row(
+      'predict CPU, best pass: of which n-gram features (tf-idf)',
+      'µs/text',
+      parts?.features ?? null,
+      parts?.predict ?? null,
+      'the rest of predict: linear scores, probabilities, the answer object',
     ),
     row(
       'explain (top 10 features) vs predict, same texts interleaved',

@@ -69,13 +69,9 @@ const HASH_BASE = 0x01000193;
 const HASHED = -1;
 const PACK_LIMIT = 8;
 
-/** Murmur3's finaliser, to spread keys over the table index. */
-function mix(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
+/** Multiplicative (Fibonacci) hashing: the top bits of key × 2³²/φ index a table of 2^(32 − shift) slots. */
+function slotOf(k0: number, k1: number, shift: number): number {
+  return Math.imul(k0 ^ Math.imul(k1, 0x85ebca6b), 0x9e3779b1) >>> shift;
 }
 
 /** Orders strings by code point, as Python's sorted() does (JS's default compares UTF-16 units). */
@@ -103,10 +99,13 @@ export class TfidfVectorizer {
   /** Smoothed idf per feature: ln((1 + n) / (1 + df)) + 1. */
   readonly idf: Float64Array;
 
-  // Lookup table, built once from the vocabulary: slot s holds key ints (table[3s], table[3s+1]) and
-  // feature index + 1 in table[3s+2] (0 = empty slot).
+  // Lookup table, built once from the vocabulary: slot s holds key ints (table[4s], table[4s+1]), feature
+  // index + 1 in table[4s+2] (0 = empty slot) and the feature's count in the current document in
+  // table[4s+3] (0 between calls). Counting in the slot the lookup has just read, rather than in an array
+  // indexed by feature, saves a random memory read per n-gram (the profile's hottest lines were the two).
   private readonly table: Int32Array;
   private readonly mask: number;
+  private readonly shift: number;
   // Code points of every feature, for verifying hashed keys: feature f is pool[poolStart[f] .. poolStart[f+1]).
   private readonly poolStart: Int32Array;
   private readonly pool: Int32Array;
@@ -116,9 +115,9 @@ export class TfidfVectorizer {
   private len = 0; // number of code points in cp
   private marks = new Int32Array(64); // char_wb: segment [start, end) pairs; word: token [start, end) pairs
   private nMarks = 0;
-  private counts: Float64Array; // term counts, then tf-idf, of touched features; all zero between calls
-  private touched: Int32Array; // features with a non-zero count in the current document
-  private values = new Float64Array(256); // vectorize(): tf-idf of touched[k]
+  private touchedSlots: Int32Array; // table slots of the features counted in the current document
+  private features: Int32Array; // vectorize(): feature index of touchedSlots[k]
+  private values = new Float64Array(256); // vectorize(): tf-idf of features[k]
   private nTouched = 0;
 
   private constructor(options: TfidfOptions, vocabulary: readonly string[], idf: Float64Array) {
@@ -131,8 +130,9 @@ export class TfidfVectorizer {
     const v = vocabulary.length;
     let size = 16;
     while (size < v * 2) size *= 2;
-    this.table = new Int32Array(size * 3);
+    this.table = new Int32Array(size * 4);
     this.mask = size - 1;
+    this.shift = 32 - Math.log2(size);
     this.poolStart = new Int32Array(v + 1);
     const points: number[] = [];
     for (let f = 0; f < v; f++) {
@@ -142,8 +142,8 @@ export class TfidfVectorizer {
     this.poolStart[v] = points.length;
     this.pool = Int32Array.from(points);
     for (let f = 0; f < v; f++) this.insert(f);
-    this.counts = new Float64Array(v);
-    this.touched = new Int32Array(Math.max(16, Math.min(v, 4096)));
+    this.touchedSlots = new Int32Array(Math.max(16, Math.min(v, 4096)));
+    this.features = new Int32Array(this.touchedSlots.length);
   }
 
   /** Adds feature f to the table under the same key transformOne computes for its code points. */
@@ -163,20 +163,20 @@ export class TfidfVectorizer {
     }
     const k0 = packed ? a | (len << 28) : h;
     const k1 = packed ? b : HASHED;
-    let slot = mix(k0 ^ Math.imul(k1, 0x9e3779b1)) & this.mask;
+    let slot = slotOf(k0, k1, this.shift);
     for (;;) {
-      const entry = this.table[3 * slot + 2]!;
+      const entry = this.table[4 * slot + 2]!;
       if (entry === 0) break;
-      if (this.table[3 * slot] === k0 && this.table[3 * slot + 1] === k1 && this.sameFeature(entry - 1, f)) {
+      if (this.table[4 * slot] === k0 && this.table[4 * slot + 1] === k1 && this.sameFeature(entry - 1, f)) {
         throw new ModelFormatError(
           `model/tfidf: vocabulary has the duplicate feature ${JSON.stringify(this.vocabulary[f])}; the model is corrupt, retrain it`,
         );
       }
       slot = (slot + 1) & this.mask;
     }
-    this.table[3 * slot] = k0;
-    this.table[3 * slot + 1] = k1;
-    this.table[3 * slot + 2] = f + 1;
+    this.table[4 * slot] = k0;
+    this.table[4 * slot + 1] = k1;
+    this.table[4 * slot + 2] = f + 1;
   }
 
   private sameFeature(x: number, y: number): boolean {
@@ -246,24 +246,6 @@ export class TfidfVectorizer {
     return this.vocabulary.length;
   }
 
-  private push(c: number): void {
-    if (this.len === this.cp.length) {
-      const grown = new Int32Array(this.cp.length * 2);
-      grown.set(this.cp);
-      this.cp = grown;
-    }
-    this.cp[this.len++] = c;
-  }
-
-  private mark(value: number): void {
-    if (this.nMarks === this.marks.length) {
-      const grown = new Int32Array(this.marks.length * 2);
-      grown.set(this.marks);
-      this.marks = grown;
-    }
-    this.marks[this.nMarks++] = value;
-  }
-
   /**
    * Decodes `doc` into the code-point buffer as sklearn's analyzers see it. char: runs of two or more
    * whitespace characters become one space; char_wb: " w1  w2 " (each whitespace-separated word padded
@@ -273,79 +255,96 @@ export class TfidfVectorizer {
   private load(doc: string): void {
     this.len = 0;
     this.nMarks = 0;
-    const analyzer = this.analyzer;
-    let runStart = -1; // char_wb/word: buffer index where the current word or token began, else -1
-    let pendingSpace = 0; // char: whitespace characters seen since the last non-space
-    let lastSpace = 0; // char: that whitespace character, kept when it stands alone
-    for (let i = 0; i < doc.length; i++) {
-      let c = doc.charCodeAt(i);
-      if (c >= 0xd800 && c < 0xdc00 && i + 1 < doc.length) {
-        const lo = doc.charCodeAt(i + 1);
-        if (lo >= 0xdc00 && lo < 0xe000) {
-          c = ((c - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
-          i++;
-        }
-      }
-      if (analyzer === 'char') {
-        if (isPySpace(c)) {
-          pendingSpace++;
-          lastSpace = c;
-          continue;
-        }
-        if (pendingSpace > 0) this.push(pendingSpace === 1 ? lastSpace : 32);
-        pendingSpace = 0;
-        this.push(c);
-      } else if (analyzer === 'char_wb') {
-        if (isPySpace(c)) {
-          if (runStart >= 0) {
-            this.push(32);
-            this.mark(runStart);
-            this.mark(this.len);
-            runStart = -1;
-          }
-          continue;
-        }
-        if (runStart < 0) {
-          runStart = this.len;
-          this.push(32);
-        }
-        this.push(c);
-      } else {
-        if (!isPyWord(c)) {
-          runStart = this.endToken(runStart);
-          continue;
-        }
-        if (runStart < 0) {
-          if (this.len > 0) this.push(32);
-          runStart = this.len;
-        }
-        this.push(c);
-      }
-    }
-    if (analyzer === 'char') {
-      if (pendingSpace > 0) this.push(pendingSpace === 1 ? lastSpace : 32);
-    } else if (analyzer === 'char_wb') {
-      if (runStart >= 0) {
-        this.push(32);
-        this.mark(runStart);
-        this.mark(this.len);
-      }
-    } else {
-      this.endToken(runStart);
-    }
+    // No analyzer writes more than two code points (a character and a pad or separator) per UTF-16 unit
+    // of the document plus a closing pad, nor more than one mark per unit plus two: sized here, the
+    // loops below write without checks.
+    if (this.cp.length < 2 * doc.length + 2) this.cp = new Int32Array(2 * doc.length + 2);
+    if (this.marks.length < doc.length + 2) this.marks = new Int32Array(doc.length + 2);
+    if (this.analyzer === 'char') this.loadChar(doc);
+    else if (this.analyzer === 'char_wb') this.loadCharWb(doc);
+    else this.loadWord(doc);
   }
 
-  /** word: closes the token that began at runStart; a one-character token is dropped (`\w\w+`). */
-  private endToken(runStart: number): number {
-    if (runStart < 0) return -1;
-    if (this.len - runStart >= 2) {
-      this.mark(runStart);
-      this.mark(this.len);
-    } else {
-      // Drop the character and the separator pushed before it.
-      this.len = runStart > 0 ? runStart - 1 : 0;
+  private loadChar(doc: string): void {
+    const cp = this.cp;
+    let len = 0;
+    let pendingSpace = 0; // whitespace characters seen since the last non-space
+    let lastSpace = 0; // that whitespace character, kept when it stands alone
+    for (let i = 0; i < doc.length; i++) {
+      const c = doc.codePointAt(i)!;
+      if (c > 0xffff) i++;
+      if (isPySpace(c)) {
+        pendingSpace++;
+        lastSpace = c;
+        continue;
+      }
+      if (pendingSpace > 0) cp[len++] = pendingSpace === 1 ? lastSpace : 32;
+      pendingSpace = 0;
+      cp[len++] = c;
     }
-    return -1;
+    if (pendingSpace > 0) cp[len++] = pendingSpace === 1 ? lastSpace : 32;
+    this.len = len;
+  }
+
+  private loadCharWb(doc: string): void {
+    const { cp, marks } = this;
+    let len = 0;
+    let nMarks = 0;
+    let runStart = -1; // buffer index where the current word began, else -1
+    for (let i = 0; i < doc.length; i++) {
+      const c = doc.codePointAt(i)!;
+      if (c > 0xffff) i++;
+      if (isPySpace(c)) {
+        if (runStart >= 0) {
+          cp[len++] = 32;
+          marks[nMarks++] = runStart;
+          marks[nMarks++] = len;
+          runStart = -1;
+        }
+        continue;
+      }
+      if (runStart < 0) {
+        runStart = len;
+        cp[len++] = 32;
+      }
+      cp[len++] = c;
+    }
+    if (runStart >= 0) {
+      cp[len++] = 32;
+      marks[nMarks++] = runStart;
+      marks[nMarks++] = len;
+    }
+    this.len = len;
+    this.nMarks = nMarks;
+  }
+
+  private loadWord(doc: string): void {
+    const { cp, marks } = this;
+    let len = 0;
+    let nMarks = 0;
+    let runStart = -1; // buffer index where the current token began, else -1
+    for (let i = 0; i <= doc.length; i++) {
+      // i === doc.length closes the last token
+      const c = i < doc.length ? doc.codePointAt(i)! : 32;
+      if (c > 0xffff) i++;
+      if (isPyWord(c)) {
+        if (runStart < 0) {
+          if (len > 0) cp[len++] = 32;
+          runStart = len;
+        }
+        cp[len++] = c;
+      } else if (runStart >= 0) {
+        if (len - runStart >= 2) {
+          marks[nMarks++] = runStart;
+          marks[nMarks++] = len;
+        } else {
+          len = runStart > 0 ? runStart - 1 : 0; // `\w\w+`: drop a one-character token and its separator
+        }
+        runStart = -1;
+      }
+    }
+    this.len = len;
+    this.nMarks = nMarks;
   }
 
   /** Calls emit(start, length) for every n-gram slice of the loaded buffer, in sklearn's order (fit only). */
@@ -389,6 +388,7 @@ export class TfidfVectorizer {
     const cp = this.cp;
     const table = this.table;
     const mask = this.mask;
+    const shift = this.shift;
     let h = 0;
     let a = 0;
     let b = 0;
@@ -409,16 +409,16 @@ export class TfidfVectorizer {
       const packed = ascii && n <= PACK_LIMIT;
       const k0 = packed ? a | (n << 28) : h;
       const k1 = packed ? b : HASHED;
-      let slot = mix(k0 ^ Math.imul(k1, 0x9e3779b1)) & mask;
+      let slot = slotOf(k0, k1, shift);
       for (;;) {
-        const entry = table[3 * slot + 2]!;
+        const entry = table[4 * slot + 2]!;
         if (entry === 0) break;
         if (
-          table[3 * slot] === k0 &&
-          table[3 * slot + 1] === k1 &&
+          table[4 * slot] === k0 &&
+          table[4 * slot + 1] === k1 &&
           (packed || this.matches(entry - 1, start, n))
         ) {
-          this.count(entry - 1);
+          this.count(slot);
           break;
         }
         slot = (slot + 1) & mask;
@@ -433,16 +433,17 @@ export class TfidfVectorizer {
     return true;
   }
 
-  private count(f: number): void {
-    if (this.counts[f] === 0) {
-      if (this.nTouched === this.touched.length) {
-        const grown = new Int32Array(this.touched.length * 2);
-        grown.set(this.touched);
-        this.touched = grown;
+  /** Counts one occurrence of the feature in table slot `slot`. */
+  private count(slot: number): void {
+    if (this.table[4 * slot + 3] === 0) {
+      if (this.nTouched === this.touchedSlots.length) {
+        const grown = new Int32Array(this.touchedSlots.length * 2);
+        grown.set(this.touchedSlots);
+        this.touchedSlots = grown;
       }
-      this.touched[this.nTouched++] = f;
+      this.touchedSlots[this.nTouched++] = slot;
     }
-    this.counts[f]! += 1;
+    this.table[4 * slot + 3]! += 1;
   }
 
   /** Counts every n-gram of the loaded buffer (same multiset as forEachGram, grouped by start). */
@@ -485,24 +486,30 @@ export class TfidfVectorizer {
     this.nTouched = 0;
     this.countAll();
     const n = this.nTouched;
-    if (this.values.length < n) this.values = new Float64Array(this.touched.length);
+    if (this.values.length < n) {
+      this.values = new Float64Array(this.touchedSlots.length);
+      this.features = new Int32Array(this.touchedSlots.length);
+    }
+    const { table, touchedSlots, features, values, idf } = this;
     const sublinear = this.sublinearTf;
     let sq = 0;
     for (let k = 0; k < n; k++) {
-      const f = this.touched[k]!;
-      const c = this.counts[f]!;
-      const v = (sublinear ? 1 + Math.log(c) : c) * this.idf[f]!;
-      this.counts[f] = 0;
-      this.values[k] = v;
+      const slot = touchedSlots[k]!;
+      const f = table[4 * slot + 2]! - 1;
+      const c = table[4 * slot + 3]!;
+      table[4 * slot + 3] = 0;
+      const v = (sublinear ? 1 + Math.log(c) : c) * idf[f]!;
+      features[k] = f;
+      values[k] = v;
       sq += v * v;
     }
     const scale = sq > 0 ? 1 / Math.sqrt(sq) : 0;
-    for (let k = 0; k < n; k++) this.values[k]! *= scale;
+    for (let k = 0; k < n; k++) values[k]! *= scale;
     return n;
   }
 
   get vectorIndices(): Int32Array {
-    return this.touched;
+    return this.features;
   }
 
   get vectorValues(): Float64Array {
@@ -512,7 +519,7 @@ export class TfidfVectorizer {
   /** Vectorises one document, passing its (feature, l2-normalised tf-idf) pairs to `visit`. */
   transformOne(doc: string, visit: (feature: number, value: number) => void): void {
     const n = this.vectorize(doc);
-    for (let k = 0; k < n; k++) visit(this.touched[k]!, this.values[k]!);
+    for (let k = 0; k < n; k++) visit(this.features[k]!, this.values[k]!);
   }
 
   /** Vectorises documents into a CSR matrix (sklearn's transform); column indices ascend within a row. */
