@@ -56,7 +56,7 @@ export class FeatureUnion implements TextVectorizer {
     let n = 0;
     for (let i = 0; i < this.parts.length; i++) {
       const part = this.parts[i]!;
-      const m = part.vectorize(doc);
+      const m = part.countTerms(doc);
       if (n + m > this.indices.length) {
         const size = 2 * (n + m);
         const i2 = new Int32Array(size);
@@ -66,14 +66,8 @@ export class FeatureUnion implements TextVectorizer {
         v2.set(this.values.subarray(0, n));
         this.values = v2;
       }
-      const offset = this.offsets[i]!;
-      const idx = part.vectorIndices;
-      const val = part.vectorValues;
-      for (let k = 0; k < m; k++) {
-        this.indices[n] = idx[k]! + offset;
-        this.values[n] = val[k]! * this.weight;
-        n++;
-      }
+      part.writeVector(this.indices, this.values, n, this.offsets[i]!, this.weight);
+      n += m;
     }
     return n;
   }

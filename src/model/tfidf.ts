@@ -115,6 +115,7 @@ export class TfidfVectorizer {
   private len = 0; // number of code points in cp
   private marks = new Int32Array(64); // char_wb: segment [start, end) pairs; word: token [start, end) pairs
   private nMarks = 0;
+  private asciiOnly = false; // char/char_wb: the loaded document is ASCII (countAll may use packed keys only)
   private touchedSlots: Int32Array; // table slots of the features counted in the current document
   private features: Int32Array; // vectorize(): feature index of touchedSlots[k]
   private values = new Float64Array(256); // vectorize(): tf-idf of features[k]
@@ -268,6 +269,7 @@ export class TfidfVectorizer {
   private loadChar(doc: string): void {
     const cp = this.cp;
     let len = 0;
+    let bits = 0; // OR of every code point: < 128 when the document is ASCII
     let pendingSpace = 0; // whitespace characters seen since the last non-space
     let lastSpace = 0; // that whitespace character, kept when it stands alone
     for (let i = 0; i < doc.length; i++) {
@@ -276,20 +278,24 @@ export class TfidfVectorizer {
       if (isPySpace(c)) {
         pendingSpace++;
         lastSpace = c;
+        bits |= c; // a lone non-ASCII space is kept as it is
         continue;
       }
       if (pendingSpace > 0) cp[len++] = pendingSpace === 1 ? lastSpace : 32;
       pendingSpace = 0;
       cp[len++] = c;
+      bits |= c;
     }
     if (pendingSpace > 0) cp[len++] = pendingSpace === 1 ? lastSpace : 32;
     this.len = len;
+    this.asciiOnly = bits < 128;
   }
 
   private loadCharWb(doc: string): void {
     const { cp, marks } = this;
     let len = 0;
     let nMarks = 0;
+    let bits = 0; // OR of every code point: < 128 when the document is ASCII
     let runStart = -1; // buffer index where the current word began, else -1
     for (let i = 0; i < doc.length; i++) {
       const c = doc.codePointAt(i)!;
@@ -308,6 +314,7 @@ export class TfidfVectorizer {
         cp[len++] = 32;
       }
       cp[len++] = c;
+      bits |= c;
     }
     if (runStart >= 0) {
       cp[len++] = 32;
@@ -316,6 +323,7 @@ export class TfidfVectorizer {
     }
     this.len = len;
     this.nMarks = nMarks;
+    this.asciiOnly = bits < 128;
   }
 
   private loadWord(doc: string): void {
@@ -426,6 +434,33 @@ export class TfidfVectorizer {
     }
   }
 
+  /**
+   * countFrom for an ASCII document and n-grams of at most PACK_LIMIT characters (char and char_wb): every
+   * key is its packed code points, so no hash and no verification.
+   */
+  private countPackedFrom(start: number, minLen: number, maxLen: number): void {
+    const { cp, table, mask, shift } = this;
+    let a = 0;
+    let b = 0;
+    for (let n = 1; n <= maxLen; n++) {
+      const c = cp[start + n - 1]!;
+      if (n <= 4) a |= c << (7 * (n - 1));
+      else b |= c << (7 * (n - 5));
+      if (n < minLen) continue;
+      const k0 = a | (n << 28);
+      let slot = slotOf(k0, b, shift);
+      for (;;) {
+        const entry = table[4 * slot + 2]!;
+        if (entry === 0) break;
+        if (table[4 * slot] === k0 && table[4 * slot + 1] === b) {
+          this.count(slot);
+          break;
+        }
+        slot = (slot + 1) & mask;
+      }
+    }
+  }
+
   private matches(f: number, start: number, n: number): boolean {
     const ps = this.poolStart[f]!;
     if (this.poolStart[f + 1]! - ps !== n) return false;
@@ -449,9 +484,18 @@ export class TfidfVectorizer {
   /** Counts every n-gram of the loaded buffer (same multiset as forEachGram, grouped by start). */
   private countAll(): void {
     const { ngramMin: min, ngramMax: max, len, marks } = this;
+    if (this.analyzer === 'word') {
+      this.countWordGrams();
+      return;
+    }
+    // Cleaned texts are ASCII, and char n-grams short: then every key is packed, and the cheaper loop counts.
+    const packed = this.asciiOnly && max <= PACK_LIMIT;
     if (this.analyzer === 'char') {
-      for (let i = 0; i < len; i++) this.countFrom(i, min, Math.min(max, len - i), -1);
-    } else if (this.analyzer === 'char_wb') {
+      for (let i = 0; i < len; i++) {
+        if (packed) this.countPackedFrom(i, min, Math.min(max, len - i));
+        else this.countFrom(i, min, Math.min(max, len - i), -1);
+      }
+    } else {
       for (let s = 0; s < this.nMarks; s += 2) {
         const start = marks[s]!;
         const wlen = marks[s + 1]! - start;
@@ -459,20 +503,27 @@ export class TfidfVectorizer {
           this.countFrom(start, wlen, wlen, -1); // a padded word shorter than every n counts once
           continue;
         }
-        for (let o = 0; o + min <= wlen; o++) this.countFrom(start + o, min, Math.min(max, wlen - o), -1);
+        for (let o = 0; o + min <= wlen; o++) {
+          if (packed) this.countPackedFrom(start + o, min, Math.min(max, wlen - o));
+          else this.countFrom(start + o, min, Math.min(max, wlen - o), -1);
+        }
       }
-    } else {
-      const nTokens = this.nMarks >> 1;
-      for (let i = 0; i + min <= nTokens; i++) {
-        const last = Math.min(i + max, nTokens) - 1; // last token an n-gram from token i may end with
-        const start = marks[2 * i]!;
-        this.countFrom(
-          start,
-          marks[2 * (i + min - 1) + 1]! - start,
-          marks[2 * last + 1]! - start,
-          2 * (i + min - 1) + 1,
-        );
-      }
+    }
+  }
+
+  /** word: counts the n-grams of min..max tokens from every token on. */
+  private countWordGrams(): void {
+    const { ngramMin: min, ngramMax: max, marks } = this;
+    const nTokens = this.nMarks >> 1;
+    for (let i = 0; i + min <= nTokens; i++) {
+      const last = Math.min(i + max, nTokens) - 1; // last token an n-gram from token i may end with
+      const start = marks[2 * i]!;
+      this.countFrom(
+        start,
+        marks[2 * (i + min - 1) + 1]! - start,
+        marks[2 * last + 1]! - start,
+        2 * (i + min - 1) + 1,
+      );
     }
   }
 
@@ -482,15 +533,43 @@ export class TfidfVectorizer {
    * `vectorValues[0..n)`, both valid until the next call. Used by prediction.
    */
   vectorize(doc: string): number {
-    this.load(doc);
-    this.nTouched = 0;
-    this.countAll();
-    const n = this.nTouched;
+    const n = this.countTerms(doc);
     if (this.values.length < n) {
       this.values = new Float64Array(this.touchedSlots.length);
       this.features = new Int32Array(this.touchedSlots.length);
     }
-    const { table, touchedSlots, features, values, idf } = this;
+    this.writeVector(this.features, this.values, 0, 0, 1);
+    return n;
+  }
+
+  /**
+   * First half of vectorize: counts the document's known n-grams in the table; returns how many distinct
+   * features it has. `writeVector` must follow before the next document (it also clears the counts).
+   */
+  countTerms(doc: string): number {
+    // Counts a caller left behind (countTerms without writeVector) must not leak into this document.
+    for (let k = 0; k < this.nTouched; k++) this.table[4 * this.touchedSlots[k]! + 3] = 0;
+    this.load(doc);
+    this.nTouched = 0;
+    this.countAll();
+    return this.nTouched;
+  }
+
+  /**
+   * Second half of vectorize: writes the counted features' l2-normalised tf-idf, times `weight`, to
+   * `values[at..]` with their column (`columnOffset` + feature index) in `indices[at..]`; the arrays must
+   * have room for the count countTerms returned. A feature union writes each block straight into its own
+   * arrays this way, with no copy of the block's vector.
+   */
+  writeVector(
+    indices: Int32Array,
+    values: Float64Array,
+    at: number,
+    columnOffset: number,
+    weight: number,
+  ): void {
+    const { table, touchedSlots, idf } = this;
+    const n = this.nTouched;
     const sublinear = this.sublinearTf;
     let sq = 0;
     for (let k = 0; k < n; k++) {
@@ -499,13 +578,14 @@ export class TfidfVectorizer {
       const c = table[4 * slot + 3]!;
       table[4 * slot + 3] = 0;
       const v = (sublinear ? 1 + Math.log(c) : c) * idf[f]!;
-      features[k] = f;
-      values[k] = v;
+      indices[at + k] = f + columnOffset;
+      values[at + k] = v;
       sq += v * v;
     }
+    this.nTouched = 0;
     const scale = sq > 0 ? 1 / Math.sqrt(sq) : 0;
-    for (let k = 0; k < n; k++) values[k]! *= scale;
-    return n;
+    // (value × scale) × weight, in that order, as the union computed it when it copied the blocks.
+    for (let k = at; k < at + n; k++) values[k] = values[k]! * scale * weight;
   }
 
   get vectorIndices(): Int32Array {

@@ -67,6 +67,19 @@ describe('TfidfVectorizer', () => {
     expect(b.transform(docs)).toEqual(a.transform(docs));
   });
 
+  it('writes a vector into given arrays at an offset, weighted, and forgets counts never written', () => {
+    const v = TfidfVectorizer.fit(['ab cd', 'cd ef'], { analyzer: 'word', ngramMin: 1, ngramMax: 1 });
+    const n = v.vectorize('cd cd ab');
+    const want = new Map([...v.vectorIndices.subarray(0, n)].map((f, k) => [f, v.vectorValues[k]!]));
+    v.countTerms('ef ef ef'); // abandoned: its counts must not reach the next document
+    expect(v.countTerms('cd cd ab')).toBe(n);
+    const indices = new Int32Array(n + 3);
+    const values = new Float64Array(n + 3);
+    v.writeVector(indices, values, 3, 100, 0.5);
+    for (let k = 3; k < n + 3; k++) expect(values[k]).toBe(want.get(indices[k]! - 100)! * 0.5);
+    expect(v.vectorize('ef')).toBe(1); // writeVector cleared the counts
+  });
+
   it('rejects an empty vocabulary and bad n-gram ranges', () => {
     expect(() => TfidfVectorizer.fit(['a', ''], { analyzer: 'word', ngramMin: 1, ngramMax: 1 })).toThrow(
       /empty vocabulary/,
@@ -83,9 +96,28 @@ describe('TfidfVectorizer fast path', () => {
   // n-grams with the same counts: a one-document fit has idf 1 everywhere, so its row is count / norm.
   it('counts exactly the n-grams fit() sees, for every analyzer and range', () => {
     const text = fc
-      .array(fc.constantFrom('a', 'b', 'ab', 'abc', 'é', '😀', '_', ' ', '  ', '\t', '.', 'x9', 'longword'), {
-        maxLength: 12,
-      })
+      .array(
+        fc.constantFrom(
+          'a',
+          'b',
+          'ab',
+          'abc',
+          'é',
+          '😀',
+          '_',
+          ' ',
+          '  ',
+          '\t',
+          '\u00a0',
+          '\u3000',
+          '.',
+          'x9',
+          'longword',
+        ),
+        {
+          maxLength: 12,
+        },
+      )
       .map((parts) => parts.join(''));
     fc.assert(
       fc.property(
