@@ -7,7 +7,6 @@
  * MALFORMED, never a crash.
  */
 import Type, { type Static } from 'typebox';
-import { Compile } from 'typebox/compile';
 import { artifactSegments, collectPages, invalid } from '../mlflow-rules.js';
 import {
   compareLoggedModels,
@@ -28,7 +27,15 @@ import {
   TrackingError,
 } from '../store.js';
 import type { RequestSpec, RestCalls, RestHttpClient } from './rest-http.js';
-import { decodeAnswer, Int64, int64ToNumber, KeyValue, MetricJson, toMetricPoint } from './rest-json.js';
+import {
+  answer,
+  decodeAnswer,
+  Int64,
+  int64ToNumber,
+  KeyValue,
+  MetricJson,
+  toMetricPoint,
+} from './rest-json.js';
 
 const ModelStatus = Type.Union([
   Type.Literal('LOGGED_MODEL_PENDING'),
@@ -85,15 +92,15 @@ const RunIoJson = Type.Object({
 });
 
 const Answers = {
-  model: Compile(Type.Object({ model: LoggedModelJson })),
-  search: Compile(
+  model: answer(Type.Object({ model: LoggedModelJson })),
+  search: answer(
     Type.Object({
       models: Type.Optional(Type.Array(LoggedModelJson)),
       next_page_token: Type.Optional(Type.String()),
     }),
   ),
-  empty: Compile(Type.Object({})),
-  runIo: Compile(RunIoJson),
+  empty: answer(Type.Object({})),
+  runIo: answer(RunIoJson),
 };
 
 const STATUS_NAME: Record<LoggedModelStatus, Static<typeof ModelStatus>> = {
@@ -138,9 +145,12 @@ function toLoggedModel(json: Static<typeof LoggedModelJson>): LoggedModel {
 }
 
 /** A run's `inputs` and `outputs` as `runs/get` sends them (the JSON already parsed), checked. */
-export function runInputsAndOutputs(json: unknown, describe: () => string): Pick<Run, 'inputs' | 'outputs'> {
+export async function runInputsAndOutputs(
+  json: unknown,
+  describe: () => string,
+): Promise<Pick<Run, 'inputs' | 'outputs'>> {
   const body = new TextEncoder().encode(JSON.stringify(json));
-  const parsed = decodeAnswer(Answers.runIo, body, describe);
+  const parsed = await decodeAnswer(Answers.runIo, body, describe);
   return {
     inputs: (parsed.inputs?.dataset_inputs ?? []).map((input) => ({
       dataset: {

@@ -7,7 +7,6 @@
  * provably did not act on them (see rest-store.ts); setting an alias is, and is retried freely.
  */
 import Type from 'typebox';
-import { Compile } from 'typebox/compile';
 import {
   type ModelRegistry,
   type ModelVersion,
@@ -19,7 +18,7 @@ import {
 } from '../registry.js';
 import { TrackingError } from '../store.js';
 import type { RestCalls } from './rest-http.js';
-import { Int64, int64ToNumber } from './rest-json.js';
+import { answer, Int64, int64ToNumber } from './rest-json.js';
 
 const VersionNumber = Type.Union([Type.Integer({ minimum: 1 }), Type.String({ pattern: '^[1-9][0-9]*$' })]);
 const ModelVersionJson = Type.Object({
@@ -39,9 +38,9 @@ const RegisteredModelJson = Type.Object({
 });
 
 const Answers = {
-  registeredModel: Compile(Type.Object({ registered_model: RegisteredModelJson })),
-  modelVersion: Compile(Type.Object({ model_version: ModelVersionJson })),
-  empty: Compile(Type.Object({})),
+  registeredModel: answer(Type.Object({ registered_model: RegisteredModelJson })),
+  modelVersion: answer(Type.Object({ model_version: ModelVersionJson })),
+  empty: answer(Type.Object({})),
 };
 
 type ModelVersionJson = Type.Static<typeof ModelVersionJson>;

@@ -8,7 +8,7 @@
  * and every message is passed through `redact()` before it leaves this module.
  */
 import { TrackingError, type TrackingErrorCode } from '../store.js';
-import type { Validator } from './rest-json.js';
+import type { Answer } from './rest-json.js';
 
 /** Statuses MLflow's client retries (`_TRANSIENT_FAILURE_RESPONSE_CODES`). */
 const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
@@ -77,9 +77,9 @@ export interface RequestSpec {
  */
 export interface RestCalls {
   readonly displayUri: string;
-  call<T>(spec: RequestSpec, validator: Validator<T>): Promise<T>;
+  call<T>(spec: RequestSpec, expected: Answer<T>): Promise<T>;
   /** Like `call`, null for MLflow's RESOURCE_DOES_NOT_EXIST. */
-  callOrNull<T>(spec: RequestSpec, validator: Validator<T>): Promise<T | null>;
+  callOrNull<T>(spec: RequestSpec, expected: Answer<T>): Promise<T | null>;
   api(path: string, query?: Record<string, string | undefined>): URL;
 }
 

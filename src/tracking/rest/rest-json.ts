@@ -7,8 +7,8 @@
  * search), non-finite doubles as the strings "NaN", "Infinity", "-Infinity". Unknown keys are ignored
  * (newer servers add fields such as `workspace`); missing required ones are MALFORMED.
  */
-import Type, { type Static } from 'typebox';
-import { Compile } from 'typebox/compile';
+import Type, { type Static, type TSchema } from 'typebox';
+import type { Validator as CompiledValidator } from 'typebox/compile';
 import {
   type Experiment,
   type LifecycleStage,
@@ -83,31 +83,59 @@ const FileInfoJson = Type.Object({
   file_size: Type.Optional(Int64),
 });
 
+/**
+ * The expected shape of one kind of answer, compiled into a checker on the first answer it checks.
+ *
+ * `typebox/compile` is loaded then, not with this module: it is ~300 modules (~2.5 MB of V8 heap in a
+ * serving process) and this module is loaded by the tracking barrel (`tracking/index.ts`), which every
+ * `tagger serve` imports whatever its store; a server reading a SQLite database or an `mlruns` folder never
+ * checks a REST answer.
+ */
+export class Answer<T> {
+  #checker: Promise<CompiledValidator> | undefined;
+
+  constructor(readonly schema: TSchema) {}
+
+  /** The compiled checker (compiled once; concurrent first calls share it). */
+  checker(): Promise<CompiledValidator> {
+    this.#checker ??= import('typebox/compile').then(({ Compile }) => Compile(this.schema));
+    return this.#checker;
+  }
+
+  /** Only carries `T`, the decoded answer's type. */
+  declare readonly type?: T;
+}
+
+/** The `Answer` for a TypeBox schema, typed by it. */
+export function answer<S extends TSchema>(schema: S): Answer<Static<S>> {
+  return new Answer(schema);
+}
+
 export const Answers = {
-  getExperiment: Compile(Type.Object({ experiment: ExperimentJson })),
-  createExperiment: Compile(Type.Object({ experiment_id: Type.String({ minLength: 1 }) })),
-  getRun: Compile(Type.Object({ run: RunJson })),
-  searchRuns: Compile(
+  getExperiment: answer(Type.Object({ experiment: ExperimentJson })),
+  createExperiment: answer(Type.Object({ experiment_id: Type.String({ minLength: 1 }) })),
+  getRun: answer(Type.Object({ run: RunJson })),
+  searchRuns: answer(
     Type.Object({ runs: Type.Optional(Type.Array(RunJson)), next_page_token: Type.Optional(Type.String()) }),
   ),
-  metricHistory: Compile(
+  metricHistory: answer(
     Type.Object({
       metrics: Type.Optional(Type.Array(MetricJson)),
       next_page_token: Type.Optional(Type.String()),
     }),
   ),
-  updateRun: Compile(Type.Object({ run_info: Type.Optional(RunInfoJson) })),
+  updateRun: answer(Type.Object({ run_info: Type.Optional(RunInfoJson) })),
   /** Proxied listing (`/mlflow-artifacts/artifacts?path=`): basenames. */
-  listArtifacts: Compile(Type.Object({ files: Type.Optional(Type.Array(FileInfoJson)) })),
+  listArtifacts: answer(Type.Object({ files: Type.Optional(Type.Array(FileInfoJson)) })),
   /** Tracking listing (`/mlflow/artifacts/list?run_id=`): run-relative paths. */
-  listRunArtifacts: Compile(
+  listRunArtifacts: answer(
     Type.Object({
       root_uri: Type.Optional(Type.String()),
       files: Type.Optional(Type.Array(FileInfoJson)),
       next_page_token: Type.Optional(Type.String()),
     }),
   ),
-  empty: Compile(Type.Object({})),
+  empty: answer(Type.Object({})),
 };
 
 export type ExperimentJson = Static<typeof ExperimentJson>;
@@ -115,13 +143,12 @@ export type RunJson = Static<typeof RunJson>;
 export type MetricJson = Static<typeof MetricJson>;
 export type FileInfoJson = Static<typeof FileInfoJson>;
 
-export interface Validator<T> {
-  Check(value: unknown): value is T;
-  Errors(value: unknown): Iterable<{ instancePath: string; message: string }>;
-}
-
 /** Parses and validates a JSON answer; MALFORMED with the first offending field otherwise. */
-export function decodeAnswer<T>(validator: Validator<T>, body: Uint8Array, describe: () => string): T {
+export async function decodeAnswer<T>(
+  expected: Answer<T>,
+  body: Uint8Array,
+  describe: () => string,
+): Promise<T> {
   let parsed: unknown;
   const text = Buffer.from(body).toString('utf8');
   try {
@@ -133,8 +160,9 @@ export function decodeAnswer<T>(validator: Validator<T>, body: Uint8Array, descr
         `(${body.byteLength} bytes) where MLflow sends JSON; check that the URI points at an MLflow tracking server`,
     );
   }
-  if (validator.Check(parsed)) return parsed;
-  const first = [...validator.Errors(parsed)][0];
+  const validator = await expected.checker();
+  if (validator.Check(parsed)) return parsed as T;
+  const first = validator.Errors(parsed)[0];
   const where = first ? `${first.instancePath || '/'} ${first.message}` : 'unexpected shape';
   throw new TrackingError(
     'MALFORMED',

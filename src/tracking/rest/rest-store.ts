@@ -37,6 +37,7 @@ import { RestRunIo, runInputsAndOutputs } from './outputs.js';
 import { RestModelRegistry } from './registry.js';
 import { type RequestSpec, type RestCalls, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
+  type Answer,
   Answers,
   decodeAnswer,
   encodeDouble,
@@ -45,7 +46,6 @@ import {
   toExperiment,
   toMetricPoint,
   toRun,
-  type Validator,
 } from './rest-json.js';
 
 /** The transport's options: URI, credentials source, timeout and retry tuning (documented there). */
@@ -199,7 +199,7 @@ export class RestTrackingStore implements TrackingStore {
     if (answer === null) return null;
     const run = toRun(answer.run);
     this.rememberArtifactUri(run.info.runId, run.info.artifactUri);
-    return { ...run, ...runInputsAndOutputs(answer.run, () => `GET runs/get of run ${runId}`) };
+    return { ...run, ...(await runInputsAndOutputs(answer.run, () => `GET runs/get of run ${runId}`)) };
   }
 
   async createRun(experimentId: string, options: CreateRunOptions): Promise<Run> {
@@ -471,22 +471,18 @@ export class RestTrackingStore implements TrackingStore {
   }
 
   /** Sends the request and decodes a 2xx answer with the validator; other answers become errors. */
-  private async call<T>(spec: RequestSpec, validator: Validator<T>): Promise<T> {
+  private async call<T>(spec: RequestSpec, expected: Answer<T>): Promise<T> {
     const response = await this.http.send(spec);
     if (response.status >= 200 && response.status < 300) {
-      return decodeAnswer(
-        validator,
-        response.body,
-        () => `${spec.method} ${this.http.redact(spec.url.href)}`,
-      );
+      return decodeAnswer(expected, response.body, () => `${spec.method} ${this.http.redact(spec.url.href)}`);
     }
     throw this.http.errorFromResponse(spec, response);
   }
 
   /** Like `call`, but MLflow's RESOURCE_DOES_NOT_EXIST (HTTP 404 with an MLflow error body) yields null. */
-  private async callOrNull<T>(spec: RequestSpec, validator: Validator<T>): Promise<T | null> {
+  private async callOrNull<T>(spec: RequestSpec, expected: Answer<T>): Promise<T | null> {
     try {
-      return await this.call(spec, validator);
+      return await this.call(spec, expected);
     } catch (error) {
       if (error instanceof TrackingError && error.code === 'NOT_FOUND') return null;
       throw error;
