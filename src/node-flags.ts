@@ -16,17 +16,29 @@
  * 1,000 runs in SQLite took ~0.17 s longer (0.97 → 1.15 s) and idle RSS 6 MB less. Such a spike could
  * get a process killed in a small container.
  *
- * V8 reads this flag only when the process starts, so it has to be on the command line of the process that
- * serves: `npm start` and the `--workers` primary pass it to the processes they start; a single-process
- * `tagger serve` gets it from `NODE_OPTIONS` (see the README).
+ * `--no-maglev`: Node 24's V8 compiles warm functions with Maglev, a mid-tier optimising compiler, before
+ * TurboFan takes the hot ones. Under load it cost a serving process ~16 MB of peak RSS (single-text then
+ * 1,000-text load, 5 alternating pairs: VmHWM 151–154 MB with it, 135–140 MB without) and no throughput
+ * after a 3 s warm-up (medians 9,433 vs 9,576 single-text req/s, 80.0 vs 80.0 1,000-text req/s), nor
+ * startup time with 1,000 runs (1.28–1.31 s vs 1.22–1.32 s); 2026-11-25. Node 20 did not enable Maglev.
+ *
+ * V8 reads these flags only when the process starts, and Node refuses all but `--max-semi-space-size` in
+ * `NODE_OPTIONS`, so they have to be on the command line of the process that serves: `npm start` and the
+ * `--workers` primary pass them to the processes they start, the container's entry point has them, and a
+ * single-process `tagger serve` needs them on its `node` command line (see the README).
  */
 export const SERVE_NODE_FLAGS: readonly string[] = Object.freeze([
   '--max-semi-space-size=8',
   '--heap-growing-percent=20',
+  '--no-maglev',
 ]);
 
-/** `--max_semi_space_size=4` and `--max-semi-space-size 4` name the same V8 flag. */
-const flagName = (arg: string): string => arg.split('=')[0]!.replaceAll('_', '-');
+/** `--max_semi_space_size=4` and `--max-semi-space-size 4` name the same V8 flag, as `--maglev` and `--no-maglev` do. */
+const flagName = (arg: string): string =>
+  arg
+    .split('=')[0]!
+    .replaceAll('_', '-')
+    .replace(/^--no-/, '--');
 
 /**
  * `execArgv` plus every serve flag whose name appears neither in it nor in `nodeOptions` (the user's

@@ -3,7 +3,7 @@ import { SERVE_NODE_FLAGS, serveExecArgv } from '../src/node-flags.js';
 
 describe('serveExecArgv', () => {
   it('appends the serve flags after the existing arguments', () => {
-    expect(SERVE_NODE_FLAGS).toEqual(['--max-semi-space-size=8', '--heap-growing-percent=20']);
+    expect(SERVE_NODE_FLAGS).toEqual(['--max-semi-space-size=8', '--heap-growing-percent=20', '--no-maglev']);
     expect(serveExecArgv(['--import', 'tsx'], '')).toEqual(['--import', 'tsx', ...SERVE_NODE_FLAGS]);
     expect(serveExecArgv([], '')).toEqual(SERVE_NODE_FLAGS);
   });
@@ -12,17 +12,19 @@ describe('serveExecArgv', () => {
     expect(serveExecArgv(['--max-semi-space-size=32'], '')).toEqual([
       '--max-semi-space-size=32',
       '--heap-growing-percent=20',
+      '--no-maglev',
     ]);
-    expect(serveExecArgv(['--max_semi_space_size=2', '--heap_growing_percent=50'], '')).toEqual([
+    expect(serveExecArgv(['--max_semi_space_size=2', '--heap_growing_percent=50', '--maglev'], '')).toEqual([
       '--max_semi_space_size=2',
       '--heap_growing_percent=50',
+      '--maglev',
     ]);
     expect(
       serveExecArgv(
-        ['--enable-source-maps'],
+        ['--enable-source-maps', '--no-maglev'],
         '--max-old-space-size=512 --max-semi-space-size=1 --heap-growing-percent=0',
       ),
-    ).toEqual(['--enable-source-maps']);
+    ).toEqual(['--enable-source-maps', '--no-maglev']);
   });
 
   it('does not take other flags or values for the serve flags', () => {
