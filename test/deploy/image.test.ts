@@ -7,9 +7,9 @@
 import { chmodSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { buildServingFixture, type ServingFixture, sampleTexts } from '../support/fixtures.js';
 import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
-import { freePort, predictBody } from '../support/serve-process.js';
+import { freePort, predictBody, runAutocannon } from '../support/serve-process.js';
 
 const building = ensureTaggerImage();
 let image: BuiltImage;
@@ -48,33 +48,43 @@ async function untilReady(url: string, timeoutMs: number): Promise<void> {
   }
 }
 
+/**
+ * `podman run`s the image as production would (read-only root, configured by environment, the store
+ * mounted read-only), with `limits` (podman options) added; resolves once it is ready.
+ */
+async function runServing(limits: string[] = []): Promise<{ id: string; url: string }> {
+  const port = await freePort();
+  const id = (
+    await podman([
+      'run',
+      '--detach',
+      '--read-only',
+      // No systemd here to schedule the periodic check; `podman healthcheck run` runs it when needed.
+      '--health-interval',
+      'disable',
+      ...limits,
+      '--env',
+      `TAGGER_PORT=${port}`,
+      '--env',
+      'TAGGER_SHUTDOWN_DELAY_MS=0',
+      '--env',
+      `MLFLOW_TRACKING_URI=${fx.dir}`,
+      // The file store records absolute artifact locations: mount it at the same path.
+      '--volume',
+      `${fx.dir}:${fx.dir}:ro`,
+      image.ref,
+    ])
+  ).trim();
+  containers.push(id);
+  const url = `http://127.0.0.1:${port}`;
+  await untilReady(url, 120_000);
+  return { id, url };
+}
+
 describe.skipIf(building === null)('the container image', () => {
   it('serves from a read-only store as a non-root user on a read-only root filesystem, and stops cleanly', async () => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
     const started = performance.now();
-    const id = (
-      await podman([
-        'run',
-        '--detach',
-        '--read-only',
-        // No systemd here to schedule the periodic check; `podman healthcheck run` runs it below.
-        '--health-interval',
-        'disable',
-        '--env',
-        `TAGGER_PORT=${port}`,
-        '--env',
-        'TAGGER_SHUTDOWN_DELAY_MS=0',
-        '--env',
-        `MLFLOW_TRACKING_URI=${fx.dir}`,
-        // The file store records absolute artifact locations: mount it at the same path.
-        '--volume',
-        `${fx.dir}:${fx.dir}:ro`,
-        image.ref,
-      ])
-    ).trim();
-    containers.push(id);
-    await untilReady(url, 120_000);
+    const { id, url } = await runServing();
     const startupSeconds = (performance.now() - started) / 1000;
     const size = Number((await podman(['image', 'inspect', '--format', '{{.Size}}', image.ref])).trim());
     console.log(
@@ -122,5 +132,50 @@ describe.skipIf(building === null)('the container image', () => {
     await podman(['stop', '--time', '30', id]);
     expect((await podman(['inspect', '--format', '{{.State.ExitCode}}', id])).trim()).toBe('0');
     expect(await podman(['logs', id])).toMatch(/"msg":"stopped"/);
+  }, 300_000);
+
+  it('in a 1-CPU, 256 MB container: one serving process by default, and a mixed load answered in full', async () => {
+    const { id, url } = await runServing(['--cpus', '1', '--memory', '256m', '--memory-swap', '256m']);
+
+    // The default worker count read the container's limits: one process, PID 1 (no cluster primary).
+    const config = await podman(['exec', id, 'node', 'bin/tagger.js', 'serve', '--print-config']);
+    expect(config).toMatch(/unset: 1 \(cores \d+, CPU quota 1, memory limit 256 MiB\)/);
+    const processes = (await podman(['top', id, 'pid', 'args'])).trim().split('\n').slice(1);
+    expect(processes).toHaveLength(1);
+    expect(processes[0]).toMatch(/^\s*1\s+node /);
+
+    // Single-text requests over 50 connections, then 1,000-text requests over 4: every one answered 200.
+    const texts = sampleTexts().map((row) => row.text);
+    const thousand = JSON.stringify({
+      texts: Array.from({ length: 1000 }, (_, i) => ({ text: texts[i % texts.length] })),
+    });
+    const counted: string[] = [];
+    for (const [label, connections, body] of [
+      ['1 text', 50, predictBody(1)],
+      ['1,000 texts', 4, thousand],
+    ] as const) {
+      const load = runAutocannon(url, connections, body);
+      await new Promise((done) => setTimeout(done, 6_000));
+      const counts = await load.stop();
+      counted.push(`${label}: ${counts.statuses.get(200) ?? 0} answered`);
+      expect(counts.sent).toBeGreaterThan(0);
+      expect(Object.fromEntries(counts.errors)).toEqual({});
+      expect(counts.non2xx).toBe(0);
+      expect([...counts.statuses.keys()]).toEqual([200]);
+    }
+
+    // Not killed for memory, still the same process, and that process's peak resident memory (VmHWM: the
+    // cgroup's own peak would count the page cache the limit reclaims) stayed well inside the limit.
+    const state = (
+      await podman(['inspect', '--format', '{{.State.Running}} {{.State.OOMKilled}} {{.RestartCount}}', id])
+    ).trim();
+    expect(state).toBe('true false 0');
+    const status = await podman(['exec', id, 'cat', '/proc/1/status']);
+    const peakKiB = Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1]);
+    console.log(
+      `1 CPU, 256 MB container: ${counted.join('; ')}; serving process peak RSS ${(peakKiB / 1024).toFixed(0)} MiB`,
+    );
+    expect(peakKiB).toBeGreaterThan(0);
+    expect(peakKiB).toBeLessThan(200 * 1024);
   }, 300_000);
 });

@@ -344,12 +344,13 @@ type Autocannon = (
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 /**
- * Starts autocannon with fixed connections against POST /predict; `stop()` ends it and resolves with the
- * counts (autocannon reports at its next one-second tick).
+ * Starts autocannon with fixed connections against POST /predict (`body`: two short texts unless given);
+ * `stop()` ends it and resolves with the counts (autocannon reports at its next one-second tick).
  */
 export function runAutocannon(
   url: string,
   connections = 4,
+  body = predictBody(),
 ): { stop(): Promise<AutocannonCounts>; counts: AutocannonCounts } {
   const counts: AutocannonCounts = { statuses: new Map(), errors: new Map(), non2xx: 0, sent: 0 };
   let finished!: (value: AutocannonCounts) => void;
@@ -366,7 +367,7 @@ export function runAutocannon(
       pipelining: 1,
       duration: 120,
       headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: predictBody(),
+      body,
     },
     (error, summary) => {
       if (error) failed(error);
