@@ -394,9 +394,6 @@ export class TfidfVectorizer {
    */
   private countFrom(start: number, minLen: number, maxLen: number, endMark: number): void {
     const cp = this.cp;
-    const table = this.table;
-    const mask = this.mask;
-    const shift = this.shift;
     let h = 0;
     let a = 0;
     let b = 0;
@@ -415,22 +412,7 @@ export class TfidfVectorizer {
         m += 2;
       }
       const packed = ascii && n <= PACK_LIMIT;
-      const k0 = packed ? a | (n << 28) : h;
-      const k1 = packed ? b : HASHED;
-      let slot = slotOf(k0, k1, shift);
-      for (;;) {
-        const entry = table[4 * slot + 2]!;
-        if (entry === 0) break;
-        if (
-          table[4 * slot] === k0 &&
-          table[4 * slot + 1] === k1 &&
-          (packed || this.matches(entry - 1, start, n))
-        ) {
-          this.count(slot);
-          break;
-        }
-        slot = (slot + 1) & mask;
-      }
+      this.countKey(packed ? a | (n << 28) : h, packed ? b : HASHED, start, n);
     }
   }
 
@@ -439,25 +421,36 @@ export class TfidfVectorizer {
    * key is its packed code points, so no hash and no verification.
    */
   private countPackedFrom(start: number, minLen: number, maxLen: number): void {
-    const { cp, table, mask, shift } = this;
+    const cp = this.cp;
     let a = 0;
     let b = 0;
     for (let n = 1; n <= maxLen; n++) {
       const c = cp[start + n - 1]!;
       if (n <= 4) a |= c << (7 * (n - 1));
       else b |= c << (7 * (n - 5));
-      if (n < minLen) continue;
-      const k0 = a | (n << 28);
-      let slot = slotOf(k0, b, shift);
-      for (;;) {
-        const entry = table[4 * slot + 2]!;
-        if (entry === 0) break;
-        if (table[4 * slot] === k0 && table[4 * slot + 1] === b) {
-          this.count(slot);
-          break;
-        }
-        slot = (slot + 1) & mask;
+      if (n >= minLen) this.countKey(a | (n << 28), b, start, n);
+    }
+  }
+
+  /**
+   * Counts the feature keyed (k0, k1) if the vocabulary has it: a packed key is exact, a hashed one
+   * (k1 = HASHED) is verified against the code points cp[start, start + n).
+   */
+  private countKey(k0: number, k1: number, start: number, n: number): void {
+    const table = this.table;
+    let slot = slotOf(k0, k1, this.shift);
+    for (;;) {
+      const entry = table[4 * slot + 2]!;
+      if (entry === 0) return;
+      if (
+        table[4 * slot] === k0 &&
+        table[4 * slot + 1] === k1 &&
+        (k1 !== HASHED || this.matches(entry - 1, start, n))
+      ) {
+        this.count(slot);
+        return;
       }
+      slot = (slot + 1) & this.mask;
     }
   }
 
