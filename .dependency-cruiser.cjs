@@ -35,19 +35,19 @@ module.exports = {
       name: 'train-deps',
       severity: 'error',
       from: { path: '^src/train' },
-      to: { path: '^src/(http|service|app|server|cli)' },
+      to: { path: '^src/(http|service|app|serve|cli)' },
     },
     {
       name: 'service-deps',
       severity: 'error',
       from: { path: '^src/service' },
-      to: { path: '^src/(http|train|app|server|cli)' },
+      to: { path: '^src/(http|train|app|serve|cli)' },
     },
     {
       name: 'http-deps',
       severity: 'error',
       from: { path: '^src/http' },
-      to: { path: '^src/(tracking|train|app|server|cli)', dependencyTypesNot: ['type-only'] },
+      to: { path: '^src/(tracking|train|app|serve|cli)', dependencyTypesNot: ['type-only'] },
     },
   ],
   options: {

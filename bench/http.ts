@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serveExecArgv } from '../src/node-flags.js';
+import { serveExecArgv } from '../src/serve/node-flags.js';
 import { loadModelDirectory } from '../src/service/index.js';
 import { type Fixture, MANY_RUNS, prepareFixture, REPO, resolveCli } from './fixture.js';
 import { type LoadResult, loadTool, runLoad } from './load.js';
@@ -85,7 +85,7 @@ async function startTagger(
   const proc = start(
     name,
     node,
-    // Started as `npm start` starts it: with the serve flags (src/node-flags.ts), unless NODE_OPTIONS sets them.
+    // Started as `npm start` starts it: with the serve flags (src/serve/node-flags.ts), unless NODE_OPTIONS sets them.
     [...serveExecArgv([]), cli, 'serve', '--port', String(port), '--workers', String(workers)],
     {
       cwd: workDir,

@@ -12,7 +12,7 @@ import { chromium } from 'playwright-core';
 import { build } from 'vite';
 import { createApp } from '../src/app.js';
 import { parseTrainingArgs } from '../src/model/index.js';
-import { RunRegistry } from '../src/service/index.js';
+import { ServedRuns } from '../src/service/index.js';
 import { openTrackingStore } from '../src/tracking/index.js';
 import { readDataset } from '../src/train/data.js';
 import { logTrainingRun } from '../src/train/log-run.js';
@@ -78,12 +78,12 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
         source: 'bench',
       });
     }
-    const registry = await RunRegistry.load(store, {
+    const servedRuns = await ServedRuns.load(store, {
       experiment: 'best',
       modelCacheSize: 2,
       log: { info: () => undefined, warn: () => undefined },
     });
-    app = createApp({ serving: { mode: 'runs', registry }, uiDir });
+    app = createApp({ serving: { mode: 'runs', servedRuns }, uiDir });
     const base = await app.listen({ host: '127.0.0.1', port: 0 });
 
     const loads = opts.quick ? 3 : 9;

@@ -15,9 +15,9 @@ if (!existsSync(cli)) {
 }
 
 const { openTrackingStore, redactUri } = await import('../dist/tracking/index.js');
-const { resolveSettings } = await import('../dist/config.js');
-const { serveExecArgv } = await import('../dist/node-flags.js');
-const { watchParent } = await import('../dist/parent-watch.js');
+const { resolveSettings } = await import('../dist/serve/config.js');
+const { serveExecArgv } = await import('../dist/serve/node-flags.js');
+const { watchParent } = await import('../dist/serve/parent-watch.js');
 // The same settings `tagger serve` will use (variables, then TAGGER_CONFIG's file, then defaults).
 let settings;
 try {
@@ -60,7 +60,7 @@ if (!(await hasRuns())) {
   if (status !== 0) process.exit(status);
 }
 // The server runs as a child so that it is the same `tagger serve` users run, started with the serve
-// flags (src/node-flags.ts); signals are forwarded so a process manager stopping `npm start` gets a
+// flags (src/serve/node-flags.ts); signals are forwarded so a process manager stopping `npm start` gets a
 // graceful shutdown.
 const server = spawn(process.execPath, [...serveExecArgv([]), cli, 'serve', ...process.argv.slice(2)], {
   stdio: 'inherit',
@@ -70,6 +70,6 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => server.kill(signal));
 }
 // npm runs this script through `sh -c`; stopping npm ends npm and that shell without signalling us, so
-// losing the parent counts as SIGTERM (src/parent-watch.ts). The server child watches us the same way.
+// losing the parent counts as SIGTERM (src/serve/parent-watch.ts). The server child watches us the same way.
 watchParent(() => server.kill('SIGTERM'));
 server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

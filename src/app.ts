@@ -1,6 +1,6 @@
 /**
  * `createApp(deps)`: the Fastify application with every route, built from its collaborators and never
- * listening (src/server.ts listens; tests use `app.inject`).
+ * listening (src/serve/server.ts listens; tests use `app.inject`).
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions, LogController } from 'fastify';
@@ -22,7 +22,7 @@ import type { ServingState } from './service/index.js';
 export { createHttpMetrics, type HttpMetrics } from './http/index.js';
 
 export interface AppDeps {
-  /** What to serve: the run registry (run-based mode) or one loaded model (single-model mode). */
+  /** What to serve: the served runs (run-based mode) or one loaded model (single-model mode). */
   serving: ServingState;
   /** A pino logger to write to; without one the app does not log (tests). */
   logger?: FastifyBaseLogger;
@@ -70,7 +70,7 @@ function baseApp(logger: FastifyBaseLogger | undefined, http: HttpOptions): Tagg
 
 /**
  * Builds the app; call `await app.ready()` (or `listen`) before use.
- * @example const app = createApp({ serving: { mode: 'runs', registry } }); await app.inject({ url: '/' });
+ * @example const app = createApp({ serving: { mode: 'runs', servedRuns } }); await app.inject({ url: '/' });
  */
 export function createApp(deps: AppDeps): TaggerApp {
   const http = resolveHttpOptions(deps.http);

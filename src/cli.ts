@@ -6,8 +6,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
-import { runServe } from './cluster.js';
-import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './config.js';
 import {
   type BehaviourReport,
   compileSlices,
@@ -26,8 +24,10 @@ import {
   type TrainingArgs,
   tagsOf,
 } from './model/index.js';
-import { startedByNpm, watchParent } from './parent-watch.js';
-import { runServeCommand, StartupError } from './server.js';
+import { runServe } from './serve/cluster.js';
+import { printableConfig, SERVE_SETTINGS, type ServeFlags } from './serve/config.js';
+import { startedByNpm, watchParent } from './serve/parent-watch.js';
+import { runServeCommand, StartupError } from './serve/server.js';
 import { BatchInputError, type TagFileResult, tagFile } from './service/batch-predict.js';
 import { loadModelForPrediction } from './service/predict-command.js';
 import {
@@ -935,7 +935,7 @@ export function buildProgram(): Command {
       '--print-config',
       'print every setting, its value and where it came from (secrets masked), and exit without serving',
     );
-  // Generated from the one settings table; no `.env()`: src/config.ts reads the variables itself, so a
+  // Generated from the one settings table; no `.env()`: src/serve/config.ts reads the variables itself, so a
   // bad value is blamed on where it really came from.
   for (const setting of SERVE_SETTINGS) {
     const fallback = setting.default === null ? '' : `; default ${setting.default}`;

@@ -4,7 +4,7 @@ import { chmod, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVE_SETTINGS, type Setting } from '../src/config.js';
+import { SERVE_SETTINGS, type Setting } from '../src/serve/config.js';
 import { openTrackingStore } from '../src/tracking/index.js';
 import { nobodyCanRunHere, REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from './support/components.js';
 
@@ -1023,7 +1023,7 @@ describe('tagger serve configuration', () => {
     const fromVariables = printed(variables.stdout);
     for (const setting of SERVE_SETTINGS) expect(fromVariables.get(setting.key)?.[1]).toBe(setting.env);
 
-    // --model-uri chooses the run itself: it contradicts run_id and experiment (src/config.ts).
+    // --model-uri chooses the run itself: it contradicts run_id and experiment (src/serve/config.ts).
     const inFile = SERVE_SETTINGS.filter((s) => !['config', 'model', 'model_uri'].includes(s.key));
     await writeFile(config, inFile.map((s) => `${s.key}: ${JSON.stringify(validText(s, files))}`).join('\n'));
     const file = await tagger(['serve', '--print-config', '--config', config]);

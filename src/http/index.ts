@@ -148,14 +148,14 @@ export function installApi(
     api.addHook('onRoute', (route) => completeRoute(route, setup));
     generalRoutes(api, current, options.limits);
     if (mode === 'runs') {
-      const registry = () => {
+      const servedRuns = () => {
         const state = current();
         if (state.mode !== 'runs')
           throw new Error('http: run routes installed but the app serves a single model');
-        return state.registry;
+        return state.servedRuns;
       };
-      runRoutes(api, registry, options.limits);
-      inspectionRoutes(api, registry);
+      runRoutes(api, servedRuns, options.limits);
+      inspectionRoutes(api, servedRuns);
     }
     modelRoutes(api, () => servedNow(current()).served);
     operationsRoutes(api, current, metrics, { ready: setup.ready, closing: () => closing });

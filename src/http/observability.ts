@@ -38,7 +38,7 @@ export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
  * The app's Prometheus metrics. `recordReload` is how the reload code (src/service, wired in
- * src/server.ts) reports each reload attempt; create the object with `createHttpMetrics()`, pass it to
+ * src/serve/server.ts) reports each reload attempt; create the object with `createHttpMetrics()`, pass it to
  * `createApp({ metrics })` and hand `(outcome) => metrics.recordReload(outcome)` to the reloader.
  */
 export class HttpMetrics {
@@ -157,7 +157,7 @@ export class HttpMetrics {
 
   /**
    * Replaces what /metrics serves: in `--workers` mode the whole process group's metrics, aggregated
-   * by the primary (src/cluster-metrics.ts), instead of this process's own.
+   * by the primary (src/serve/cluster-metrics.ts), instead of this process's own.
    */
   serveExpositionFrom(source: () => Promise<string>): void {
     this.expositionSource = source;

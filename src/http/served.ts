@@ -1,9 +1,9 @@
 /**
- * The one place the HTTP layer asks "which model answers /predict now?". The run registry's served run
+ * The one place the HTTP layer asks "which model answers /predict now?". The served run
  * can be swapped while the process runs (hot reload), so every caller goes through here on each request
- * instead of keeping a reference, and a future change of the registry's shape touches only this file.
+ * instead of keeping a reference, and a future change of the served runs' shape touches only this file.
  */
-import type { RegistrySnapshot, ServedModel, ServingProblems, ServingState } from '../service/index.js';
+import type { ServedModel, ServedSnapshot, ServingProblems, ServingState } from '../service/index.js';
 import type { ModelVersionRef } from './schemas.js';
 
 export interface ServedNow {
@@ -19,7 +19,7 @@ export interface ServedNow {
 }
 
 /** The registered version of a snapshot, as responses show it (null unless serving a model URI). */
-export function modelVersionOf(snapshot: RegistrySnapshot): ModelVersionRef | null {
+export function modelVersionOf(snapshot: ServedSnapshot): ModelVersionRef | null {
   const version = snapshot.target?.version;
   return version ? { name: version.name, version: version.version, model_uri: snapshot.target!.uri } : null;
 }
@@ -34,13 +34,13 @@ export function servedNow(state: ServingState): ServedNow {
       modelVersion: null,
     };
   }
-  // One read of the registry's current snapshot: a reload swaps it whole, so the run id, its model and
+  // One read of the served runs' current snapshot: a reload swaps it whole, so the run id, its model and
   // its f1 below always belong together.
-  const snapshot = state.registry.current;
+  const snapshot = state.servedRuns.current;
   const { runs, bestRunId: runId, best: served } = snapshot;
   const logged = runs.find((run) => run.runId === runId)?.metrics.f1;
   const f1 = logged !== undefined && Number.isFinite(logged) ? logged : served.performance.overall.f1;
-  return { runId, served, f1, problems: state.registry.problems, modelVersion: modelVersionOf(snapshot) };
+  return { runId, served, f1, problems: state.servedRuns.problems, modelVersion: modelVersionOf(snapshot) };
 }
 
 /** False while the server drains for shutdown (the server's lifecycle; absent in apps built by tests). */
@@ -49,7 +49,7 @@ export const takesTraffic = (state: ServingState): boolean => state.lifecycle?.r
 /** Readiness problems of the serving state, for people (no store paths); [] in single-model mode. */
 export function servingProblems(state: ServingState): string[] {
   if (state.mode === 'model') return [];
-  const { store, heldBack } = state.registry.problems;
+  const { store, heldBack } = state.servedRuns.problems;
   const lines = heldBack.map((held) =>
     held.target !== undefined
       ? `${held.target} (run ${held.runId}) is what the model URI points at, but it is not served: ${held.reason}; the model loaded before keeps serving`

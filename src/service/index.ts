@@ -10,6 +10,7 @@ export {
   type ServedPerformance,
 } from './artifacts.js';
 export { SingleFlightLru } from './cache.js';
+export type { HeldRun, ServingProblems } from './candidates.js';
 export { NotLoggedError, RunLoadError, StartupError, UnknownRunError } from './errors.js';
 export { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
 export {
@@ -20,35 +21,31 @@ export {
   type ServedTestErrors,
 } from './inspection.js';
 export { ServingLifecycle } from './lifecycle.js';
+export type { ServiceLog } from './log.js';
 export { pollReloads, type ReloadPoller } from './poller.js';
 export {
-  type HeldRun,
-  RegistrySnapshot,
   type ReloadOutcome,
   type ReloadResult,
-  RunRegistry,
-  type RunRegistryOptions,
-  type RunSummary,
-  type ServedTarget,
-  type ServiceLog,
-  type ServingProblems,
-} from './registry.js';
+  ServedRuns,
+  type ServedRunsOptions,
+} from './served-runs.js';
+export { type RunSummary, ServedSnapshot, type ServedTarget } from './served-snapshot.js';
 export { loadModelDirectory } from './single-model.js';
 
 import type { ServedModel } from './artifacts.js';
 import type { ServingLifecycle } from './lifecycle.js';
-import type { RunRegistry } from './registry.js';
+import type { ServedRuns } from './served-runs.js';
 
 /**
  * What one deployment serves: the runs of an experiment (run-based mode: every endpoint of both API
  * variants) or one saved model (single-model mode: no /runs endpoints). In run-based mode read
- * `registry.current` once per request: reloads replace that snapshot as a whole.
+ * `servedRuns.current` once per request: reloads replace that snapshot as a whole.
  *
  * `lifecycle` is set by the server (absent in apps built by tests): `lifecycle.ready` turns false when a
  * graceful shutdown starts, for the readiness endpoint; treat a missing lifecycle as ready.
  */
 export type ServingState =
-  | { readonly mode: 'runs'; readonly registry: RunRegistry; readonly lifecycle?: ServingLifecycle }
+  | { readonly mode: 'runs'; readonly servedRuns: ServedRuns; readonly lifecycle?: ServingLifecycle }
   | {
       readonly mode: 'model';
       readonly model: ServedModel;

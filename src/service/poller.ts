@@ -1,18 +1,18 @@
 /**
- * Periodic reloads of the run registry. The next poll is scheduled only after the previous reload has
+ * Periodic reloads of the served runs. The next poll is scheduled only after the previous reload has
  * settled, so a slow store never piles reloads up; the timer is unref'd so it never keeps the process
  * alive on its own.
  */
-import type { ReloadResult } from './registry.js';
+import type { ReloadResult } from './served-runs.js';
 
 export interface ReloadPoller {
-  /** Stops scheduling; a reload already under way finishes on its own (see `RunRegistry.settled`). */
+  /** Stops scheduling; a reload already under way finishes on its own (see `ServedRuns.settled`). */
   stop(): void;
 }
 
 /**
  * Calls `reload` every `intervalMs` (measured from the end of the previous reload); 0 disables polling.
- * @example const poller = pollReloads(() => registry.reload(), 60_000); … poller.stop();
+ * @example const poller = pollReloads(() => servedRuns.reload(), 60_000); … poller.stop();
  */
 export function pollReloads(reload: () => Promise<ReloadResult>, intervalMs: number): ReloadPoller {
   if (!Number.isInteger(intervalMs) || intervalMs < 0) {

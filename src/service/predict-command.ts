@@ -1,12 +1,12 @@
 /**
  * Model loading for `tagger predict`: the same choice of run as `tagger serve` (the best loadable run
- * of the experiment, via RunRegistry), a given run, or a saved model directory.
+ * of the experiment, via ServedRuns), a given run, or a saved model directory.
  */
 import type { TagModel } from '../model/index.js';
 import { openTrackingStore } from '../tracking/index.js';
 import { loadServedModel } from './artifacts.js';
 import { StartupError } from './errors.js';
-import { RunRegistry } from './registry.js';
+import { ServedRuns } from './served-runs.js';
 import { loadModelDirectory } from './single-model.js';
 
 export interface PredictionSource {
@@ -33,12 +33,12 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
   const store = await openTrackingStore(source.trackingUri);
   try {
     if (source.runId === undefined) {
-      const registry = await RunRegistry.load(store, {
+      const servedRuns = await ServedRuns.load(store, {
         experiment: source.experiment,
         modelCacheSize: 1,
         log: quiet,
       });
-      return { runId: registry.bestRunId, model: registry.best.model };
+      return { runId: servedRuns.bestRunId, model: servedRuns.best.model };
     }
     const runId = source.runId;
     const run = await store.getRun(runId);

@@ -13,9 +13,9 @@ import type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 import { TrackingError, type TrackingStore } from './store.js';
 
 export { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-store.js';
+export * from './model-registry.js';
 export * from './model-uri.js';
 export { compareByMetric, compareNatural, sortRuns } from './order.js';
-export * from './registry.js';
 export { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
 export type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 export * from './store.js';

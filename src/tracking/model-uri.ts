@@ -12,7 +12,7 @@ import {
   validateAlias,
   validateModelName,
   versionByAlias,
-} from './registry.js';
+} from './model-registry.js';
 import { TrackingError, type TrackingStore } from './store.js';
 
 export type ModelUri =

@@ -5,14 +5,14 @@
  * they talk to.
  *
  * Each store also carries MLflow's Model Registry, kept where MLflow keeps it for that store
- * (`registry`, see `registry.ts`).
+ * (`registry`, see `model-registry.ts`).
  *
  * Semantics follow MLflow's own store (`AbstractStore`): experiment ids and run ids are opaque strings,
  * metric values are finite or non-finite doubles, params are immutable strings, tags are overwritable.
  */
 
 import { TrackingError } from './errors.js';
-import type { ModelRegistry } from './registry.js';
+import type { ModelRegistry } from './model-registry.js';
 
 export type RunStatus = 'RUNNING' | 'SCHEDULED' | 'FINISHED' | 'FAILED' | 'KILLED';
 export type LifecycleStage = 'active' | 'deleted';

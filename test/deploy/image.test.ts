@@ -7,7 +7,7 @@
 import { chmodSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVE_NODE_FLAGS } from '../../src/node-flags.js';
+import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
 import { buildServingFixture, type ServingFixture, sampleTexts } from '../support/fixtures.js';
 import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
 import { freePort, predictBody, runAutocannon } from '../support/serve-process.js';
@@ -144,7 +144,7 @@ describe.skipIf(building === null)('the container image', () => {
     const processes = (await podman(['top', id, 'pid', 'args'])).trim().split('\n').slice(1);
     expect(processes).toHaveLength(1);
     expect(processes[0]).toMatch(/^\s*1\s+node /);
-    // …started by the image's entry point with the serve flags (src/node-flags.ts), which bound its memory.
+    // …started by the image's entry point with the serve flags (src/serve/node-flags.ts), which bound its memory.
     const argv = (await podman(['exec', id, 'cat', '/proc/1/cmdline'])).split('\0');
     expect(argv).toEqual(expect.arrayContaining([...SERVE_NODE_FLAGS]));
 

@@ -65,7 +65,12 @@ const SETS: Record<string, unknown> = {
 /** Names of the environment variables Tagger reads: every TAGGER_* and MLFLOW_* its sources mention. */
 function variablesTaggerReads(): Set<string> {
   const names = new Set<string>();
-  for (const file of ['src/config.ts', 'src/cluster.ts', 'src/tracking/rest/rest-http.ts']) {
+  for (const file of [
+    'src/serve/settings.ts',
+    'src/serve/config.ts',
+    'src/serve/cluster.ts',
+    'src/tracking/rest/rest-http.ts',
+  ]) {
     const text = readFileSync(resolve(REPO_ROOT, file), 'utf8');
     for (const match of text.matchAll(/\b(TAGGER_[A-Z_]+|MLFLOW_[A-Z_]+)\b/g)) names.add(match[1]!);
   }

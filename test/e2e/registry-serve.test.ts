@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
-import { registerModelVersion } from '../../src/tracking/registry.js';
+import { registerModelVersion } from '../../src/tracking/model-registry.js';
 import { RestTrackingStore } from '../../src/tracking/rest/rest-store.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { venvPython } from '../support/components.js';

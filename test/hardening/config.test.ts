@@ -3,8 +3,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveServeConfig, StartupError } from '../../src/config.js';
 import { parseApiKeys, resolveHttpOptions } from '../../src/http/index.js';
+import { resolveServeConfig, StartupError } from '../../src/serve/config.js';
 
 const httpOptionsFromEnv = (env: NodeJS.ProcessEnv) => resolveServeConfig({}, env).http;
 

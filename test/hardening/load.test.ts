@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
-import { RunRegistry } from '../../src/service/index.js';
+import { ServedRuns } from '../../src/service/index.js';
 import { captureLog, runsApp } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
 
@@ -94,13 +94,13 @@ describe('under load', () => {
     const slow = instrumentStore(fx.store, {
       beforeRead: () => new Promise<void>((resolve) => setTimeout(resolve, 20)),
     });
-    const registry = await RunRegistry.load(slow, {
+    const servedRuns = await ServedRuns.load(slow, {
       experiment: 'best',
       modelCacheSize: 0,
       log: captureLog(),
     });
     const app = createApp({
-      serving: { mode: 'runs', registry },
+      serving: { mode: 'runs', servedRuns },
       http: { maxInFlight: 2, retryAfterSeconds: 2 },
     });
     apps.push(app);

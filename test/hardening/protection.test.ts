@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
-import { RunRegistry, ServingLifecycle } from '../../src/service/index.js';
+import { ServedRuns, ServingLifecycle } from '../../src/service/index.js';
 import { captureLog, expectEnvelope, postJson, runsApp } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
 
@@ -37,8 +37,12 @@ async function appWithHeldRun(runId: string, http: AppDeps['http']) {
       if (read === runId) await gate;
     },
   });
-  const registry = await RunRegistry.load(slow, { experiment: 'best', modelCacheSize: 2, log: captureLog() });
-  const app = createApp({ serving: { mode: 'runs', registry }, http });
+  const servedRuns = await ServedRuns.load(slow, {
+    experiment: 'best',
+    modelCacheSize: 2,
+    log: captureLog(),
+  });
+  const app = createApp({ serving: { mode: 'runs', servedRuns }, http });
   apps.push(app);
   await app.ready();
   return { app, release, slow };
@@ -397,13 +401,13 @@ describe('probes', () => {
   });
 
   it("readiness follows the server's lifecycle: 503 once the drain for shutdown begins", async () => {
-    const registry = await RunRegistry.load(fx.store, {
+    const servedRuns = await ServedRuns.load(fx.store, {
       experiment: 'best',
       modelCacheSize: 1,
       log: captureLog(),
     });
     const lifecycle = new ServingLifecycle();
-    const app = createApp({ serving: { mode: 'runs', registry, lifecycle } });
+    const app = createApp({ serving: { mode: 'runs', servedRuns, lifecycle } });
     apps.push(app);
     expect((await app.inject({ url: '/health/ready' })).statusCode).toBe(200);
     lifecycle.beginDrain();
@@ -417,7 +421,7 @@ describe('probes', () => {
     const app = createApp({
       serving: {
         mode: 'runs',
-        get registry(): RunRegistry {
+        get servedRuns(): ServedRuns {
           throw new Error('not loaded yet');
         },
       },

@@ -2,7 +2,7 @@
 import { expect } from 'vitest';
 import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
-import { RunRegistry, type ServiceLog } from '../../src/service/index.js';
+import { ServedRuns, type ServiceLog } from '../../src/service/index.js';
 import type { TrackingStore } from '../../src/tracking/index.js';
 
 export interface CapturedLog extends ServiceLog {
@@ -21,15 +21,15 @@ export function captureLog(): CapturedLog {
 export async function runsApp(
   store: TrackingStore,
   options: { modelCacheSize?: number; log?: ServiceLog; deps?: Omit<AppDeps, 'serving'> } = {},
-): Promise<{ app: TaggerApp; registry: RunRegistry }> {
-  const registry = await RunRegistry.load(store, {
+): Promise<{ app: TaggerApp; servedRuns: ServedRuns }> {
+  const servedRuns = await ServedRuns.load(store, {
     experiment: 'best',
     modelCacheSize: options.modelCacheSize ?? 4,
     log: options.log ?? captureLog(),
   });
-  const app = createApp({ ...options.deps, serving: { mode: 'runs', registry } });
+  const app = createApp({ ...options.deps, serving: { mode: 'runs', servedRuns } });
   await app.ready();
-  return { app, registry };
+  return { app, servedRuns };
 }
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}$/;

@@ -1,5 +1,5 @@
 /**
- * RunRegistry.reload over a real file store: outcomes (unchanged, updated, swapped, failed), snapshots
+ * ServedRuns.reload over a real file store: outcomes (unchanged, updated, swapped, failed), snapshots
  * that stay consistent for requests that started on them, the model caches across reloads, faults of
  * the store and of the served run's artifacts, coalescing of overlapping reloads, and the poll timer.
  */
@@ -10,7 +10,7 @@ import {
   pollReloads,
   type ReloadOutcome,
   type ReloadResult,
-  RunRegistry,
+  ServedRuns,
   StartupError,
   UnknownRunError,
 } from '../../src/service/index.js';
@@ -68,58 +68,58 @@ function faultyStore(inner: TrackingStore) {
   return { store, faults };
 }
 
-async function loadRegistry(
+async function loadServedRuns(
   name: string,
   store: TrackingStore = fx.store,
   onReload?: (outcome: ReloadOutcome, runId: string) => void,
 ) {
   const log = captureLog();
-  const registry = await RunRegistry.load(store, {
+  const servedRuns = await ServedRuns.load(store, {
     experiment: name,
     modelCacheSize: 4,
     log,
     ...(onReload ? { onReload } : {}),
   });
-  return { registry, log };
+  return { servedRuns, log };
 }
 
-describe('RunRegistry.reload outcomes', () => {
+describe('ServedRuns.reload outcomes', () => {
   it('is unchanged (same snapshot object) when neither the runs nor the best run changed', async () => {
     const { name, alpha } = await freshExperiment();
-    const { registry, log } = await loadRegistry(name);
-    const before = registry.current;
-    const result = await registry.reload();
+    const { servedRuns, log } = await loadServedRuns(name);
+    const before = servedRuns.current;
+    const result = await servedRuns.reload();
     expect(result).toEqual({ outcome: 'unchanged', runId: alpha, previousRunId: alpha, problems: [] });
-    expect(registry.current).toBe(before);
+    expect(servedRuns.current).toBe(before);
     expect(log.lines.filter((line) => line.level === 'warn')).toEqual([]);
   });
 
   it('is updated when a worse run appears: listed by /runs, same loaded best model', async () => {
     const { name, alpha, beta } = await freshExperiment();
-    const { registry } = await loadRegistry(name);
-    const best = registry.best;
+    const { servedRuns } = await loadServedRuns(name);
+    const best = servedRuns.best;
     const gamma = await logServedRun(fx.store, name, { name: 'gamma', f1: 0.8, model: fx.modelB });
-    const result = await registry.reload();
+    const result = await servedRuns.reload();
     expect(result.outcome).toBe('updated');
     expect(result.runId).toBe(alpha);
-    expect(registry.runs.map((run) => run.runId)).toEqual([alpha, gamma, beta]);
-    expect(registry.best).toBe(best);
-    expect((await registry.model(gamma)).args).toEqual(fx.modelB.args);
+    expect(servedRuns.runs.map((run) => run.runId)).toEqual([alpha, gamma, beta]);
+    expect(servedRuns.best).toBe(best);
+    expect((await servedRuns.model(gamma)).args).toEqual(fx.modelB.args);
   });
 
   it('swaps to a new better run; a snapshot taken before still answers with the old run', async () => {
     const { name, alpha, beta } = await freshExperiment();
     const store = instrumentStore(fx.store);
-    const { registry, log } = await loadRegistry(name, store);
-    const old = registry.current;
-    await registry.model(beta); // cached before the swap, handed over to the next snapshot
+    const { servedRuns, log } = await loadServedRuns(name, store);
+    const old = servedRuns.current;
+    await servedRuns.model(beta); // cached before the swap, handed over to the next snapshot
     const gamma = await logServedRun(fx.store, name, { name: 'gamma', f1: 0.95, model: fx.modelB });
 
-    const result = await registry.reload();
+    const result = await servedRuns.reload();
     expect(result).toEqual({ outcome: 'swapped', runId: gamma, previousRunId: alpha, problems: [] });
-    expect(registry.bestRunId).toBe(gamma);
-    expect(registry.best.args).toEqual(fx.modelB.args);
-    expect(registry.runs.map((run) => run.runId)).toEqual([gamma, alpha, beta]);
+    expect(servedRuns.bestRunId).toBe(gamma);
+    expect(servedRuns.best.args).toEqual(fx.modelB.args);
+    expect(servedRuns.runs.map((run) => run.runId)).toEqual([gamma, alpha, beta]);
     expect(log.lines).toContainEqual(
       expect.objectContaining({ level: 'info', msg: 'reload: serving a new best run' }),
     );
@@ -132,16 +132,16 @@ describe('RunRegistry.reload outcomes', () => {
 
     // Models already loaded move over to the new snapshot without being read again.
     const reads = store.reads.length;
-    expect(await registry.model(alpha)).toBe(old.best);
-    expect(await registry.model(beta)).toBe(await old.model(beta));
-    expect(await registry.performance(alpha)).toBe(old.best.performance);
+    expect(await servedRuns.model(alpha)).toBe(old.best);
+    expect(await servedRuns.model(beta)).toBe(await old.model(beta));
+    expect(await servedRuns.performance(alpha)).toBe(old.best.performance);
     expect(store.reads.length).toBe(reads);
   });
 
   it('skips a broken new best run for the next loadable one, and keeps the current one when that is it', async () => {
     const { name, alpha } = await freshExperiment();
-    const { registry, log } = await loadRegistry(name);
-    const best = registry.best;
+    const { servedRuns, log } = await loadServedRuns(name);
+    const best = servedRuns.best;
     const bad = await logServedRun(fx.store, name, {
       name: 'bad',
       f1: 0.99,
@@ -149,12 +149,12 @@ describe('RunRegistry.reload outcomes', () => {
       brokenModel: true,
     });
 
-    const kept = await registry.reload();
+    const kept = await servedRuns.reload();
     expect(kept.outcome).toBe('updated');
     expect(kept.runId).toBe(alpha);
     expect(kept.problems).toEqual([expect.stringMatching(new RegExp(`^${bad}: model/`))]);
-    expect(registry.best).toBe(best);
-    expect(registry.runs[0]!.runId).toBe(bad);
+    expect(servedRuns.best).toBe(best);
+    expect(servedRuns.runs[0]!.runId).toBe(bad);
     expect(log.lines).toContainEqual({
       level: 'warn',
       msg: 'skipping a run whose artifacts cannot be loaded',
@@ -162,30 +162,30 @@ describe('RunRegistry.reload outcomes', () => {
     });
 
     const good = await logServedRun(fx.store, name, { name: 'good', f1: 0.95, model: fx.modelB });
-    const swapped = await registry.reload();
+    const swapped = await servedRuns.reload();
     expect(swapped).toMatchObject({ outcome: 'swapped', runId: good, previousRunId: alpha });
     expect(swapped.problems).toHaveLength(1);
-    expect(registry.best.args).toEqual(fx.modelB.args);
+    expect(servedRuns.best.args).toEqual(fx.modelB.args);
   });
 
   it('fails when the store cannot be read, keeps the snapshot, and recovers on the next reload', async () => {
     const { name, alpha } = await freshExperiment();
     const { store, faults } = faultyStore(fx.store);
     const outcomes: [ReloadOutcome, string][] = [];
-    const { registry, log } = await loadRegistry(name, store, (outcome, runId) => {
+    const { servedRuns, log } = await loadServedRuns(name, store, (outcome, runId) => {
       outcomes.push([outcome, runId]);
     });
-    const before = registry.current;
+    const before = servedRuns.current;
     faults.searchFails = new TrackingError('UNAVAILABLE', 'tracking server 127.0.0.1:9 is unreachable');
     const gamma = await logServedRun(fx.store, name, { name: 'gamma', f1: 0.95, model: fx.modelB });
 
-    const failed = await registry.reload();
+    const failed = await servedRuns.reload();
     expect(failed.outcome).toBe('failed');
     expect(failed.runId).toBe(alpha);
     expect(failed.problems[0]).toMatch(
       /cannot read experiment "reload-\d+" in .*: tracking server .* unreachable/,
     );
-    expect(registry.current).toBe(before);
+    expect(servedRuns.current).toBe(before);
     expect(log.lines).toContainEqual({
       level: 'warn',
       msg: 'reload failed; still serving the runs and model loaded before',
@@ -193,8 +193,8 @@ describe('RunRegistry.reload outcomes', () => {
     });
 
     faults.searchFails = false;
-    expect((await registry.reload()).outcome).toBe('swapped');
-    expect(registry.bestRunId).toBe(gamma);
+    expect((await servedRuns.reload()).outcome).toBe('swapped');
+    expect(servedRuns.bestRunId).toBe(gamma);
     expect(outcomes).toEqual([
       ['failed', alpha],
       ['swapped', gamma],
@@ -204,24 +204,24 @@ describe('RunRegistry.reload outcomes', () => {
   it('fails and keeps serving when no listed run is loadable any more', async () => {
     const { name, alpha, beta } = await freshExperiment();
     const { store, faults } = faultyStore(fx.store);
-    const { registry } = await loadRegistry(name, store);
-    const before = registry.current;
+    const { servedRuns } = await loadServedRuns(name, store);
+    const before = servedRuns.current;
     faults.hiddenRuns.add(alpha); // the served run left the experiment…
     faults.unreadableRuns.add(beta); // …and the only other one cannot be read
-    const result = await registry.reload();
+    const result = await servedRuns.reload();
     expect(result.outcome).toBe('failed');
     expect(result.problems[0]).toBe('none of the 1 finished runs of 1 has loadable artifacts');
-    expect(registry.current).toBe(before);
-    expect(registry.bestRunId).toBe(alpha);
+    expect(servedRuns.current).toBe(before);
+    expect(servedRuns.bestRunId).toBe(alpha);
   });
 
   it('keeps serving the loaded model when its artifacts disappear, and says so on each reload', async () => {
     const { name, alpha } = await freshExperiment();
     const { store, faults } = faultyStore(fx.store);
-    const { registry, log } = await loadRegistry(name, store);
-    const best = registry.best;
+    const { servedRuns, log } = await loadServedRuns(name, store);
+    const best = servedRuns.best;
     faults.unreadableRuns.add(alpha);
-    const result = await registry.reload();
+    const result = await servedRuns.reload();
     expect(result.outcome).toBe('unchanged');
     expect(result.runId).toBe(alpha);
     expect(result.problems).toEqual([expect.stringContaining(`${alpha}: artifact`)]);
@@ -230,40 +230,40 @@ describe('RunRegistry.reload outcomes', () => {
       msg: "the served run's artifacts cannot be loaded any more; still serving the model loaded before",
       obj: { runId: alpha, reason: expect.stringContaining('not found') },
     });
-    expect(registry.best).toBe(best);
-    expect(await registry.model(alpha)).toBe(best);
-    expect(await registry.performance(alpha)).toBe(best.performance);
+    expect(servedRuns.best).toBe(best);
+    expect(await servedRuns.model(alpha)).toBe(best);
+    expect(await servedRuns.performance(alpha)).toBe(best.performance);
   });
 
   it('drops runs that left the experiment: unknown (404) with their cached models gone', async () => {
     const { name, alpha, beta } = await freshExperiment();
     const { store, faults } = faultyStore(fx.store);
-    const { registry } = await loadRegistry(name, store);
-    await registry.model(beta);
-    await registry.performance(beta);
-    expect(registry.cachedModelRunIds()).toEqual([beta]);
-    const old = registry.current;
+    const { servedRuns } = await loadServedRuns(name, store);
+    await servedRuns.model(beta);
+    await servedRuns.performance(beta);
+    expect(servedRuns.cachedModelRunIds()).toEqual([beta]);
+    const old = servedRuns.current;
 
     faults.hiddenRuns.add(beta);
-    expect((await registry.reload()).outcome).toBe('updated');
-    expect(registry.runs.map((run) => run.runId)).toEqual([alpha]);
-    expect(registry.cachedModelRunIds()).toEqual([]);
-    await expect(registry.model(beta)).rejects.toBeInstanceOf(UnknownRunError);
-    await expect(registry.performance(beta)).rejects.toBeInstanceOf(UnknownRunError);
+    expect((await servedRuns.reload()).outcome).toBe('updated');
+    expect(servedRuns.runs.map((run) => run.runId)).toEqual([alpha]);
+    expect(servedRuns.cachedModelRunIds()).toEqual([]);
+    await expect(servedRuns.model(beta)).rejects.toBeInstanceOf(UnknownRunError);
+    await expect(servedRuns.performance(beta)).rejects.toBeInstanceOf(UnknownRunError);
     // A request that started before the reload still finishes on its snapshot.
     expect((await old.model(beta)).args).toEqual(fx.modelB.args);
   });
 
   it('ignores a reload listener that throws', async () => {
     const { name } = await freshExperiment();
-    const { registry } = await loadRegistry(name, fx.store, () => {
+    const { servedRuns } = await loadServedRuns(name, fx.store, () => {
       throw new Error('metrics broke');
     });
-    expect((await registry.reload()).outcome).toBe('unchanged');
+    expect((await servedRuns.reload()).outcome).toBe('unchanged');
   });
 });
 
-describe('RunRegistry: only finished runs go live, skips are logged once', () => {
+describe('ServedRuns: only finished runs go live, skips are logged once', () => {
   it('never serves a RUNNING or FAILED run, however high its f1, at load or on reload', async () => {
     const { name, alpha } = await freshExperiment();
     const running = await logServedRun(fx.store, name, { name: 'still-running', f1: 0.99, model: fx.modelB });
@@ -271,37 +271,37 @@ describe('RunRegistry: only finished runs go live, skips are logged once', () =>
     const failed = await logServedRun(fx.store, name, { name: 'failed', f1: 0.98, model: fx.modelB });
     await fx.store.updateRun(failed, { status: 'FAILED' });
 
-    const { registry } = await loadRegistry(name);
-    expect(registry.bestRunId).toBe(alpha);
+    const { servedRuns } = await loadServedRuns(name);
+    expect(servedRuns.bestRunId).toBe(alpha);
     // Listed all the same (GET /runs shows every run with its status).
-    expect(registry.runs.map((run) => run.runId).slice(0, 2)).toEqual([running, failed]);
+    expect(servedRuns.runs.map((run) => run.runId).slice(0, 2)).toEqual([running, failed]);
 
     const later = await logServedRun(fx.store, name, { name: 'later-running', f1: 0.995, model: fx.modelB });
     await fx.store.updateRun(later, { status: 'RUNNING' });
-    expect((await registry.reload()).runId).toBe(alpha);
+    expect((await servedRuns.reload()).runId).toBe(alpha);
 
     await fx.store.updateRun(later, { status: 'FINISHED' });
-    expect(await registry.reload()).toMatchObject({ outcome: 'swapped', runId: later });
+    expect(await servedRuns.reload()).toMatchObject({ outcome: 'swapped', runId: later });
   });
 
   it('an experiment with no finished run does not start, and says why', async () => {
     const name = `reload-${++experiments}`;
     const running = await logServedRun(fx.store, name, { name: 'running', f1: 0.9, model: fx.modelA });
     await fx.store.updateRun(running, { status: 'RUNNING' });
-    const error = await loadRegistry(name).catch((caught: unknown) => caught);
+    const error = await loadServedRuns(name).catch((caught: unknown) => caught);
     expect((error as Error).message).toMatch(/none of the 1 runs of experiment .* is FINISHED \(1 RUNNING\)/);
   });
 
   it('a broken run that outranks the served one is logged once, not at every reload', async () => {
     const { name, alpha } = await freshExperiment();
-    const { registry, log } = await loadRegistry(name);
+    const { servedRuns, log } = await loadServedRuns(name);
     const bad = await logServedRun(fx.store, name, {
       name: 'bad',
       f1: 0.99,
       model: fx.modelA,
       brokenModel: true,
     });
-    for (let poll = 0; poll < 4; poll += 1) expect((await registry.reload()).runId).toBe(alpha);
+    for (let poll = 0; poll < 4; poll += 1) expect((await servedRuns.reload()).runId).toBe(alpha);
     const warnings = log.lines.filter(
       (line) =>
         line.msg === 'skipping a run whose artifacts cannot be loaded' &&
@@ -311,7 +311,7 @@ describe('RunRegistry: only finished runs go live, skips are logged once', () =>
   });
 });
 
-describe('RunRegistry: promotion gates', () => {
+describe('ServedRuns: promotion gates', () => {
   const evaluated = (digest: string, size: number, tags = 4) => ({
     [EVALUATION_TAGS.testSetDigest]: digest,
     [EVALUATION_TAGS.testSetSize]: String(size),
@@ -326,8 +326,8 @@ describe('RunRegistry: promotion gates', () => {
       model: fx.modelA,
       tags: evaluated('digest-1', 200),
     });
-    const { registry, log } = await loadRegistry(name);
-    expect(registry.bestRunId).toBe(served);
+    const { servedRuns, log } = await loadServedRuns(name);
+    expect(servedRuns.bestRunId).toBe(served);
 
     await logServedRun(fx.store, name, {
       name: 'tiny',
@@ -347,7 +347,7 @@ describe('RunRegistry: promotion gates', () => {
       model: fx.modelB,
       tags: evaluated('digest-2', 200),
     });
-    for (let poll = 0; poll < 3; poll += 1) expect((await registry.reload()).runId).toBe(served);
+    for (let poll = 0; poll < 3; poll += 1) expect((await servedRuns.reload()).runId).toBe(served);
     const held = log.lines.filter(
       (line) => line.msg === 'not serving a run that does not pass the promotion gates',
     );
@@ -360,7 +360,7 @@ describe('RunRegistry: promotion gates', () => {
       model: fx.modelB,
       tags: evaluated('digest-1', 200),
     });
-    expect(await registry.reload()).toMatchObject({ outcome: 'swapped', runId: comparable });
+    expect(await servedRuns.reload()).toMatchObject({ outcome: 'swapped', runId: comparable });
     expect(other).not.toBe(comparable);
   });
 
@@ -373,7 +373,7 @@ describe('RunRegistry: promotion gates', () => {
       tags: evaluated('digest-1', 200),
     });
     const log = captureLog();
-    const registry = await RunRegistry.load(fx.store, {
+    const servedRuns = await ServedRuns.load(fx.store, {
       experiment: name,
       modelCacheSize: 4,
       log,
@@ -385,7 +385,7 @@ describe('RunRegistry: promotion gates', () => {
       model: fx.modelB,
       tags: evaluated('digest-2', 200),
     });
-    expect(await registry.reload()).toMatchObject({ outcome: 'swapped', runId: other });
+    expect(await servedRuns.reload()).toMatchObject({ outcome: 'swapped', runId: other });
   });
 
   it('holds back a run whose model fails too many behavioural tests; runs without the metric pass', async () => {
@@ -404,17 +404,17 @@ describe('RunRegistry: promotion gates', () => {
     });
     const gated = async () => {
       const log = captureLog();
-      const registry = await RunRegistry.load(fx.store, {
+      const servedRuns = await ServedRuns.load(fx.store, {
         experiment: name,
         modelCacheSize: 4,
         log,
         gates: { ...DEFAULT_GATES, minBehaviouralPassRate: 0.9 },
       });
-      return { registry, log };
+      return { servedRuns, log };
     };
-    const { registry, log } = await gated();
-    expect(registry.bestRunId).toBe(passing);
-    expect(registry.problems.heldBack).toEqual([
+    const { servedRuns, log } = await gated();
+    expect(servedRuns.bestRunId).toBe(passing);
+    expect(servedRuns.problems.heldBack).toEqual([
       {
         runId: failing,
         kind: 'gates',
@@ -427,17 +427,17 @@ describe('RunRegistry: promotion gates', () => {
       log.lines.some((line) => line.msg === 'not serving a run that does not pass the promotion gates'),
     ).toBe(true);
     // Off by default: the best f1 serves.
-    expect((await loadRegistry(name)).registry.bestRunId).toBe(failing);
+    expect((await loadServedRuns(name)).servedRuns.bestRunId).toBe(failing);
     // A run logged without behavioural tests (older Tagger, another tool) is not held back for that.
     const unchecked = await logServedRun(fx.store, name, { name: 'unchecked', f1: 0.995, model: fx.modelA });
-    expect((await registry.reload()).runId).toBe(unchecked);
-    expect((await gated()).registry.bestRunId).toBe(unchecked);
+    expect((await servedRuns.reload()).runId).toBe(unchecked);
+    expect((await gated()).servedRuns.bestRunId).toBe(unchecked);
   });
 
   it('startup skips runs that fail the gates and says so when none passes', async () => {
     const name = `reload-${++experiments}`;
     await logServedRun(fx.store, name, { name: 'tiny', f1: 1, model: fx.modelA, tags: evaluated('d', 9) });
-    const error = await loadRegistry(name).catch((caught: unknown) => caught);
+    const error = await loadServedRuns(name).catch((caught: unknown) => caught);
     expect((error as Error).message).toMatch(/none of the finished runs .* passes the promotion gates/);
     const ok = await logServedRun(fx.store, name, {
       name: 'ok',
@@ -445,16 +445,16 @@ describe('RunRegistry: promotion gates', () => {
       model: fx.modelB,
       tags: evaluated('d', 100),
     });
-    expect((await loadRegistry(name)).registry.bestRunId).toBe(ok);
+    expect((await loadServedRuns(name)).servedRuns.bestRunId).toBe(ok);
   });
 });
 
-describe('RunRegistry.problems: what readiness and metrics report', () => {
+describe('ServedRuns.problems: what readiness and metrics report', () => {
   it('lists better-ranked runs held back (gates, unloadable) and an unreadable store, then clears them', async () => {
     const { name, alpha } = await freshExperiment();
     const { store, faults } = faultyStore(fx.store);
-    const { registry } = await loadRegistry(name, store);
-    expect(registry.problems).toEqual({ store: null, heldBack: [] });
+    const { servedRuns } = await loadServedRuns(name, store);
+    expect(servedRuns.problems).toEqual({ store: null, heldBack: [] });
 
     const broken = await logServedRun(fx.store, name, {
       name: 'broken',
@@ -468,44 +468,44 @@ describe('RunRegistry.problems: what readiness and metrics report', () => {
       model: fx.modelB,
       tags: { [EVALUATION_TAGS.testSetSize]: '5' },
     });
-    expect((await registry.reload()).runId).toBe(alpha);
-    expect(registry.problems.store).toBeNull();
-    expect(registry.problems.heldBack).toEqual([
+    expect((await servedRuns.reload()).runId).toBe(alpha);
+    expect(servedRuns.problems.store).toBeNull();
+    expect(servedRuns.problems.heldBack).toEqual([
       { runId: broken, kind: 'unloadable', reason: expect.stringMatching(/^model\//) },
       { runId: tiny, kind: 'gates', reason: expect.stringMatching(/test split has 5 rows/) },
     ]);
 
     faults.searchFails = new TrackingError('UNAVAILABLE', 'tracking server 127.0.0.1:9 is unreachable');
-    expect((await registry.reload()).outcome).toBe('failed');
-    expect(registry.problems.store).toMatch(/could not read the tracking store/);
-    expect(registry.problems.store).not.toMatch(/127\.0\.0\.1/);
+    expect((await servedRuns.reload()).outcome).toBe('failed');
+    expect(servedRuns.problems.store).toMatch(/could not read the tracking store/);
+    expect(servedRuns.problems.store).not.toMatch(/127\.0\.0\.1/);
     faults.searchFails = false;
-    await registry.reload();
-    expect(registry.problems.store).toBeNull();
+    await servedRuns.reload();
+    expect(servedRuns.problems.store).toBeNull();
   });
 });
 
-describe('RunRegistry: a pinned run (--run-id)', () => {
+describe('ServedRuns: a pinned run (--run-id)', () => {
   it('serves the pinned run, not the best, and keeps it through reloads while the list refreshes', async () => {
     const { name, alpha, beta } = await freshExperiment();
     const log = captureLog();
-    const registry = await RunRegistry.load(fx.store, {
+    const servedRuns = await ServedRuns.load(fx.store, {
       experiment: name,
       modelCacheSize: 4,
       log,
       pinRunId: beta,
     });
-    expect(registry.bestRunId).toBe(beta);
-    expect(registry.runs[0]!.runId).toBe(alpha);
+    expect(servedRuns.bestRunId).toBe(beta);
+    expect(servedRuns.runs[0]!.runId).toBe(alpha);
     const better = await logServedRun(fx.store, name, { name: 'better', f1: 0.99, model: fx.modelA });
-    const result = await registry.reload();
+    const result = await servedRuns.reload();
     expect(result).toMatchObject({ outcome: 'updated', runId: beta });
-    expect(registry.runs[0]!.runId).toBe(better);
+    expect(servedRuns.runs[0]!.runId).toBe(better);
   });
 
   it('a pin that is not a run of the experiment, or cannot load, stops startup with the reason', async () => {
     const { name } = await freshExperiment();
-    const unknown = await loadRegistryPinned(name, 'f'.repeat(32)).catch((caught: unknown) => caught);
+    const unknown = await loadServedRunsPinned(name, 'f'.repeat(32)).catch((caught: unknown) => caught);
     expect((unknown as Error).message).toMatch(
       /--run-id f{32} is not a run of experiment .* \(it has 2 runs\)/,
     );
@@ -515,23 +515,23 @@ describe('RunRegistry: a pinned run (--run-id)', () => {
       model: fx.modelA,
       brokenModel: true,
     });
-    const error = await loadRegistryPinned(name, broken).catch((caught: unknown) => caught);
+    const error = await loadServedRunsPinned(name, broken).catch((caught: unknown) => caught);
     expect((error as Error).message).toMatch(
       new RegExp(`--run-id ${broken} \\(status FINISHED\\) cannot be served: model/`),
     );
   });
 });
 
-describe('RunRegistry: a model URI (--model-uri)', () => {
+describe('ServedRuns: a model URI (--model-uri)', () => {
   let models = 0;
   const loadTarget = (uri: string, store: TrackingStore = fx.store) => {
     const log = captureLog();
-    return RunRegistry.load(store, {
+    return ServedRuns.load(store, {
       experiment: 'best',
       modelCacheSize: 4,
       log,
       modelUri: parseModelUri(uri),
-    }).then((registry) => ({ registry, log }));
+    }).then((servedRuns) => ({ servedRuns, log }));
   };
 
   it('serves the version an alias points at and follows the alias (swap, version change, unchanged)', async () => {
@@ -543,26 +543,26 @@ describe('RunRegistry: a model URI (--model-uri)', () => {
     await registerModelVersion(fx.store.registry, model, source(alpha));
     await fx.store.registry.setAlias(model, 'champion', 1);
 
-    const { registry } = await loadTarget(`models:/${model}@champion`);
+    const { servedRuns } = await loadTarget(`models:/${model}@champion`);
     // The alias decides, not f1: beta (0.7) serves although alpha (0.9) is listed first.
-    expect(registry.bestRunId).toBe(beta);
-    expect(registry.runs.map((run) => run.runId)).toEqual([alpha, beta]);
-    expect(registry.current.target).toEqual({
+    expect(servedRuns.bestRunId).toBe(beta);
+    expect(servedRuns.runs.map((run) => run.runId)).toEqual([alpha, beta]);
+    expect(servedRuns.current.target).toEqual({
       uri: `models:/${model}@champion`,
       version: expect.objectContaining({ name: model, version: 1, runId: beta }),
     });
-    expect(await registry.reload()).toMatchObject({ outcome: 'unchanged', runId: beta });
+    expect(await servedRuns.reload()).toMatchObject({ outcome: 'unchanged', runId: beta });
 
     await fx.store.registry.setAlias(model, 'champion', 2);
-    const swapped = await registry.reload();
+    const swapped = await servedRuns.reload();
     expect(swapped).toMatchObject({ outcome: 'swapped', runId: alpha, previousRunId: beta });
-    expect(registry.best.args).toEqual(fx.modelA.args);
-    expect(registry.current.target?.version?.version).toBe(2);
+    expect(servedRuns.best.args).toEqual(fx.modelA.args);
+    expect(servedRuns.current.target?.version?.version).toBe(2);
 
     // Another version of the same run: nothing to load, but responses must name the new version.
     await fx.store.registry.setAlias(model, 'champion', 3);
-    expect(await registry.reload()).toMatchObject({ outcome: 'updated', runId: alpha });
-    expect(registry.current.target?.version?.version).toBe(3);
+    expect(await servedRuns.reload()).toMatchObject({ outcome: 'updated', runId: alpha });
+    expect(servedRuns.current.target?.version?.version).toBe(3);
     expect(experiment).toMatch(/^reload-/);
   });
 
@@ -571,11 +571,11 @@ describe('RunRegistry: a model URI (--model-uri)', () => {
     const model = `reload-model-${++models}`;
     await registerModelVersion(fx.store.registry, model, { source: `runs:/${alpha}/model`, runId: alpha });
     await registerModelVersion(fx.store.registry, model, { source: `runs:/${beta}/model`, runId: beta });
-    expect((await loadTarget(`models:/${model}/1`)).registry.bestRunId).toBe(alpha);
-    const latest = (await loadTarget(`models:/${model}@latest`)).registry;
+    expect((await loadTarget(`models:/${model}/1`)).servedRuns.bestRunId).toBe(alpha);
+    const latest = (await loadTarget(`models:/${model}@latest`)).servedRuns;
     expect(latest.bestRunId).toBe(beta);
     expect(latest.current.target?.version?.version).toBe(2);
-    const byRun = (await loadTarget(`runs:/${alpha}/model`)).registry;
+    const byRun = (await loadTarget(`runs:/${alpha}/model`)).servedRuns;
     expect(byRun.bestRunId).toBe(alpha);
     expect(byRun.current.target).toEqual({ uri: `runs:/${alpha}/model`, version: null });
   });
@@ -626,14 +626,14 @@ describe('RunRegistry: a model URI (--model-uri)', () => {
     await registerModelVersion(fx.store.registry, model, { source: `runs:/${alpha}/model`, runId: alpha });
     await registerModelVersion(fx.store.registry, model, { source: `runs:/${broken}/model`, runId: broken });
     await fx.store.registry.setAlias(model, 'champion', 1);
-    const { registry, log } = await loadTarget(`models:/${model}@champion`);
+    const { servedRuns, log } = await loadTarget(`models:/${model}@champion`);
 
     await fx.store.registry.setAlias(model, 'champion', 2);
     for (let i = 0; i < 3; i++) {
-      expect(await registry.reload()).toMatchObject({ outcome: 'failed', runId: alpha });
+      expect(await servedRuns.reload()).toMatchObject({ outcome: 'failed', runId: alpha });
     }
-    expect(registry.bestRunId).toBe(alpha);
-    expect(registry.problems).toEqual({
+    expect(servedRuns.bestRunId).toBe(alpha);
+    expect(servedRuns.problems).toEqual({
       store: null,
       heldBack: [
         {
@@ -644,29 +644,29 @@ describe('RunRegistry: a model URI (--model-uri)', () => {
         },
       ],
     });
-    expect(registry.problems.heldBack[0]!.reason).not.toMatch(/\/tmp|file:/);
+    expect(servedRuns.problems.heldBack[0]!.reason).not.toMatch(/\/tmp|file:/);
     // Logged once, not at every reload.
     expect(
       log.lines.filter((line) => line.msg.includes('points at a run that cannot be loaded')),
     ).toHaveLength(1);
 
     await fx.store.registry.deleteAlias(model, 'champion');
-    expect(await registry.reload()).toMatchObject({ outcome: 'failed', runId: alpha });
-    expect(registry.problems.store).toBe(
+    expect(await servedRuns.reload()).toMatchObject({ outcome: 'failed', runId: alpha });
+    expect(servedRuns.problems.store).toBe(
       `models:/${model}@champion cannot be resolved now (the model, alias, version or run it names does not exist); the model loaded before keeps serving`,
     );
 
     await fx.store.registry.setAlias(model, 'champion', 1);
-    expect(await registry.reload()).toMatchObject({ outcome: 'unchanged', runId: alpha });
-    expect(registry.problems).toEqual({ store: null, heldBack: [] });
+    expect(await servedRuns.reload()).toMatchObject({ outcome: 'unchanged', runId: alpha });
+    expect(servedRuns.problems).toEqual({ store: null, heldBack: [] });
   });
 });
 
-function loadRegistryPinned(name: string, pinRunId: string): Promise<RunRegistry> {
-  return RunRegistry.load(fx.store, { experiment: name, modelCacheSize: 4, log: captureLog(), pinRunId });
+function loadServedRunsPinned(name: string, pinRunId: string): Promise<ServedRuns> {
+  return ServedRuns.load(fx.store, { experiment: name, modelCacheSize: 4, log: captureLog(), pinRunId });
 }
 
-describe('RunRegistry.reload coalescing', () => {
+describe('ServedRuns.reload coalescing', () => {
   it('never runs two reloads at once: calls during one share a single reload queued behind it', async () => {
     const { name } = await freshExperiment();
     let active = 0;
@@ -689,19 +689,19 @@ describe('RunRegistry.reload coalescing', () => {
         }
       },
     };
-    const { registry } = await loadRegistry(name, store);
+    const { servedRuns } = await loadServedRuns(name, store);
     searches = 0;
     gate = new Promise<void>((done) => {
       release = done;
     });
-    const first = registry.reload();
+    const first = servedRuns.reload();
     await vi.waitFor(() => expect(searches).toBe(1));
-    const second = registry.reload();
-    const third = registry.reload();
+    const second = servedRuns.reload();
+    const third = servedRuns.reload();
     expect(third).toBe(second);
     expect(second).not.toBe(first);
     let settled = false;
-    const idle = registry.settled().then(() => {
+    const idle = servedRuns.settled().then(() => {
       settled = true;
     });
     release();
@@ -712,7 +712,7 @@ describe('RunRegistry.reload coalescing', () => {
     expect(searches).toBe(2);
     expect(maxActive).toBe(1);
     // Once idle, a new call starts a new reload.
-    await registry.reload();
+    await servedRuns.reload();
     expect(searches).toBe(3);
   });
 });

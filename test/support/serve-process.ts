@@ -1,5 +1,5 @@
 /**
- * The real server as a child process (`node --import tsx src/server.ts`, env config only) and two load
+ * The real server as a child process (`node --import tsx src/serve/server.ts`, env config only) and two load
  * generators against it, for the hot-reload, shutdown and fault tests:
  * - `KeepAliveLoad`: a few keep-alive connections each sending one POST /predict after another and
  *   recording every request's outcome (status, run id, error code, whether the socket was reused and
@@ -18,7 +18,7 @@ import { getOrCreateExperiment, type TrackingStore } from '../../src/tracking/in
 import { REPO_ROOT, TSX_LOADER } from './components.js';
 import type { TrainedModel } from './fixtures.js';
 
-const SERVER_ENTRY = resolve(REPO_ROOT, 'src', 'server.ts');
+const SERVER_ENTRY = resolve(REPO_ROOT, 'src', 'serve', 'server.ts');
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -60,7 +60,7 @@ export function killServers(): void {
 }
 
 /**
- * Starts `src/server.ts` with the given environment on a free loopback port and resolves once GET /
+ * Starts `src/serve/server.ts` with the given environment on a free loopback port and resolves once GET /
  * answers 200. Rejects with the server's stderr if it exits first, or after `readyTimeoutMs`.
  */
 export async function spawnServer(

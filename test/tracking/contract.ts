@@ -14,10 +14,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerModelVersion, versionByAlias } from '../../src/tracking/registry.js';
+import { registerModelVersion, versionByAlias } from '../../src/tracking/model-registry.js';
 import type { ArtifactEntry, Run, TrackingStore } from '../../src/tracking/store.js';
 import { getOrCreateExperiment, TrackingError } from '../../src/tracking/store.js';
-import { defineOutputsContract } from './contract-outputs.js';
+import { defineOutputsContract } from './contract-datasets-and-models.js';
 
 export interface ContractSubject {
   store: TrackingStore;
@@ -604,7 +604,7 @@ export function runTrackingStoreContract(
       expect(versions.map((v) => v.version).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
       expect((await s.registry.getRegisteredModel(name))?.latestVersion).toBe(6);
     });
-    // Dataset inputs, run outputs and MLflow 3 logged models (contract-outputs.ts).
+    // Dataset inputs, run outputs and MLflow 3 logged models (contract-datasets-and-models.ts).
     defineOutputsContract(store, newExperiment);
   });
 }

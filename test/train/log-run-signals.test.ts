@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
-import { RunRegistry } from '../../src/service/index.js';
+import { ServedRuns } from '../../src/service/index.js';
 import { FileTrackingStore } from '../../src/tracking/index.js';
 import { captureLog } from '../http/helpers.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
@@ -105,13 +105,13 @@ describe('tagger train interrupted while its run is logged', () => {
         expect(stored.length).toBeGreaterThan(0);
         expect(stored.length).toBeLessThan(MODEL_FILES.length);
         // Serving ranks it first (the same f1 as the finished run, and newer) and serves the finished run.
-        const registry = await RunRegistry.load(tracking, {
+        const servedRuns = await ServedRuns.load(tracking, {
           experiment: 'best',
           modelCacheSize: 2,
           log: captureLog(),
         });
-        expect(registry.runs[0]).toMatchObject({ runId, status: 'KILLED' });
-        expect(registry.bestRunId).toBe(finishedRunId);
+        expect(servedRuns.runs[0]).toMatchObject({ runId, status: 'KILLED' });
+        expect(servedRuns.bestRunId).toBe(finishedRunId);
       } finally {
         await tracking.close();
       }

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { parseTrainingArgs } from '../../src/model/index.js';
-import { loadModelDirectory, RunRegistry } from '../../src/service/index.js';
+import { loadModelDirectory, ServedRuns } from '../../src/service/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
@@ -79,7 +79,7 @@ const PLANS = {
 describe.skipIf(executablePath === null)('the inspection page in a browser', () => {
   let dir: string;
   let store: TrackingStore;
-  let registry: RunRegistry;
+  let servedRuns: ServedRuns;
   const apps: TaggerApp[] = [];
   let base: string;
   let keyedBase: string;
@@ -126,9 +126,9 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
   async function serve(
     http: Parameters<typeof createApp>[0]['http'],
     uiDir: string,
-    runs: RunRegistry = registry,
+    runs: ServedRuns = servedRuns,
   ): Promise<string> {
-    const app = createApp({ serving: { mode: 'runs', registry: runs }, http, uiDir });
+    const app = createApp({ serving: { mode: 'runs', servedRuns: runs }, http, uiDir });
     apps.push(app);
     return app.listen({ host: '127.0.0.1', port: 0 });
   }
@@ -144,11 +144,11 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     store = await openTrackingStore(join(dir, 'mlruns'));
     await logPlan('weak');
     await logPlan('middle');
-    registry = await RunRegistry.load(store, { experiment: 'best', modelCacheSize: 4, log: captureLog() });
+    servedRuns = await ServedRuns.load(store, { experiment: 'best', modelCacheSize: 4, log: captureLog() });
     base = await serve(undefined, uiDir);
     keyedBase = await serve({ apiKeys: [API_KEY] }, uiDir);
     await logMultiLabel();
-    const multiRegistry = await RunRegistry.load(store, {
+    const multiRegistry = await ServedRuns.load(store, {
       experiment: 'multi',
       modelCacheSize: 2,
       log: captureLog(),
@@ -471,7 +471,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
       .fill('Transformers for named entity recognition\nObject detection in images with YOLO');
     await page.getByRole('button', { name: 'Tag' }).click();
     await page.locator('.results > li').nth(1).waitFor();
-    const served = registry.current.best.model;
+    const served = servedRuns.current.best.model;
     const expected = served.predict([
       'Transformers for named entity recognition',
       'Object detection in images with YOLO',
@@ -506,7 +506,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     await logPlan('strong');
     expect(outcomes.strong.performance.overall.f1).toBeGreaterThan(outcomes.middle.performance.overall.f1);
     // What the server's reload poller does on its next tick.
-    expect((await registry.reload()).outcome).toBe('swapped');
+    expect((await servedRuns.reload()).outcome).toBe('swapped');
     await expect
       .poll(() => page.getByTestId('answered-by').textContent(), { timeout: 15_000 })
       .toContain(runIds.strong);

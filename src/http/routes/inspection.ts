@@ -2,13 +2,13 @@
  * Run details for the inspection page (/ui) beyond the contract's report: a run's per-epoch losses and
  * what it got wrong on its test split. Run-based mode only; ids are checked against the loaded runs first.
  */
-import type { RunRegistry } from '../../service/index.js';
+import type { ServedRuns } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import { errorResponses } from '../responses.js';
 import { Envelope, RunErrorsData, RunHistoryData, RunIdParams } from '../schemas.js';
 import type { TaggerApp } from '../types.js';
 
-export function inspectionRoutes(app: TaggerApp, current: () => RunRegistry): void {
+export function inspectionRoutes(app: TaggerApp, current: () => ServedRuns): void {
   app.get(
     '/runs/:run_id/history',
     {

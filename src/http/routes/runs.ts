@@ -2,7 +2,7 @@
  * The run-based endpoints: `GET /runs`, `GET /runs/{run_id}`, `POST /runs/{run_id}/predict`. A run id is
  * looked up among the runs loaded at startup before anything is read for it; an unknown id is a 404.
  */
-import type { RunRegistry } from '../../service/index.js';
+import type { ServedRuns } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import type { HttpLimits } from '../options.js';
 import { errorResponses, predict, runRecord } from '../responses.js';
@@ -18,7 +18,7 @@ import {
 import { modelVersionOf } from '../served.js';
 import type { TaggerApp } from '../types.js';
 
-export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: HttpLimits): void {
+export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: HttpLimits): void {
   app.get(
     '/runs',
     {
@@ -33,12 +33,12 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: Ht
     },
     async (request) => {
       const { top } = request.query;
-      const registry = current();
+      const servedRuns = current();
       // One snapshot: its runs and its served run belong together.
-      const snapshot = registry.current;
+      const snapshot = servedRuns.current;
       const { runs: all, bestRunId } = snapshot;
       const modelVersion = modelVersionOf(snapshot);
-      const heldBack = new Map(registry.problems.heldBack.map((held) => [held.runId, held.reason]));
+      const heldBack = new Map(servedRuns.problems.heldBack.map((held) => [held.runId, held.reason]));
       const runs = top === undefined ? all : all.slice(0, top);
       return envelope(request, 200, {
         runs: runs.map((run) =>
@@ -46,7 +46,7 @@ export function runRoutes(app: TaggerApp, current: () => RunRegistry, limits: Ht
             servedRunId: bestRunId,
             heldBack,
             modelVersion,
-            mlflowUiUrl: registry.mlflowUiUrl,
+            mlflowUiUrl: servedRuns.mlflowUiUrl,
           }),
         ),
       });

@@ -47,6 +47,7 @@ import type {
   TrackingStore,
 } from '../store.js';
 import { TrackingError } from '../store.js';
+import { FileRunIo } from './datasets-and-models.js';
 import {
   dumpMeta,
   formatMetricValue,
@@ -58,9 +59,8 @@ import {
   parseMeta,
   parseMetricLine,
 } from './formats.js';
-import { FileRunIo } from './outputs.js';
+import { FileModelRegistry } from './model-registry.js';
 import { exists, existsSync, readText, readTextSync, subdirectoriesSync, walkFilesSync } from './read.js';
-import { FileModelRegistry } from './registry.js';
 
 export interface FileTrackingStoreOptions {
   /**
@@ -157,7 +157,7 @@ export class FileTrackingStore implements TrackingStore {
   private initialized: Promise<void> | undefined;
   /** Run id -> location; verified on use, since runs can move (experiment deleted to `.trash`). */
   private readonly runLocations = new Map<string, RunLocation>();
-  /** Dataset inputs, run outputs and logged models (`outputs.ts`). */
+  /** Dataset inputs, run outputs and logged models (`datasets-and-models.ts`). */
   private readonly io: FileRunIo;
 
   /** `root` is a folder path or a `file://` URI; it is created (with experiment `0`) on first use. */

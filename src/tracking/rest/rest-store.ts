@@ -14,8 +14,8 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pointsByModel } from '../dataset-and-model-rules.js';
 import { artifactSegments, collectPages, statusUpdate, validateBatch } from '../mlflow-rules.js';
-import { pointsByModel } from '../run-io.js';
 import {
   type ArtifactEntry,
   type CreateLoggedModelOptions,
@@ -33,8 +33,8 @@ import {
   TrackingError,
   type TrackingStore,
 } from '../store.js';
-import { RestRunIo, runInputsAndOutputs } from './outputs.js';
-import { RestModelRegistry } from './registry.js';
+import { RestRunIo, runInputsAndOutputs } from './datasets-and-models.js';
+import { RestModelRegistry } from './model-registry.js';
 import { type RequestSpec, type RestCalls, RestHttpClient, type RestHttpOptions } from './rest-http.js';
 import {
   type Answer,
@@ -74,7 +74,7 @@ export class RestTrackingStore implements TrackingStore {
   private readonly http: RestHttpClient;
   /** A run's artifact_uri never changes, so one lookup per run is enough. Bounded. */
   private readonly artifactUris = new Map<string, string>();
-  /** Dataset inputs, run outputs and logged models (`outputs.ts`). */
+  /** Dataset inputs, run outputs and logged models (`datasets-and-models.ts`). */
   private readonly io: RestRunIo;
 
   constructor(options: RestTrackingStoreOptions) {

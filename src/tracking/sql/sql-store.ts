@@ -44,6 +44,7 @@ import {
   TrackingError,
   type TrackingStore,
 } from '../store.js';
+import { SqlRunIo } from './datasets-and-models.js';
 import {
   databaseError,
   isUniqueViolation,
@@ -53,8 +54,7 @@ import {
   SqliteDriver,
   type SqlRow,
 } from './driver.js';
-import { SqlRunIo } from './outputs.js';
-import { SqlModelRegistry } from './registry.js';
+import { SqlModelRegistry } from './model-registry.js';
 import { ensureSchema } from './schema.js';
 
 export interface SqlTrackingStoreOptions {
@@ -129,7 +129,7 @@ const RUN_COLUMNS =
 export class SqlTrackingStore implements TrackingStore {
   readonly registry: SqlModelRegistry;
   private readonly onWarning: (message: string) => void;
-  /** Dataset inputs, run outputs and logged models (`outputs.ts`). */
+  /** Dataset inputs, run outputs and logged models (`datasets-and-models.ts`). */
   private readonly io: SqlRunIo;
 
   private constructor(

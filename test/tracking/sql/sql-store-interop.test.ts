@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
-import { registerModelVersion, versionByAlias } from '../../../src/tracking/registry.js';
+import { registerModelVersion, versionByAlias } from '../../../src/tracking/model-registry.js';
 import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
 import { ALEMBIC_HEAD, MLFLOW_VERSION } from '../../../src/tracking/sql/mlflow-schema.js';
 import { SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';

@@ -17,7 +17,7 @@ import {
   validateModelName,
   validateSettableAlias,
   validateVersion,
-} from '../registry.js';
+} from '../model-registry.js';
 import { TrackingError } from '../store.js';
 import { databaseError, isUniqueViolation, type SqlDriver, type SqlExecutor, type SqlRow } from './driver.js';
 

@@ -7,20 +7,20 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { resolveServeConfig, SERVE_DEFAULTS } from '../src/config.js';
+import { resolveServeConfig, SERVE_DEFAULTS } from '../../src/serve/config.js';
 import {
   type RunningServer,
   runServeCommand,
   StartupError,
   serveUntilSignalled,
   startServer,
-} from '../src/server.js';
-import type { ReloadResult } from '../src/service/index.js';
-import { defaultTrackingUri, type TrackingStore } from '../src/tracking/index.js';
-import { defaultWorkers } from '../src/worker-count.js';
-import { REPO_ROOT } from './support/components.js';
-import { buildServingFixture, instrumentStore, type ServingFixture } from './support/fixtures.js';
-import { logServedRun, predictBody } from './support/serve-process.js';
+} from '../../src/serve/server.js';
+import { defaultWorkers } from '../../src/serve/worker-count.js';
+import type { ReloadResult } from '../../src/service/index.js';
+import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index.js';
+import { REPO_ROOT } from '../support/components.js';
+import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { logServedRun, predictBody } from '../support/serve-process.js';
 
 let fx: ServingFixture;
 
@@ -349,8 +349,8 @@ describe('REST tracking store at startup', () => {
   });
 });
 
-describe('node src/server.ts (env only)', () => {
-  const serverEntry = resolve(REPO_ROOT, 'src', 'server.ts');
+describe('node src/serve/server.ts (env only)', () => {
+  const serverEntry = resolve(REPO_ROOT, 'src', 'serve', 'server.ts');
 
   function run(env: Record<string, string>) {
     const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {

@@ -20,8 +20,6 @@ import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isMap, parseDocument, stringify } from 'yaml';
-import { atomicWrite, fsError, LocalArtifacts, localArtifactPath } from '../local-artifacts.js';
-import { invalid, validateKey } from '../mlflow-rules.js';
 import {
   compareLoggedModels,
   MODEL_STATUS_TO_INT,
@@ -34,7 +32,9 @@ import {
   validateModelId,
   validateModelOutputs,
   validateModelStatus,
-} from '../run-io.js';
+} from '../dataset-and-model-rules.js';
+import { atomicWrite, fsError, LocalArtifacts, localArtifactPath } from '../local-artifacts.js';
+import { invalid, validateKey } from '../mlflow-rules.js';
 import type {
   CreateLoggedModelOptions,
   Dataset,

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { configurationDoc, configurationSchema } from '../scripts/config-table.js';
+import { configurationDoc, configurationSchema } from '../../scripts/config-table.js';
 import {
   CONFIG_FILE_SCHEMA,
   flagAttribute,
@@ -21,8 +21,8 @@ import {
   type ServeFlags,
   type SettingKey,
   StartupError,
-} from '../src/config.js';
-import { REPO_ROOT } from './support/components.js';
+} from '../../src/serve/config.js';
+import { REPO_ROOT } from '../support/components.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tagger-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

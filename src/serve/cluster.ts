@@ -33,7 +33,7 @@ export class ClusterError extends StartupError {}
 
 /**
  * `--workers`, else TAGGER_WORKERS, else the config file, else the number of cores this process may use
- * (the `workers` setting of src/config.ts).
+ * (the `workers` setting of src/serve/settings.ts).
  * @example resolveWorkerCount('2', {}) // 2
  */
 export function resolveWorkerCount(flag: string | number | undefined, env: NodeJS.ProcessEnv): number {

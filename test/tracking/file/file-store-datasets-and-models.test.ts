@@ -13,7 +13,7 @@ import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
 import { SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
 import type { TrackingStore } from '../../../src/tracking/store.js';
 import { expectTrackingError } from '../contract.js';
-import { TRAINING_INPUT } from '../contract-outputs.js';
+import { TRAINING_INPUT } from '../contract-datasets-and-models.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -15,7 +15,7 @@ import {
   validateModelName,
   validateSettableAlias,
   validateVersion,
-} from '../registry.js';
+} from '../model-registry.js';
 import { TrackingError } from '../store.js';
 import type { RestCalls } from './rest-http.js';
 import { answer, Int64, int64ToNumber } from './rest-json.js';

@@ -1,7 +1,7 @@
-/** RunRegistry over a real file store: ordering, skipping broken runs, lazy bounded model cache, failures. */
+/** ServedRuns over a real file store: ordering, skipping broken runs, lazy bounded model cache, failures. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
-import { RunLoadError, RunRegistry, StartupError, UnknownRunError } from '../../src/service/index.js';
+import { RunLoadError, ServedRuns, StartupError, UnknownRunError } from '../../src/service/index.js';
 import { captureLog } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
 
@@ -16,18 +16,25 @@ afterAll(async () => {
 });
 
 const load = (experiment: string, modelCacheSize = 4, store = fx.store) =>
-  RunRegistry.load(store, { experiment, modelCacheSize, log: captureLog() });
+  ServedRuns.load(store, { experiment, modelCacheSize, log: captureLog() });
 
 /** Reads of a full model load: args.json, performance.json and every model file. */
 const FULL_LOAD = 2 + MODEL_FILES.length;
 
-describe('RunRegistry.load', () => {
+describe('ServedRuns.load', () => {
   it('orders runs by f1 descending (NaN, then no f1, last) and serves the best loadable one', async () => {
     const log = captureLog();
-    const registry = await RunRegistry.load(fx.store, { experiment: 'best', modelCacheSize: 4, log });
-    expect(registry.runs.map((r) => r.runName)).toEqual(['broken', 'alpha', 'beta', 'noperf', 'nan', 'nof1']);
-    expect(registry.bestRunId).toBe(fx.runs.alpha);
-    expect(registry.best.args).toEqual(fx.modelA.args);
+    const servedRuns = await ServedRuns.load(fx.store, { experiment: 'best', modelCacheSize: 4, log });
+    expect(servedRuns.runs.map((r) => r.runName)).toEqual([
+      'broken',
+      'alpha',
+      'beta',
+      'noperf',
+      'nan',
+      'nof1',
+    ]);
+    expect(servedRuns.bestRunId).toBe(fx.runs.alpha);
+    expect(servedRuns.best.args).toEqual(fx.modelA.args);
     expect(log.lines.filter((l) => l.level === 'warn').map((l) => l.obj)).toEqual([
       { runId: fx.runs.broken, reason: expect.stringContaining('model/') },
     ]);
@@ -65,44 +72,44 @@ describe('RunRegistry.load', () => {
   });
 });
 
-describe('RunRegistry.model', () => {
+describe('ServedRuns.model', () => {
   it('loads a run once, keeps at most modelCacheSize others, and never evicts the best run', async () => {
     const store = instrumentStore(fx.store);
-    const registry = await load('best', 1, store);
+    const servedRuns = await load('best', 1, store);
     const startupReads = store.reads.length;
-    expect(await registry.model(fx.runs.alpha)).toBe(registry.best);
+    expect(await servedRuns.model(fx.runs.alpha)).toBe(servedRuns.best);
     expect(store.reads.length).toBe(startupReads);
 
-    await registry.model(fx.runs.beta);
-    await registry.model(fx.runs.beta);
+    await servedRuns.model(fx.runs.beta);
+    await servedRuns.model(fx.runs.beta);
     expect(store.readsOf(fx.runs.beta)).toBe(FULL_LOAD);
-    await registry.model(fx.runs.nan); // evicts beta (capacity 1)
-    expect(registry.cachedModelRunIds()).toEqual([fx.runs.nan]);
-    await registry.model(fx.runs.beta);
+    await servedRuns.model(fx.runs.nan); // evicts beta (capacity 1)
+    expect(servedRuns.cachedModelRunIds()).toEqual([fx.runs.nan]);
+    await servedRuns.model(fx.runs.beta);
     expect(store.readsOf(fx.runs.beta)).toBe(2 * FULL_LOAD);
-    expect(await registry.model(fx.runs.alpha)).toBe(registry.best);
+    expect(await servedRuns.model(fx.runs.alpha)).toBe(servedRuns.best);
   });
 
   it('loads concurrently requested runs once (single flight)', async () => {
     const store = instrumentStore(fx.store);
-    const registry = await load('best', 4, store);
-    const models = await Promise.all(Array.from({ length: 8 }, () => registry.model(fx.runs.nof1)));
+    const servedRuns = await load('best', 4, store);
+    const models = await Promise.all(Array.from({ length: 8 }, () => servedRuns.model(fx.runs.nof1)));
     expect(new Set(models).size).toBe(1);
     expect(store.readsOf(fx.runs.nof1)).toBe(FULL_LOAD);
   });
 
   it('rejects unknown ids without reading, and broken runs with a RunLoadError each time', async () => {
     const store = instrumentStore(fx.store);
-    const registry = await load('best', 4, store);
+    const servedRuns = await load('best', 4, store);
     const before = store.reads.length;
-    await expect(registry.model('../x')).rejects.toBeInstanceOf(UnknownRunError);
-    await expect(registry.performance('__proto__')).rejects.toBeInstanceOf(UnknownRunError);
+    await expect(servedRuns.model('../x')).rejects.toBeInstanceOf(UnknownRunError);
+    await expect(servedRuns.performance('__proto__')).rejects.toBeInstanceOf(UnknownRunError);
     expect(store.reads.length).toBe(before);
-    const error = await registry.model(fx.runs.broken).catch((e: unknown) => e);
+    const error = await servedRuns.model(fx.runs.broken).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RunLoadError);
     expect(error).toMatchObject({ runId: fx.runs.broken, transient: false });
     const afterFirst = store.readsOf(fx.runs.broken);
-    await expect(registry.model(fx.runs.broken)).rejects.toBeInstanceOf(RunLoadError);
+    await expect(servedRuns.model(fx.runs.broken)).rejects.toBeInstanceOf(RunLoadError);
     expect(store.readsOf(fx.runs.broken)).toBeGreaterThan(afterFirst);
   });
 });

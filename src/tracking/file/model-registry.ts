@@ -21,7 +21,7 @@ import {
   validateModelName,
   validateSettableAlias,
   validateVersion,
-} from '../registry.js';
+} from '../model-registry.js';
 import { TrackingError } from '../store.js';
 import { dumpMeta, malformed, metaInt, metaString, parseMeta } from './formats.js';
 import { exists, readText } from './read.js';

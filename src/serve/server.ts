@@ -1,7 +1,7 @@
 /**
  * `tagger serve`: resolve the config, load what to serve (the port opens only after loading), listen,
  * reload the experiment's runs on a timer and on SIGHUP, and shut down gracefully on SIGTERM/SIGINT.
- * Also runnable on its own: `node dist/server.js` (env only).
+ * Also runnable on its own: `node dist/serve/server.js` (env only).
  *
  * The shutdown sequence, built for removal from behind a load balancer or a Kubernetes Service:
  * 1. readiness (`/health/ready`) answers 503 at once and reloads stop;
@@ -20,22 +20,22 @@ import { Server as NetServer } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { createApp, createHttpMetrics } from './app.js';
-import { clusterWorkerHooks } from './cluster.js';
-import { clusterMetricsSource } from './cluster-metrics.js';
-import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
-import type { TaggerApp } from './http/index.js';
+import { createApp, createHttpMetrics } from '../app.js';
+import type { TaggerApp } from '../http/index.js';
 import {
   loadModelDirectory,
   pollReloads,
   type ReloadOutcome,
   type ReloadResult,
-  RunRegistry,
+  ServedRuns,
   ServingLifecycle,
   type ServingState,
   StartupError,
-} from './service/index.js';
-import { openTrackingStore, redactUri, type TrackingStore } from './tracking/index.js';
+} from '../service/index.js';
+import { openTrackingStore, redactUri, type TrackingStore } from '../tracking/index.js';
+import { clusterWorkerHooks } from './cluster.js';
+import { clusterMetricsSource } from './cluster-metrics.js';
+import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
 
 export { type ServeFlags, StartupError } from './config.js';
 
@@ -89,7 +89,7 @@ async function loadServing(
   config: ServeConfig,
   options: StartOptions,
   logger: pino.Logger,
-): Promise<{ serving: ServingState; registry?: RunRegistry; store?: TrackingStore }> {
+): Promise<{ serving: ServingState; servedRuns?: ServedRuns; store?: TrackingStore }> {
   const lifecycle = new ServingLifecycle();
   if (config.mode === 'model') {
     const source = resolve(config.modelDir);
@@ -121,7 +121,7 @@ async function loadServing(
         );
       });
     }
-    const registry = await RunRegistry.load(store, {
+    const servedRuns = await ServedRuns.load(store, {
       experiment: config.experiment,
       modelCacheSize: config.modelCacheSize,
       gates: config.gates,
@@ -132,7 +132,7 @@ async function loadServing(
       reportsSkips: options.reportsSkips ?? true,
       ...(options.onReload ? { onReload: options.onReload } : {}),
     });
-    return { serving: { mode: 'runs', registry, lifecycle }, registry, store };
+    return { serving: { mode: 'runs', servedRuns, lifecycle }, servedRuns, store };
   } catch (error) {
     await store.close().catch(() => undefined);
     throw error;
@@ -163,7 +163,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   const logger = options.logger ?? pino({ level: config.logLevel });
   // Created before loading so that every reload, from the first one on, is counted.
   const metrics = createHttpMetrics();
-  // A --workers worker serves the whole process group's metrics (src/cluster-metrics.ts).
+  // A --workers worker serves the whole process group's metrics (src/serve/cluster-metrics.ts).
   const clusterMetrics = clusterMetricsSource(metrics.registry);
   if (clusterMetrics) metrics.serveExpositionFrom(clusterMetrics);
   const onReload = (outcome: ReloadOutcome, runId: string): void => {
@@ -171,8 +171,8 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
     options.onReload?.(outcome, runId);
     options.onServing?.(runId);
   };
-  const { serving, registry, store } = await loadServing(config, { ...options, onReload }, logger);
-  if (registry) options.onServing?.(registry.bestRunId);
+  const { serving, servedRuns, store } = await loadServing(config, { ...options, onReload }, logger);
+  if (servedRuns) options.onServing?.(servedRuns.bestRunId);
   const lifecycle = serving.lifecycle ?? new ServingLifecycle();
   const app = createApp({ serving, logger, http: config.http, metrics });
   const inFlight = trackResponses(app, lifecycle);
@@ -187,8 +187,8 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const poller =
-    registry && config.mode === 'runs' && config.reloadIntervalMs > 0
-      ? pollReloads(() => registry.reload(), config.reloadIntervalMs)
+    servedRuns && config.mode === 'runs' && config.reloadIntervalMs > 0
+      ? pollReloads(() => servedRuns.reload(), config.reloadIntervalMs)
       : undefined;
   let closing: Promise<{ drained: boolean }> | undefined;
   return {
@@ -197,7 +197,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
     serving,
     shutdownDelayMs: config.shutdownDelayMs,
     shutdownGraceMs: config.shutdownGraceMs,
-    reload: async () => (registry ? registry.reload() : null),
+    reload: async () => (servedRuns ? servedRuns.reload() : null),
     close: () => {
       closing ??= (async () => {
         lifecycle.beginDrain();
@@ -217,7 +217,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
           // Closing the store first aborts a reload that is waiting on an unreachable store (its
           // retries and back-off sleeps), so shutdown never waits for the store to come back.
           await store?.close();
-          await registry?.settled();
+          await servedRuns?.settled();
         }
       })();
       return closing;

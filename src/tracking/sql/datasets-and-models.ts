@@ -13,8 +13,6 @@
  * (`<experiment artifact location>/models/<id>/artifacts`), a local or mounted folder like run artifacts.
  */
 import { randomUUID } from 'node:crypto';
-import { LocalArtifacts, localArtifactPath } from '../local-artifacts.js';
-import { invalid } from '../mlflow-rules.js';
 import {
   compareLoggedModels,
   latestByKey,
@@ -28,7 +26,9 @@ import {
   validateModelId,
   validateModelOutputs,
   validateModelStatus,
-} from '../run-io.js';
+} from '../dataset-and-model-rules.js';
+import { LocalArtifacts, localArtifactPath } from '../local-artifacts.js';
+import { invalid } from '../mlflow-rules.js';
 import {
   type CreateLoggedModelOptions,
   type DatasetInput,

@@ -7,7 +7,6 @@
  * MALFORMED, never a crash.
  */
 import Type, { type Static } from 'typebox';
-import { artifactSegments, collectPages, invalid } from '../mlflow-rules.js';
 import {
   compareLoggedModels,
   latestByKey,
@@ -16,7 +15,8 @@ import {
   validateModelId,
   validateModelOutputs,
   validateModelStatus,
-} from '../run-io.js';
+} from '../dataset-and-model-rules.js';
+import { artifactSegments, collectPages, invalid } from '../mlflow-rules.js';
 import {
   type CreateLoggedModelOptions,
   type DatasetInput,
