@@ -5,7 +5,9 @@
  *   train  -> model, tracking
  *   service -> model, tracking
  *   http   -> model, service (never tracking or train directly)
- *   app/cli/server (entry points) -> anything
+ *   app (the app factory) -> http, service, model, tracking
+ *   serve (the serving process) -> app and everything below; never cli
+ *   cli (the command line) -> anything; nothing imports it
  */
 module.exports = {
   forbidden: [
@@ -48,6 +50,27 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/http' },
       to: { path: '^src/(tracking|train|app|serve|cli)', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'app-deps',
+      comment: 'the app factory is wired by the serving process and tests, never the other way round',
+      severity: 'error',
+      from: { path: '^src/app\\.ts$' },
+      to: { path: '^src/(serve|cli|train)/' },
+    },
+    {
+      name: 'serve-deps',
+      comment: 'the serving process is started by the CLI; it never imports it',
+      severity: 'error',
+      from: { path: '^src/serve/' },
+      to: { path: '^src/(cli|train)/' },
+    },
+    {
+      name: 'cli-is-the-top',
+      comment: 'only the command line itself imports src/cli',
+      severity: 'error',
+      from: { path: '^src/(?!cli/)' },
+      to: { path: '^src/cli/' },
     },
   ],
   options: {

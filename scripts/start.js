@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 if (!existsSync(cli)) {
   process.stderr.write('start: dist/ is missing; run `npm run setup` (or `npm run build`) first.\n');
   process.exit(1);

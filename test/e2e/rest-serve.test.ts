@@ -21,7 +21,7 @@ import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlf
 
 const mlflow = venvMlflow();
 const python = mlflow ? venvPython() : null;
-const CLI = join(REPO_ROOT, 'src', 'cli.ts');
+const CLI = join(REPO_ROOT, 'src', 'cli', 'main.ts');
 const INTEROP = resolve(REPO_ROOT, 'python', 'mlflow_interop.py');
 const LOG_RUNS = resolve(REPO_ROOT, 'python', 'log_tagger_runs.py');
 /** Bound of a block's setup (an MLflow server start, trainings, Python): generous for a loaded CI box. */

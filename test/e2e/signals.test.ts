@@ -20,7 +20,7 @@ const belowStarted = new Set<number>();
 const BIN = resolve(REPO_ROOT, 'node_modules', '.bin');
 
 beforeAll(async () => {
-  if (!existsSync(resolve(REPO_ROOT, 'dist', 'cli.js')))
+  if (!existsSync(resolve(REPO_ROOT, 'dist', 'cli', 'main.js')))
     throw new Error('dist/ is missing: run `npm run build`');
   fx = await buildServingFixture();
 });

@@ -17,7 +17,7 @@ import { buildServingFixture, type ServingFixture } from '../support/fixtures.js
 import { redisServer } from '../support/redis-server.js';
 import { KeepAliveLoad, logServedRun } from '../support/serve-process.js';
 
-const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
+const CLI = resolve(REPO_ROOT, 'src', 'cli', 'main.ts');
 const hasProc = existsSync('/proc/self/task');
 const redisBinary = redisServerPath();
 

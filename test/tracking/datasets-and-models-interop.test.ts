@@ -138,7 +138,7 @@ function taggerTrain(dir: string, trackingUri: string): Promise<TrainJson> {
       [
         '--import',
         TSX_LOADER,
-        join(REPO_ROOT, 'src', 'cli.ts'),
+        join(REPO_ROOT, 'src', 'cli', 'main.ts'),
         'train',
         '--data',
         SAMPLE_DATA,

@@ -18,7 +18,7 @@ import { FileTrackingStore } from '../../src/tracking/index.js';
 import { captureLog } from '../http/helpers.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 
-const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
+const CLI = resolve(REPO_ROOT, 'src', 'cli', 'main.ts');
 const PAUSE_LOGGING = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'pause-logging.ts')).href;
 /** Small and fast; every training here uses the same arguments and seed, so the same f1. */
 const FAST = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
