@@ -9,8 +9,41 @@
  *   serve (the serving process) -> app and everything below; never cli
  *   cli (the command line) -> anything; nothing imports it
  */
+
+/**
+ * The inspection page (ui/) is a browser bundle. Of Tagger's own code it may import only the API's response
+ * types (src/http/api-types.ts, derived from the schemas) and only with `import type`; that module in turn
+ * imports only types. So nothing of the server reaches the bundle. "Only types" is checked as
+ * `pre-compilation-only` (a dependency the TypeScript compilation erases), not `type-only`: with
+ * verbatimModuleSyntax, `import { type X } from …` still loads the module (`import {} from …`).
+ */
+const PAGE_RULES = [
+  {
+    name: 'ui-imports-only-api-types',
+    comment: 'ui/ may import of src/ only src/http/api-types.ts, the response types derived from the schemas',
+    severity: 'error',
+    from: { path: '^ui/' },
+    to: { path: '^src/', pathNot: '^src/http/api-types\\.ts$' },
+  },
+  {
+    name: 'ui-imports-api-types-as-types',
+    comment: 'ui/ imports src/http/api-types.ts with `import type` only, so the import is erased',
+    severity: 'error',
+    from: { path: '^ui/' },
+    to: { path: '^src/http/api-types\\.ts$', dependencyTypesNot: ['pre-compilation-only'] },
+  },
+  {
+    name: 'api-types-imports-only-types',
+    comment: 'src/http/api-types.ts imports with `import type` only: nothing of it is left at run time',
+    severity: 'error',
+    from: { path: '^src/http/api-types\\.ts$' },
+    to: { dependencyTypesNot: ['pre-compilation-only'] },
+  },
+];
+
 module.exports = {
   forbidden: [
+    ...PAGE_RULES,
     { name: 'no-cycles', severity: 'error', from: {}, to: { circular: true } },
     {
       name: 'model-is-pure',
@@ -75,7 +108,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    tsPreCompilationDeps: true,
+    // true, and marks the dependencies compilation erases as `pre-compilation-only` (PAGE_RULES use it).
+    tsPreCompilationDeps: 'specify',
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {
       exportsFields: ['exports'],
