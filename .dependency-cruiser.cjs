@@ -105,6 +105,20 @@ module.exports = {
       from: { path: '^src/(?!cli/)' },
       to: { path: '^src/cli/' },
     },
+    {
+      name: 'nothing-imports-bench',
+      comment: 'bench/ (npm run bench) sits on top: src/ and test/ never import it',
+      severity: 'error',
+      from: { path: '^(src|test)/' },
+      to: { path: '^bench/' },
+    },
+    {
+      name: 'bench-deps',
+      comment: 'bench/ imports src/, test/support/, itself, packages and built-ins; nothing else of ours',
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: { dependencyTypes: ['local'], pathNot: '^(bench|src|test/support)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

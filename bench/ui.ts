@@ -17,7 +17,7 @@ import { openTrackingStore } from '../src/tracking/index.js';
 import { readDataset } from '../src/train/data.js';
 import { logTrainingRun } from '../src/train/log-run.js';
 import { trainAndEvaluate } from '../src/train/pipeline.js';
-import type { BenchOptions, SectionResult } from './run.js';
+import type { BenchOptions, SectionResult } from './section.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
