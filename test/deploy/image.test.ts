@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
 import { buildServingFixture, type ServingFixture, sampleTexts } from '../support/fixtures.js';
+import { freePort } from '../support/free-port.js';
 import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
-import { freePort, predictBody, runAutocannon } from '../support/serve-process.js';
+import { predictBody, runAutocannon } from '../support/serve-process.js';
 
 const building = ensureTaggerImage();
 let image: BuiltImage;

@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/components.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { freePort } from '../support/serve-process.js';
+import { freePort } from '../support/free-port.js';
 
 let fx: ServingFixture;
 const started: ChildProcess[] = [];

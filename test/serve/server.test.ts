@@ -3,7 +3,7 @@
  * only after loading), startup failure messages and exit codes, graceful shutdown.
  */
 import { spawn } from 'node:child_process';
-import { createConnection, createServer, type Socket } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -20,6 +20,7 @@ import type { ReloadResult } from '../../src/service/index.js';
 import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT } from '../support/components.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { freePort } from '../support/free-port.js';
 import { logServedRun, predictBody } from '../support/serve-process.js';
 
 let fx: ServingFixture;
@@ -155,14 +156,6 @@ describe('resolveServeConfig', () => {
     expect(() => resolveServeConfig(flags, env)).toThrow(message);
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 /** Resolves 'open' if a TCP connection to the port succeeds, 'refused' if it is refused. */
 function probe(port: number): Promise<'open' | 'refused'> {
