@@ -2,9 +2,10 @@
  * /docs (Swagger UI) and /redoc (ReDoc) render the API in headless Chromium with every request staying on
  * 127.0.0.1: any other request is aborted and fails the test.
  */
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
+import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath } from '../support/components.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
 import { runsApp } from './helpers.js';
@@ -21,18 +22,7 @@ describe.skipIf(executablePath === null)('documentation pages in a browser', () 
     fx = await buildServingFixture();
     ({ app } = await runsApp(fx.store));
     base = await app.listen({ host: '127.0.0.1', port: 0 });
-    browser = await chromium.launch({
-      executablePath: executablePath!,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchOfflineChromium(executablePath!);
   });
 
   afterAll(async () => {
