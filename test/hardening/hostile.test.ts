@@ -6,8 +6,8 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
-import { runsApp } from '../http/helpers.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { runsApp } from '../support/http.js';
 
 let fx: ServingFixture;
 let app: TaggerApp;

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { ServedRuns } from '../../src/service/index.js';
-import { captureLog, runsApp } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { captureLog, runsApp } from '../support/http.js';
 
 interface LoadRequest {
   method: 'GET' | 'POST';

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { ServedRuns, ServingLifecycle } from '../../src/service/index.js';
-import { captureLog, expectEnvelope, postJson, runsApp } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { captureLog, expectEnvelope, postJson, runsApp } from '../support/http.js';
 
 let fx: ServingFixture;
 const apps: TaggerApp[] = [];

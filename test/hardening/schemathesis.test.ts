@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
-import { runsApp } from '../http/helpers.js';
 import { REPO_ROOT } from '../support/components.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { runsApp } from '../support/http.js';
 import { venvBin } from '../support/venv.js';
 
 const schemathesis = venvBin('schemathesis');

@@ -13,7 +13,7 @@ import {
   instrumentStore,
   type ServingFixture,
 } from '../support/fixtures.js';
-import { type CapturedLog, captureLog, expectEnvelope, postJson, runsApp } from './helpers.js';
+import { type CapturedLog, captureLog, expectEnvelope, postJson, runsApp } from '../support/http.js';
 
 let fx: ServingFixture;
 let store: InstrumentedStore;

@@ -8,7 +8,7 @@ import type { TaggerApp } from '../../src/http/index.js';
 import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath } from '../support/components.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { runsApp } from './helpers.js';
+import { runsApp } from '../support/http.js';
 
 const executablePath = chromiumPath();
 

@@ -10,7 +10,7 @@ import type { TaggerApp } from '../../src/http/index.js';
 import { runRecord } from '../../src/http/responses.js';
 import type { RunSummary } from '../../src/service/index.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { expectEnvelope, runsApp } from './helpers.js';
+import { expectEnvelope, runsApp } from '../support/http.js';
 
 let fx: ServingFixture;
 let app: TaggerApp;

@@ -11,8 +11,8 @@ import type { TaggerApp } from '../../src/http/index.js';
 import { redactRedisUrl } from '../../src/http/shared-rate-limit.js';
 import { redisServerPath } from '../support/components.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { runsApp } from '../support/http.js';
 import { type RedisServer, redisServer } from '../support/redis-server.js';
-import { runsApp } from './helpers.js';
 
 const binary = redisServerPath();
 let fx: ServingFixture;

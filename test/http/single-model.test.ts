@@ -8,7 +8,7 @@ import type { TaggerApp } from '../../src/http/index.js';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { loadModelDirectory, StartupError } from '../../src/service/index.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { expectEnvelope, postJson } from './helpers.js';
+import { expectEnvelope, postJson } from '../support/http.js';
 
 let fx: ServingFixture;
 let app: TaggerApp;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
 import { findJsonProblem } from '../../src/http/json-body.js';
 import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { postJson, runsApp } from './helpers.js';
+import { postJson, runsApp } from '../support/http.js';
 
 let fx: ServingFixture;
 let app: TaggerApp;

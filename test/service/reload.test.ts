@@ -20,8 +20,8 @@ import {
   TrackingError,
   type TrackingStore,
 } from '../../src/tracking/index.js';
-import { captureLog } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { captureLog } from '../support/http.js';
 import { logServedRun } from '../support/serve-process.js';
 
 let fx: ServingFixture;

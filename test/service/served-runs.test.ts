@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { RunLoadError, ServedRuns, StartupError, UnknownRunError } from '../../src/service/index.js';
-import { captureLog } from '../http/helpers.js';
 import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { captureLog } from '../support/http.js';
 
 let fx: ServingFixture;
 

@@ -21,9 +21,9 @@ import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.
 import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
-import { captureLog } from '../http/helpers.js';
 import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
+import { captureLog } from '../support/http.js';
 
 /*
  * The page's globals as the page.evaluate callbacks below use them. This test program has no DOM lib:
