@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { resolveServeConfig, SERVE_DEFAULTS } from '../../src/serve/config.js';
 import {
   type RunningServer,
@@ -19,19 +19,12 @@ import { defaultWorkers } from '../../src/serve/worker-count.js';
 import type { ReloadResult } from '../../src/service/index.js';
 import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT } from '../support/components.js';
-import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { instrumentStore } from '../support/fixtures.js';
 import { freePort } from '../support/free-port.js';
 import { logServedRun, predictBody } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
-
-afterAll(async () => {
-  await fx?.close();
-});
+const fx = useServingFixture();
 
 describe('resolveServeConfig', () => {
   it('uses the documented defaults', () => {
