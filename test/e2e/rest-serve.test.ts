@@ -9,7 +9,6 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
 import { RestTrackingStore } from '../../src/tracking/rest/rest-store.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
+import { freePort } from '../support/free-port.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
 
 const mlflow = venvMlflow();
@@ -279,17 +279,6 @@ function expectedRecord(
     served: runId === servedRunId,
     mlflow_url: `${serverUri}/#/experiments/${experimentId}/runs/${runId}`,
   };
-}
-
-async function freePort(): Promise<number> {
-  return await new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (address && typeof address === 'object' ? done(address.port) : fail(new Error())));
-    });
-  });
 }
 
 // ---------------------------------------------------------------------------------------------------

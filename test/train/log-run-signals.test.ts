@@ -15,8 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { ServedRuns } from '../../src/service/index.js';
 import { FileTrackingStore } from '../../src/tracking/index.js';
-import { captureLog } from '../http/helpers.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { captureLog } from '../support/http.js';
 
 const CLI = resolve(REPO_ROOT, 'src', 'cli', 'main.ts');
 const PAUSE_LOGGING = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'pause-logging.ts')).href;
