@@ -11,10 +11,10 @@ const UNIT = [
 ] as const;
 /**
  * …less the tests in them that do start one. A test added to those folders is a unit test unless it is
- * named or placed like these; e2e/, deploy/ and the CLI tests run only in the full suite (`npm test`).
+ * named or placed like these; e2e/, deploy/ and cli/ (which trains models per command) run only in the
+ * full suite (`npm test`).
  */
 const NOT_UNIT = [
-  'test/cli.test.ts', // the CLI in child processes
   '**/*.browser.test.ts', // Chromium
   '**/*-interop.test.ts', // MLflow's Python client and tracking server
   '**/*concurrency.test.ts', // racing writer processes, PostgreSQL
