@@ -125,9 +125,9 @@ describe('tagger predict', () => {
     );
   });
 
-  it('reports an empty cli.store with what to do', async () => {
+  it('reports an empty store with what to do', async () => {
     expectCleanFailure(
-      await tagger(['predict', 'text'], { MLFLOW_TRACKING_URI: join(cli.dir, 'empty-cli.store') }),
+      await tagger(['predict', 'text'], { MLFLOW_TRACKING_URI: join(cli.dir, 'empty-store') }),
       /tagger train/,
     );
   });

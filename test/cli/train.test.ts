@@ -368,7 +368,7 @@ describe('tagger train', () => {
   // that root owns, like a training job whose volume is mounted read-only.
   const asNobody = nobodyCanRunHere();
   it.skipIf(!asNobody)(
-    'a cli.store this user cannot write fails before training, for folders and SQLite files [as nobody]',
+    'a store this user cannot write fails before training, for folders and SQLite files [as nobody]',
     async () => {
       // Traversable by nobody (mkdtemp makes 0700 folders), writable only by root.
       const stores = await mkdtemp(join(tmpdir(), 'tagger-root-owned-'));
@@ -393,7 +393,7 @@ describe('tagger train', () => {
   );
 
   it.skipIf(!asNobody)(
-    'an experiment this user cannot write fails before training, though the cli.store can be [as nobody]',
+    'an experiment this user cannot write fails before training, though the store can be [as nobody]',
     async () => {
       // The store is shared (world-writable) but `best` was created by another user (root, 0755).
       const stores = await mkdtemp(join(tmpdir(), 'tagger-foreign-experiment-'));
