@@ -15,13 +15,14 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
 import { RestTrackingStore } from '../../src/tracking/rest/rest-store.js';
+import { CLI_ENTRY } from '../support/cli.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
 import { freePort } from '../support/free-port.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
 
 const mlflow = venvMlflow();
 const python = mlflow ? venvPython() : null;
-const CLI = join(REPO_ROOT, 'src', 'cli', 'main.ts');
+const CLI = CLI_ENTRY;
 const INTEROP = resolve(REPO_ROOT, 'python', 'mlflow_interop.py');
 const LOG_RUNS = resolve(REPO_ROOT, 'python', 'log_tagger_runs.py');
 /** Bound of a block's setup (an MLflow server start, trainings, Python): generous for a loaded CI box. */
