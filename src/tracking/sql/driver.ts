@@ -46,6 +46,13 @@ export function databaseError(error: unknown, where: string): TrackingError {
   // SQLite: SQLITE_READONLY (8) and its extended codes, SQLITE_CANTOPEN (14), SQLITE_PERM (3);
   // PostgreSQL: insufficient_privilege (42501), invalid_password / authorization (28xxx).
   const errcode = typeof record.errcode === 'number' ? record.errcode & 0xff : undefined;
+  if (isConnectionLost(error)) {
+    return new TrackingError(
+      'UNAVAILABLE',
+      `tracking: ${where}: the connection to the database was lost (${reason}), so a write under way was rolled back; check that the database is up, then try again`,
+      { cause: error },
+    );
+  }
   if (errcode === 8 || errcode === 3 || record.code === '42501') {
     return new TrackingError('PERMISSION_DENIED', `tracking: ${where} cannot be written (${reason})`, {
       cause: error,
@@ -58,6 +65,24 @@ export function databaseError(error: unknown, where: string): TrackingError {
   }
   return new TrackingError('UNAVAILABLE', `tracking: ${where}: ${reason}`, { cause: error });
 }
+
+/**
+ * True when a PostgreSQL connection died under a statement (reset, closed, the server shutting down or
+ * crashing): an open transaction is then rolled back by the server.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  // 57P01 admin_shutdown (pg_terminate_backend, fast shutdown), 57P02 crash_shutdown, class 08
+  // connection exceptions; socket errors; pg's own messages for a socket that closed under it.
+  if (typeof code === 'string' && (/^57P0[12]$/.test(code) || code.startsWith('08'))) return true;
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return true;
+  return typeof message === 'string' && /^Connection terminated unexpectedly|is not queryable/.test(message);
+}
+
+/** PostgreSQL is starting up, recovering from a crash or shutting down: its answer to a new connection. */
+const isStartingUp = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '57P03';
 
 const toSqlite = (params: readonly SqlValue[]): SQLInputValue[] =>
   params.map((value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value));
@@ -173,10 +198,30 @@ export class PostgresDriver implements SqlDriver {
   private readonly pool: pg.Pool;
   private closed = false;
 
-  private constructor(pool: pg.Pool) {
+  private constructor(
+    pool: pg.Pool,
+    private readonly startupWaitMs: number,
+  ) {
     this.pool = pool;
     // An idle client losing its connection (server restart) must not crash the process.
     this.pool.on('error', () => undefined);
+  }
+
+  /**
+   * Runs `fn`, again while PostgreSQL answers new connections with "starting up" / "in recovery"
+   * (57P03, sent before anything runs): after a crash the server is back within seconds, and a run's
+   * last status update (FAILED) should reach it. A server that refuses connections fails at once.
+   */
+  private async connecting<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.startupWaitMs;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (!isStartingUp(error) || Date.now() + wait > deadline || this.closed) throw error;
+        await new Promise((done) => setTimeout(done, wait));
+      }
+    }
   }
 
   /**
@@ -185,7 +230,7 @@ export class PostgresDriver implements SqlDriver {
    */
   static async open(
     connectionString: string,
-    options: { connectTimeoutMs?: number; maxConnections?: number } = {},
+    options: { connectTimeoutMs?: number; maxConnections?: number; startupWaitMs?: number } = {},
   ): Promise<PostgresDriver> {
     const { default: driver } = await import('pg');
     return new PostgresDriver(
@@ -197,19 +242,33 @@ export class PostgresDriver implements SqlDriver {
         // A replica keeps a couple of connections, not one per burst.
         idleTimeoutMillis: 30_000,
       }),
+      options.startupWaitMs ?? 10_000,
     );
   }
 
+  // pool.query listens for the checked-out client's 'error' event itself, and releases it as broken.
   async all(sql: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {
-    return (await this.pool.query(numbered(sql), params as unknown[])).rows as SqlRow[];
+    return this.connecting(
+      async () => (await this.pool.query(numbered(sql), params as unknown[])).rows as SqlRow[],
+    );
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    return (await this.pool.query(numbered(sql), params as unknown[])).rowCount ?? 0;
+    return this.connecting(
+      async () => (await this.pool.query(numbered(sql), params as unknown[])).rowCount ?? 0,
+    );
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.connecting(() => this.pool.connect());
+    // A checked-out client has no listener of the pool's: its connection dying (reset, the server
+    // terminating it or crashing) would be an unhandled 'error' event and end the process. The
+    // statement under way (or the next one) fails instead, and the client is dropped, not reused.
+    let lost: unknown;
+    const onError = (error: unknown): void => {
+      lost ??= error;
+    };
+    client.on('error', onError);
     const tx: SqlExecutor = {
       all: async (sql, params = []) =>
         (await client.query(numbered(sql), params as unknown[])).rows as SqlRow[],
@@ -228,14 +287,18 @@ export class PostgresDriver implements SqlDriver {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
-      throw error;
+      // The statement's own error may be a generic one ("not queryable"): the lost connection says why.
+      throw lost !== undefined && !isConnectionLost(error) && !(error instanceof TrackingError)
+        ? lost
+        : error;
     } finally {
-      client.release(broken);
+      client.release(broken || lost !== undefined);
+      client.removeListener('error', onError);
     }
   }
 
   async exec(script: string): Promise<void> {
-    await this.pool.query(script);
+    await this.connecting(() => this.pool.query(script));
   }
 
   async close(): Promise<void> {
