@@ -8,6 +8,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-store.js';
+import { redactUri } from './redact.js';
 import { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
 import type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 import { TrackingError, type TrackingStore } from './store.js';
@@ -16,6 +17,7 @@ export { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-st
 export * from './model-registry.js';
 export * from './model-uri.js';
 export { compareByMetric, compareNatural, sortRuns } from './order.js';
+export { maskQuery, redactUri } from './redact.js';
 export { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
 export type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 export * from './store.js';
@@ -50,14 +52,6 @@ export interface OpenTrackingStoreOptions
   extends FileTrackingStoreOptions,
     SqlTrackingStoreOptions,
     Omit<RestTrackingStoreOptions, 'uri'> {}
-
-/**
- * The URI without credentials (`scheme://user:password@host` → `scheme://host`), for messages and logs.
- * @example redactUri('http://admin:secret@127.0.0.1:5000') // 'http://127.0.0.1:5000'
- */
-export function redactUri(uri: string): string {
-  return uri.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/?#]*@/, '$1');
-}
 
 /** The flag when given, else `MLFLOW_TRACKING_URI` (when non-empty), else MLflow's default (`defaultTrackingUri`). */
 export function resolveTrackingUri(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {

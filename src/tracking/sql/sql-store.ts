@@ -25,6 +25,7 @@ import {
   validateBatch,
   validateExperimentName,
 } from '../mlflow-rules.js';
+import { redactUri } from '../redact.js';
 import {
   type ArtifactEntry,
   type CreateLoggedModelOptions,
@@ -84,7 +85,7 @@ export function parseSqlUri(
     if (!match?.[1] || match[1] === ':memory:') {
       throw new TrackingError(
         'INVALID_ARGUMENT',
-        `tracking: '${uri}' names no database file; use sqlite:///relative/path.db or sqlite:////absolute/path.db`,
+        `tracking: '${redactUri(uri)}' names no database file; use sqlite:///relative/path.db or sqlite:////absolute/path.db`,
       );
     }
     return { dialect: 'sqlite', file: resolve(match[1]) };
