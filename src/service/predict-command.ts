@@ -30,7 +30,8 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
   if (source.modelDir !== undefined) {
     return { runId: null, model: (await loadModelDirectory(source.modelDir)).model };
   }
-  const store = await openTrackingStore(source.trackingUri);
+  // Predicting only reads: a store on a read-only volume works, and a wrong URI creates nothing.
+  const store = await openTrackingStore(source.trackingUri, { readOnly: true });
   try {
     if (source.runId === undefined) {
       const servedRuns = await ServedRuns.load(store, {

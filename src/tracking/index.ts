@@ -71,7 +71,7 @@ export async function openTrackingStore(
 ): Promise<TrackingStore> {
   const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
   if (scheme === 'http' || scheme === 'https') {
-    const { onWarning: _unused, artifactRoot: _local, ...restOptions } = options;
+    const { onWarning: _unused, artifactRoot: _local, readOnly: _reads, ...restOptions } = options;
     return new RestTrackingStore({ ...restOptions, uri });
   }
   const dialect = scheme?.split('+')[0];
@@ -81,6 +81,7 @@ export async function openTrackingStore(
     return SqlTrackingStore.open(uri, redactUri(uri), {
       ...(options.artifactRoot !== undefined ? { artifactRoot: options.artifactRoot } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      ...(options.readOnly ? { readOnly: true } : {}),
     });
   }
   // One-letter "schemes" are Windows drive letters (C:\mlruns), i.e. paths.

@@ -5,7 +5,9 @@
  * them. Values are normalised both ways: booleans become 0/1 for SQLite, BIGINT columns come back as
  * numbers (epoch milliseconds fit in 2^53) rather than pg's strings.
  */
+import { existsSync, statSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { pathToFileURL } from 'node:url';
 import type pg from 'pg';
 import { TrackingError } from '../store.js';
 
@@ -87,10 +89,51 @@ const isStartingUp = (error: unknown): boolean =>
 const toSqlite = (params: readonly SqlValue[]): SQLInputValue[] =>
   params.map((value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value));
 
+/** SQLite's primary result code of an error (`errcode & 0xff`), or undefined. */
+const sqliteCode = (error: unknown): number | undefined => {
+  const errcode = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof errcode === 'number' ? errcode & 0xff : undefined;
+};
+
+/** SQLITE_READONLY (8), SQLITE_CANTOPEN (14): what reading a WAL database gives when -shm cannot be made. */
+const cannotMakeWalFiles = (error: unknown): boolean => {
+  const code = sqliteCode(error);
+  return code === 8 || code === 14;
+};
+
+export interface SqliteOpenOptions {
+  busyTimeoutMs?: number;
+  /**
+   * Read only: never writes the file or creates anything beside it (a server or `tagger predict` on a
+   * read-only volume). A WAL database whose `-shm`/`-wal` files cannot be created there is read as
+   * immutable, and reopened whenever the file changes (see `SqliteDriver`).
+   */
+  readOnly?: boolean;
+}
+
+/** What identifies the database file on disk, to notice it changing under an open connection. */
+interface FileState {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+function fileState(file: string): FileState {
+  const { dev, ino, size, mtimeMs } = statSync(file);
+  return { dev, ino, size, mtimeMs };
+}
+
 /**
  * SQLite in WAL mode (readers never wait for the one writer) with a busy timeout (writers from other
  * processes wait their turn instead of failing). `node:sqlite` is synchronous; statements are short, and
  * a transaction holds the process only for its own statements.
+ *
+ * Read-only (`readOnly`): WAL needs `<db>-shm` (and `<db>-wal`) even to read. When they exist or can be
+ * created, the database is read normally; on a read-only folder without them (a read-only volume whose
+ * writer closed cleanly) it is opened `immutable` — SQLite reads the file without locks or WAL — and,
+ * since SQLite then never looks for changes, reopened before a statement whenever the file's size,
+ * time or inode changed or a `-wal` appeared (a writer elsewhere started).
  */
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
@@ -99,22 +142,46 @@ export class SqliteDriver implements SqlDriver {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
-  private constructor(private readonly db: DatabaseSync) {}
+  private constructor(
+    private db: DatabaseSync,
+    private readonly file: string,
+    private readonly options: SqliteOpenOptions,
+    private immutable: boolean,
+    private state: FileState,
+  ) {}
 
-  /** Opens (creating when `create`) the database file; WAL and the busy timeout are set here. */
-  static open(file: string, options: { busyTimeoutMs?: number; readOnly?: boolean } = {}): SqliteDriver {
-    const db = new DatabaseSync(file, {
-      timeout: options.busyTimeoutMs ?? 10_000,
-      readOnly: options.readOnly ?? false,
-    });
+  /** Opens (creating unless `readOnly`) the database file; WAL and the busy timeout are set here. */
+  static open(file: string, options: SqliteOpenOptions = {}): SqliteDriver {
+    const { db, immutable } = SqliteDriver.connect(file, options);
+    return new SqliteDriver(db, file, options, immutable, fileState(file));
+  }
+
+  private static connect(file: string, options: SqliteOpenOptions): { db: DatabaseSync; immutable: boolean } {
+    const timeout = options.busyTimeoutMs ?? 10_000;
+    const readOnly = options.readOnly ?? false;
+    let db = new DatabaseSync(file, { timeout, readOnly });
+    let immutable = false;
     try {
-      if (!options.readOnly) {
+      if (readOnly) {
+        try {
+          // The first read is what needs -shm: try it now, while another way in can still be taken.
+          db.prepare('SELECT count(*) AS n FROM sqlite_master').get();
+        } catch (error) {
+          if (!cannotMakeWalFiles(error)) throw error;
+          db.close();
+          const url = pathToFileURL(file);
+          url.searchParams.set('immutable', '1');
+          db = new DatabaseSync(url, { timeout, readOnly: true });
+          db.prepare('SELECT count(*) AS n FROM sqlite_master').get();
+          immutable = true;
+        }
+      } else {
         try {
           db.exec('PRAGMA journal_mode = WAL');
         } catch (error) {
-          // A database this process may only read (a server on a read-only mount) is still served;
-          // writing to it fails later with a clear PERMISSION_DENIED (checkWritable).
-          if (((error as { errcode?: number }).errcode ?? 0) % 256 !== 8) throw error;
+          // A database this process may only read is still opened; writing to it fails later with a
+          // clear PERMISSION_DENIED (checkWritable).
+          if (sqliteCode(error) !== 8) throw error;
         }
       }
       // MLflow's SQLAlchemy connections do not enforce foreign keys; Tagger does not need them to read
@@ -124,7 +191,33 @@ export class SqliteDriver implements SqlDriver {
       db.close();
       throw error;
     }
-    return new SqliteDriver(db);
+    return { db, immutable };
+  }
+
+  /** Whether the database is read as immutable (a read-only folder without -shm/-wal files). */
+  get readsImmutable(): boolean {
+    return this.immutable;
+  }
+
+  /**
+   * Before a statement outside a transaction: an immutable connection is reopened when the file
+   * changed, as SQLite itself will not look.
+   */
+  private refresh(): void {
+    if (this.closed || this.db.isTransaction || !this.immutable) return;
+    const now = fileState(this.file);
+    const same =
+      now.dev === this.state.dev &&
+      now.ino === this.state.ino &&
+      now.size === this.state.size &&
+      now.mtimeMs === this.state.mtimeMs;
+    if (same && !existsSync(`${this.file}-wal`)) return;
+    const { db, immutable } = SqliteDriver.connect(this.file, this.options);
+    this.statements.clear();
+    this.db.close();
+    this.db = db;
+    this.immutable = immutable;
+    this.state = now;
   }
 
   private statement(sql: string): StatementSync {
@@ -142,7 +235,8 @@ export class SqliteDriver implements SqlDriver {
     exec: async (script) => this.db.exec(script),
   };
 
-  all(sql: string, params?: readonly SqlValue[]): Promise<SqlRow[]> {
+  async all(sql: string, params?: readonly SqlValue[]): Promise<SqlRow[]> {
+    this.refresh();
     return this.executor.all(sql, params);
   }
 
@@ -152,6 +246,7 @@ export class SqliteDriver implements SqlDriver {
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const next = this.queue.then(async () => {
+      this.refresh();
       // IMMEDIATE takes the write lock up front, so two processes never deadlock upgrading read locks.
       this.db.exec('BEGIN IMMEDIATE');
       try {

@@ -8,7 +8,7 @@
  * experiment's artifact location, like MLflow's client does without a server.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LocalArtifacts, localArtifactPath, probeWritable } from '../local-artifacts.js';
 import {
@@ -67,6 +67,11 @@ export interface SqlTrackingStoreOptions {
   artifactRoot?: string;
   /** Problems that do not stop the store (a run with an unknown status is skipped, a newer schema). */
   onWarning?: (message: string) => void;
+  /**
+   * Read-only use (serving, `tagger predict`): nothing is created — no folder, no database file, no
+   * schema — and a SQLite file is opened read-only, so a store on a read-only volume can be read.
+   */
+  readOnly?: boolean;
 }
 
 /** MLflow's SQL store clamps infinities to the largest double (`sanitize_metric_value`). */
@@ -153,10 +158,20 @@ export class SqlTrackingStore implements TrackingStore {
     const target = parseSqlUri(uri);
     let db: SqlDriver;
     let artifactRoot: string;
+    const readOnly = options.readOnly ?? false;
     try {
       if (target.dialect === 'sqlite') {
-        mkdirSync(dirname(target.file), { recursive: true });
-        db = SqliteDriver.open(target.file);
+        if (readOnly) {
+          if (!existsSync(target.file)) {
+            throw new TrackingError(
+              'NOT_FOUND',
+              `tracking: there is no SQLite database at ${target.file} (${displayUri})`,
+            );
+          }
+        } else {
+          mkdirSync(dirname(target.file), { recursive: true });
+        }
+        db = SqliteDriver.open(target.file, { readOnly });
         artifactRoot = resolve(options.artifactRoot ?? resolve(dirname(target.file), 'mlruns'));
       } else {
         db = await PostgresDriver.open(target.url);
@@ -167,7 +182,12 @@ export class SqlTrackingStore implements TrackingStore {
     }
     const store = new SqlTrackingStore(db, displayUri, artifactRoot, options);
     try {
-      await ensureSchema(db, { defaultArtifactRoot: artifactRoot, displayUri, onWarning: store.onWarning });
+      await ensureSchema(db, {
+        defaultArtifactRoot: artifactRoot,
+        displayUri,
+        onWarning: store.onWarning,
+        readOnly,
+      });
     } catch (error) {
       await db.close().catch(() => undefined);
       throw databaseError(error, displayUri);
