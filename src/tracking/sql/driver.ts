@@ -134,6 +134,9 @@ function fileState(file: string): FileState {
  * writer closed cleanly) it is opened `immutable` — SQLite reads the file without locks or WAL — and,
  * since SQLite then never looks for changes, reopened before a statement whenever the file's size,
  * time or inode changed or a `-wal` appeared (a writer elsewhere started).
+ *
+ * Every connection checks before a statement (one `stat`) that the path still names the file it opened:
+ * a deleted database fails, a replaced one is reopened (see `refresh`).
  */
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
@@ -200,24 +203,58 @@ export class SqliteDriver implements SqlDriver {
   }
 
   /**
-   * Before a statement outside a transaction: an immutable connection is reopened when the file
-   * changed, as SQLite itself will not look.
+   * Called once a replaced file has been reopened, before it is used further (the store checks it is
+   * MLflow's); a failure leaves the check to be done again at the next statement.
    */
-  private refresh(): void {
-    if (this.closed || this.db.isTransaction || !this.immutable) return;
-    const now = fileState(this.file);
-    const same =
-      now.dev === this.state.dev &&
-      now.ino === this.state.ino &&
-      now.size === this.state.size &&
-      now.mtimeMs === this.state.mtimeMs;
-    if (same && !existsSync(`${this.file}-wal`)) return;
-    const { db, immutable } = SqliteDriver.connect(this.file, this.options);
-    this.statements.clear();
-    this.db.close();
-    this.db = db;
-    this.immutable = immutable;
-    this.state = now;
+  onReplaced: (() => Promise<void>) | undefined;
+  private replacedUnchecked = false;
+  private checkingReplaced = false;
+
+  /**
+   * Before a statement outside a transaction. An open connection keeps reading the inode it opened, so
+   * a database deleted or replaced under it (a backup restored with `mv`) would go unnoticed: a file that
+   * is gone is an UNAVAILABLE error (nothing is created in its place), another file at the path is
+   * opened instead of the old one. An immutable connection is also reopened when the file changed, as
+   * SQLite itself will not look.
+   */
+  private async refresh(): Promise<void> {
+    if (this.closed || this.db.isTransaction) return;
+    let now: FileState;
+    try {
+      now = fileState(this.file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      throw new TrackingError(
+        'UNAVAILABLE',
+        `tracking: the database file ${this.file} is gone (deleted or moved away); put it back — a database moved to that path is read from the next call on — or point the tracking URI at where it is now`,
+        { cause: error },
+      );
+    }
+    const replaced = now.dev !== this.state.dev || now.ino !== this.state.ino;
+    const changed =
+      replaced ||
+      (this.immutable &&
+        (now.size !== this.state.size ||
+          now.mtimeMs !== this.state.mtimeMs ||
+          existsSync(`${this.file}-wal`)));
+    if (changed) {
+      const { db, immutable } = SqliteDriver.connect(this.file, this.options);
+      this.statements.clear();
+      this.db.close();
+      this.db = db;
+      this.immutable = immutable;
+      this.state = now;
+      if (replaced) this.replacedUnchecked = true;
+    }
+    if (this.replacedUnchecked && !this.checkingReplaced && this.onReplaced) {
+      this.checkingReplaced = true;
+      try {
+        await this.onReplaced();
+        this.replacedUnchecked = false;
+      } finally {
+        this.checkingReplaced = false;
+      }
+    }
   }
 
   private statement(sql: string): StatementSync {
@@ -236,7 +273,7 @@ export class SqliteDriver implements SqlDriver {
   };
 
   async all(sql: string, params?: readonly SqlValue[]): Promise<SqlRow[]> {
-    this.refresh();
+    await this.refresh();
     return this.executor.all(sql, params);
   }
 
@@ -246,7 +283,7 @@ export class SqliteDriver implements SqlDriver {
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const next = this.queue.then(async () => {
-      this.refresh();
+      await this.refresh();
       // IMMEDIATE takes the write lock up front, so two processes never deadlock upgrading read locks.
       this.db.exec('BEGIN IMMEDIATE');
       try {

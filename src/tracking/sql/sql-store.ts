@@ -181,6 +181,16 @@ export class SqlTrackingStore implements TrackingStore {
       throw databaseError(error, `cannot open ${displayUri}`);
     }
     const store = new SqlTrackingStore(db, displayUri, artifactRoot, options);
+    if (db instanceof SqliteDriver) {
+      // A file moved over the database (a backup restored) must be MLflow's too; it is only checked.
+      db.onReplaced = () =>
+        ensureSchema(db, {
+          defaultArtifactRoot: artifactRoot,
+          displayUri,
+          onWarning: store.onWarning,
+          readOnly: true,
+        });
+    }
     try {
       await ensureSchema(db, {
         defaultArtifactRoot: artifactRoot,
