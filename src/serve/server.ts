@@ -31,6 +31,7 @@ import {
   ServingLifecycle,
   type ServingState,
   StartupError,
+  withStoreHint,
 } from '../service/index.js';
 import { openTrackingStore, redactUri, type TrackingStore } from '../tracking/index.js';
 import { clusterWorkerHooks } from './cluster.js';
@@ -105,7 +106,7 @@ async function loadServing(
     );
   } catch (error) {
     throw new StartupError(
-      `serve: cannot open the tracking store ${redactUri(config.trackingUri)}: ${(error as Error).message}`,
+      `serve: cannot open the tracking store ${redactUri(config.trackingUri)}: ${(withStoreHint(error) as Error).message}`,
       {
         cause: error,
       },

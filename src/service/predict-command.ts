@@ -5,7 +5,7 @@
 import type { TagModel } from '../model/index.js';
 import { openTrackingStore } from '../tracking/index.js';
 import { loadServedModel } from './artifacts.js';
-import { StartupError } from './errors.js';
+import { StartupError, withStoreHint } from './errors.js';
 import { ServedRuns } from './served-runs.js';
 import { loadModelDirectory } from './single-model.js';
 
@@ -31,7 +31,9 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
     return { runId: null, model: (await loadModelDirectory(source.modelDir)).model };
   }
   // Predicting only reads: a store on a read-only volume works, and a wrong URI creates nothing.
-  const store = await openTrackingStore(source.trackingUri, { readOnly: true });
+  const store = await openTrackingStore(source.trackingUri, { readOnly: true }).catch((error: unknown) => {
+    throw withStoreHint(error);
+  });
   try {
     if (source.runId === undefined) {
       const servedRuns = await ServedRuns.load(store, {

@@ -94,7 +94,7 @@ export async function ensureSchema(driver: SqlDriver, options: SchemaOptions): P
   if (options.readOnly) {
     throw new TrackingError(
       'NOT_FOUND',
-      `tracking: ${options.displayUri} has no MLflow tables: nothing was ever logged there; check the tracking URI, or log a run first (\`tagger train\` creates them)`,
+      `tracking: ${options.displayUri} has no MLflow tables: nothing was ever logged there, and nothing was created`,
     );
   }
   await driver.transaction(async (tx) => {

@@ -165,7 +165,7 @@ export class SqlTrackingStore implements TrackingStore {
           if (!existsSync(target.file)) {
             throw new TrackingError(
               'NOT_FOUND',
-              `tracking: there is no SQLite database at ${target.file} (${displayUri})`,
+              `tracking: there is no SQLite database at ${target.file} (${displayUri}); nothing was created`,
             );
           }
         } else {
