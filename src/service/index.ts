@@ -19,7 +19,7 @@ export {
   UnknownRunError,
   withStoreHint,
 } from './errors.js';
-export { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
+export { DEFAULT_GATES, gateFailure, type PromotionGates, referenceRun } from './gates.js';
 export {
   HISTORY_METRICS,
   type ServedConfusion,
