@@ -29,6 +29,7 @@ import {
   validateExperimentName,
   validateKey,
 } from '../mlflow-rules.js';
+import { redactUri } from '../redact.js';
 import type {
   ArtifactEntry,
   CreateLoggedModelOptions,
@@ -133,7 +134,7 @@ export function storeRootFromUri(uri: string): string {
     } catch (error) {
       throw new TrackingError(
         'INVALID_ARGUMENT',
-        `tracking: '${uri}' is not a usable file URI (use file:///absolute/path or a plain path)`,
+        `tracking: '${redactUri(uri)}' is not a usable file URI (use file:///absolute/path or a plain path)`,
         { cause: error },
       );
     }
