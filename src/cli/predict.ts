@@ -28,7 +28,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   }
   if (flags.explain)
     throw new UsageError('predict: --explain works on texts given on the command line, not with --input');
-  const loaded = await loadModelOfFlags(flags);
+  const loaded = await loadModelOfFlags(flags, io);
   const progress = createProgress({
     label: 'tagging',
     total: 100,
@@ -103,7 +103,7 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
     throw new UsageError('predict: give at least one text, e.g. tagger predict "Transformers for NER"');
   const empty = texts.findIndex((text) => text.trim() === '');
   if (empty >= 0) throw new UsageError(`predict: text ${empty + 1} is empty`);
-  const loaded = await loadModelOfFlags(flags);
+  const loaded = await loadModelOfFlags(flags, io);
   const predictions = loaded.model.predict(texts).map((prediction, index) => ({
     input_text: texts[index],
     predicted_tag: prediction.predicted_tag,
