@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { cliFolder } from '../support/cli.js';
 import { trainModel } from '../support/fixtures.js';
-import { freePort, killServers, logServedRun, spawnServer } from '../support/serve-process.js';
+import { freePort } from '../support/free-port.js';
+import { killServers, logServedRun, spawnServer } from '../support/serve-process.js';
 import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
 
 /** Every secret of this file contains this, so one search finds any of them. */
@@ -26,7 +27,7 @@ const deadPostgres = (port: number): string =>
 const redisUrl = (port: number): string =>
   `redis://user:${SECRET}-userinfo@127.0.0.1:${port}/0?password=${SECRET}-query&sentinelPassword=${SECRET}-sentinel&db=0`;
 
-const cli = cliFolder('tagger-credentials-');
+const cli = cliFolder({ prefix: 'tagger-credentials-' });
 
 describe('credentials in URIs: what the CLI prints', () => {
   it('--print-config masks every credential of the tracking URI and the Redis URL', async () => {
