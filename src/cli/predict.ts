@@ -16,6 +16,7 @@ interface PredictFlags {
   input?: string;
   output?: string;
   textColumn?: string;
+  escapeFormulas?: boolean;
   quiet?: boolean;
 }
 
@@ -44,6 +45,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       input: flags.input,
       output: flags.output,
       textColumn: flags.textColumn,
+      escapeFormulas: flags.escapeFormulas,
       onProgress: ({ bytesRead, totalBytes, rows }) => {
         const seconds = (performance.now() - started) / 1000;
         const share = totalBytes === 0 ? 1 : Math.min(1, bytesRead / totalBytes);
@@ -96,8 +98,10 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
     if (texts.length > 0) throw new UsageError('predict: give texts or --input <file>, not both');
     return predictFileCommand({ ...flags, input: flags.input }, io);
   }
-  if (flags.output !== undefined || flags.textColumn !== undefined) {
-    throw new UsageError('predict: --output and --text-column go with --input <file>');
+  if (flags.output !== undefined || flags.textColumn !== undefined || flags.escapeFormulas !== undefined) {
+    throw new UsageError(
+      'predict: --output, --text-column and --(no-)escape-formulas go with --input <file>',
+    );
   }
   if (texts.length === 0)
     throw new UsageError('predict: give at least one text, e.g. tagger predict "Transformers for NER"');
@@ -153,6 +157,11 @@ export function registerPredict(program: Command, io: CliIo): void {
       '--text-column <name>',
       "with --input: the column holding the text (default: 'text', else title + description)",
     )
+    .option(
+      '--escape-formulas',
+      "with --input: put a ' before cells starting with = + - @ tab or CR, so a spreadsheet shows them as text instead of running them (OWASP; the default for .csv output)",
+    )
+    .option('--no-escape-formulas', 'with --input: write cells as they are (the default for .jsonl output)')
     .option('--quiet', 'with --input: no progress output')
     .addOption(trackingOption())
     .action((texts: string[], flags: PredictFlags) => predictCommand(texts, flags, io));

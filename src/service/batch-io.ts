@@ -32,6 +32,8 @@ export interface WriterOptions {
    * reaches its threshold (`predicted_tags`, most probable first). Null for a single-label model.
    */
   tagThresholds: readonly number[] | null;
+  /** Neutralise cells a spreadsheet would run as formulas (see `neutraliseFormula`). */
+  escapeFormulas: boolean;
 }
 
 export type ReaderMessage =
@@ -207,16 +209,44 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
 const csvField = (value: string): string =>
   /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 
+/** What a spreadsheet takes for the start of a formula (OWASP's CSV injection list). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * OWASP's defence against CSV (formula) injection: a value starting with `=`, `+`, `-`, `@`, tab or CR
+ * gets a leading `'`, so Excel, LibreOffice and Google Sheets show it as text instead of running it.
+ * The original is the value without its first character.
+ * @example neutraliseFormula('=HYPERLINK("http://x")') // "'=HYPERLINK(\"http://x\")"
+ */
+export const neutraliseFormula = (value: string): string => (FORMULA_START.test(value) ? `'${value}` : value);
+
+/**
+ * A CSV field a spreadsheet cannot run: neutralised as above, and also quoted when it holds a `;` or a
+ * tab, the separators spreadsheets use in some locales, so no cell can start inside it (OWASP).
+ */
+const safeCsvField = (value: string): string => {
+  const safe = neutraliseFormula(value);
+  return /[",;\t\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+};
+
 /** The output's text for one batch (with the CSV header before the first). */
 export class RowFormatter {
   private headerWritten = false;
   private readonly tagFields: string[];
+  /** A text cell of the output (texts, tags, kept columns); numbers are written as they are. */
+  private readonly field: (value: string) => string;
+  /** The tags as the output names them (neutralised when formulas are escaped). */
+  private readonly tagNames: readonly string[];
   constructor(
     private readonly format: BatchFormat,
     private readonly tags: readonly string[],
     private readonly tagThresholds: readonly number[] | null = null,
+    escapeFormulas = false,
   ) {
-    this.tagFields = tags.map(csvField);
+    const text = escapeFormulas ? neutraliseFormula : (value: string) => value;
+    this.field = format === 'csv' ? (escapeFormulas ? safeCsvField : csvField) : text;
+    this.tagNames = tags.map(text);
+    this.tagFields = tags.map(this.field);
   }
 
   /** A multi-label row's tags over their thresholds, most probable first (as TagModel.predict lists them). */
@@ -229,7 +259,7 @@ export class RowFormatter {
     if (this.format !== 'csv' || this.headerWritten) return '';
     this.headerWritten = true;
     const multi = this.tagThresholds === null ? '' : 'predicted_tags,';
-    return `line,text,predicted_tag,probability,${multi}${this.tags.map((tag) => csvField(`p_${tag}`)).join(',')}\n`;
+    return `line,text,predicted_tag,probability,${multi}${this.tags.map((tag) => this.field(`p_${tag}`)).join(',')}\n`;
   }
 
   batch(lines: readonly number[], texts: readonly string[], tagged: TaggedBatch): string {
@@ -240,20 +270,23 @@ export class RowFormatter {
       const top = predicted[i]!;
       const base = i * width;
       if (this.format === 'csv') {
-        chunk += `${lines[i]},${csvField(texts[i]!)},${this.tagFields[top]},${probabilities[base + top]}`;
+        chunk += `${lines[i]},${this.field(texts[i]!)},${this.tagFields[top]},${probabilities[base + top]}`;
         // Joined by `|`, as a training file's tags column takes them.
-        if (this.tagThresholds !== null) chunk += `,${csvField(this.passed(probabilities, base).join('|'))}`;
+        if (this.tagThresholds !== null)
+          chunk += `,${this.field(this.passed(probabilities, base).join('|'))}`;
         for (let t = 0; t < width; t++) chunk += `,${probabilities[base + t]}`;
         chunk += '\n';
       } else {
         const all: Record<string, number> = {};
-        for (let t = 0; t < width; t++) all[this.tags[t]!] = probabilities[base + t]!;
+        for (let t = 0; t < width; t++) all[this.tagNames[t]!] = probabilities[base + t]!;
         chunk += `${JSON.stringify({
           line: lines[i],
-          text: texts[i],
-          predicted_tag: this.tags[top],
+          text: this.field(texts[i]!),
+          predicted_tag: this.tagNames[top],
           probability: probabilities[base + top],
-          ...(this.tagThresholds === null ? {} : { predicted_tags: this.passed(probabilities, base) }),
+          ...(this.tagThresholds === null
+            ? {}
+            : { predicted_tags: this.passed(probabilities, base).map(this.field) }),
           predicted_probabilities: all,
         })}\n`;
       }
@@ -275,7 +308,7 @@ class WriteFailed extends Error {}
 async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOptions, writer: WriterOptions) {
   const output = createWriteStream(writer.path, { flags: 'wx' });
   let writeError: (Error & { code?: string }) | undefined;
-  const formatter = new RowFormatter(writer.format, writer.tags, writer.tagThresholds);
+  const formatter = new RowFormatter(writer.format, writer.tags, writer.tagThresholds, writer.escapeFormulas);
   /** Batches posted and not answered yet, oldest first. */
   const out: { lines: number[]; texts: string[] }[] = [];
   // The reading loop and the writing chain may both wait; any change wakes both to check again.

@@ -7,7 +7,8 @@
  *
  * Formats by extension: `.csv` (a header row; read with csv-parse) and `.jsonl` / `.ndjson` (one
  * JSON object per line). The text is `--text-column`, else a `text` column, else `title + " " +
- * description` (what `tagger train` reads).
+ * description` (what `tagger train` reads). CSV output is safe to open in a spreadsheet: cells that would
+ * start a formula are neutralised (`escapeFormulas`).
  */
 import { randomBytes } from 'node:crypto';
 import { rename, rm, stat } from 'node:fs/promises';
@@ -44,6 +45,11 @@ export interface TagFileOptions {
   textColumn?: string | undefined;
   /** Texts per model call. */
   batchSize?: number;
+  /**
+   * Neutralise cells a spreadsheet would run as formulas (OWASP: a `'` before a leading `=`, `+`, `-`,
+   * `@`, tab or CR). Default: on for CSV output, off for JSON Lines (read by programs, not spreadsheets).
+   */
+  escapeFormulas?: boolean | undefined;
   onProgress?: (progress: BatchProgress) => void;
   onBadRow?: (bad: BadRow) => void;
 }
@@ -170,7 +176,13 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   const tagIndex = new Map(model.tags.map((tag, index) => [tag, index]));
   const worker = startWorker(
     { input: options.input, format: inputFormat, textColumn: options.textColumn, batchSize },
-    { path: temp, format: outputFormat, tags: model.tags, tagThresholds: model.tagThresholds },
+    {
+      path: temp,
+      format: outputFormat,
+      tags: model.tags,
+      tagThresholds: model.tagThresholds,
+      escapeFormulas: options.escapeFormulas ?? outputFormat === 'csv',
+    },
   );
   let tagged = 0;
   try {
