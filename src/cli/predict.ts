@@ -1,9 +1,9 @@
 /** `tagger predict`: tags for texts given on the command line (optionally explained), or for a whole file. */
 import type { Command } from 'commander';
 import type { Explanation } from '../model/index.js';
-import { type TagFileResult, tagFile } from '../service/batch-predict.js';
+import { DEFAULT_MAX_ROW_BYTES, type TagFileResult, tagFile } from '../service/batch-predict.js';
 import { createProgress } from '../train/progress.js';
-import { loadModelOfFlags, trackingOption, UsageError } from './inputs.js';
+import { loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
 import type { CliIo } from './io.js';
 import { textTable } from './output.js';
 
@@ -17,6 +17,7 @@ interface PredictFlags {
   output?: string;
   textColumn?: string;
   escapeFormulas?: boolean;
+  maxRowBytes?: number;
   quiet?: boolean;
 }
 
@@ -46,6 +47,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       output: flags.output,
       textColumn: flags.textColumn,
       escapeFormulas: flags.escapeFormulas,
+      maxRowBytes: flags.maxRowBytes,
       onProgress: ({ bytesRead, totalBytes, rows }) => {
         const seconds = (performance.now() - started) / 1000;
         const share = totalBytes === 0 ? 1 : Math.min(1, bytesRead / totalBytes);
@@ -98,9 +100,14 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
     if (texts.length > 0) throw new UsageError('predict: give texts or --input <file>, not both');
     return predictFileCommand({ ...flags, input: flags.input }, io);
   }
-  if (flags.output !== undefined || flags.textColumn !== undefined || flags.escapeFormulas !== undefined) {
+  if (
+    flags.output !== undefined ||
+    flags.textColumn !== undefined ||
+    flags.escapeFormulas !== undefined ||
+    flags.maxRowBytes !== undefined
+  ) {
     throw new UsageError(
-      'predict: --output, --text-column and --(no-)escape-formulas go with --input <file>',
+      'predict: --output, --text-column, --max-row-bytes and --(no-)escape-formulas go with --input <file>',
     );
   }
   if (texts.length === 0)
@@ -162,6 +169,11 @@ export function registerPredict(program: Command, io: CliIo): void {
       "with --input: put a ' before cells starting with = + - @ tab or CR, so a spreadsheet shows them as text instead of running them (OWASP; the default for .csv output)",
     )
     .option('--no-escape-formulas', 'with --input: write cells as they are (the default for .jsonl output)')
+    .option(
+      '--max-row-bytes <n>',
+      `with --input: a row longer than this (bytes in the file) is reported by line and skipped, never read into memory (default ${DEFAULT_MAX_ROW_BYTES}, 1 MiB)`,
+      parseInteger('--max-row-bytes', 1),
+    )
     .option('--quiet', 'with --input: no progress output')
     .addOption(trackingOption())
     .action((texts: string[], flags: PredictFlags) => predictCommand(texts, flags, io));

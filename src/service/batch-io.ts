@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse';
 import { tagsOverThresholds } from '../model/index.js';
+import { DEFAULT_MAX_ROW_BYTES, RowLimiter } from './batch-row-limit.js';
 
 export type BatchFormat = 'csv' | 'jsonl';
 
@@ -19,6 +20,11 @@ export interface ReaderOptions {
   format: BatchFormat;
   textColumn?: string | undefined;
   batchSize: number;
+  /**
+   * Rows longer than this (bytes in the file, line break excluded) are reported and skipped, never read
+   * into memory (default DEFAULT_MAX_ROW_BYTES, 1 MiB).
+   */
+  maxRowBytes?: number | undefined;
 }
 
 export interface WriterOptions {
@@ -97,12 +103,59 @@ function textOf(
 
 type Emit = (message: ReaderMessage) => void | Promise<void>;
 
-/** Rows of a CSV file with the line each ends on; malformed records are reported and skipped. */
-async function* csvRows(path: string, counted: (bytes: number) => void, emit: Emit) {
+/** Bad rows found ahead of the rows read, reported in line order as the rows catch up with them. */
+class BadRowQueue {
+  private readonly rows: { line: number; reason: string }[] = [];
+
+  add(line: number, reason: string): void {
+    let at = this.rows.length;
+    while (at > 0 && this.rows[at - 1]!.line > line) at -= 1;
+    this.rows.splice(at, 0, { line, reason });
+  }
+
+  /** Emits the bad rows before line `before` (all of them without it). */
+  async flush(emit: Emit, before = Number.POSITIVE_INFINITY): Promise<void> {
+    while (this.rows.length > 0 && this.rows[0]!.line < before) {
+      await emit({ kind: 'bad', ...this.rows.shift()! });
+    }
+  }
+}
+
+const bytes = (n: number): string => n.toLocaleString('en-US');
+
+/**
+ * The byte stream of `path` with rows over `maxRowBytes` reported to `queue` and left out: they never
+ * reach the parser, so a huge row costs no memory. A CSV header over the limit makes the file unusable.
+ */
+function limitedRows(
+  path: string,
+  format: BatchFormat,
+  maxRowBytes: number = DEFAULT_MAX_ROW_BYTES,
+  counted: (bytes: number) => void,
+  queue: BadRowQueue,
+) {
   const source = createReadStream(path);
   source.on('data', (chunk) => counted(chunk.length));
+  const limiter = new RowLimiter({
+    maxBytes: maxRowBytes,
+    format,
+    onTooLong: (row) => {
+      const size = `${bytes(row.bytes)} bytes, over the limit of ${bytes(maxRowBytes)} bytes a row (--max-row-bytes)`;
+      if (row.header) throw new InputProblem(`${path}: the header row (line ${row.line}) is ${size}`);
+      queue.add(row.line, `the row is ${size}`);
+    },
+  });
+  source.on('error', (error) => limiter.destroy(error));
+  return source.pipe(limiter);
+}
+
+/** Rows of a CSV file with the line each ends on; malformed and over-long records are reported and skipped. */
+async function* csvRows(options: ReaderOptions, counted: (bytes: number) => void, emit: Emit) {
+  // The parser reads ahead of the rows consumed: skipped records wait here so reports come in line order.
+  const skipped = new BadRowQueue();
+  const rows = limitedRows(options.input, 'csv', options.maxRowBytes, counted, skipped);
   // on_record hands over the line with the record (cheaper than `info: true`, which copies a whole object).
-  const parser = source.pipe(
+  const parser = rows.pipe(
     parse({
       columns: true,
       bom: true,
@@ -111,27 +164,28 @@ async function* csvRows(path: string, counted: (bytes: number) => void, emit: Em
       on_record: (record: Row, context: { lines: number }) => [record, context.lines],
     }),
   );
-  // The parser reads ahead of the rows consumed: skipped records wait here so reports come in line order.
-  const skipped: { line: number; reason: string }[] = [];
   parser.on('skip', (error: Error & { lines?: number }) => {
-    skipped.push({ line: error.lines ?? 0, reason: `malformed CSV row (${error.message.split(':')[0]})` });
+    skipped.add(error.lines ?? 0, `malformed CSV row (${error.message.split(':')[0]})`);
   });
-  source.on('error', (error) => parser.destroy(error));
+  rows.on('error', (error) => parser.destroy(error));
   for await (const [row, line] of parser as AsyncIterable<[Row, number]>) {
-    while (skipped.length > 0 && skipped[0]!.line < line) await emit({ kind: 'bad', ...skipped.shift()! });
+    await skipped.flush(emit, line);
     yield { row, line };
   }
-  for (const bad of skipped) await emit({ kind: 'bad', ...bad });
+  await skipped.flush(emit);
 }
 
-/** Rows of a JSON Lines file; a line that is not a JSON object is reported and skipped. */
-async function* jsonlRows(path: string, counted: (bytes: number) => void, emit: Emit) {
-  const source = createReadStream(path);
-  source.on('data', (chunk) => counted(chunk.length));
-  const lines = createInterface({ input: source, crlfDelay: Number.POSITIVE_INFINITY });
+/** Rows of a JSON Lines file; a line that is not a JSON object, or is over-long, is reported and skipped. */
+async function* jsonlRows(options: ReaderOptions, counted: (bytes: number) => void, emit: Emit) {
+  const tooLong = new BadRowQueue();
+  const lines = createInterface({
+    input: limitedRows(options.input, 'jsonl', options.maxRowBytes, counted, tooLong),
+    crlfDelay: Number.POSITIVE_INFINITY,
+  });
   let line = 0;
   for await (const text of lines) {
     line += 1;
+    await tooLong.flush(emit, line + 1);
     if (text.trim() === '') continue;
     let value: unknown;
     try {
@@ -146,6 +200,7 @@ async function* jsonlRows(path: string, counted: (bytes: number) => void, emit: 
     }
     yield { row: value as Row, line };
   }
+  await tooLong.flush(emit);
 }
 
 /** Reads the whole file, emitting batches of texts, bad rows and the end (or why it cannot be read). */
@@ -156,9 +211,7 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
   };
   try {
     const rows =
-      options.format === 'csv'
-        ? csvRows(options.input, counted, emit)
-        : jsonlRows(options.input, counted, emit);
+      options.format === 'csv' ? csvRows(options, counted, emit) : jsonlRows(options, counted, emit);
     let text: ((row: Row) => unknown) | undefined;
     let lines: number[] = [];
     let texts: string[] = [];

@@ -1,8 +1,8 @@
 /**
  * Batch tagging of a file (`tagger predict --input data.csv --output tags.csv`): rows are streamed in,
  * tagged in batches and streamed out in the input's order, so memory stays flat whatever the file's
- * size. A bad row (no text, malformed CSV or JSON) is reported with its line number and skipped; the
- * run goes on. The output is written to a temp file beside the target and renamed into place at the end,
+ * size. A bad row (no text, malformed CSV or JSON, longer than `maxRowBytes`) is reported with its line
+ * number and skipped; the run goes on. The output is written to a temp file beside the target and renamed into place at the end,
  * so an interrupted run never leaves a half-written file under the requested name.
  *
  * Formats by extension: `.csv` (a header row; read with csv-parse) and `.jsonl` / `.ndjson` (one
@@ -25,6 +25,7 @@ import {
 } from './batch-io.js';
 
 export type { BatchFormat } from './batch-io.js';
+export { DEFAULT_MAX_ROW_BYTES } from './batch-row-limit.js';
 
 export interface BadRow {
   /** 1-based line of the input where the row ends. */
@@ -45,6 +46,11 @@ export interface TagFileOptions {
   textColumn?: string | undefined;
   /** Texts per model call. */
   batchSize?: number;
+  /**
+   * Rows longer than this many bytes (line break excluded) are reported as bad rows and skipped without
+   * being read into memory (default 1 MiB, DEFAULT_MAX_ROW_BYTES); a CSV header over it fails the file.
+   */
+  maxRowBytes?: number | undefined;
   /**
    * Neutralise cells a spreadsheet would run as formulas (OWASP: a `'` before a leading `=`, `+`, `-`,
    * `@`, tab or CR). Default: on for CSV output, off for JSON Lines (read by programs, not spreadsheets).
@@ -175,7 +181,13 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   const temp = join(dirname(target), `.${basename(target)}.tagger-${randomBytes(4).toString('hex')}.tmp`);
   const tagIndex = new Map(model.tags.map((tag, index) => [tag, index]));
   const worker = startWorker(
-    { input: options.input, format: inputFormat, textColumn: options.textColumn, batchSize },
+    {
+      input: options.input,
+      format: inputFormat,
+      textColumn: options.textColumn,
+      batchSize,
+      maxRowBytes: options.maxRowBytes,
+    },
     {
       path: temp,
       format: outputFormat,
