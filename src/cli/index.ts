@@ -18,6 +18,7 @@ import { type CliIo, processIo } from './io.js';
 import { registerOptimize } from './optimize.js';
 import { registerPredict } from './predict.js';
 import { registerServe } from './serve.js';
+import { printable, printableIo } from './terminal.js';
 import { registerTrain } from './train.js';
 
 /** Errors whose message is already a complete, user-facing explanation. */
@@ -72,16 +73,18 @@ export function buildProgram(io: CliIo = processIo()): Command {
 
 /**
  * Runs one command line; resolves to the exit status (0 success, 1 failure, 130/143 interrupted).
+ * Everything it prints is printable: control characters from inputs are shown as `\uXXXX` (terminal.ts).
  * @example process.exitCode = await main(['predict', 'Transformers for NER']);
  */
-export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+export async function main(argv: readonly string[], given: CliIo = processIo()): Promise<number> {
+  const io = printableIo(given);
   try {
     await buildProgram(io).parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
     // Commander has already printed its message (or the help) to io.
     if (error instanceof CommanderError) return error.exitCode;
-    io.stderr.write(`tagger: ${explain(error)}\n`);
+    io.stderr.write(`tagger: ${printable(explain(error))}\n`);
     return error instanceof InterruptedError ? error.exitCode : 1;
   }
 }

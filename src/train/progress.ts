@@ -11,11 +11,20 @@ export interface Progress {
   stop(): void;
 }
 
+export interface ProgressStream {
+  write(text: string): unknown;
+  readonly isTTY?: boolean | undefined;
+  readonly unfiltered?: ProgressStream | undefined;
+}
+
 export interface ProgressOptions {
   label: string;
   total: number;
-  /** Default process.stderr; a stream that is not a terminal gets plain lines. */
-  stream?: { write(text: string): unknown; readonly isTTY?: boolean | undefined };
+  /**
+   * Default process.stderr; a stream that is not a terminal gets plain lines. A bar writes its escape
+   * codes to `unfiltered` when the stream has one (a filter that escapes control characters).
+   */
+  stream?: ProgressStream;
   /** Minimum interval between plain lines (non-terminal output). */
   plainIntervalMs?: number;
   /** Silence entirely (e.g. `--quiet`). */
@@ -25,14 +34,14 @@ export interface ProgressOptions {
 }
 
 export function createProgress(options: ProgressOptions): Progress {
-  const stream = options.stream ?? process.stderr;
+  const stream: ProgressStream = options.stream ?? process.stderr;
   if (options.silent) return { update: () => undefined, stop: () => undefined };
   if (stream.isTTY) {
     const bar = new cliProgress.SingleBar(
       {
         format: `${options.label} [{bar}] ${options.unit === '%' ? '{value}%' : '{value}/{total}'} {status}`,
         // A terminal is a real tty.WriteStream (process.stderr, or one a caller made).
-        stream: stream as NodeJS.WriteStream,
+        stream: (stream.unfiltered ?? stream) as NodeJS.WriteStream,
         hideCursor: true,
         clearOnComplete: false,
       },
