@@ -72,7 +72,10 @@ export function registerTrain(program: Command, io: CliIo): void {
       'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
     )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
-    .option('--quiet', 'no progress output')
+    .option(
+      '--quiet',
+      'no progress, and only the run and its test scores (the slices and behavioural tests are in the run and in --json)',
+    )
     .action((flags: TrainFlags) => trainCommand(flags, io));
 }
 
@@ -198,14 +201,15 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         : '') +
       '\n',
   );
-  const sliceParts = Object.entries(outcome.slices.rows).map(([name, rows]) => {
+  // Quiet: the run and its score only; the slices and the behavioural tests are in the run (and --json).
+  const sliceParts = Object.entries(flags.quiet ? {} : outcome.slices.rows).map(([name, rows]) => {
     const m = outcome.performance.slices[name];
     return m === undefined
       ? `${name} (no rows; left out)`
       : `${name} (${rows} rows) f1 ${formatMetric(m.f1)}`;
   });
   if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
-  io.stdout.write(behaviourSummary(outcome.behaviour));
+  if (!flags.quiet) io.stdout.write(behaviourSummary(outcome.behaviour));
   if (registered) {
     io.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +
