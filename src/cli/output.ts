@@ -1,5 +1,26 @@
-/** The output every command shares: plain-text tables, metric numbers, the behavioural tests' summary. */
+/**
+ * The output every command shares: plain-text tables, metric numbers, the behavioural tests' summary,
+ * and files written whole or not at all.
+ */
+import { randomBytes } from 'node:crypto';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { BehaviourReport } from '../model/index.js';
+
+/**
+ * Writes `text` to `path` through a temporary file beside it, renamed into place: an interruption never
+ * leaves the file half-written (it is either the old one or the new one).
+ */
+export async function writeWhole(path: string, text: string): Promise<void> {
+  const temp = join(dirname(path), `.${basename(path)}.tagger-${randomBytes(4).toString('hex')}.tmp`);
+  try {
+    await writeFile(temp, text, { flag: 'wx' });
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw error;
+  }
+}
 
 /** A plain-text table: the header, then the rows; columns two spaces apart, `rightAligned` padded left. */
 export function textTable(

@@ -1,7 +1,9 @@
 /** `tagger predict`: tags for texts given on the command line (optionally explained), or for a whole file. */
+import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { Explanation } from '../model/index.js';
 import { DEFAULT_MAX_ROW_BYTES, type TagFileResult, tagFile } from '../service/batch-predict.js';
+import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
 import { loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
 import type { CliIo } from './io.js';
@@ -40,7 +42,24 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   });
   const started = performance.now();
   let shown = 0;
+  let rowsSoFar = 0;
   let result: TagFileResult;
+  // SIGINT/SIGTERM stop the tagging cleanly: the partial output is removed, and the message says so.
+  const existed = await stat(flags.output).then(
+    () => true,
+    () => false,
+  );
+  const stop = new AbortController();
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
+    stop.abort(
+      new InterruptedError(
+        signal,
+        `tagging stopped after ${rowsSoFar.toLocaleString('en-US')} rows of ${flags.input}; nothing was written: ` +
+          `the partial output was removed, and ${flags.output} ${existed ? 'is as it was' : 'was not created'}`,
+      ),
+    );
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     result = await tagFile(loaded.model, {
       input: flags.input,
@@ -48,7 +67,9 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       textColumn: flags.textColumn,
       escapeFormulas: flags.escapeFormulas,
       maxRowBytes: flags.maxRowBytes,
+      signal: stop.signal,
       onProgress: ({ bytesRead, totalBytes, rows }) => {
+        rowsSoFar = rows;
         const seconds = (performance.now() - started) / 1000;
         const share = totalBytes === 0 ? 1 : Math.min(1, bytesRead / totalBytes);
         const eta = share > 0 ? (seconds / share) * (1 - share) : Number.NaN;
@@ -64,6 +85,8 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       },
     });
   } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
     progress.stop();
   }
   if (result.bad > SHOWN_BAD_ROWS) {

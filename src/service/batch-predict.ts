@@ -58,6 +58,11 @@ export interface TagFileOptions {
   escapeFormulas?: boolean | undefined;
   onProgress?: (progress: BatchProgress) => void;
   onBadRow?: (bad: BadRow) => void;
+  /**
+   * Stops the tagging when aborted: the worker is stopped, the temporary output removed (the target is
+   * left as it was), and `signal.reason` is thrown.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 export interface TagFileResult {
@@ -96,8 +101,8 @@ function startWorker(reader: ReaderOptions, writer: WriterOptions): Worker {
   });
 }
 
-/** The worker's messages as an async sequence; its crash or early exit is an error. */
-async function* messagesOf(worker: Worker): AsyncGenerator<WorkerMessage> {
+/** The worker's messages as an async sequence; its crash or early exit is an error, and so is `signal`. */
+async function* messagesOf(worker: Worker, signal?: AbortSignal): AsyncGenerator<WorkerMessage> {
   const queue: WorkerMessage[] = [];
   let failure: Error | undefined;
   let ended = false;
@@ -118,7 +123,9 @@ async function* messagesOf(worker: Worker): AsyncGenerator<WorkerMessage> {
     ended = true;
     notify();
   });
+  signal?.addEventListener('abort', notify, { once: true });
   for (;;) {
+    signal?.throwIfAborted();
     const message = queue.shift();
     if (message !== undefined) {
       yield message;
@@ -198,7 +205,8 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   );
   let tagged = 0;
   try {
-    for await (const message of messagesOf(worker)) {
+    options.signal?.throwIfAborted();
+    for await (const message of messagesOf(worker, options.signal)) {
       if (message.kind === 'bad') {
         bad += 1;
         progress.rows += 1;
