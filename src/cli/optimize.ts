@@ -69,8 +69,8 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
               progress.update(trial.trial, `cv_f1=${trial.cv.mean.toFixed(4)} ± ${trial.cv.std.toFixed(4)}`),
             catchSignals: true,
             onStopRequested: (signal) =>
-              io.stderr.write(
-                `\ntagger: ${signal}: stopping the search; a trial still cross-validating or training finishes that first and is not logged\n`,
+              progress.log(
+                `tagger: ${signal}: stopping the search; a trial still cross-validating or training finishes that first and is not logged\n`,
               ),
             datasets,
           });

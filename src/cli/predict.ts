@@ -80,8 +80,9 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       },
       onBadRow: ({ line, reason }) => {
         shown += 1;
+        // On its own line, above a progress bar on a terminal.
         if (shown <= SHOWN_BAD_ROWS)
-          io.stderr.write(`tagger: ${flags.input}: line ${line}: ${reason}; skipped\n`);
+          progress.log(`tagger: ${flags.input}: line ${line}: ${reason}; skipped\n`);
       },
     });
   } finally {
