@@ -20,6 +20,7 @@ interface PredictFlags {
   textColumn?: string;
   escapeFormulas?: boolean;
   maxRowBytes?: number;
+  keepColumns?: string;
   quiet?: boolean;
 }
 
@@ -67,6 +68,13 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       textColumn: flags.textColumn,
       escapeFormulas: flags.escapeFormulas,
       maxRowBytes: flags.maxRowBytes,
+      keepColumns:
+        flags.keepColumns === undefined
+          ? undefined
+          : flags.keepColumns
+              .split(',')
+              .map((name) => name.trim())
+              .filter((name) => name !== ''),
       signal: stop.signal,
       onProgress: ({ bytesRead, totalBytes, rows }) => {
         rowsSoFar = rows;
@@ -128,10 +136,11 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
     flags.output !== undefined ||
     flags.textColumn !== undefined ||
     flags.escapeFormulas !== undefined ||
-    flags.maxRowBytes !== undefined
+    flags.maxRowBytes !== undefined ||
+    flags.keepColumns !== undefined
   ) {
     throw new UsageError(
-      'predict: --output, --text-column, --max-row-bytes and --(no-)escape-formulas go with --input <file>',
+      'predict: --output, --text-column, --keep-columns, --max-row-bytes and --(no-)escape-formulas go with --input <file>',
     );
   }
   if (texts.length === 0)
@@ -182,11 +191,15 @@ export function registerPredict(program: Command, io: CliIo): void {
     )
     .option(
       '--output <file>',
-      'with --input: where the tags go (.csv or .jsonl: line, text, predicted_tag, probabilities; predicted_tags too for a multi-label model)',
+      'with --input: where the tags go (.csv or .jsonl: line, the kept columns, text, predicted_tag, probabilities; predicted_tags too for a multi-label model)',
     )
     .option(
       '--text-column <name>',
       "with --input: the column holding the text (default: 'text', else title + description)",
+    )
+    .option(
+      '--keep-columns <names>',
+      "with --input: input columns (comma-separated) copied into each output row after line, e.g. your own ids (default: id, when the input has one; '' for none)",
     )
     .option(
       '--escape-formulas',

@@ -25,6 +25,11 @@ export interface ReaderOptions {
    * into memory (default DEFAULT_MAX_ROW_BYTES, 1 MiB).
    */
   maxRowBytes?: number | undefined;
+  /**
+   * Input columns (CSV) or fields (JSON Lines) copied into each output row, after `line`. Undefined:
+   * `id` when the input has one (checked on its first row), else none.
+   */
+  keepColumns?: readonly string[] | undefined;
 }
 
 export interface WriterOptions {
@@ -43,7 +48,10 @@ export interface WriterOptions {
 }
 
 export type ReaderMessage =
-  | { kind: 'rows'; lines: number[]; texts: string[]; bytesRead: number }
+  /** The input columns each row keeps (`ReaderOptions.keepColumns`), before the first rows. */
+  | { kind: 'columns'; keep: string[] }
+  /** `kept`: per row, the values of the kept columns (for the output only; never sent to the model). */
+  | { kind: 'rows'; lines: number[]; texts: string[]; kept: unknown[][]; bytesRead: number }
   | { kind: 'bad'; line: number; reason: string }
   /** The input cannot be used at all (no text column, unreadable); nothing more follows. */
   | { kind: 'failed'; message: string }
@@ -51,7 +59,9 @@ export type ReaderMessage =
 
 /** What the worker posts: the reader's messages, the end of the output, or why it cannot be written. */
 export type WorkerMessage =
-  | Exclude<ReaderMessage, { kind: 'done' }>
+  | Exclude<ReaderMessage, { kind: 'done' | 'columns' | 'rows' }>
+  /** A batch to tag: the texts only. */
+  | { kind: 'rows'; lines: number[]; texts: string[]; bytesRead: number }
   /** Every row read and written, the output file closed. */
   | { kind: 'done'; bytesRead: number }
   | { kind: 'write-failed'; message: string; code: string | undefined };
@@ -74,6 +84,32 @@ export const MAX_BATCH_CHARS = 1_000_000;
 type Row = Record<string, unknown>;
 
 class InputProblem extends Error {}
+
+/** Names of the output's own columns (CSV) and fields (JSON Lines); `p_<tag>` too. */
+export const OUTPUT_COLUMNS: readonly string[] = [
+  'line',
+  'text',
+  'predicted_tag',
+  'probability',
+  'predicted_tags',
+  'predicted_probabilities',
+];
+
+/** The columns each row keeps, decided from the first row's fields. */
+function keptColumns(
+  fields: readonly string[],
+  keep: readonly string[] | undefined,
+  input: string,
+): string[] {
+  if (keep === undefined) return fields.includes('id') ? ['id'] : [];
+  const missing = keep.filter((name) => !fields.includes(name));
+  if (missing.length > 0) {
+    throw new InputProblem(
+      `${input} has no column ${missing.map((name) => `'${name}'`).join(', ')} to keep (its columns: ${fields.join(', ') || 'none'}); check --keep-columns`,
+    );
+  }
+  return [...keep];
+}
 
 /** How to get the text of a row, decided from the first row's fields. */
 function textOf(
@@ -213,11 +249,18 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
     const rows =
       options.format === 'csv' ? csvRows(options, counted, emit) : jsonlRows(options, counted, emit);
     let text: ((row: Row) => unknown) | undefined;
+    let keep: string[] = [];
     let lines: number[] = [];
     let texts: string[] = [];
+    let kept: unknown[][] = [];
     let chars = 0;
     for await (const { row, line } of rows) {
-      text ??= textOf(Object.keys(row), options.textColumn, options.input);
+      if (text === undefined) {
+        const fields = Object.keys(row);
+        text = textOf(fields, options.textColumn, options.input);
+        keep = keptColumns(fields, options.keepColumns, options.input);
+        await emit({ kind: 'columns', keep });
+      }
       const value = text(row);
       if (typeof value !== 'string' || value.trim() === '') {
         const reason =
@@ -227,15 +270,18 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
       }
       lines.push(line);
       texts.push(value);
+      kept.push(keep.map((name) => row[name]));
       chars += value.length;
       if (texts.length >= options.batchSize || chars >= MAX_BATCH_CHARS) {
-        await emit({ kind: 'rows', lines, texts, bytesRead });
+        await emit({ kind: 'rows', lines, texts, kept, bytesRead });
         lines = [];
         texts = [];
+        kept = [];
         chars = 0;
       }
     }
-    if (texts.length > 0) await emit({ kind: 'rows', lines, texts, bytesRead });
+    if (text === undefined) await emit({ kind: 'columns', keep: [...(options.keepColumns ?? [])] });
+    if (texts.length > 0) await emit({ kind: 'rows', lines, texts, kept, bytesRead });
     await emit({ kind: 'done', bytesRead });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -285,6 +331,8 @@ const safeCsvField = (value: string): string => {
 /** The output's text for one batch (with the CSV header before the first). */
 export class RowFormatter {
   private headerWritten = false;
+  /** The input columns each row keeps, written after `line`. */
+  private keep: readonly string[] = [];
   private readonly tagFields: string[];
   /** A text cell of the output (texts, tags, kept columns); numbers are written as they are. */
   private readonly field: (value: string) => string;
@@ -307,15 +355,38 @@ export class RowFormatter {
     return tagsOverThresholds(this.tags, this.tagThresholds!, probabilities, base);
   }
 
+  /** Sets the input columns each row keeps (before the first batch). */
+  keepColumns(names: readonly string[]): void {
+    this.keep = names;
+  }
+
+  /** A kept value as a CSV cell: text as it is, other JSON values as JSON, nothing as an empty cell. */
+  private keptCell(value: unknown): string {
+    if (value === undefined || value === null) return '';
+    return this.field(typeof value === 'string' ? value : JSON.stringify(value));
+  }
+
+  /** A kept value in JSON Lines: as it was, a missing one null; text neutralised like the other fields. */
+  private keptValue(value: unknown): unknown {
+    if (value === undefined) return null;
+    return typeof value === 'string' ? this.field(value) : value;
+  }
+
   /** The CSV header when nothing was written yet (so an empty result still has one), else ''. */
   header(): string {
     if (this.format !== 'csv' || this.headerWritten) return '';
     this.headerWritten = true;
     const multi = this.tagThresholds === null ? '' : 'predicted_tags,';
-    return `line,text,predicted_tag,probability,${multi}${this.tags.map((tag) => this.field(`p_${tag}`)).join(',')}\n`;
+    const kept = this.keep.map((name) => `${this.field(name)},`).join('');
+    return `line,${kept}text,predicted_tag,probability,${multi}${this.tags.map((tag) => this.field(`p_${tag}`)).join(',')}\n`;
   }
 
-  batch(lines: readonly number[], texts: readonly string[], tagged: TaggedBatch): string {
+  batch(
+    lines: readonly number[],
+    texts: readonly string[],
+    tagged: TaggedBatch,
+    kept: readonly (readonly unknown[])[] = [],
+  ): string {
     const width = this.tags.length;
     const { predicted, probabilities } = tagged;
     let chunk = this.header();
@@ -323,7 +394,9 @@ export class RowFormatter {
       const top = predicted[i]!;
       const base = i * width;
       if (this.format === 'csv') {
-        chunk += `${lines[i]},${this.field(texts[i]!)},${this.tagFields[top]},${probabilities[base + top]}`;
+        chunk += `${lines[i]},`;
+        for (const value of kept[i] ?? []) chunk += `${this.keptCell(value)},`;
+        chunk += `${this.field(texts[i]!)},${this.tagFields[top]},${probabilities[base + top]}`;
         // Joined by `|`, as a training file's tags column takes them.
         if (this.tagThresholds !== null)
           chunk += `,${this.field(this.passed(probabilities, base).join('|'))}`;
@@ -332,8 +405,13 @@ export class RowFormatter {
       } else {
         const all: Record<string, number> = {};
         for (let t = 0; t < width; t++) all[this.tagNames[t]!] = probabilities[base + t]!;
+        const keptFields: Record<string, unknown> = {};
+        this.keep.forEach((name, k) => {
+          keptFields[name] = this.keptValue(kept[i]?.[k]);
+        });
         chunk += `${JSON.stringify({
           line: lines[i],
+          ...keptFields,
           text: this.field(texts[i]!),
           predicted_tag: this.tagNames[top],
           probability: probabilities[base + top],
@@ -363,7 +441,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOpt
   let writeError: (Error & { code?: string }) | undefined;
   const formatter = new RowFormatter(writer.format, writer.tags, writer.tagThresholds, writer.escapeFormulas);
   /** Batches posted and not answered yet, oldest first. */
-  const out: { lines: number[]; texts: string[] }[] = [];
+  const out: { lines: number[]; texts: string[]; kept: unknown[][] }[] = [];
   // The reading loop and the writing chain may both wait; any change wakes both to check again.
   const waiting: (() => void)[] = [];
   const wake = (): void => {
@@ -383,7 +461,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOpt
   port.on('message', (tagged: TaggedBatch) => {
     const batch = out.shift()!;
     unwritten += 1;
-    const chunk = formatter.batch(batch.lines, batch.texts, tagged);
+    const chunk = formatter.batch(batch.lines, batch.texts, tagged, batch.kept);
     // Written in arrival order (the order batches were posted).
     writing = writing.then(async () => {
       if (!output.write(chunk) && writeError === undefined) await until(() => !output.writableNeedDrain);
@@ -404,9 +482,17 @@ async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOpt
         end = message;
         return;
       }
+      if (message.kind === 'columns') {
+        formatter.keepColumns(message.keep);
+        return;
+      }
       if (message.kind === 'rows') {
         await until(() => out.length + unwritten < READER_CREDITS);
-        out.push({ lines: message.lines, texts: message.texts });
+        const { kept, ...batch } = message;
+        out.push({ lines: batch.lines, texts: batch.texts, kept });
+        // The main thread gets the texts only.
+        port.postMessage(batch satisfies WorkerMessage);
+        return;
       }
       port.postMessage(message satisfies WorkerMessage);
     });

@@ -2,8 +2,9 @@
  * Batch tagging of a file (`tagger predict --input data.csv --output tags.csv`): rows are streamed in,
  * tagged in batches and streamed out in the input's order, so memory stays flat whatever the file's
  * size. A bad row (no text, malformed CSV or JSON, longer than `maxRowBytes`) is reported with its line
- * number and skipped; the run goes on. The output is written to a temp file beside the target and renamed into place at the end,
- * so an interrupted run never leaves a half-written file under the requested name.
+ * number and skipped; the run goes on. The output is written to a temp file beside the target and
+ * renamed into place at the end, so an interrupted run never leaves a half-written file under the
+ * requested name. Each output row keeps the input's `id` (or the `keepColumns` named).
  *
  * Formats by extension: `.csv` (a header row; read with csv-parse) and `.jsonl` / `.ndjson` (one
  * JSON object per line). The text is `--text-column`, else a `text` column, else `title + " " +
@@ -18,6 +19,7 @@ import type { TagModel } from '../model/index.js';
 import {
   BATCH_WORKER_MARK,
   type BatchFormat,
+  OUTPUT_COLUMNS,
   type ReaderOptions,
   type TaggedBatch,
   type WorkerMessage,
@@ -51,6 +53,12 @@ export interface TagFileOptions {
    * being read into memory (default 1 MiB, DEFAULT_MAX_ROW_BYTES); a CSV header over it fails the file.
    */
   maxRowBytes?: number | undefined;
+  /**
+   * Input columns (CSV) or fields (JSON Lines) copied into each output row after `line`, e.g. the
+   * input's own ids. Default: `id` when the input has one; [] for none. A name the output already uses
+   * (`text`, `p_<tag>`, …) is refused.
+   */
+  keepColumns?: readonly string[] | undefined;
   /**
    * Neutralise cells a spreadsheet would run as formulas (OWASP: a `'` before a leading `=`, `+`, `-`,
    * `@`, tab or CR). Default: on for CSV output, off for JSON Lines (read by programs, not spreadsheets).
@@ -171,6 +179,15 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   if (resolve(options.input) === resolve(options.output)) {
     throw new BatchInputError(`--output ${options.output} is the input file; write the tags to another file`);
   }
+  const keepColumns = options.keepColumns === undefined ? undefined : [...new Set(options.keepColumns)];
+  const taken = keepColumns?.filter(
+    (name) => OUTPUT_COLUMNS.includes(name) || model.tags.some((tag) => name === `p_${tag}`),
+  );
+  if (taken !== undefined && taken.length > 0) {
+    throw new BatchInputError(
+      `--keep-columns: ${taken.map((name) => `'${name}'`).join(', ')} ${taken.length === 1 ? 'is a column' : 'are columns'} of the output already (${[...OUTPUT_COLUMNS, 'p_<tag>'].join(', ')}); keep other columns`,
+    );
+  }
   let totalBytes: number;
   try {
     const info = await stat(options.input);
@@ -194,6 +211,7 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
       textColumn: options.textColumn,
       batchSize,
       maxRowBytes: options.maxRowBytes,
+      keepColumns,
     },
     {
       path: temp,
