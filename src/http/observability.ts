@@ -32,6 +32,19 @@ export function requestIdFor(raw: IncomingMessage): string {
 
 /** Route label of requests that matched no route: one value, so scanners cannot grow the label set. */
 const UNMATCHED_ROUTE = '(unmatched)';
+/**
+ * Route label of the inspection page's files. Each built file is a route of its own (@fastify/static,
+ * hashed names that change with every build); one label keeps the series few and stable across builds.
+ */
+export const UI_ROUTE = '/ui/*';
+
+/** The route label of a route pattern: the pattern itself, but one label for all of the page's files. */
+export const routeLabel = (pattern: string | undefined): string =>
+  pattern === undefined
+    ? UNMATCHED_ROUTE
+    : pattern === '/ui' || pattern.startsWith('/ui/')
+      ? UI_ROUTE
+      : pattern;
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -192,7 +205,7 @@ export class HttpMetrics {
     const labels = {
       method: KNOWN_METHODS.has(request.method) ? request.method : 'OTHER',
       // The route pattern (`/runs/:run_id`), never the raw URL: ids in URLs would make one series each.
-      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+      route: routeLabel(request.routeOptions.url),
       status_code: String(reply.statusCode),
     };
     this.requests.inc(labels);

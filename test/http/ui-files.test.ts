@@ -1,7 +1,8 @@
 /**
  * The inspection page's files (issue 27): a file that is gone — the page was rebuilt with new asset
  * names under a running server, or never existed — is a 404 that says so, not "405 method GET is not
- * allowed … allowed: GET, HEAD" (item 8).
+ * allowed … allowed: GET, HEAD" (item 8); and `/metrics` counts the page's files under one route label,
+ * not one per built file (item 15).
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -53,5 +54,16 @@ describe('/ui/ files', () => {
     const post = await app.inject({ method: 'POST', url: '/ui/assets/app-1.css' });
     expect(post.statusCode).toBe(405);
     expect(post.headers.allow).toBe('GET, HEAD');
+  });
+
+  it('/metrics counts every file of the page under one route label, /ui/*', async () => {
+    for (const url of ['/ui/', '/ui/index.html', '/ui/assets/app-1.css', '/ui', '/ui/assets/app-9.js']) {
+      await app.inject({ url });
+    }
+    const text = await metrics.exposition();
+    const routes = new Set(
+      [...text.matchAll(/^tagger_http_requests_total\{[^}]*route="([^"]*)"/gm)].map((match) => match[1]),
+    );
+    expect([...routes].filter((route) => route!.startsWith('/ui'))).toEqual(['/ui/*']);
   });
 });
