@@ -21,7 +21,7 @@ const NOT_UNIT = [
   'test/tracking/{rest,sql}/**', // MLflow tracking servers, loopback HTTP fakes, PostgreSQL
   'test/model/tfidf-parity.test.ts', // scikit-learn in Python
   'test/train/log-run-signals.test.ts', // `tagger train` in a child process
-  'test/serve/{server,cluster}.test.ts', // listening servers, serve processes and their workers
+  'test/serve/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
   'test/http/shared-rate-limit.test.ts', // redis-server
   'test/hardening/{hostile,load,schemathesis}.test.ts', // real sockets, autocannon, schemathesis
 ];
