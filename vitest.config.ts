@@ -39,5 +39,8 @@ export default defineConfig(({ mode }) => ({
     maxWorkers: 2,
     // The summary reporter prints the plain closing line `tests: N passed, N failed, N skipped`.
     reporters: ['default', './test/support/summary-reporter.ts'],
+    // The full suite builds the container image once, in the background, when a selected test needs it
+    // (test/support/image-setup.ts); the unit subset never builds one.
+    globalSetup: mode === 'unit' ? [] : ['./test/support/image-setup.ts'],
   },
 }));

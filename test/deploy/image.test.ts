@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
 import { sampleTexts } from '../support/fixtures.js';
 import { freePort } from '../support/free-port.js';
-import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
+import { type BuiltImage, ensureTaggerImage, IMAGE_WAIT_MS, podman } from '../support/image.js';
 import { predictBody, runAutocannon } from '../support/serve-process.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
@@ -26,11 +26,12 @@ function readableByAll(path: string): void {
   if (statSync(path).isDirectory()) for (const entry of readdirSync(path)) readableByAll(join(path, entry));
 }
 
+// The timeout covers waiting for the image, which the build's own time limit ends first if it hangs.
 beforeAll(async () => {
   if (building === null) return;
   image = await building;
   readableByAll(fx.dir);
-}, 900_000);
+}, IMAGE_WAIT_MS + 300_000);
 
 afterAll(async () => {
   for (const id of containers) await podman(['rm', '--force', '--time', '0', id]).catch(() => undefined);
