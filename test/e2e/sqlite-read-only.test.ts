@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAST_ARGS, runCli, spawnCli } from '../support/cli.js';
 import { nobodyCanRunHere, REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
-import { freePort } from '../support/serve-process.js';
+import { freePort } from '../support/free-port.js';
 
 const NOBODY = { uid: 65534, gid: 65534 };
 const asNobody = nobodyCanRunHere();

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { cliFolder } from '../support/cli.js';
 import { trainModel } from '../support/fixtures.js';
-import { freePort, killServers, logServedRun, spawnServer } from '../support/serve-process.js';
+import { freePort } from '../support/free-port.js';
+import { killServers, logServedRun, spawnServer } from '../support/serve-process.js';
 import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
 
 /** Every secret of this file contains this, so one search finds any of them. */
