@@ -45,6 +45,8 @@ export { cleanText, STOPWORDS } from './preprocess.js';
 export {
   binOf,
   buildReferenceProfile,
+  confidenceOf,
+  DEFAULT_BINS,
   DRIFT_SIGNALS,
   type DriftSignal,
   type Histogram,

@@ -1,0 +1,175 @@
+/**
+ * One bounded queue per place records go (the record store, the CloudEvents sink): batches are written
+ * one at a time, off the request path; a failed batch is retried with back-off a few times, then
+ * dropped; beyond `capacity` waiting records new ones are dropped. Every drop is counted, and an outage
+ * is logged twice — when it starts and when writing works again, with what it cost — never once per
+ * failed write.
+ */
+import type { Counter } from 'prom-client';
+import type { PredictionRecord } from './record-store.js';
+
+/** Somewhere records are written to. */
+export interface RecordSink {
+  /** `store` or `cloudevents`: the metrics' `sink` label. */
+  readonly name: string;
+  /** Where, for logs (no credentials). */
+  readonly target: string;
+  write(records: readonly PredictionRecord[]): Promise<void>;
+}
+
+/** The subset of pino the monitoring layer writes to. */
+export interface MonitoringLog {
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+}
+
+export type DropReason = 'buffer_full' | 'write_failed';
+
+export interface SinkCounters {
+  written: Counter<'sink'>;
+  dropped: Counter<'sink' | 'reason'>;
+}
+
+export interface SinkQueueOptions {
+  capacity: number;
+  batchSize: number;
+  /** The first retry's delay; doubled up to MAX_BACKOFF_MS. */
+  retryMs: number;
+  log: MonitoringLog;
+  counters: SinkCounters;
+}
+
+/** Attempts at one batch before it is dropped (a batch the store refuses for its content must not block the rest). */
+export const ATTEMPTS = 4;
+const MAX_BACKOFF_MS = 30_000;
+
+export class SinkQueue {
+  private queue: PredictionRecord[] = [];
+  private writing: Promise<void> | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  /** Set while writes fail: when the outage began and what was dropped since. */
+  private outage: { since: number; dropped: number; error: string } | undefined;
+  private closed = false;
+
+  constructor(
+    readonly sink: RecordSink,
+    private readonly options: SinkQueueOptions,
+  ) {}
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Queues records (what does not fit is dropped and counted) and starts writing if idle. */
+  offer(records: readonly PredictionRecord[]): void {
+    const room = Math.max(0, this.options.capacity - this.queue.length);
+    if (room < records.length) this.drop(records.length - room, 'buffer_full');
+    for (let i = 0; i < Math.min(room, records.length); i++) this.queue.push(records[i]!);
+    this.pump();
+  }
+
+  /** Counts records dropped before they reached this queue (the recorder's own buffer was full). */
+  drop(count: number, reason: DropReason): void {
+    if (count <= 0) return;
+    this.options.counters.dropped.inc({ sink: this.sink.name, reason }, count);
+    if (this.outage) this.outage.dropped += count;
+  }
+
+  private pump(): void {
+    if (this.writing !== undefined || this.retryTimer !== undefined || this.queue.length === 0) return;
+    const batch = this.queue.splice(0, this.options.batchSize);
+    this.writing = this.sink.write(batch).then(
+      () => this.succeeded(batch.length),
+      (error: unknown) => this.failed(batch, error),
+    );
+    void this.writing.finally(() => {
+      this.writing = undefined;
+      this.pump();
+    });
+  }
+
+  private succeeded(count: number): void {
+    this.options.counters.written.inc({ sink: this.sink.name }, count);
+    this.failures = 0;
+    if (this.outage) {
+      this.options.log.info(
+        {
+          sink: this.sink.name,
+          target: this.sink.target,
+          outageMs: Date.now() - this.outage.since,
+          dropped: this.outage.dropped,
+        },
+        'prediction records are written again',
+      );
+      this.outage = undefined;
+    }
+  }
+
+  private failed(batch: PredictionRecord[], error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    this.failures++;
+    if (this.outage === undefined) {
+      this.outage = { since: Date.now(), dropped: 0, error: message };
+      this.options.log.warn(
+        { sink: this.sink.name, target: this.sink.target, error: message, keeping: this.options.capacity },
+        'prediction records cannot be written; keeping them in memory up to the buffer size, dropping (and counting) beyond it, until writing works again',
+      );
+    }
+    if (this.failures % ATTEMPTS === 0 || this.closed) {
+      // Tried enough: this batch goes, so one that can never be written does not hold up the rest.
+      this.drop(batch.length, 'write_failed');
+    } else {
+      // Back to the front, within the bound: newer records are dropped before older ones.
+      const room = Math.max(0, this.options.capacity - this.queue.length);
+      this.queue.unshift(...batch.slice(0, room));
+      this.drop(batch.length - Math.min(room, batch.length), 'buffer_full');
+    }
+    if (this.closed) return;
+    const delay = Math.min(MAX_BACKOFF_MS, this.options.retryMs * 2 ** Math.min(10, this.failures - 1));
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.pump();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  /** Resolves once nothing is queued or being written (or after `withinMs`); false if time ran out. */
+  async idle(withinMs: number): Promise<boolean> {
+    const deadline = Date.now() + withinMs;
+    while (this.queue.length > 0 || this.writing !== undefined) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((done) => setTimeout(done, 5));
+    }
+    return true;
+  }
+
+  /**
+   * Writes what is queued (retrying failures at once, without back-off) for at most `withinMs`, then
+   * drops and counts the rest; for shutdown.
+   */
+  async drain(withinMs: number): Promise<void> {
+    const deadline = Date.now() + withinMs;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    while (Date.now() < deadline && (this.queue.length > 0 || this.writing !== undefined)) {
+      this.pump();
+      const writing = this.writing;
+      if (writing === undefined) break;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        writing,
+        new Promise((done) => {
+          timer = setTimeout(done, Math.max(0, deadline - Date.now()));
+        }),
+      ]);
+      clearTimeout(timer);
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+    }
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    this.drop(this.queue.length, 'write_failed');
+    this.queue = [];
+  }
+}
