@@ -83,7 +83,8 @@ describe('compareCounts (PSI with a significance check)', () => {
       if (result.value! >= options.threshold) overThreshold++;
       if (result.drifted) drifted++;
     }
-    expect(overThreshold).toBeGreaterThan(10);
+    // Seeded: 96 of the 200 windows reach the threshold, 2 are judged drifted.
+    expect(overThreshold).toBeGreaterThan(60);
     expect(drifted).toBeLessThanOrEqual(4);
   });
 
