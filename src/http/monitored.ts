@@ -55,6 +55,7 @@ export function originFor(state: ServingState, runId: string | null, served: Ser
     runId: key,
     modelVersion,
     multiLabel: served.model.args.multi_label,
+    tags: served.model.tags,
     vocabulary: vocabularyOf(served.reference),
     served,
   };

@@ -1,7 +1,7 @@
 /** Turning served objects into response data, and the error responses each route documents. */
-import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { selectTags, type TagSelection } from '../model/index.js';
+import { predictionId } from '../monitoring/ids.js';
 import type { RunSummary, ServedModel, ServingState } from '../service/index.js';
 import { originFor } from './monitored.js';
 import { tracePredict } from './observability.js';
@@ -44,7 +44,8 @@ export function predict(
   const multiLabel = served.model.args.multi_label;
   return tracePredict(request, () => {
     const raw = served.model.predict(texts);
-    const ids = raw.map(() => randomUUID());
+    const now = Date.now();
+    const ids = raw.map(() => predictionId(now));
     const monitoring = request.server.taggerMonitoring;
     if (origin !== undefined && monitoring?.recording) {
       monitoring.capture(originFor(origin.state, origin.runId, served), ids, texts, raw);

@@ -49,7 +49,9 @@ export {
   DEFAULT_BINS,
   DRIFT_SIGNALS,
   type DriftSignal,
+  type HashedVocabulary,
   type Histogram,
+  hashVocabulary,
   NUMERIC_SIGNALS,
   type NumericSignal,
   PROFILE_FORMAT,
@@ -58,6 +60,7 @@ export {
   type ReferenceProfile,
   signalsOf,
   unseenShare,
+  unseenShareHashed,
 } from './profile.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';

@@ -13,7 +13,8 @@
  * timeout) and lives on the sink's own queue, so a slow sink never slows the store or a prediction.
  */
 import { hostname } from 'node:os';
-import type { PredictionRecord } from './record-store.js';
+import { completeBatch } from './batch.js';
+import type { CapturedBatch, PredictionRecord } from './record-store.js';
 import type { RecordSink } from './sink-queue.js';
 
 export const REQUEST_EVENT = 'org.kubeflow.serving.inference.request';
@@ -45,7 +46,7 @@ export const displayUrl = (url: string): string => {
 export class CloudEventsSink implements RecordSink {
   readonly name = 'cloudevents';
   readonly target: string;
-  private readonly send: typeof fetch;
+  private readonly fetch: typeof fetch;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
   private readonly concurrency: number;
@@ -55,7 +56,7 @@ export class CloudEventsSink implements RecordSink {
     options: CloudEventsSinkOptions = {},
   ) {
     this.target = displayUrl(url);
-    this.send = options.fetch ?? fetch;
+    this.fetch = options.fetch ?? fetch;
     this.timeoutMs = options.timeoutMs ?? 5_000;
     this.concurrency = options.concurrency ?? 8;
     this.headers = {
@@ -97,7 +98,7 @@ export class CloudEventsSink implements RecordSink {
   }
 
   private async post(event: { headers: Record<string, string>; body: string }): Promise<void> {
-    const response = await this.send(this.url, {
+    const response = await this.fetch(this.url, {
       method: 'POST',
       headers: event.headers,
       body: event.body,
@@ -109,7 +110,12 @@ export class CloudEventsSink implements RecordSink {
   }
 
   /** Sends every event of the batch, `concurrency` at a time; rejects when any could not be delivered. */
-  async write(records: readonly PredictionRecord[]): Promise<void> {
+  async write(batch: CapturedBatch): Promise<void> {
+    return this.send(completeBatch(batch, batch.vocabularies));
+  }
+
+  /** Sends the events of completed records (write's second half). */
+  async send(records: readonly PredictionRecord[]): Promise<void> {
     const events = records.flatMap((record) => this.events(record));
     let next = 0;
     let failure: unknown;

@@ -2,6 +2,7 @@
 export { CloudEventsSink, REQUEST_EVENT, RESPONSE_EVENT } from './cloudevents-sink.js';
 export { ExportError, type ExportFilter, type ExportSummary, writeLabelledCsv } from './export.js';
 export type { FeedbackItem, FeedbackOutcome, FeedbackResult } from './feedback.js';
+export { predictionId } from './ids.js';
 export { MemoryRecordStore } from './memory-record-store.js';
 export type { HistoryPoint, MonitoredRun, MonitoringSnapshot, TagShare } from './monitor.js';
 export {

@@ -5,7 +5,7 @@
  * shutdown; the HTTP layer records predictions through it, takes feedback and reads the figures.
  */
 import { Counter, type Registry } from 'prom-client';
-import type { ReferenceProfile } from '../model/index.js';
+import { hashVocabulary, type ReferenceProfile } from '../model/index.js';
 import { CloudEventsSink } from './cloudevents-sink.js';
 
 export { MONITORING_DEFAULTS } from './defaults.js';
@@ -13,7 +13,7 @@ export { MONITORING_DEFAULTS } from './defaults.js';
 import { type FeedbackItem, type FeedbackOutcome, receiveFeedback } from './feedback.js';
 import { Monitor, type MonitoredRun, type MonitoringSnapshot } from './monitor.js';
 import { openRecordStore } from './open.js';
-import type { RecordStore } from './record-store.js';
+import type { RecordStore, Vocabulary } from './record-store.js';
 import { Recorder, type RecordOrigin } from './recorder.js';
 import type { MonitoringLog, RecordSink } from './sink-queue.js';
 import { StoreHandle } from './store-handle.js';
@@ -57,16 +57,24 @@ export interface MonitoringDeps {
   sinks?: RecordSink[];
 }
 
-/** The training words of a reference profile as a set, built once per profile. */
-const vocabularies = new WeakMap<ReferenceProfile, ReadonlySet<string>>();
-export function vocabularyOf(reference: ReferenceProfile | null | undefined): ReadonlySet<string> | null {
+/** The training words of a reference profile as a set under a key of its own, built once per profile. */
+const vocabularies = new WeakMap<ReferenceProfile, Vocabulary & { key: string }>();
+let vocabularyKeys = 0;
+export function vocabularyOf(
+  reference: ReferenceProfile | null | undefined,
+): (Vocabulary & { key: string }) | null {
   if (!reference) return null;
-  let set = vocabularies.get(reference);
-  if (set === undefined) {
-    set = new Set(reference.vocabulary);
-    vocabularies.set(reference, set);
+  let vocabulary = vocabularies.get(reference);
+  if (vocabulary === undefined) {
+    vocabulary = {
+      key: `v${++vocabularyKeys}`,
+      words: reference.vocabulary,
+      set: new Set(reference.vocabulary),
+      hashed: hashVocabulary(reference.vocabulary),
+    };
+    vocabularies.set(reference, vocabulary);
   }
-  return set;
+  return vocabulary;
 }
 
 export class Monitoring {

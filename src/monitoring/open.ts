@@ -1,6 +1,6 @@
 /**
  * Picks a prediction-record store from a URI (`TAGGER_RECORD_STORE`): `sqlite:///file.db` and
- * `postgresql://…` → the SQL adapter (SQLite in a worker thread), `memory:` → this process only. Unset,
+ * `postgresql://…` → the SQL adapter in a worker thread, `memory:` → this process only. Unset,
  * it is the tracking store's own database when that is SQLite or PostgreSQL — so every replica that
  * shares the runs shares the records — and otherwise a local SQLite file, `tagger-records.db` in the
  * working directory, shared by the `--workers` of one machine and read by `tagger feedback export`.
@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { redactUri } from '../tracking/redact.js';
 import { MemoryRecordStore } from './memory-record-store.js';
 import { type RecordStore, RecordStoreError } from './record-store.js';
-import { SqliteRecordStore } from './sqlite-record-store.js';
+import { ThreadedRecordStore } from './threaded-record-store.js';
 
 /** The local default when the tracking store is not a database (a folder, an MLflow server, none). */
 export const LOCAL_RECORD_STORE = 'sqlite:///tagger-records.db';
@@ -52,8 +52,8 @@ export async function openRecordStore(
   if (uri === MEMORY_RECORD_STORE) return new MemoryRecordStore();
   const displayUri = redactUri(uri);
   const readOnly = options.readOnly ?? false;
-  // Loaded on first use, as the tracking store loads them: node:sqlite and pg cost startup time and
-  // memory (and SQLite itself runs in the record store's worker thread, not here).
+  // Loaded on first use, as the tracking store loads it; the database itself (node:sqlite or pg) is
+  // opened in the record store's worker thread, not here.
   const { parseSqlUri } = await import('../tracking/sql/sql-store.js');
   let target: ReturnType<typeof parseSqlUri>;
   try {
@@ -81,20 +81,11 @@ export async function openRecordStore(
         );
       }
     }
-    return SqliteRecordStore.open(target.file, { displayUri, readOnly });
   }
-  const [{ PostgresDriver }, { SqlRecordStore }] = await Promise.all([
-    import('../tracking/sql/driver.js'),
-    import('./sql-record-store.js'),
-  ]);
-  let driver: Awaited<ReturnType<typeof PostgresDriver.open>>;
-  try {
-    driver = await PostgresDriver.open(target.url, { maxConnections: 2 });
-  } catch (error) {
-    throw new RecordStoreError(
-      'UNAVAILABLE',
-      `records: cannot open ${displayUri}: ${(error as Error).message}`,
-    );
-  }
-  return SqlRecordStore.open(driver, { displayUri, readOnly });
+  return ThreadedRecordStore.open(
+    target.dialect === 'sqlite'
+      ? { dialect: 'sqlite', file: target.file }
+      : { dialect: 'postgresql', url: target.url },
+    { displayUri, readOnly },
+  );
 }

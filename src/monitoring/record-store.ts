@@ -1,3 +1,5 @@
+import type { HashedVocabulary } from '../model/index.js';
+
 /**
  * The one interface of prediction-record stores: where served predictions are recorded and feedback
  * labels are joined to them. Adapters: `sql-record-store.ts` (SQLite — run in a worker thread by
@@ -34,8 +36,51 @@ export interface PredictionRecord {
   textLength: number;
   /** The text as sent; null when only its hash is kept (TAGGER_RECORD_TEXT=hash). */
   text: string | null;
-  /** SHA-256 of the text, hex. */
-  textSha256: string;
+  /** SHA-256 of the text, hex, when only the hash is kept (TAGGER_RECORD_TEXT=hash); else null. */
+  textSha256: string | null;
+}
+
+/**
+ * Captured predictions on their way to a store, column by column (see batch.ts, which completes them
+ * into records). Where some of a batch's predictions came from (one entry per served run seen in the batch). */
+export interface BatchOrigin {
+  scope: string;
+  runId: string;
+  modelVersion: string | null;
+  multiLabel: boolean;
+  /** The tags the model knows, in the order of `probabilities`. */
+  tags: readonly string[];
+  /** Names the run's training words (see `vocabularies`); null: no reference profile. */
+  vocabularyKey: string | null;
+}
+
+export interface CapturedBatch {
+  origins: BatchOrigin[];
+  /** Per record: its origin's index. */
+  origin: number[];
+  ids: string[];
+  createdMs: number[];
+  texts: string[];
+  predictedTag: string[];
+  /** A multi-label model's own tags; null for a single-label one (`[predictedTag]`). */
+  predictedTags: (string[] | null)[];
+  /** Every record's probabilities in its origin's tag order, one after another. */
+  probabilities: Float64Array;
+  /** Whether the text is kept (else only its SHA-256). */
+  keepText: boolean;
+  /**
+   * The training words of the vocabulary keys the origins name, by reference: a worker thread is sent a
+   * vocabulary once (see threaded-record-store.ts), not with every batch.
+   */
+  vocabularies: ReadonlyMap<string, Vocabulary>;
+}
+
+/** A run's training words (its reference profile's), as a list and as a set. */
+export interface Vocabulary {
+  words: readonly string[];
+  set: ReadonlySet<string>;
+  /** The words by hash, for the fast path (src/model/profile.ts: unseenShareHashed). */
+  hashed: HashedVocabulary;
 }
 
 /** What feedback needs to know about a recorded prediction. */
@@ -128,6 +173,11 @@ export interface RecordStore {
   readonly displayUri: string;
   /** Appends records (one transaction); an id recorded before is kept as it was. */
   append(records: readonly PredictionRecord[]): Promise<void>;
+  /**
+   * Completes and appends a captured batch where the store does its work (a worker thread), so the
+   * completing never runs on the caller's thread; stores without it get `append(completeBatch(…))`.
+   */
+  appendCaptured?(batch: CapturedBatch): Promise<void>;
   /** The recorded predictions of `scope` among `ids` (unknown ids are left out). */
   find(scope: string, ids: readonly string[]): Promise<Map<string, RecordedPrediction>>;
   /** Stores feedback, replacing earlier feedback for the same prediction; resolves with the ids replaced. */

@@ -1,19 +1,19 @@
 /**
  * Recording predictions without slowing them down. On the request path `capture()` only decides the
- * sample and keeps references (the text, the model's prediction, where it came from) in a bounded
- * buffer: no hashing, no JSON, no I/O, no promise. A timer (and a full batch) flushes the buffer off the
- * request path: each record is completed there (confidence, share of unseen words, length, SHA-256 of
- * the text, the text itself unless only hashes are kept) and handed to every sink's queue
- * (sink-queue.ts), which writes batches one at a time and counts what it drops. So a slow or failing
- * store costs memory up to the bounds, never a request's time or its answer.
+ * sample and keeps references (the request's ids, texts and predictions, where they came from) in a
+ * bounded buffer — one entry per request, nothing copied per text at a sample rate of 1: no hashing, no
+ * JSON, no I/O, no promise. A timer (and a full batch) turns the buffer into
+ * column batches off the request path (batch.ts) and hands them to every sink's queue (sink-queue.ts),
+ * which writes one batch at a time and counts what it drops; a SQL store completes and writes them in
+ * its worker thread. So a slow or failing store costs memory up to the bounds, never a request's time or
+ * its answer.
  */
-import { createHash } from 'node:crypto';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { confidenceOf, type Prediction, unseenShare } from '../model/index.js';
-import type { PredictionRecord } from './record-store.js';
+import type { Prediction } from '../model/index.js';
+import type { BatchOrigin, CapturedBatch, Vocabulary } from './record-store.js';
 import { type MonitoringLog, type RecordSink, SinkQueue } from './sink-queue.js';
 
-/** Where a batch of predictions came from: the same object for every text of one request. */
+/** Where a request's predictions came from: the same object for every request of one served run. */
 export interface RecordOrigin {
   scope: string;
   /** '' in single-model mode. */
@@ -21,8 +21,10 @@ export interface RecordOrigin {
   /** `<name>/<version>` in registry mode, else null. */
   modelVersion: string | null;
   multiLabel: boolean;
-  /** The run's training words (its reference profile), for the unseen-word share; null: not recorded (0). */
-  vocabulary: ReadonlySet<string> | null;
+  /** Every tag the model knows, in its order. */
+  tags: readonly string[];
+  /** The run's training words (its reference profile), under a key; null: none (unseen share 0). */
+  vocabulary: (Vocabulary & { key: string }) | null;
 }
 
 export interface RecorderOptions {
@@ -42,16 +44,75 @@ export interface RecorderOptions {
   random?: () => number;
 }
 
+/** One request's captured predictions: the arrays it already had, kept by reference. */
 interface Captured {
-  id: string;
   createdMs: number;
-  text: string;
-  prediction: Prediction;
   origin: RecordOrigin;
+  ids: readonly string[];
+  texts: readonly string[];
+  predictions: readonly Prediction[];
+  /** The sampled positions; null: all of them (a sample rate of 1 copies nothing per text). */
+  positions: number[] | null;
+}
+
+const sizeOf = (entry: Captured): number => entry.positions?.length ?? entry.ids.length;
+
+/** Builds the column batch of captured predictions (off the request path). */
+function columns(captured: readonly Captured[], keepText: boolean): CapturedBatch {
+  const origins: BatchOrigin[] = [];
+  const originIndex = new Map<RecordOrigin, number>();
+  const vocabularies = new Map<string, Vocabulary>();
+  let values = 0;
+  let records = 0;
+  for (const entry of captured) {
+    if (!originIndex.has(entry.origin)) {
+      const { scope, runId, modelVersion, multiLabel, tags, vocabulary } = entry.origin;
+      originIndex.set(entry.origin, origins.length);
+      origins.push({ scope, runId, modelVersion, multiLabel, tags, vocabularyKey: vocabulary?.key ?? null });
+      if (vocabulary !== null) vocabularies.set(vocabulary.key, vocabulary);
+    }
+    records += sizeOf(entry);
+    values += sizeOf(entry) * entry.origin.tags.length;
+  }
+  const probabilities = new Float64Array(values);
+  const batch: CapturedBatch = {
+    origins,
+    origin: new Array(records),
+    ids: new Array(records),
+    createdMs: new Array(records),
+    texts: new Array(records),
+    predictedTag: new Array(records),
+    predictedTags: new Array(records),
+    probabilities,
+    keepText,
+    vocabularies,
+  };
+  let i = 0;
+  let offset = 0;
+  for (const entry of captured) {
+    const origin = originIndex.get(entry.origin)!;
+    const { tags, multiLabel } = entry.origin;
+    const count = sizeOf(entry);
+    for (let n = 0; n < count; n++, i++) {
+      const at = entry.positions === null ? n : entry.positions[n]!;
+      const prediction = entry.predictions[at]!;
+      batch.origin[i] = origin;
+      batch.ids[i] = entry.ids[at]!;
+      batch.createdMs[i] = entry.createdMs;
+      batch.texts[i] = entry.texts[at]!;
+      batch.predictedTag[i] = prediction.predicted_tag;
+      batch.predictedTags[i] = multiLabel ? prediction.predicted_tags : null;
+      const p = prediction.probabilities;
+      for (const tag of tags) probabilities[offset++] = p[tag] ?? 0;
+    }
+  }
+  return batch;
 }
 
 export class Recorder {
   private buffer: Captured[] = [];
+  /** Records in `buffer`. */
+  private buffered = 0;
   private readonly queues: SinkQueue[];
   private readonly timer: NodeJS.Timeout;
   private flushScheduled = false;
@@ -81,14 +142,13 @@ export class Recorder {
       (sink) =>
         new SinkQueue(sink, {
           capacity: options.bufferSize,
-          batchSize: options.batchSize,
           retryMs: Math.max(100, options.flushMs),
           log: options.log,
           counters,
         }),
     );
     const queues = this.queues;
-    const buffered = () => this.buffer.length;
+    const buffered = () => this.buffered;
     new Gauge({
       name: 'tagger_prediction_records_pending',
       help: 'Prediction records waiting to be written, by sink',
@@ -126,50 +186,51 @@ export class Recorder {
     texts: readonly string[],
     predictions: readonly Prediction[],
   ): void {
-    if (!this.recording) return;
+    if (!this.recording || ids.length === 0) return;
     const rate = this.options.sampleRate;
-    const createdMs = Date.now();
-    for (let i = 0; i < ids.length; i++) {
-      if (rate < 1 && this.random() >= rate) continue;
-      if (this.buffer.length >= this.options.bufferSize) {
-        for (const queue of this.queues) queue.drop(1, 'buffer_full');
-        continue;
-      }
-      this.buffer.push({ id: ids[i]!, createdMs, text: texts[i]!, prediction: predictions[i]!, origin });
+    let positions: number[] | null = null;
+    if (rate < 1) {
+      positions = [];
+      for (let i = 0; i < ids.length; i++) if (this.random() < rate) positions.push(i);
+      if (positions.length === 0) return;
     }
-    if (this.buffer.length >= this.options.batchSize && !this.flushScheduled) {
+    const entry: Captured = { createdMs: Date.now(), origin, ids, texts, predictions, positions };
+    const size = sizeOf(entry);
+    if (this.buffered + size > this.options.bufferSize) {
+      for (const queue of this.queues) queue.drop(size, 'buffer_full');
+      return;
+    }
+    this.buffer.push(entry);
+    this.buffered += size;
+    if (this.buffered >= this.options.batchSize && !this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
     }
   }
 
-  /** Completes the buffered records and hands them to every sink's queue (off the request path). */
+  /** Hands the buffered records, as column batches of at most batchSize, to every sink's queue. */
   flush(): void {
     this.flushScheduled = false;
     if (this.buffer.length === 0) return;
     const captured = this.buffer;
     this.buffer = [];
-    const records = captured.map((entry) => this.complete(entry));
-    for (const queue of this.queues) queue.offer(records);
-  }
-
-  private complete({ id, createdMs, text, prediction, origin }: Captured): PredictionRecord {
-    return {
-      predictionId: id,
-      createdMs,
-      scope: origin.scope,
-      runId: origin.runId,
-      modelVersion: origin.modelVersion,
-      multiLabel: origin.multiLabel,
-      predictedTag: prediction.predicted_tag,
-      predictedTags: prediction.predicted_tags,
-      probabilities: prediction.probabilities,
-      confidence: confidenceOf(prediction, origin.multiLabel),
-      unseenShare: origin.vocabulary === null ? 0 : unseenShare(text, origin.vocabulary),
-      textLength: text.length,
-      text: this.options.keepText ? text : null,
-      textSha256: createHash('sha256').update(text).digest('hex'),
-    };
+    this.buffered = 0;
+    // Requests whole, in batches of about batchSize records (a request of more texts is one batch).
+    let start = 0;
+    while (start < captured.length) {
+      let end = start;
+      let size = 0;
+      while (
+        end < captured.length &&
+        (size === 0 || size + sizeOf(captured[end]!) <= this.options.batchSize)
+      ) {
+        size += sizeOf(captured[end]!);
+        end++;
+      }
+      const batch = columns(captured.slice(start, end), this.options.keepText);
+      for (const queue of this.queues) queue.offer(batch);
+      start = end;
+    }
   }
 
   /**

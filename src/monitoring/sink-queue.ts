@@ -6,7 +6,8 @@
  * failed write.
  */
 import type { Counter } from 'prom-client';
-import type { PredictionRecord } from './record-store.js';
+import { batchSize } from './batch.js';
+import type { CapturedBatch } from './record-store.js';
 
 /** Somewhere records are written to. */
 export interface RecordSink {
@@ -14,7 +15,7 @@ export interface RecordSink {
   readonly name: string;
   /** Where, for logs (no credentials). */
   readonly target: string;
-  write(records: readonly PredictionRecord[]): Promise<void>;
+  write(batch: CapturedBatch): Promise<void>;
 }
 
 /** The subset of pino the monitoring layer writes to. */
@@ -31,8 +32,8 @@ export interface SinkCounters {
 }
 
 export interface SinkQueueOptions {
+  /** Most records waiting. */
   capacity: number;
-  batchSize: number;
   /** The first retry's delay; doubled up to MAX_BACKOFF_MS. */
   retryMs: number;
   log: MonitoringLog;
@@ -44,7 +45,8 @@ export const ATTEMPTS = 4;
 const MAX_BACKOFF_MS = 30_000;
 
 export class SinkQueue {
-  private queue: PredictionRecord[] = [];
+  private queue: CapturedBatch[] = [];
+  private waiting = 0;
   private writing: Promise<void> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
@@ -57,19 +59,24 @@ export class SinkQueue {
     private readonly options: SinkQueueOptions,
   ) {}
 
+  /** Records waiting (not counting a batch being written). */
   get pending(): number {
-    return this.queue.length;
+    return this.waiting;
   }
 
-  /** Queues records (what does not fit is dropped and counted) and starts writing if idle. */
-  offer(records: readonly PredictionRecord[]): void {
-    const room = Math.max(0, this.options.capacity - this.queue.length);
-    if (room < records.length) this.drop(records.length - room, 'buffer_full');
-    for (let i = 0; i < Math.min(room, records.length); i++) this.queue.push(records[i]!);
+  /** Queues a batch (dropped and counted whole when it does not fit) and starts writing if idle. */
+  offer(batch: CapturedBatch): void {
+    const size = batchSize(batch);
+    if (this.waiting + size > this.options.capacity) {
+      this.drop(size, 'buffer_full');
+      return;
+    }
+    this.queue.push(batch);
+    this.waiting += size;
     this.pump();
   }
 
-  /** Counts records dropped before they reached this queue (the recorder's own buffer was full). */
+  /** Counts records dropped (here, or before they reached this queue: the recorder's buffer was full). */
   drop(count: number, reason: DropReason): void {
     if (count <= 0) return;
     this.options.counters.dropped.inc({ sink: this.sink.name, reason }, count);
@@ -78,9 +85,10 @@ export class SinkQueue {
 
   private pump(): void {
     if (this.writing !== undefined || this.retryTimer !== undefined || this.queue.length === 0) return;
-    const batch = this.queue.splice(0, this.options.batchSize);
+    const batch = this.queue.shift()!;
+    this.waiting -= batchSize(batch);
     this.writing = this.sink.write(batch).then(
-      () => this.succeeded(batch.length),
+      () => this.succeeded(batchSize(batch)),
       (error: unknown) => this.failed(batch, error),
     );
     void this.writing.finally(() => {
@@ -106,8 +114,9 @@ export class SinkQueue {
     }
   }
 
-  private failed(batch: PredictionRecord[], error: unknown): void {
+  private failed(batch: CapturedBatch, error: unknown): void {
     const message = error instanceof Error ? error.message : String(error);
+    const size = batchSize(batch);
     this.failures++;
     if (this.outage === undefined) {
       this.outage = { since: Date.now(), dropped: 0, error: message };
@@ -118,12 +127,13 @@ export class SinkQueue {
     }
     if (this.failures % ATTEMPTS === 0 || this.closed) {
       // Tried enough: this batch goes, so one that can never be written does not hold up the rest.
-      this.drop(batch.length, 'write_failed');
+      this.drop(size, 'write_failed');
+    } else if (this.waiting + size > this.options.capacity) {
+      this.drop(size, 'buffer_full');
     } else {
-      // Back to the front, within the bound: newer records are dropped before older ones.
-      const room = Math.max(0, this.options.capacity - this.queue.length);
-      this.queue.unshift(...batch.slice(0, room));
-      this.drop(batch.length - Math.min(room, batch.length), 'buffer_full');
+      // Back to the front: it is older than what waits behind it.
+      this.queue.unshift(batch);
+      this.waiting += size;
     }
     if (this.closed) return;
     const delay = Math.min(MAX_BACKOFF_MS, this.options.retryMs * 2 ** Math.min(10, this.failures - 1));
@@ -169,7 +179,8 @@ export class SinkQueue {
     }
     this.closed = true;
     clearTimeout(this.retryTimer);
-    this.drop(this.queue.length, 'write_failed');
+    this.drop(this.waiting, 'write_failed');
     this.queue = [];
+    this.waiting = 0;
   }
 }

@@ -4,7 +4,8 @@
  * served and their records dropped and counted meanwhile — and is tried again at most every `retryMs`.
  * A failure is logged when it first happens and when the store opens again, not at every attempt.
  */
-import type { PredictionRecord, RecordStore } from './record-store.js';
+import { completeBatch } from './batch.js';
+import type { CapturedBatch, RecordStore } from './record-store.js';
 import { RecordStoreError } from './record-store.js';
 import type { MonitoringLog, RecordSink } from './sink-queue.js';
 
@@ -64,7 +65,13 @@ export class StoreHandle {
     return {
       name: 'store',
       target: this.displayUri,
-      write: async (records: readonly PredictionRecord[]) => (await this.get()).append(records),
+      write: async (batch: CapturedBatch) => {
+        const store = await this.get();
+        // A SQL store completes the batch in its worker thread; any other store gets it completed here.
+        return store.appendCaptured
+          ? store.appendCaptured(batch)
+          : store.append(completeBatch(batch, batch.vocabularies));
+      },
     };
   }
 

@@ -13,7 +13,8 @@ import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.
 import { expectEnvelope, postJson } from '../support/http.js';
 import { type MonitoredApp, monitoredApp, trainRun } from '../support/monitoring.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** Version-7 UUIDs (time-ordered; src/monitoring/ids.ts). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 let dir: string;
 let store: TrackingStore;

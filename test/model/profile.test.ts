@@ -2,17 +2,23 @@
  * The reference profile (src/model/profile.ts): the words it counts, the bins, a profile built from a
  * trained model's test predictions, and the checks that keep a broken artifact from being used.
  */
+
+import { readFileSync } from 'node:fs';
+import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import {
   binOf,
   buildReferenceProfile,
+  hashVocabulary,
   parseReferenceProfile,
   profileWords,
   unseenShare,
+  unseenShareHashed,
   VOCABULARY_LIMIT,
   vocabularyOf,
 } from '../../src/model/profile.js';
 import type { Prediction } from '../../src/model/tagger.js';
+import { SAMPLE_DATA } from '../support/components.js';
 
 const prediction = (tag: string, probabilities: Record<string, number>): Prediction => ({
   predicted_tag: tag,
@@ -36,6 +42,18 @@ describe('the words of the unseen-word signal', () => {
     const vocabulary = new Set(vocabularyOf(['Transformers for text classification']));
     expect(unseenShare('text classification with pasta', vocabulary)).toBeCloseTo(1 / 3);
     expect(unseenShare('?!', vocabulary)).toBe(1);
+  });
+
+  it('the hashed fast path gives the exact answer (every sample text against half the others’ words)', () => {
+    const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true }) as Record<string, string>[];
+    const texts = rows.map((row) => `${row.title} ${row.description}`);
+    const words = vocabularyOf(texts.filter((_, i) => i % 2 === 0));
+    const exact = new Set(words);
+    const hashed = hashVocabulary(words);
+    const extra = ['Ünïcode Überblick of BERT', 'under_score snake_case x1 ', '', '!!', 'THE AND OF'];
+    for (const text of [...texts, ...extra]) {
+      expect(unseenShareHashed(text, hashed, exact), text).toBe(unseenShare(text, exact));
+    }
   });
 
   it('keeps at most VOCABULARY_LIMIT words, the most frequent, sorted', () => {

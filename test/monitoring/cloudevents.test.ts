@@ -65,7 +65,7 @@ describe('CloudEventsSink', () => {
       source: 'urn:tagger:test',
       namespace: 'ml',
     });
-    await sink.write([record]);
+    await sink.send([record]);
     expect(received).toHaveLength(2);
     const byType = Object.fromEntries(received.map((event) => [event.headers['ce-type'], event]));
     for (const type of [REQUEST_EVENT, RESPONSE_EVENT]) {
@@ -99,12 +99,12 @@ describe('CloudEventsSink', () => {
     received.length = 0;
     answer = 202;
     const sink = new CloudEventsSink(url);
-    await sink.write([{ ...record, text: null }]);
+    await sink.send([{ ...record, text: null }]);
     expect(received.find((event) => event.headers['ce-type'] === REQUEST_EVENT)!.body).toEqual({
       texts: [{ text_sha256: record.textSha256 }],
     });
     answer = 500;
-    await expect(sink.write([record])).rejects.toThrow(
+    await expect(sink.send([record])).rejects.toThrow(
       /CloudEvents to http:\/\/127\.0\.0\.1:\d+\/events: .*answered 500/,
     );
     answer = 202;
@@ -126,7 +126,7 @@ describe('CloudEventsSink', () => {
     });
     try {
       recorder.capture(
-        { scope: '1', runId: 'r', modelVersion: null, multiLabel: false, vocabulary: null },
+        { scope: '1', runId: 'r', modelVersion: null, multiLabel: false, tags: ['mlops'], vocabulary: null },
         ['a'],
         ['text'],
         [{ predicted_tag: 'mlops', predicted_tags: ['mlops'], probabilities: { mlops: 1 } }],

@@ -8,8 +8,10 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_BINS } from '../../src/model/profile.js';
-import type { PredictionRecord, RecordStore } from '../../src/monitoring/record-store.js';
+import { DEFAULT_BINS, hashVocabulary } from '../../src/model/profile.js';
+import { completeBatch } from '../../src/monitoring/batch.js';
+import { predictionId } from '../../src/monitoring/ids.js';
+import type { CapturedBatch, PredictionRecord, RecordStore } from '../../src/monitoring/record-store.js';
 
 export interface RecordStoreSubject {
   /** A store on the subject's data; a second call opens another one on the same data (if `shared`). */
@@ -34,9 +36,11 @@ const BINS = {
 
 /** A record with sensible defaults; `over` changes what a case needs. */
 export function record(scope: string, over: Partial<PredictionRecord> = {}): PredictionRecord {
+  const createdMs = over.createdMs ?? Date.now();
   return {
-    predictionId: randomUUID(),
-    createdMs: Date.now(),
+    // Version-7 ids of their time, as the predict routes make them (stores order by them).
+    predictionId: predictionId(createdMs),
+    createdMs,
     scope,
     runId: 'run-a',
     modelVersion: null,
@@ -88,6 +92,78 @@ export function runRecordStoreContract(
       });
       expect((await store.find(newScope(), [a.predictionId])).size).toBe(0);
       expect((await store.find(scope, [])).size).toBe(0);
+    });
+
+    test('captured batches: completed where the store works, the same as anywhere else', async () => {
+      const scope = newScope();
+      const words = ['pasta', 'transformers'];
+      const batch: CapturedBatch = {
+        origins: [
+          {
+            scope,
+            runId: 'run-a',
+            modelVersion: null,
+            multiLabel: false,
+            tags: ['cv', 'nlp'],
+            vocabularyKey: 'v-contract',
+          },
+          {
+            scope,
+            runId: 'run-m',
+            modelVersion: 'tagger/3',
+            multiLabel: true,
+            tags: ['cv', 'nlp'],
+            vocabularyKey: null,
+          },
+        ],
+        origin: [0, 1],
+        ids: [predictionId(), predictionId()],
+        createdMs: [Date.now(), Date.now()],
+        texts: ['Transformers for pasta sauce recipes', 'YOLO'],
+        predictedTag: ['nlp', 'cv'],
+        predictedTags: [null, ['cv', 'nlp']],
+        probabilities: Float64Array.of(0.25, 0.75, 0.9, 0.6),
+        keepText: false,
+        vocabularies: new Map([
+          ['v-contract', { words, set: new Set(words), hashed: hashVocabulary(words) }],
+        ]),
+      };
+      // What the server's store sink does (src/monitoring/store-handle.ts).
+      await (store.appendCaptured
+        ? store.appendCaptured(batch)
+        : store.append(completeBatch(batch, batch.vocabularies)));
+      const found = await store.find(scope, batch.ids);
+      expect(found.get(batch.ids[1]!)).toMatchObject({
+        runId: 'run-m',
+        multiLabel: true,
+        tags: ['cv', 'nlp'],
+      });
+      const bins = { confidence: [0, 0.5], unseen_ngrams: [0, 0.5], text_length: [0] };
+      const counts = await store.windowCounts({ scope, runId: 'run-a', sinceMs: 0, limit: 10, bins });
+      // "transformers pasta sauce recipes": two of four words unseen; the answer's probability 0.75.
+      expect(counts).toMatchObject({
+        predictions: 1,
+        predicted_tag: { nlp: 1 },
+        confidence: [0, 1],
+        unseen_ngrams: [0, 1],
+      });
+      await store.putFeedback([
+        { predictionId: batch.ids[1]!, scope, runId: 'run-m', tags: ['nlp'], receivedMs: 1 },
+      ]);
+      const labelled = await store.labelled({ scope, limit: 10 });
+      // Only the hash was kept: no text to export.
+      expect(labelled).toEqual([
+        {
+          predictionId: batch.ids[1],
+          runId: 'run-m',
+          createdMs: batch.createdMs[1],
+          text: null,
+          multiLabel: true,
+          tags: ['nlp'],
+        },
+      ]);
+      const window = await store.feedbackWindow({ scope, runId: 'run-m', sinceMs: 0, limit: 10 });
+      expect(window.labelled).toEqual([{ predicted: ['cv', 'nlp'], truth: ['nlp'] }]);
     });
 
     test('append: an id recorded before keeps its first record; large batches and odd texts round-trip', async () => {

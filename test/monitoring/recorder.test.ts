@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Prediction } from '../../src/model/index.js';
+import { hashVocabulary, type Prediction } from '../../src/model/index.js';
+import { completeBatch } from '../../src/monitoring/batch.js';
 import type { PredictionRecord } from '../../src/monitoring/record-store.js';
 import { Recorder, type RecordOrigin } from '../../src/monitoring/recorder.js';
 import { ATTEMPTS, type RecordSink } from '../../src/monitoring/sink-queue.js';
@@ -22,7 +23,13 @@ const origin: RecordOrigin = {
   runId: 'run-a',
   modelVersion: null,
   multiLabel: false,
-  vocabulary: new Set(['transformers', 'text']),
+  tags: ['cv', 'nlp', 'other'],
+  vocabulary: {
+    key: 'v-test',
+    words: ['text', 'transformers'],
+    set: new Set(['transformers', 'text']),
+    hashed: hashVocabulary(['text', 'transformers']),
+  },
 };
 
 /** A sink that stores what it gets, and fails or hangs while told to. */
@@ -32,11 +39,11 @@ function testSink() {
   const sink: RecordSink = {
     name: 'store',
     target: 'test',
-    write: async (records) => {
+    write: async (batch) => {
       state.calls++;
       if (state.hang) await state.hang;
       if (state.fail) throw new Error('the store is down');
-      written.push(...records);
+      written.push(...completeBatch(batch, batch.vocabularies));
     },
   };
   return { sink, written, state };
@@ -101,7 +108,7 @@ describe('Recorder', () => {
         unseenShare: 1 / 3,
         textLength: 29,
         text: 'Transformers for cooking text',
-        textSha256: createHash('sha256').update('Transformers for cooking text').digest('hex'),
+        textSha256: null,
       },
     ]);
   });
@@ -111,7 +118,11 @@ describe('Recorder', () => {
     const { recorder: r } = recorder(hashed.sink, { keepText: false });
     r.capture(origin, ['a'], ['secret'], [prediction()]);
     await r.settle();
-    expect(hashed.written[0]).toMatchObject({ text: null, textLength: 6 });
+    expect(hashed.written[0]).toMatchObject({
+      text: null,
+      textLength: 6,
+      textSha256: createHash('sha256').update('secret').digest('hex'),
+    });
     const none = testSink();
     const { recorder: off } = recorder(none.sink, { sampleRate: 0 });
     expect(off.recording).toBe(false);
@@ -186,9 +197,9 @@ describe('Recorder', () => {
     const sink: RecordSink = {
       name: 'store',
       target: 'test',
-      write: async (records) => {
-        if (records.some((record) => record.text === 'poison')) throw new Error('refused');
-        written.push(...records);
+      write: async (batch) => {
+        if (batch.texts.includes('poison')) throw new Error('refused');
+        written.push(...completeBatch(batch, batch.vocabularies));
       },
     };
     const { recorder: r, metric } = recorder(sink, { flushMs: 10 });

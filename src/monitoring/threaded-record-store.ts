@@ -1,15 +1,19 @@
 /**
- * A SQLite record store whose connection lives in a worker thread (sqlite-record-worker.ts), so that no
- * SQLite call — synchronous in `node:sqlite` — ever runs on the thread that answers requests. The main
- * thread posts each `RecordStore` call and awaits its answer; the worker runs them one after another.
+ * A SQL record store (SQLite or PostgreSQL) whose connection lives in a worker thread
+ * (record-store-worker.ts): no SQLite call — synchronous in `node:sqlite` — and none of the completing of
+ * captured records ever runs on the thread that answers requests. The main thread posts each
+ * `RecordStore` call and awaits its answer; the worker runs them one after another.
  *
- * The worker may wait for the database (another process writing: a training run, another `--workers`
- * process, another replica's feedback) up to its busy timeout; meanwhile calls queue here, and the
- * recorder's own bound decides what is dropped. A worker that dies fails the calls in flight and is
- * started again by the next call.
+ * Captured batches go as columns (batch.ts); a run's training words go to the worker once, not with
+ * every batch (both sides keep the last VOCABULARIES_KEPT, evicting in the same order). The worker may
+ * wait for the database (another process's write lock, PostgreSQL restarting) up to its timeouts;
+ * meanwhile calls queue here, and the recorder's own bound decides what is dropped. A worker that dies
+ * fails the calls in flight and is started again by the next call.
  */
 import { Worker } from 'node:worker_threads';
+import { VOCABULARIES_KEPT } from './batch.js';
 import type {
+  CapturedBatch,
   FeedbackEntry,
   FeedbackQuery,
   FeedbackWindow,
@@ -23,33 +27,35 @@ import type {
   WindowQuery,
 } from './record-store.js';
 import { RecordStoreError } from './record-store.js';
-import type { CallMessage, WorkerAnswer, WorkerSetup } from './sqlite-record-worker.js';
+import type { CallMessage, PostedBatch, WorkerAnswer, WorkerSetup } from './record-store-worker.js';
 
-/** How long the worker waits for another process's write lock before a call fails (busy). */
+/** How long the worker waits for another process's SQLite write lock before a call fails (busy). */
 const BUSY_TIMEOUT_MS = 5_000;
-/** The worker's heap cap: it holds one batch and one page of results at a time. */
-const WORKER_HEAP_MB = 64;
+/** The worker's heap cap: a batch, a page of results and a few vocabularies at a time. */
+const WORKER_HEAP_MB = 96;
 
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
 }
 
-export interface SqliteRecordStoreOptions {
+export interface ThreadedRecordStoreOptions {
   displayUri: string;
   readOnly?: boolean;
 }
 
-export class SqliteRecordStore implements RecordStore {
+export class ThreadedRecordStore implements RecordStore {
   private worker: Worker | undefined;
   private starting: Promise<Worker> | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private closed = false;
+  /** Vocabulary keys the current worker has, oldest first. */
+  private sent: string[] = [];
 
   private constructor(
-    private readonly file: string,
-    private readonly options: SqliteRecordStoreOptions,
+    private readonly target: WorkerSetup['target'],
+    private readonly options: ThreadedRecordStoreOptions,
   ) {}
 
   get displayUri(): string {
@@ -57,8 +63,11 @@ export class SqliteRecordStore implements RecordStore {
   }
 
   /** Starts the worker and opens (creating unless read-only) the tables; rejects with a RecordStoreError. */
-  static async open(file: string, options: SqliteRecordStoreOptions): Promise<SqliteRecordStore> {
-    const store = new SqliteRecordStore(file, options);
+  static async open(
+    target: WorkerSetup['target'],
+    options: ThreadedRecordStoreOptions,
+  ): Promise<ThreadedRecordStore> {
+    const store = new ThreadedRecordStore(target, options);
     await store.start();
     return store;
   }
@@ -67,14 +76,14 @@ export class SqliteRecordStore implements RecordStore {
     this.starting ??= new Promise<Worker>((resolve, reject) => {
       const fromSource = import.meta.url.endsWith('.ts');
       const setup: WorkerSetup = {
-        mark: 'tagger-sqlite-records',
-        file: this.file,
+        mark: 'tagger-record-store',
+        target: this.target,
         displayUri: this.options.displayUri,
         readOnly: this.options.readOnly ?? false,
         busyTimeoutMs: BUSY_TIMEOUT_MS,
       };
       const worker = new Worker(
-        new URL(`./sqlite-record-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url),
+        new URL(`./record-store-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url),
         {
           workerData: setup,
           resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 16 },
@@ -89,6 +98,7 @@ export class SqliteRecordStore implements RecordStore {
         if (answer.kind === 'ready') {
           ready = true;
           this.worker = worker;
+          this.sent = [];
           resolve(worker);
         } else if (answer.kind === 'failed') {
           reject(new RecordStoreError(answer.code as RecordStoreErrorCode, answer.message));
@@ -101,10 +111,7 @@ export class SqliteRecordStore implements RecordStore {
         }
       });
       const gone = (why: string): void => {
-        const error = new RecordStoreError(
-          'UNAVAILABLE',
-          `records: the SQLite thread of ${this.displayUri} ${why}`,
-        );
+        const error = new RecordStoreError('UNAVAILABLE', `records: the thread of ${this.displayUri} ${why}`);
         if (!ready) reject(error);
         for (const pending of this.pending.values()) pending.reject(error);
         this.pending.clear();
@@ -121,18 +128,40 @@ export class SqliteRecordStore implements RecordStore {
     return this.starting;
   }
 
-  private async call<T>(method: keyof RecordStore, ...args: unknown[]): Promise<T> {
+  private async post<T>(message: Omit<CallMessage, 'id'>): Promise<T> {
     if (this.closed) throw new RecordStoreError('UNAVAILABLE', `records: ${this.displayUri} is closed`);
     const worker = this.worker ?? (await this.start());
     return new Promise<T>((resolve, reject) => {
       const id = ++this.nextId;
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      worker.postMessage({ id, method, args } satisfies CallMessage);
+      worker.postMessage({ ...message, id } as CallMessage);
     });
+  }
+
+  private call<T>(method: Exclude<CallMessage['method'], 'appendCaptured'>, ...args: unknown[]): Promise<T> {
+    return this.post({ method, args } as Omit<CallMessage, 'id'>);
   }
 
   append(records: readonly PredictionRecord[]): Promise<void> {
     return this.call('append', records);
+  }
+
+  async appendCaptured(batch: CapturedBatch): Promise<void> {
+    if (this.worker === undefined) await this.start();
+    const newVocabularies: [string, string[]][] = [];
+    for (const origin of batch.origins) {
+      const key = origin.vocabularyKey;
+      if (key === null || this.sent.includes(key)) continue;
+      const vocabulary = batch.vocabularies.get(key);
+      if (vocabulary === undefined) continue;
+      newVocabularies.push([key, [...vocabulary.words]]);
+      this.sent.push(key);
+    }
+    // The worker forgets the oldest beyond VOCABULARIES_KEPT as it learns new ones, in the same order.
+    if (this.sent.length > VOCABULARIES_KEPT) this.sent.splice(0, this.sent.length - VOCABULARIES_KEPT);
+    const { vocabularies: _byReference, ...columns } = batch;
+    const posted: PostedBatch = { ...columns, newVocabularies };
+    return this.post({ method: 'appendCaptured', args: [posted] });
   }
 
   find(scope: string, ids: readonly string[]): Promise<Map<string, RecordedPrediction>> {
