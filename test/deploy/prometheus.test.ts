@@ -70,6 +70,9 @@ function exportedNames(exposition: string): Set<string> {
   return names;
 }
 
+/** Grafana's reference to the dashboard's data-source variable (a literal `${…}`, not a template string). */
+const DATASOURCE_VARIABLE = ['$', '{datasource}'].join('');
+
 interface Panel {
   id: number;
   title: string;
@@ -148,11 +151,11 @@ describe('what the rules and the dashboard query', () => {
     expect(new Set(ids).size).toBe(ids.length);
     const queried = new Set<string>();
     for (const panel of dashboard.panels) {
-      expect(panel.datasource.uid, panel.title).toBe('${datasource}');
+      expect(panel.datasource.uid, panel.title).toBe(DATASOURCE_VARIABLE);
       expect(panel.gridPos.x + panel.gridPos.w, panel.title).toBeLessThanOrEqual(24);
       expect(panel.targets.length, panel.title).toBeGreaterThan(0);
       for (const target of panel.targets) {
-        expect(target.datasource.uid).toBe('${datasource}');
+        expect(target.datasource.uid).toBe(DATASOURCE_VARIABLE);
         for (const word of identifiers(target.expr).filter((w) => !NOT_METRICS.has(w))) {
           expect(exported, `${panel.title}: ${word}`).toContain(word);
           queried.add(word);
