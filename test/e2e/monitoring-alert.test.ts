@@ -20,7 +20,8 @@ import type {
   MonitoringReport,
   PredictData,
 } from '../../src/http/api-types.js';
-import { locateBinary, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
+import { CLI_ENTRY } from '../support/cli.js';
+import { locateBinary, REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 import { freePort } from '../support/free-port.js';
 import { OTHER_DOMAIN_TEXTS, trainRun } from '../support/monitoring.js';
 import { killServers, type ServerProcess, spawnServer } from '../support/serve-process.js';
@@ -32,6 +33,7 @@ const prometheusBin = locateBinary(
 );
 
 let dir: string;
+let trackingUri: string;
 let server: ServerProcess;
 let prometheus: ChildProcess | undefined;
 let prometheusUrl: string;
@@ -97,6 +99,7 @@ beforeAll(async () => {
       .join('\n')}\n`,
   );
   const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  trackingUri = uri;
   await trainRun(uri, { data: train });
   server = await spawnServer({
     MLFLOW_TRACKING_URI: uri,
@@ -251,4 +254,69 @@ describe.skipIf(prometheusBin === null)('alerts from a real Prometheus scraping 
     expect(outcomes.failed).toBe(0);
     expect(outcomes.ok).toBeGreaterThan(5);
   });
+});
+
+describe.skipIf(prometheusBin === null)('the monitoring metrics of --workers', () => {
+  it('are the service’s figures once, whichever worker answers the scrape: gauges by max, counters summed', async () => {
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
+    }
+    const child = spawn(
+      process.execPath,
+      ['--import', TSX_LOADER, CLI_ENTRY, 'serve', '--port', String(port), '--workers', '2'],
+      {
+        env: {
+          ...env,
+          MLFLOW_TRACKING_URI: trackingUri,
+          TAGGER_RELOAD_INTERVAL_MS: '0',
+          TAGGER_SHUTDOWN_DELAY_MS: '0',
+          TAGGER_RECORD_FLUSH_MS: '100',
+          TAGGER_MONITORING_INTERVAL_MS: '300',
+          TAGGER_LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await until(
+        'two workers answering',
+        async () => ((await fetch(`${url}/health/ready`).catch(() => null))?.ok ? true : undefined),
+        60_000,
+      );
+      const metrics = async () => (await fetch(`${url}/metrics`)).text();
+      const value = (text: string, line: RegExp) => Number(line.exec(text)?.[1] ?? Number.NaN);
+      const before = await metrics();
+      const windowBefore = value(before, /^tagger_monitoring_window_predictions (\d+)$/m);
+      // 40 requests over fresh connections: the primary hands them to both workers.
+      for (let i = 0; i < 40; i++) {
+        const response = await fetch(`${url}/predict`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', connection: 'close' },
+          body: JSON.stringify({ texts: [{ text: heldOut[i % heldOut.length]!.text }] }),
+        });
+        expect(response.status).toBe(200);
+      }
+      const text = await until(
+        'the 40 predictions in both workers’ figures',
+        async () => {
+          const scraped = await metrics();
+          const window = value(scraped, /^tagger_monitoring_window_predictions (\d+)$/m);
+          return window >= (Number.isNaN(windowBefore) ? 0 : windowBefore) + 40 ? scraped : undefined;
+        },
+        30_000,
+      );
+      // One series per gauge (max over the workers' equal figures), not one per worker or their sum.
+      expect(text.match(/^tagger_monitoring_window_predictions /gm)).toHaveLength(1);
+      expect(text.match(/^tagger_drift_threshold\{signal="unseen_ngrams"\} /gm)).toHaveLength(1);
+      expect(value(text, /^tagger_drift_threshold\{signal="unseen_ngrams"\} ([\d.]+)$/m)).toBe(0.2);
+      // Counters summed: both workers' records, 40 of them.
+      expect(value(text, /^tagger_prediction_records_written_total\{sink="store"\} (\d+)$/m)).toBe(40);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((done) => child.once('exit', done));
+    }
+  }, 120_000);
 });
