@@ -7,17 +7,6 @@ import { DRIFT_SIGNALS } from '../model/index.js';
 import { HTTP_DEFAULTS } from './options.js';
 import { Metrics } from './schemas.js';
 
-const ENVELOPE_HEAD = {
-  message: Type.String({ description: 'HTTP status phrase of status-code' }),
-  method: Type.String({ description: 'HTTP method of the request' }),
-  'status-code': Type.Integer({ description: 'HTTP status code, equal to the status of the response' }),
-  timestamp: Type.String({
-    description: 'When the response was built: ISO 8601 UTC date-time without a zone designator',
-    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}$',
-  }),
-  url: Type.String({ description: 'Full URL of the request including the query string' }),
-};
-
 /** The largest tag list one feedback item may carry (far above any model's tag count). */
 export const MAX_FEEDBACK_TAGS = 10_000;
 
@@ -97,17 +86,6 @@ export const FeedbackData = Type.Object(
     feedback: Type.Array(FeedbackOutcome, { description: 'One answer per item, in order' }),
   },
   { title: 'FeedbackData', additionalProperties: false },
-);
-
-/** The answer when no item was stored: the envelope with a summary `detail` and every item's answer. */
-export const FeedbackRejected = Type.Object(
-  { ...ENVELOPE_HEAD, detail: Type.String(), data: FeedbackData },
-  {
-    title: 'FeedbackRejected',
-    additionalProperties: false,
-    description:
-      'No item was stored: 404 when every item names an unknown prediction, else 422; `data` says why for each',
-  },
 );
 
 const DriftResult = Type.Object(

@@ -146,26 +146,34 @@ describe('POST /feedback', () => {
     expect(response.json().data).toMatchObject({ accepted: 2, rejected: 8 });
   });
 
-  it('answers 404 with every item’s answer when no id is known, and 422 when nothing else could be stored', async () => {
+  it('answers a well-formed request 200 even when no item could be stored, each item saying why', async () => {
     const none = await feedback(one, [
       { prediction_id: '00000000-0000-4000-8000-000000000001', tag: 'mlops' },
     ]);
-    expect(none.statusCode).toBe(404);
+    expect(none.statusCode).toBe(200);
     const body = expectEnvelope(none, { method: 'POST', url: '/feedback' });
-    expect(body.detail).toMatch(/no item was stored: the prediction is not recorded/);
-    expect((body.data as { rejected: number }).rejected).toBe(1);
+    expect(body.data).toMatchObject({
+      accepted: 0,
+      rejected: 1,
+      feedback: [{ status: 404, result: 'unknown_prediction' }],
+    });
     const [id] = await predictIds(one, ['Kubeflow pipelines']);
     const bad = await feedback(one, [{ prediction_id: id, tag: 'no-such-tag' }]);
-    expect(bad.statusCode).toBe(422);
-    expect(bad.json()).toMatchObject({ 'status-code': 422, data: { accepted: 0, rejected: 1 } });
+    expect(bad.statusCode).toBe(200);
+    expect(bad.json().data).toMatchObject({
+      accepted: 0,
+      rejected: 1,
+      feedback: [{ status: 422, result: 'invalid' }],
+    });
   });
 
   it('never reaches another experiment’s predictions in the shared database', async () => {
     const [id] = await predictIds(other, ['Object detection with YOLO']);
     const response = await feedback(one, [{ prediction_id: id, tag: 'computer-vision' }]);
-    expect(response.statusCode).toBe(404);
+    expect(response.json().data.feedback[0]).toMatchObject({ status: 404, result: 'unknown_prediction' });
     // The server of that experiment takes it.
-    expect((await feedback(other, [{ prediction_id: id, tag: 'computer-vision' }])).statusCode).toBe(200);
+    const there = await feedback(other, [{ prediction_id: id, tag: 'computer-vision' }]);
+    expect(there.json().data.feedback[0]).toMatchObject({ status: 200, result: 'accepted' });
   });
 
   it.each([

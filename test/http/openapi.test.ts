@@ -77,15 +77,17 @@ describe('openapi.json', () => {
     }
   });
 
-  it('documents the feedback body and both shapes of its 422 (validation, or no item stored)', () => {
+  it('documents the feedback body, each item answered on its own in a 200', () => {
     const operation = document.paths['/feedback'].post;
     const body = operation.requestBody.content['application/json'].schema;
     expect(body.required).toEqual(['feedback']);
     expect(body.properties.feedback).toMatchObject({ minItems: 1, maxItems: 1000 });
     expect(body.properties.feedback.items.required).toEqual(['prediction_id']);
-    const invalid = operation.responses['422'].content['application/json'].schema;
-    expect(invalid.anyOf.map((s: Json) => s.title)).toEqual(['ValidationError', 'FeedbackRejected']);
-    expect(operation.responses['404'].content['application/json'].schema.title).toBe('FeedbackRejected');
+    const answered = operation.responses['200'].content['application/json'].schema.properties.data;
+    expect(answered.properties.feedback.items.properties.status.anyOf.map((s: Json) => s.enum[0])).toEqual([
+      200, 404, 409, 422,
+    ]);
+    expect(operation.responses['422'].content['application/json'].schema.title).toBe('ValidationError');
     expect(operation.responses['413']).toBeDefined();
     const item = document.paths['/predict'].post.responses['200'].content['application/json'].schema;
     expect(item.properties.data.properties.predictions.items.required).toContain('prediction_id');

@@ -5,8 +5,6 @@
  * Both read and write the shared record store through src/monitoring, so any replica answers for
  * predictions any replica recorded.
  */
-import type { FastifyReply } from 'fastify';
-import Type from 'typebox';
 import { DRIFT_SIGNALS } from '../../model/index.js';
 import type { FeedbackOutcome, Monitoring, MonitoringSnapshot } from '../../monitoring/index.js';
 import { RecordStoreError } from '../../monitoring/index.js';
@@ -14,10 +12,10 @@ import type { ServingState } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../http-error.js';
 import { scopeOf } from '../monitored.js';
-import { FeedbackData, FeedbackRejected, feedbackPayload, MonitoringData } from '../monitoring-schemas.js';
+import { FeedbackData, feedbackPayload, MonitoringData } from '../monitoring-schemas.js';
 import type { HttpLimits } from '../options.js';
 import { errorResponses } from '../responses.js';
-import { Envelope, ValidationErrorBody } from '../schemas.js';
+import { Envelope } from '../schemas.js';
 import type { TaggerApp } from '../types.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -35,18 +33,6 @@ function unavailable(error: unknown, retryAfterSeconds: number): never {
     throw new HttpError(503, `${error.message}; retry later`, { 'retry-after': String(retryAfterSeconds) });
   }
   throw error;
-}
-
-function summary(outcomes: readonly FeedbackOutcome[]): { status: 200 | 404 | 422; detail: string } {
-  const accepted = outcomes.filter((o) => o.status === 200).length;
-  if (accepted > 0) return { status: 200, detail: '' };
-  const allUnknown = outcomes.every((o) => o.status === 404);
-  return {
-    status: allUnknown ? 404 : 422,
-    detail: allUnknown
-      ? `no item was stored: ${outcomes.length === 1 ? 'the prediction is not' : 'none of the predictions is'} recorded for what this server serves (see data.feedback)`
-      : 'no item was stored; data.feedback says why for each',
-  };
 }
 
 export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
@@ -115,23 +101,15 @@ export function monitoringRoutes(
         tags: ['Monitoring'],
         summary: 'Label recorded predictions',
         description:
-          'Gives the right tag (`tag`) or tags (`tags`, multi-label runs) of predictions by their `prediction_id`, whichever replica answered them. Each item is answered on its own (`data.feedback`: status 200 stored, 404 not recorded for what this server serves — unknown, not sampled or past retention —, 409 a later item labels the same prediction, 422 a tag its run does not know). A label given again replaces the earlier one and is counted once; a prediction record itself never changes. The response is 200 when at least one item was stored, else 404 (every id unknown) or 422.',
+          'Gives the right tag (`tag`) or tags (`tags`, multi-label runs) of predictions by their `prediction_id`, whichever replica answered them. Each item is answered on its own in `data.feedback`, with its own status: 200 stored (`accepted`, or `replaced` when it replaces an earlier label: the later one wins, counted once), 404 not recorded for what this server serves (unknown, not sampled, past retention, another experiment’s), 409 a later item of the request labels the same prediction, 422 a label its run cannot take (a tag it does not know, several for a single-label run, none). A well-formed request is answered 200 whatever its items’ fate (`accepted` and `rejected` count them); a body that is not this shape is the usual 422, more items than the limit a 413. A prediction record itself never changes.',
         body: feedbackPayload(limits),
         response: {
           200: Envelope(FeedbackData, 'FeedbackResponse'),
-          404: {
-            ...FeedbackRejected,
-            description: 'No item was stored: every prediction id is unknown here',
-          },
-          422: Type.Union([ValidationErrorBody, FeedbackRejected], {
-            description:
-              'The body failed validation (FastAPI / pydantic v1 shape, no envelope), or no item was stored (the envelope with `data.feedback`)',
-          }),
-          ...errorResponses(400, 413, 415, 500, 503),
+          ...errorResponses(400, 404, 413, 415, 422, 500, 503),
         },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const monitoring = need(request.server.taggerMonitoring);
       const scope = scopeOf(current());
       let outcomes: FeedbackOutcome[];
@@ -140,11 +118,10 @@ export function monitoringRoutes(
       } catch (error) {
         return unavailable(error, retryAfterSeconds);
       }
+      // The request is answered as a whole (it was well-formed and each item was judged); each item's
+      // own status says what became of it, as bulk APIs do.
       const accepted = outcomes.filter((o) => o.status === 200).length;
-      const data = { accepted, rejected: outcomes.length - accepted, feedback: outcomes };
-      const { status, detail } = summary(outcomes);
-      if (status === 200) return envelope(request, 200, data);
-      return (reply as FastifyReply).code(status).send({ ...envelope(request, status, data), detail });
+      return envelope(request, 200, { accepted, rejected: outcomes.length - accepted, feedback: outcomes });
     },
   );
 
