@@ -49,7 +49,7 @@ export class CloudEventsSink implements RecordSink {
   private readonly fetch: typeof fetch;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
-  private readonly concurrency: number;
+  private readonly lanes: number;
 
   constructor(
     private readonly url: string,
@@ -58,7 +58,7 @@ export class CloudEventsSink implements RecordSink {
     this.target = displayUrl(url);
     this.fetch = options.fetch ?? fetch;
     this.timeoutMs = options.timeoutMs ?? 5_000;
-    this.concurrency = options.concurrency ?? 8;
+    this.lanes = options.concurrency ?? 8;
     this.headers = {
       'content-type': 'application/json',
       'ce-specversion': '1.0',
@@ -129,7 +129,7 @@ export class CloudEventsSink implements RecordSink {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.concurrency, events.length) }, lane));
+    await Promise.all(Array.from({ length: Math.min(this.lanes, events.length) }, lane));
     if (failure !== undefined) {
       const reason = failure instanceof Error ? failure.message : String(failure);
       throw new Error(`CloudEvents to ${this.target}: ${reason}`);

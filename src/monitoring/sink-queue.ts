@@ -16,6 +16,13 @@ export interface RecordSink {
   /** Where, for logs (no credentials). */
   readonly target: string;
   write(batch: CapturedBatch): Promise<void>;
+  /**
+   * Batches it may be handed before the first is written (default 1). A store whose writes queue in its
+   * worker thread takes several: a batch handed over is copied there at once, so this thread keeps no
+   * reference to it — records kept waiting here outlive the young generation and make the collector
+   * copy and promote them (measured: more collector time than the records' own writing).
+   */
+  readonly concurrency?: number;
 }
 
 /** The subset of pino the monitoring layer writes to. */
@@ -47,7 +54,9 @@ const MAX_BACKOFF_MS = 30_000;
 export class SinkQueue {
   private queue: CapturedBatch[] = [];
   private waiting = 0;
-  private writing: Promise<void> | undefined;
+  /** Writes under way, and the records they hold. */
+  private readonly writing = new Set<Promise<void>>();
+  private inFlight = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   /** Set while writes fail: when the outage began and what was dropped since. */
@@ -59,15 +68,15 @@ export class SinkQueue {
     private readonly options: SinkQueueOptions,
   ) {}
 
-  /** Records waiting (not counting a batch being written). */
+  /** Records waiting, and being written. */
   get pending(): number {
-    return this.waiting;
+    return this.waiting + this.inFlight;
   }
 
   /** Queues a batch (dropped and counted whole when it does not fit) and starts writing if idle. */
   offer(batch: CapturedBatch): void {
     const size = batchSize(batch);
-    if (this.waiting + size > this.options.capacity) {
+    if (this.waiting + this.inFlight + size > this.options.capacity) {
       this.drop(size, 'buffer_full');
       return;
     }
@@ -84,17 +93,23 @@ export class SinkQueue {
   }
 
   private pump(): void {
-    if (this.writing !== undefined || this.retryTimer !== undefined || this.queue.length === 0) return;
-    const batch = this.queue.shift()!;
-    this.waiting -= batchSize(batch);
-    this.writing = this.sink.write(batch).then(
-      () => this.succeeded(batchSize(batch)),
-      (error: unknown) => this.failed(batch, error),
-    );
-    void this.writing.finally(() => {
-      this.writing = undefined;
-      this.pump();
-    });
+    const concurrency = this.sink.concurrency ?? 1;
+    while (this.writing.size < concurrency && this.retryTimer === undefined && this.queue.length > 0) {
+      const batch = this.queue.shift()!;
+      const size = batchSize(batch);
+      this.waiting -= size;
+      this.inFlight += size;
+      const write: Promise<void> = this.sink.write(batch).then(
+        () => this.succeeded(size),
+        (error: unknown) => this.failed(batch, error),
+      );
+      this.writing.add(write);
+      void write.finally(() => {
+        this.writing.delete(write);
+        this.inFlight -= size;
+        this.pump();
+      });
+    }
   }
 
   private succeeded(count: number): void {
@@ -128,14 +143,16 @@ export class SinkQueue {
     if (this.failures % ATTEMPTS === 0 || this.closed) {
       // Tried enough: this batch goes, so one that can never be written does not hold up the rest.
       this.drop(size, 'write_failed');
-    } else if (this.waiting + size > this.options.capacity) {
+    } else if (this.waiting + this.inFlight > this.options.capacity) {
+      // (The batch still counts in `inFlight` here; back in the queue it would count the same.)
       this.drop(size, 'buffer_full');
     } else {
       // Back to the front: it is older than what waits behind it.
       this.queue.unshift(batch);
       this.waiting += size;
     }
-    if (this.closed) return;
+    // One retry timer at a time, whichever of the batches under way failed first.
+    if (this.closed || this.retryTimer !== undefined) return;
     const delay = Math.min(MAX_BACKOFF_MS, this.options.retryMs * 2 ** Math.min(10, this.failures - 1));
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
@@ -147,7 +164,7 @@ export class SinkQueue {
   /** Resolves once nothing is queued or being written (or after `withinMs`); false if time ran out. */
   async idle(withinMs: number): Promise<boolean> {
     const deadline = Date.now() + withinMs;
-    while (this.queue.length > 0 || this.writing !== undefined) {
+    while (this.queue.length > 0 || this.writing.size > 0) {
       if (Date.now() >= deadline) return false;
       await new Promise((done) => setTimeout(done, 5));
     }
@@ -162,13 +179,12 @@ export class SinkQueue {
     const deadline = Date.now() + withinMs;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    while (Date.now() < deadline && (this.queue.length > 0 || this.writing !== undefined)) {
+    while (Date.now() < deadline && (this.queue.length > 0 || this.writing.size > 0)) {
       this.pump();
-      const writing = this.writing;
-      if (writing === undefined) break;
+      if (this.writing.size === 0) break;
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        writing,
+        Promise.race(this.writing),
         new Promise((done) => {
           timer = setTimeout(done, Math.max(0, deadline - Date.now()));
         }),

@@ -65,6 +65,9 @@ export class StoreHandle {
     return {
       name: 'store',
       target: this.displayUri,
+      // A SQL store's writes queue in its worker thread (see RecordSink.concurrency); others one at a time
+      // is as good (memory) — the store is not known before it opens, and 8 is harmless for either.
+      concurrency: 8,
       write: async (batch: CapturedBatch) => {
         const store = await this.get();
         // A SQL store completes the batch in its worker thread; any other store gets it completed here.
