@@ -42,7 +42,7 @@ const DDL = [
     model_version TEXT,
     multi_label SMALLINT NOT NULL,
     predicted_tag TEXT NOT NULL,
-    predicted_tags TEXT NOT NULL,
+    predicted_tags TEXT,
     probabilities TEXT NOT NULL,
     confidence DOUBLE PRECISION NOT NULL,
     unseen_share DOUBLE PRECISION NOT NULL,
@@ -106,7 +106,8 @@ function rowValues(record: PredictionRecord): SqlValue[] {
     record.modelVersion,
     record.multiLabel ? 1 : 0,
     record.predictedTag,
-    JSON.stringify(record.predictedTags),
+    // A single-label model's tags are its one answer: not written again (null), read back as [predicted_tag].
+    record.multiLabel ? JSON.stringify(record.predictedTags) : null,
     JSON.stringify(record.probabilities),
     Number.isFinite(record.confidence) ? record.confidence : 0,
     Number.isFinite(record.unseenShare) ? record.unseenShare : 0,
@@ -352,7 +353,7 @@ export class SqlRecordStore implements RecordStore {
   feedbackWindow(query: FeedbackQuery): Promise<FeedbackWindow> {
     return this.call('cannot read feedback', async () => {
       const rows = await this.db.all(
-        `SELECT p.predicted_tags AS predicted, f.tags AS truth FROM tagger_feedback f
+        `SELECT p.predicted_tags AS predicted, p.predicted_tag AS tag, f.tags AS truth FROM tagger_feedback f
          JOIN tagger_predictions p ON p.prediction_id = f.prediction_id
          WHERE f.scope = ? AND f.run_id = ? AND f.received_ms >= ? ORDER BY f.received_ms DESC LIMIT ?`,
         [query.scope, query.runId, query.sinceMs, query.limit],
@@ -363,7 +364,10 @@ export class SqlRecordStore implements RecordStore {
       );
       const lastValue = last[0]?.last;
       return {
-        labelled: rows.map((row) => ({ predicted: jsonList(row.predicted), truth: jsonList(row.truth) })),
+        labelled: rows.map((row) => ({
+          predicted: row.predicted === null ? [String(row.tag)] : jsonList(row.predicted),
+          truth: jsonList(row.truth),
+        })),
         lastReceivedMs: lastValue === null || lastValue === undefined ? null : Number(lastValue),
       };
     });

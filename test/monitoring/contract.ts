@@ -277,7 +277,9 @@ export function runRecordStoreContract(
 
     test('feedbackWindow: the run’s labels received since a time, newest first, at most the limit', async () => {
       const scope = newScope();
-      const records = Array.from({ length: 5 }, (_, i) => record(scope, { predictedTags: [`p${i}`] }));
+      const records = Array.from({ length: 5 }, (_, i) =>
+        record(scope, { predictedTag: `p${i}`, predictedTags: [`p${i}`] }),
+      );
       const other = record(scope, { runId: 'run-b' });
       await store.append([...records, other]);
       await store.putFeedback([
