@@ -4,7 +4,7 @@
  * bounded buffer — one entry per request, nothing copied per text at a sample rate of 1: no hashing, no
  * JSON, no I/O, no promise. A timer (and a full batch) turns the buffer into
  * column batches off the request path (batch.ts) and hands them to every sink's queue (sink-queue.ts),
- * which writes one batch at a time and counts what it drops; a SQL store completes and writes them in
+ * which hands them on and counts what it drops; a SQL store completes and writes them in
  * its worker thread. So a slow or failing store costs memory up to the bounds, never a request's time or
  * its answer.
  */

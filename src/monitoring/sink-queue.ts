@@ -1,6 +1,6 @@
 /**
- * One bounded queue per place records go (the record store, the CloudEvents sink): batches are written
- * one at a time, off the request path; a failed batch is retried with back-off a few times, then
+ * One bounded queue per place records go (the record store, the CloudEvents sink): batches are handed
+ * on off the request path — one at a time, or up to the sink's `concurrency` at once; a failed batch is retried with back-off a few times, then
  * dropped; beyond `capacity` waiting records new ones are dropped. Every drop is counted, and an outage
  * is logged twice — when it starts and when writing works again, with what it cost — never once per
  * failed write.

@@ -461,7 +461,7 @@ const SETTINGS = {
     schema: integer(
       10,
       600_000,
-      'records are written in batches at least this often (and whenever 500 wait)',
+      'records are written in batches at least this often (and whenever 128 wait)',
     ),
     default: MONITORING_DEFAULTS.flushMs,
     what: 'an interval in milliseconds',
