@@ -16,11 +16,13 @@ function validText(setting: Setting, files: { config: string; keys: string }): s
   const schema = setting.schema as { type?: string; minimum?: number; enum?: string[]; pattern?: string };
   if (setting.key === 'config') return files.config;
   if (setting.key === 'api_keys_file') return files.keys;
+  if (setting.key === 'record_store') return 'memory:';
   if (schema.type === 'integer') return String(schema.minimum! + 1);
   if (schema.type === 'number') return '0.5';
   if (schema.type === 'boolean') return 'true';
   if (schema.enum) return schema.enum[0]!;
   if (schema.pattern?.includes('redis')) return 'redis://127.0.0.1:6399/0';
+  if (schema.pattern?.includes('https?')) return 'http://127.0.0.1:6398/events';
   return `${setting.key}-value`;
 }
 

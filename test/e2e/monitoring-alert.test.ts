@@ -288,8 +288,16 @@ describe.skipIf(prometheusBin === null)('the monitoring metrics of --workers', (
       );
       const metrics = async () => (await fetch(`${url}/metrics`)).text();
       const value = (text: string, line: RegExp) => Number(line.exec(text)?.[1] ?? Number.NaN);
-      const before = await metrics();
-      const windowBefore = value(before, /^tagger_monitoring_window_predictions (\d+)$/m);
+      // The store already holds the records of the cases above: wait for the workers' first figures,
+      // so the 40 below are counted from a known start.
+      const windowBefore = await until(
+        'the first monitoring figures',
+        async () => {
+          const figure = value(await metrics(), /^tagger_monitoring_window_predictions (\d+)$/m);
+          return Number.isNaN(figure) ? undefined : figure;
+        },
+        30_000,
+      );
       // 40 requests over fresh connections: the primary hands them to both workers.
       for (let i = 0; i < 40; i++) {
         const response = await fetch(`${url}/predict`, {
@@ -304,7 +312,8 @@ describe.skipIf(prometheusBin === null)('the monitoring metrics of --workers', (
         async () => {
           const scraped = await metrics();
           const window = value(scraped, /^tagger_monitoring_window_predictions (\d+)$/m);
-          return window >= (Number.isNaN(windowBefore) ? 0 : windowBefore) + 40 ? scraped : undefined;
+          const written = value(scraped, /^tagger_prediction_records_written_total\{sink="store"\} (\d+)$/m);
+          return window >= windowBefore + 40 && written >= 40 ? scraped : undefined;
         },
         30_000,
       );
