@@ -91,6 +91,11 @@ export interface RequestSpec {
   idempotent: boolean;
   /** What the call is for, used in messages: "create run in experiment 12". */
   what: string;
+  /**
+   * Asked before each retry of a retryable failure: an error it returns is thrown at once instead of
+   * retrying (a download the proxy fails with 500 because the file is not there, say).
+   */
+  insteadOfRetry?: () => Promise<TrackingError | undefined>;
 }
 
 /**
@@ -275,6 +280,8 @@ export class RestHttpClient {
         }
         throw outcome.error;
       }
+      const known = await spec.insteadOfRetry?.();
+      if (known) throw known;
       const backoff = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** attempt);
       const jitter = Math.random() * backoff;
       const delay = outcome.retryAfterMs ?? backoff + jitter;

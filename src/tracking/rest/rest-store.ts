@@ -351,18 +351,28 @@ export class RestTrackingStore implements TrackingStore {
     const location = await this.artifactLocation(runId);
     const target = `${location.uri}/${segments.join('/')}`;
     if (location.kind === 'proxy') {
+      const notFound = () =>
+        new TrackingError('NOT_FOUND', `tracking: artifact ${target} does not exist (run ${runId})`);
       const spec: RequestSpec = {
         method: 'GET',
         url: location.fileUrl(segments.join('/')),
         idempotent: true,
         what: `download artifact ${target}`,
+        // With S3 (or GCS, Azure) behind the proxy, a missing file is an unhandled boto error: a 500,
+        // which would be retried for seconds. The folder's listing tells a missing file from a failing
+        // server; an optional artifact (an older run's reference_profile.json) is then absent at once.
+        insteadOfRetry: async () => {
+          const folder = segments.slice(0, -1).join('/');
+          const listed = await this.listArtifacts(runId, folder).catch(() => undefined);
+          return listed && !listed.some((entry) => entry.path === segments.join('/'))
+            ? notFound()
+            : undefined;
+        },
       };
       const response = await this.http.send(spec);
       if (response.status === 200) return response.body;
       const error = this.http.errorFromResponse(spec, response);
-      if (response.status === 404 || error.code === 'NOT_FOUND') {
-        throw new TrackingError('NOT_FOUND', `tracking: artifact ${target} does not exist (run ${runId})`);
-      }
+      if (response.status === 404 || error.code === 'NOT_FOUND') throw notFound();
       if (response.status === 400) {
         // The proxy answers 400 `{"detail": "... refers to a directory ..."}` for folders.
         throw new TrackingError(

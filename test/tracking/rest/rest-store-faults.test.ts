@@ -702,6 +702,32 @@ describe('RestTrackingStore against a fake server', () => {
       );
     });
 
+    it('a file the proxy fails with 500 is NOT_FOUND at once when its folder does not list it (S3 behind the proxy)', async () => {
+      // MLflow's proxy turns S3's "no such key" into an unhandled error: 500, which would be retried.
+      let downloads = 0;
+      const listed = [{ path: 'args.json', is_dir: false, file_size: '2' }];
+      fake.handler = (request, response) => {
+        if (request.path.endsWith('/runs/get')) return json(response, 200, { run: runJson() });
+        if (request.path === '/api/2.0/mlflow-artifacts/artifacts')
+          return json(response, 200, { files: listed });
+        downloads++;
+        response.writeHead(500, { 'Content-Type': 'text/html' });
+        response.end('<h1>Internal Server Error</h1>');
+      };
+      const store = open({ maxRetries: 5, backoffBaseMs: 200, backoffMaxMs: 200 });
+      const error = await expectTrackingError(
+        () => store.readArtifact(RUN_ID, 'reference_profile.json'),
+        'NOT_FOUND',
+      );
+      expect(error.message).toContain('reference_profile.json does not exist');
+      // Not retried: one download, then the listing.
+      expect(downloads).toBe(1);
+      // A file that is listed is a failing server: retried as before, then UNAVAILABLE.
+      downloads = 0;
+      await expectTrackingError(() => store.readArtifact(RUN_ID, 'args.json'), 'UNAVAILABLE');
+      expect(downloads).toBe(6);
+    });
+
     it('file:// roots on another machine and unknown schemes are named in the error', async () => {
       for (const uri of [
         'file://build-host/srv/mlruns/1/r/artifacts',
