@@ -507,7 +507,8 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
     const sameModel = await api(url, `/runs/${created['py-nan']}/predict`, { texts: TEXTS });
     expect(sameModel.status).toBe(200);
     // Every prediction has an id of its own (monitoring); everything else is the same.
-    const withoutIds = (items: { prediction_id: string }[]) => items.map(({ prediction_id, ...rest }) => rest);
+    const withoutIds = (items: { prediction_id: string }[]) =>
+      items.map(({ prediction_id, ...rest }) => rest);
     expect(sameModel.body.data.run_id).toBe(created['py-nan']);
     expect(withoutIds(sameModel.body.data.predictions)).toEqual(withoutIds(predicted.body.data.predictions));
     for (const [index, item] of sameModel.body.data.predictions.entries()) {
