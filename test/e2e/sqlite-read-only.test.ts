@@ -77,7 +77,9 @@ afterAll(async () => {
 });
 
 /** `tagger serve` as nobody on a free port; resolves once it answers, or rejects with its output. */
-async function serveAsNobody(): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+async function serveAsNobody(
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
@@ -103,6 +105,8 @@ async function serveAsNobody(): Promise<{ child: ChildProcess; url: string; outp
         MLFLOW_TRACKING_URI: '',
         TAGGER_RELOAD_INTERVAL_MS: '0',
         TAGGER_SHUTDOWN_DELAY_MS: '0',
+        TAGGER_RECORD_FLUSH_MS: '100',
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -143,7 +147,8 @@ describe.skipIf(!asNobody)('a SQLite store on a read-only volume [as nobody]', (
   });
 
   it('tagger serve serves it, and a run a writer logs meanwhile is picked up at the next reload', async () => {
-    const server = await serveAsNobody();
+    // Prediction records go elsewhere, as docs/monitoring.md says to do for a read-only store.
+    const server = await serveAsNobody({ TAGGER_RECORD_STORE: 'memory:' });
     try {
       const predicted = await fetch(`${server.url}/predict`, {
         method: 'POST',
@@ -169,6 +174,32 @@ describe.skipIf(!asNobody)('a SQLite store on a read-only volume [as nobody]', (
       }
       expect(await runIds()).toEqual(expect.arrayContaining([firstRun, second]));
       expect(server.output()).not.toMatch(/readonly database|cannot open/);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 120_000);
+
+  it('records nowhere by default then: says so once, and serves every prediction', async () => {
+    const server = await serveAsNobody();
+    try {
+      const warning = /prediction record store cannot be opened/g;
+      for (let round = 0; round < 3; round++) {
+        const predicted = await fetch(`${server.url}/predict`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ texts: [{ text: 'Transfer learning with transformers' }] }),
+        });
+        expect(predicted.status, server.output()).toBe(200);
+        // A flush (every 100 ms here) tries the store and fails.
+        await new Promise((done) => setTimeout(done, 400));
+      }
+      const deadline = Date.now() + 30_000;
+      while (!server.output().match(warning)) {
+        if (Date.now() > deadline) throw new Error(`no warning about the record store: ${server.output()}`);
+        await new Promise((done) => setTimeout(done, 200));
+      }
+      expect(server.output().match(warning)).toHaveLength(1);
+      expect((await readdir(folder)).sort()).toEqual(['mlflow.db', 'mlruns']);
     } finally {
       server.child.kill('SIGKILL');
     }

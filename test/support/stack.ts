@@ -88,7 +88,13 @@ export async function startPostgres(bin: string): Promise<Postgres> {
     ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'],
     { uid, gid, stdio: 'ignore' },
   );
-  await until(() => accepts(port), 'PostgreSQL to accept connections', 60_000);
+  await until(() => accepts(port), 'PostgreSQL to listen', 60_000);
+  // Listening is not ready: during recovery it refuses logins ("the database system is starting up").
+  const ready = async () =>
+    spawnSync(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres'], {
+      encoding: 'utf8',
+    }).status === 0;
+  await until(ready, 'PostgreSQL to accept connections', 60_000);
   return {
     port,
     sqlalchemyUri: (name) => {
