@@ -1,12 +1,18 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
 export {
   type Analyzer,
+  type Calibration,
   type Classifier,
   DEFAULT_TRAINING_ARGS,
+  DEFAULT_VOTE_MEMBERS,
+  isSgdClassifier,
   type LearningRateSchedule,
+  type MemberClassifier,
   parseTrainingArgs,
+  type SvmLoss,
   type ThresholdMode,
   type TrainingArgs,
+  type VoteMemberArgs,
 } from './args.js';
 export { decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
 export {
@@ -20,7 +26,12 @@ export {
 } from './behaviour.js';
 export { DEFAULT_BEHAVIOUR_SUITE } from './behaviour-suite.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
-export type { Explanation, FeatureContribution } from './explain.js';
+export type {
+  Explanation,
+  FeatureContribution,
+  MemberExplanation,
+  VoteExplanation,
+} from './explain.js';
 export {
   modelTags,
   multiLabelModelTags,
@@ -29,6 +40,7 @@ export {
   rowsPerTag,
   tagsOverThresholds,
 } from './labels.js';
+export { MEMBER_CLASSIFIERS } from './member-args.js';
 export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';
 export { createRng } from './rng.js';

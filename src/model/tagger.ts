@@ -3,7 +3,7 @@
  * with oversampling and an optional probability threshold below which a prediction falls back to `other`;
  * or, with `multi_label`, one-vs-rest binary problems whose tags each pass their own probability threshold.
  */
-import type { TrainingArgs } from './args.js';
+import { isSgdClassifier, type TrainingArgs } from './args.js';
 import { ModelInputError } from './errors.js';
 import { type Explanation, explainLinear } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
@@ -41,6 +41,7 @@ import {
 } from './tag-model.js';
 import { multiLabelTestErrors, type TestErrors, testErrors } from './test-errors.js';
 import { chooseTagThresholds, chooseThreshold, f1WithThreshold } from './thresholds.js';
+import { trainVoteTagger } from './train-vote.js';
 import { labelArrays, oversampledOrder } from './training-rows.js';
 
 // Moved to leaf modules so every trainer can share them; re-exported for the callers that import them here.
@@ -260,6 +261,8 @@ export function trainTagger(
       'model/tagger: the training split is empty; provide at least one labelled text',
     );
   }
+  // The dual coordinate descent, naive Bayes and soft-vote classifiers have their own trainer.
+  if (!isSgdClassifier(args.classifier)) return trainVoteTagger(train, validation, args, options);
   const first = fitTagger(train, validation, args, options.seed, options.onEpoch);
   if (args.multi_label) return finishMultiLabel(first, train, validation, args, options);
   const { tags, linear, valData } = first;
