@@ -44,14 +44,54 @@ describe('sampleArgs', () => {
       new Set(['true/null', 'false/balanced', 'false/null']),
     );
     expect(drawn.some((a) => a.ngram_min_range === 1)).toBe(true);
+    expect(new Set(drawn.map((a) => a.classifier))).toEqual(
+      new Set([
+        'ovr',
+        'linear_svm',
+        'logistic_regression',
+        'nb_lr',
+        'nb_svm',
+        'multinomial_nb',
+        'complement_nb',
+        'soft_vote',
+      ]),
+    );
+    const votes = drawn.filter((a) => a.classifier === 'soft_vote');
+    for (const vote of votes) {
+      const kinds = vote.members!.map((m) => m.classifier);
+      expect(new Set(kinds).size).toBe(kinds.length);
+      expect(kinds.length).toBeGreaterThanOrEqual(2);
+      expect(kinds.length).toBeLessThanOrEqual(4);
+      // A vote's SVM members are calibrated (FAST's min_freq 20 leaves every tag ≥ 5 rows).
+      for (const m of vote.members!) {
+        expect(m.calibration).toBe(
+          m.classifier === 'linear_svm' || m.classifier === 'nb_svm' ? 'sigmoid' : 'none',
+        );
+      }
+    }
+    expect(new Set(drawn.map((a) => a.calibration))).toEqual(new Set(['none', 'sigmoid']));
     const again = createRng(3);
     expect(sampleArgs(FAST, again)).toEqual(drawn[0]);
   });
 
-  it('keeps log loss for a softmax base', () => {
+  it('keeps log loss for a softmax base, and softmax as its SGD classifier', () => {
     const random = createRng(4);
     const softmax = parseTrainingArgs({ classifier: 'softmax' });
-    for (let i = 0; i < 30; i++) expect(sampleArgs(softmax, random).loss).toBe('log_loss');
+    for (let i = 0; i < 30; i++) {
+      const args = sampleArgs(softmax, random);
+      expect(args.loss).toBe('log_loss');
+      expect(args.classifier).not.toBe('ovr');
+    }
+  });
+
+  it('draws no calibration when min_freq would leave a tag fewer rows than calibration folds', () => {
+    const random = createRng(5);
+    const small = parseTrainingArgs({ ...FAST, min_freq: 2 });
+    for (let i = 0; i < 60; i++) {
+      const args = sampleArgs(small, random);
+      expect(args.calibration).toBe('none');
+      for (const m of args.members ?? []) expect(m.calibration).toBe('none');
+    }
   });
 });
 

@@ -195,8 +195,12 @@ describe('multi-label data', () => {
       /several tags per text \(a tags column\), but the args set multi_label to false/,
     );
     expect(() => argsForData({ ...args, classifier: 'softmax' }, multi, new Set(['classifier']))).toThrow(
-      /needs "classifier": "ovr"/,
+      /needs a one-vs-rest classifier \(e\.g\. "classifier": "ovr" or "soft_vote"\), but the args set "softmax"/,
     );
+    expect(argsForData({ ...args, classifier: 'linear_svm' }, multi, new Set())).toMatchObject({
+      classifier: 'linear_svm',
+      multi_label: true,
+    });
   });
 
   it('refuses to train a single-label model on rows with several tags', () => {
