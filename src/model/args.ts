@@ -182,8 +182,14 @@ export const DEFAULT_VOTE_MEMBERS: readonly Readonly<Record<string, unknown>>[] 
  * +0.008 / 4-of-5 rule; balanced class weights were no better than oversampling.
  * threshold is `argmax` because a validation-tuned threshold (`auto`/`tuned`) lowered the cross-validated
  * f1 in every configuration tried: ~100 validation rows are too few to place it reliably.
+ * `classifier: 'soft_vote'` (2026-11-25, issue 25), its default members a Platt-calibrated linear SVM (C 1),
+ * NB-LR (C 1, ratio smoothing 1) and multinomial naive Bayes (`nb_alpha` 0.01), with `oversample: false`:
+ * over 3 split seeds × 5 folds it raised the CV f1 from 0.8922 to 0.9031 (+0.0109, 12 of 15 folds up;
+ * scikit-learn's same vote 0.9031 against its SGD's 0.8912) at ~16 µs CPU per prediction. The SGD
+ * arguments (alpha, learning_rate, power_t, num_epochs, loss, …) keep their validated values for
+ * `classifier: 'ovr'`, which was validated with `oversample: true`: pass both to train the previous model.
  */
-export const DEFAULT_TRAINING_ARGS: TrainingArgs = Object.freeze({
+const BASE_DEFAULTS = {
   shuffle: true,
   subset: null,
   min_freq: 20,
@@ -200,23 +206,27 @@ export const DEFAULT_TRAINING_ARGS: TrainingArgs = Object.freeze({
   num_epochs: 60,
   threshold: 'argmax',
   lr_schedule: 'invscaling',
-  classifier: 'ovr',
+  classifier: 'soft_vote',
   loss: 'log_loss',
   class_weight: null,
   average: false,
   ensemble: 1,
-  oversample: true,
+  oversample: false,
   refit: true,
   accepted_tags: null,
   multi_label: false,
   C: 1,
   svm_loss: 'squared_hinge',
-  nb_alpha: 1,
+  nb_alpha: 0.01,
   nb_ratio_alpha: 1,
   nb_svm_beta: 0.25,
   calibration: 'none',
   calibration_folds: 5,
-  members: null,
+} as const;
+
+export const DEFAULT_TRAINING_ARGS: TrainingArgs = Object.freeze({
+  ...BASE_DEFAULTS,
+  members: Object.freeze(parseMembers(DEFAULT_VOTE_MEMBERS, BASE_DEFAULTS).map((m) => Object.freeze(m))),
 }) as TrainingArgs;
 
 const CHECKS: Record<keyof TrainingArgs, Check> = {

@@ -193,13 +193,22 @@ export function memberRowScores(member: Member, x: CsrMatrix, r: number, out: Fl
 /**
  * Platt calibration on out-of-fold scores: the rows are split into `calibrationFolds` stratified folds; a
  * member fitted without each fold scores that fold; one sigmoid per class is fitted on all those scores;
- * the returned member is fitted on every row and carries the sigmoids.
+ * the returned member is fitted on every row and carries the sigmoids. A tag with fewer rows than folds
+ * has at most one row per fold (stratified); a fold that holds a tag's only row is scored by a dual-CD
+ * member that had no row of the tag (its binary problem is all negatives), which is what calibration should
+ * learn from: one row is not enough to recognise the tag. Naive Bayes cannot fit a tag without rows (its
+ * log prior is −∞), so an NB member needs every fold's training part to hold every tag.
  */
 function calibrated(spec: MemberSpec, data: MemberTrainingData, options: MemberTrainOptions): Member {
   const folds = options.calibrationFolds;
   const K = data.nClasses;
   const rows = Array.from({ length: data.x.nRows }, (_, r) => r).filter((r) => data.rowWeight[r]! > 0);
-  checkCalibrationRows(data, rows, folds);
+  if (rows.length < folds) {
+    throw new ModelInputError(
+      `model/calibration: "calibration": "sigmoid" scores every training row out of fold on ${folds} folds (calibration_folds), but there are only ${rows.length} training rows; lower calibration_folds or use "calibration": "none"`,
+    );
+  }
+  const naiveBayes = spec.classifier === 'multinomial_nb' || spec.classifier === 'complement_nb';
   const parts = stratifiedSplit(
     rows,
     (r) => String(data.y[r]),
@@ -210,15 +219,10 @@ function calibrated(spec: MemberSpec, data: MemberTrainingData, options: MemberT
   const out = new Float64Array(K);
   const seeds = createRng(options.seed ^ 0x0ca1b4a7);
   parts.forEach((heldOut, f) => {
+    if (heldOut.length === 0) return;
     const rowWeight = Float64Array.from(data.rowWeight);
     for (const r of heldOut) rowWeight[r] = 0;
-    for (let k = 0; k < K; k++) {
-      if (!rows.some((r) => rowWeight[r]! > 0 && isPositive(data, r, k))) {
-        throw new ModelInputError(
-          `model/calibration: calibration fold ${f + 1} of ${folds} leaves no training row of tag "${data.tagNames[k]}" to learn it from; use fewer calibration_folds or "calibration": "none"`,
-        );
-      }
-    }
+    if (naiveBayes) checkNaiveBayesFold(data, rows, rowWeight, f, folds);
     const member = fitMember(spec, { ...data, rowWeight }, randomInt(seeds, 0x7fffffff), options);
     for (const r of heldOut) {
       memberRowScores(member, data.x, r, out);
@@ -241,19 +245,22 @@ function calibrated(spec: MemberSpec, data: MemberTrainingData, options: MemberT
   return { ...fitMember(spec, data, options.seed, options), calibration: { a, b } };
 }
 
-/**
- * Every class needs at least `folds` rows (and, for multi-label, `folds` rows without it) so that each
- * calibration fold is scored by a member that learnt the class (sklearn refuses the same).
- */
-function checkCalibrationRows(data: MemberTrainingData, rows: readonly number[], folds: number): void {
+/** A naive-Bayes member's calibration fold must leave rows with (and, multi-label, without) every tag. */
+function checkNaiveBayesFold(
+  data: MemberTrainingData,
+  rows: readonly number[],
+  rowWeight: Float64Array,
+  fold: number,
+  folds: number,
+): void {
   for (let k = 0; k < data.nClasses; k++) {
-    const positives = rows.filter((r) => isPositive(data, r, k)).length;
-    const negatives = rows.length - positives;
-    const few =
-      positives < folds ? positives : data.labels !== undefined && negatives < folds ? negatives : -1;
-    if (few >= 0) {
+    const kept = rows.filter((r) => rowWeight[r]! > 0);
+    const positives = kept.filter((r) => isPositive(data, r, k)).length;
+    const missing =
+      positives === 0 ? 'with' : data.labels !== undefined && positives === kept.length ? 'without' : null;
+    if (missing !== null) {
       throw new ModelInputError(
-        `model/calibration: "calibration": "sigmoid" fits each tag's sigmoid on out-of-fold scores of ${folds} folds (calibration_folds), so every tag needs at least ${folds} training rows${data.labels !== undefined ? ' with it and without it' : ''}; tag "${data.tagNames[k]}" has only ${few}. Lower calibration_folds, raise min_freq, or use "calibration": "none"`,
+        `model/calibration: calibrating naive Bayes on ${folds} folds (calibration_folds) leaves fold ${fold + 1} no training row ${missing} tag "${data.tagNames[k]}", and naive Bayes cannot score a tag it has no rows of; give every tag at least 2 training rows ${missing} it, lower calibration_folds, or use "calibration": "none" for this member`,
       );
     }
   }

@@ -11,12 +11,13 @@ import {
 } from '../../src/model/artifact.js';
 import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
 import { type TagModel, trainTagger } from '../../src/model/tagger.js';
-import { TRAIN, VALIDATION } from './fixtures.js';
+import { SGD, TRAIN, VALIDATION } from './fixtures.js';
 
 const { model } = trainTagger(
   TRAIN,
   VALIDATION,
   parseTrainingArgs({
+    ...SGD,
     min_freq: 2,
     num_epochs: 5,
     analyzer: 'char_wb',

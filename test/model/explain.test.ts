@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { cleanText } from '../../src/model/index.js';
 import { sampleTexts, trainModel } from '../support/fixtures.js';
+import { SGD } from './fixtures.js';
 
 const texts = sampleTexts()
   .slice(0, 40)
@@ -15,7 +16,7 @@ describe('model.explain', () => {
   ] as const)(
     '%s: the explained tag is the predicted one, and bias + contributions + rest = score',
     (_, args) => {
-      const { model } = trainModel(args);
+      const { model } = trainModel({ ...SGD, ...args });
       const predictions = model.predict(texts);
       for (const [i, text] of texts.entries()) {
         const explanation = model.explain(text, 5);
@@ -43,7 +44,7 @@ describe('model.explain', () => {
   );
 
   it('a text with no known feature is explained by the bias alone', () => {
-    const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
+    const { model } = trainModel({ ...SGD, analyzer: 'word', ngram_max_range: 2 });
     const explanation = model.explain('zzzzqx vvvvqk', 10);
     expect(explanation).toMatchObject({ features: 0, contributions: [], rest: 0 });
     expect(explanation.score).toBe(explanation.bias);

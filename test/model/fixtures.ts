@@ -39,3 +39,9 @@ export const VALIDATION: LabelledText[] = [
   { text: 'model serving with kubernetes in production', tag: 'mlops' },
   { text: 'a survey of graph learning', tag: 'graph-learning' },
 ];
+
+/**
+ * The SGD model the defaults were before the soft vote (issue 25): tests of the SGD path pin it, since the
+ * default classifier is now `soft_vote` (which ignores num_epochs, alpha, … and reports one loss).
+ */
+export const SGD = { classifier: 'ovr', oversample: true } as const;

@@ -190,11 +190,26 @@ describe('member classifiers and soft vote', () => {
     }
   });
 
-  it('refuses a sigmoid calibration with fewer rows of a tag than calibration folds, naming the tag', () => {
-    const raw = { ...SMALL, min_freq: 1, classifier: 'linear_svm', calibration: 'sigmoid' };
-    expect(() => train(raw, 7, TRAIN)).toThrow(ModelInputError);
-    expect(() => train(raw, 7, TRAIN)).toThrow(
-      /every tag needs at least 5 training rows; tag "reinforcement-learning" has only 1\. Lower calibration_folds, raise min_freq, or use "calibration": "none"/,
+  it('calibrates a dual-CD member on a tag with fewer rows than folds; refuses naive Bayes, and too few rows', () => {
+    // reinforcement-learning has one row: the fold holding it is scored by an SVM that never saw the tag.
+    const svm = train({ ...SMALL, min_freq: 1, classifier: 'linear_svm', calibration: 'sigmoid' }, 7, TRAIN);
+    expect(svm.model.tags).toContain('reinforcement-learning');
+    const p = svm.model.predict(['reinforcement learning agent plays games'])[0]!;
+    expect(p.probabilities['reinforcement-learning']).toBeLessThan(0.5);
+    const nb = { ...SMALL, min_freq: 1, classifier: 'multinomial_nb', calibration: 'sigmoid' };
+    expect(() => train(nb, 7, TRAIN)).toThrow(ModelInputError);
+    expect(() => train(nb, 7, TRAIN)).toThrow(
+      /calibrating naive Bayes on 5 folds \(calibration_folds\) leaves fold \d no training row with tag "reinforcement-learning", and naive Bayes cannot score a tag it has no rows of/,
+    );
+    const few = {
+      ...SMALL,
+      min_freq: 1,
+      classifier: 'linear_svm',
+      calibration: 'sigmoid',
+      calibration_folds: 20,
+    };
+    expect(() => train(few, 7, TRAIN.slice(0, 12))).toThrow(
+      /scores every training row out of fold on 20 folds \(calibration_folds\), but there are only 12 training rows/,
     );
   });
 

@@ -12,9 +12,16 @@ import {
   meanStd,
 } from '../../src/train/cross-validate.js';
 import { DataError, readDataset } from '../../src/train/data.js';
+import { SGD } from '../model/fixtures.js';
 import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 
-const FAST = parseTrainingArgs({ num_epochs: 4, analyzer: 'char_wb', ngram_max_range: 3, refit: false });
+const FAST = parseTrainingArgs({
+  ...SGD,
+  num_epochs: 4,
+  analyzer: 'char_wb',
+  ngram_max_range: 3,
+  refit: false,
+});
 
 let data: LabelledText[];
 beforeAll(async () => {

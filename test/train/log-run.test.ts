@@ -25,10 +25,11 @@ import {
   metricKeyPart,
 } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
+import { SGD } from '../model/fixtures.js';
 import { SAMPLE_DATA, SPEC_ARG_KEYS } from '../support/components.js';
 import { instrumentStore } from '../support/fixtures.js';
 
-const ARGS = parseTrainingArgs({ num_epochs: 4, ngram_max_range: 4 });
+const ARGS = parseTrainingArgs({ ...SGD, num_epochs: 4, ngram_max_range: 4 });
 const decoder = new TextDecoder();
 
 let dir: string;

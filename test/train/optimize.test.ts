@@ -14,9 +14,16 @@ import { crossValidateSerial } from '../../src/train/cross-validate.js';
 import { readDataset } from '../../src/train/data.js';
 import { crossValidationRows, optimize, SEARCH_SPACE, sampleArgs } from '../../src/train/optimize.js';
 import { splitData } from '../../src/train/pipeline.js';
+import { SGD } from '../model/fixtures.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
-const FAST = parseTrainingArgs({ num_epochs: 3, analyzer: 'char_wb', ngram_max_range: 3, refit: false });
+const FAST = parseTrainingArgs({
+  ...SGD,
+  num_epochs: 3,
+  analyzer: 'char_wb',
+  ngram_max_range: 3,
+  refit: false,
+});
 
 let dir: string;
 let store: TrackingStore;

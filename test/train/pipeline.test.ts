@@ -9,9 +9,10 @@ import {
   testSetDigest,
   trainAndEvaluate,
 } from '../../src/train/pipeline.js';
+import { SGD } from '../model/fixtures.js';
 import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 
-const FAST_ARGS = parseTrainingArgs({ num_epochs: 5, analyzer: 'char_wb', ngram_max_range: 4 });
+const FAST_ARGS = parseTrainingArgs({ ...SGD, num_epochs: 5, analyzer: 'char_wb', ngram_max_range: 4 });
 
 let data: LabelledText[];
 beforeAll(async () => {
