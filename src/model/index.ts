@@ -36,6 +36,7 @@ export {
   modelTags,
   multiLabelModelTags,
   normalizeTag,
+  normalizeTagSet,
   OTHER_TAG,
   rowsPerTag,
   tagsOverThresholds,
