@@ -275,7 +275,10 @@ export async function crossValidateBench(
   for (const fold of crossValidationFolds(dataset, options.folds, SEED)) {
     const theirs: number[] = [];
     for (const seed of trainingSeeds) {
-      const result = sklearn(fold.train, fold.validation, fold.test, args, seed);
+      // scikit-learn's same classifier: SGDClassifier, or the same members (sklearn_linear.py).
+      const result = isSgdClassifier(args.classifier)
+        ? sklearn(fold.train, fold.validation, fold.test, args, seed)
+        : (sklearnMembers([{ ...fold, seed }], args)?.[0] ?? null);
       if (result === null) return { f1: cv.folds, sklearnF1: null, seconds: cv.trainingSeconds };
       theirs.push(result.weighted_f1);
     }

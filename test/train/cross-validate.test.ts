@@ -130,6 +130,15 @@ describe('CrossValidator', () => {
     expect(b.folds).not.toEqual(a.folds);
   }, 60_000);
 
+  it('scores the default soft vote (its members in the args) the same in threads as in this thread', async () => {
+    pool ??= validator();
+    const vote = parseTrainingArgs({ refit: false });
+    expect(vote.classifier).toBe('soft_vote');
+    expect((await pool.run(vote)).folds).toEqual(
+      crossValidateSerial(data, vote, { folds: 3, seed: 5 }).folds,
+    );
+  }, 60_000);
+
   it("reports a training's error from a thread with its message", async () => {
     pool ??= validator();
     // No n-gram is in 10,000 documents: the vectorizer has an empty vocabulary.
