@@ -123,7 +123,8 @@ function fitMember(
     calibration: null,
   };
   if (spec.classifier === 'multinomial_nb' || spec.classifier === 'complement_nb') {
-    // sklearn's sample_weight: the oversampling multiplicity times the class weight of the row's class.
+    // sklearn's sample_weight: the oversampling multiplicity times the class weight of the row's class (a
+    // multi-label row's: its rarest tag's, the group oversampling repeats it by).
     const cw = data.classWeight;
     const rowWeight = cw === null ? data.rowWeight : data.rowWeight.map((w, r) => w * cw[data.y[r]!]!);
     const sums = featureSums(data.x, rowWeight, data, false);

@@ -39,6 +39,8 @@ export interface LabelIssueOptions {
   folds?: number;
   /** List at most this many issues (the most unlikely first); all by default. */
   top?: number;
+  /** Told after each fold's model has predicted its rows (for a progress line). */
+  onFold?: (done: number, folds: number) => void;
 }
 
 /** A labelled row, optionally with the line of the file it came from (a DatasetRow has one). */
@@ -136,7 +138,7 @@ export function outOfFoldProbabilities(
   const column = new Map(tags.map((tag, k) => [tag, k]));
   const probabilities: number[][] = data.map(() => []);
   const given: number[][] = data.map(() => []);
-  for (const fold of parts) {
+  for (const [done, fold] of parts.entries()) {
     const { model } = trainTagger(fold.train, fold.validation, options.args, { seed: options.seed });
     const classes = new Set(model.tags);
     const predictions = model.predict(fold.test.map((row) => row.text));
@@ -149,6 +151,7 @@ export function outOfFoldProbabilities(
         : [normalizeTag(row.tag, classes)];
       given[index] = labels.map((tag) => column.get(tag) ?? column.get('other')!);
     });
+    options.onFold?.(done + 1, folds);
   }
   return { tags, probabilities, given };
 }

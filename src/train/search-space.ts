@@ -71,14 +71,14 @@ const isSvm = (classifier: MemberClassifier): boolean =>
 
 /**
  * One member's own hyper-parameters. SVM members of a vote are Platt-calibrated (their margins are not
- * probabilities) when calibration can work, i.e. when min_freq keeps every tag at `calibration_folds`
- * training rows or more; a lone classifier draws its calibration.
+ * probabilities); a lone dual-CD classifier draws its calibration. Naive Bayes is never calibrated here: it
+ * cannot score a tag that a calibration fold leaves without rows, which small tags (or a small `other`)
+ * make likely, and one failed trial would end the search.
  */
 function memberDraw(
   classifier: MemberClassifier,
   random: () => number,
   calibrate: 'draw' | 'svm',
-  canCalibrate: boolean,
 ): Record<string, unknown> {
   const drawn: Record<string, unknown> = {
     C: round(logUniform(random, SEARCH_SPACE.C)),
@@ -88,8 +88,14 @@ function memberDraw(
     nb_svm_beta: round(uniform(random, SEARCH_SPACE.nbSvmBeta)),
   };
   const calibration = pick(random, SEARCH_SPACE.calibration);
-  const wanted = calibrate === 'svm' ? (isSvm(classifier) ? 'sigmoid' : 'none') : calibration;
-  drawn.calibration = canCalibrate ? wanted : 'none';
+  const naiveBayes = classifier === 'multinomial_nb' || classifier === 'complement_nb';
+  drawn.calibration = naiveBayes
+    ? 'none'
+    : calibrate === 'svm'
+      ? isSvm(classifier)
+        ? 'sigmoid'
+        : 'none'
+      : calibration;
   const own: Record<string, unknown> = { classifier };
   const keys: Record<MemberClassifier, string[]> = {
     linear_svm: ['C', 'svm_loss'],
@@ -135,15 +141,13 @@ export function sampleArgs(base: TrainingArgs, random: () => number): TrainingAr
       ensemble: base.ensemble,
     });
   }
-  const canCalibrate = base.min_freq >= base.calibration_folds;
-  if (family !== 'soft_vote') {
-    return parseTrainingArgs({ ...features, ...memberDraw(family, random, 'draw', canCalibrate) });
-  }
+  if (family !== 'soft_vote')
+    return parseTrainingArgs({ ...features, ...memberDraw(family, random, 'draw') });
   const count = between(random, SEARCH_SPACE.voteMembers);
   const pool = [...MEMBER_CLASSIFIERS];
   const members = Array.from({ length: count }, () => {
     const classifier = pool.splice(Math.floor(random() * pool.length), 1)[0]!;
-    return memberDraw(classifier, random, 'svm', canCalibrate);
+    return memberDraw(classifier, random, 'svm');
   });
   return parseTrainingArgs({ ...features, classifier: 'soft_vote', members });
 }

@@ -45,9 +45,11 @@ describe.skipIf(datasetPath === null)('label issues on dataset.csv with 20 flipp
   it('ranks at least as many flipped rows into its top 50 as plain self-confidence does (and at least 16)', async () => {
     const original = await readDataset(datasetPath!);
     const { rows, flipped } = flipTags(original, 20, 2025);
-    const options = { args: DEFAULT_TRAINING_ARGS, seed: 42 };
+    const progress: number[] = [];
+    const options = { args: DEFAULT_TRAINING_ARGS, seed: 42, onFold: (done: number) => progress.push(done) };
     const oof = outOfFoldProbabilities(rows, options);
     const report = labelIssuesOf(rows, oof, options);
+    expect(progress).toEqual([1, 2, 3, 4, 5]);
 
     // The baseline: every row ranked by the out-of-fold probability of its given tag, lowest first.
     const plain = oof.probabilities
