@@ -5,10 +5,45 @@
  *   train  -> model, tracking
  *   service -> model, tracking
  *   http   -> model, service (never tracking or train directly)
- *   app/cli/server (entry points) -> anything
+ *   app (the app factory) -> http, service, model, tracking
+ *   serve (the serving process) -> app and everything below; never cli
+ *   cli (the command line) -> anything; nothing imports it
  */
+
+/**
+ * The inspection page (ui/) is a browser bundle. Of Tagger's own code it may import only the API's response
+ * types (src/http/api-types.ts, derived from the schemas) and only with `import type`; that module in turn
+ * imports only types. So nothing of the server reaches the bundle. "Only types" is checked as
+ * `pre-compilation-only` (a dependency the TypeScript compilation erases), not `type-only`: with
+ * verbatimModuleSyntax, `import { type X } from …` still loads the module (`import {} from …`).
+ */
+const PAGE_RULES = [
+  {
+    name: 'ui-imports-only-api-types',
+    comment: 'ui/ may import of src/ only src/http/api-types.ts, the response types derived from the schemas',
+    severity: 'error',
+    from: { path: '^ui/' },
+    to: { path: '^src/', pathNot: '^src/http/api-types\\.ts$' },
+  },
+  {
+    name: 'ui-imports-api-types-as-types',
+    comment: 'ui/ imports src/http/api-types.ts with `import type` only, so the import is erased',
+    severity: 'error',
+    from: { path: '^ui/' },
+    to: { path: '^src/http/api-types\\.ts$', dependencyTypesNot: ['pre-compilation-only'] },
+  },
+  {
+    name: 'api-types-imports-only-types',
+    comment: 'src/http/api-types.ts imports with `import type` only: nothing of it is left at run time',
+    severity: 'error',
+    from: { path: '^src/http/api-types\\.ts$' },
+    to: { dependencyTypesNot: ['pre-compilation-only'] },
+  },
+];
+
 module.exports = {
   forbidden: [
+    ...PAGE_RULES,
     { name: 'no-cycles', severity: 'error', from: {}, to: { circular: true } },
     {
       name: 'model-is-pure',
@@ -49,10 +84,46 @@ module.exports = {
       from: { path: '^src/http' },
       to: { path: '^src/(tracking|train|app|serve|cli)', dependencyTypesNot: ['type-only'] },
     },
+    {
+      name: 'app-deps',
+      comment: 'the app factory is wired by the serving process and tests, never the other way round',
+      severity: 'error',
+      from: { path: '^src/app\\.ts$' },
+      to: { path: '^src/(serve|cli|train)/' },
+    },
+    {
+      name: 'serve-deps',
+      comment: 'the serving process is started by the CLI; it never imports it',
+      severity: 'error',
+      from: { path: '^src/serve/' },
+      to: { path: '^src/(cli|train)/' },
+    },
+    {
+      name: 'cli-is-the-top',
+      comment: 'only the command line itself imports src/cli',
+      severity: 'error',
+      from: { path: '^src/(?!cli/)' },
+      to: { path: '^src/cli/' },
+    },
+    {
+      name: 'nothing-imports-bench',
+      comment: 'bench/ (npm run bench) sits on top: src/ and test/ never import it',
+      severity: 'error',
+      from: { path: '^(src|test)/' },
+      to: { path: '^bench/' },
+    },
+    {
+      name: 'bench-deps',
+      comment: 'bench/ imports src/, test/support/, itself, packages and built-ins; nothing else of ours',
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: { dependencyTypes: ['local'], pathNot: '^(bench|src|test/support)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    tsPreCompilationDeps: true,
+    // true, and marks the dependencies compilation erases as `pre-compilation-only` (PAGE_RULES use it).
+    tsPreCompilationDeps: 'specify',
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {
       exportsFields: ['exports'],

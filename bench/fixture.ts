@@ -254,16 +254,16 @@ export async function prepareFixture(log: (message: string) => void): Promise<Fi
 }
 
 /**
- * The compiled CLI to start as `tagger serve`: dist/cli.js when it is newer than every source file
+ * The compiled CLI to start as `tagger serve`: dist/cli/main.js when it is newer than every source file
  * (CI builds it in `npm ci`), else a transpile-only build of src/ in the cache (about a second).
  */
 export function resolveCli(log: (message: string) => void): string {
   const srcFiles = filesUnder(join(REPO, 'src'), isTs);
-  const dist = join(REPO, 'dist', 'cli.js');
+  const dist = join(REPO, 'dist', 'cli', 'main.js');
   const newestSrc = Math.max(...srcFiles.map((f) => statSync(f).mtimeMs));
   if (existsSync(dist) && statSync(dist).mtimeMs >= newestSrc) return dist;
   const out = join(CACHE_ROOT, `dist-${hashFiles(srcFiles)}`);
-  if (!existsSync(join(out, 'cli.js'))) {
+  if (!existsSync(join(out, 'cli', 'main.js'))) {
     log(`dist/ is missing or older than src/: transpiling src/ to ${relative(REPO, out)}`);
     const tmp = `${out}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
@@ -284,5 +284,5 @@ export function resolveCli(log: (message: string) => void): string {
     rmSync(out, { recursive: true, force: true });
     renameSync(tmp, out);
   }
-  return join(out, 'cli.js');
+  return join(out, 'cli', 'main.js');
 }

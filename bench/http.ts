@@ -27,7 +27,7 @@ import {
   stopAll,
   waitForPort,
 } from './procs.js';
-import type { BenchOptions, BenchRow, SectionResult } from './run.js';
+import type { BenchOptions, BenchRow, SectionResult } from './section.js';
 
 const log = (message: string): void => {
   process.stderr.write(`[bench/http] ${message}\n`);

@@ -24,8 +24,7 @@ import {
 import { SoftVoteTagModel } from '../src/model/soft-vote.js';
 import { LinearTagModel } from '../src/model/tagger.js';
 import { crossValidate, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
-import { rowsOf } from './rows.js';
-import type { BenchOptions, BenchRow } from './run.js';
+import { type BenchOptions, type BenchRow, rowsOf } from './section.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const DATA = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');

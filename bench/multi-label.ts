@@ -23,8 +23,7 @@ import {
 import { LinearTagModel, type TrainedTagger } from '../src/model/tagger.js';
 import { readDataset } from '../src/train/data.js';
 import { splitData } from '../src/train/pipeline.js';
-import { rowsOf } from './rows.js';
-import type { BenchOptions, SectionResult } from './run.js';
+import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const DATA = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');

@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 
 export interface Proc {
   readonly name: string;
@@ -20,18 +20,7 @@ export interface Proc {
 
 const live = new Set<Proc>();
 
-export async function freePort(): Promise<number> {
-  return await new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        address && typeof address === 'object' ? done(address.port) : fail(new Error('no port')),
-      );
-    });
-  });
-}
+export { freePort } from '../test/support/free-port.js';
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined) return;

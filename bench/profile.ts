@@ -22,6 +22,7 @@ import { serveExecArgv } from '../src/serve/node-flags.js';
 import { prepareFixture, REPO, resolveCli } from './fixture.js';
 import { runLoad } from './load.js';
 import { freePort, installCleanup, start, waitForPort } from './procs.js';
+import type { BenchOptions } from './section.js';
 
 interface CallFrame {
   functionName: string;
@@ -153,7 +154,7 @@ export function attribute(
   return { parts, busyMs: busyUs / 1000 };
 }
 
-export async function profile(opts: { quick: boolean }): Promise<void> {
+export async function profile(opts: BenchOptions): Promise<void> {
   installCleanup();
   const log = (message: string): void => {
     process.stderr.write(`profile: ${message}\n`);

@@ -1,45 +1,19 @@
 /**
  * Benchmark runner (`npm run bench [-- --quick] [-- --only <section>] [-- --profile]`): runs every section module, prints
  * one table and writes each section's rows to bench/results/<section>-<timestamp>.json. A section is a
- * module exporting `run(opts)` that returns rows, or a SectionResult with breakage; add sections to SECTIONS.
+ * module exporting `run(opts)` that returns rows, or a SectionResult with breakage (the types are in
+ * bench/section.ts, which the sections import instead of this file); add sections to SECTIONS.
  * Exits non-zero only on breakage a section reports (failed requests, gross regressions), never on a
  * target missed by noise.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { arch, cpus, platform } from 'node:os';
 import { resolve } from 'node:path';
-
-export interface BenchOptions {
-  /** Fewer repetitions, for a smoke run. */
-  quick: boolean;
-}
-
-export interface BenchRow {
-  /** Section name, e.g. "model". */
-  section: string;
-  metric: string;
-  unit: string;
-  /** Tagger's (TypeScript) value. */
-  tagger: number | null;
-  /** The reference implementation's value (scikit-learn, ...), or null when there is none. */
-  reference: number | null;
-  note?: string;
-  /** A target this figure is judged against, e.g. ">= 0.6x floor". */
-  target?: { text: string; pass: boolean };
-}
-
-export interface SectionResult {
-  rows: BenchRow[];
-  /** What can only mean something is broken; makes the run exit non-zero. */
-  breakage?: string[];
-  notes?: string[];
-  /** Raw measurements, written to the JSON file only. */
-  details?: unknown;
-}
+import type { BenchOptions, BenchRow, SectionModule, SectionResult } from './section.js';
 
 type Section = {
   name: string;
-  load: () => Promise<{ run(opts: BenchOptions): Promise<BenchRow[] | SectionResult> }>;
+  load: () => Promise<SectionModule>;
 };
 
 const SECTIONS: Section[] = [

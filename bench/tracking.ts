@@ -17,7 +17,7 @@ import { FileTrackingStore, openTrackingStore, RestTrackingStore } from '../src/
 import type { MetricPoint, TrackingStore } from '../src/tracking/store.js';
 import { getOrCreateExperiment } from '../src/tracking/store.js';
 import { startMlflowServer, venvMlflow } from '../test/support/mlflow-server.js';
-import type { BenchOptions, BenchRow, SectionResult } from './run.js';
+import type { BenchOptions, BenchRow, SectionResult } from './section.js';
 
 const EPOCHS = 60;
 const PARAMS = Object.fromEntries(

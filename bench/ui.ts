@@ -8,7 +8,6 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
 import { build } from 'vite';
 import { createApp } from '../src/app.js';
 import { parseTrainingArgs } from '../src/model/index.js';
@@ -17,7 +16,8 @@ import { openTrackingStore } from '../src/tracking/index.js';
 import { readDataset } from '../src/train/data.js';
 import { logTrainingRun } from '../src/train/log-run.js';
 import { trainAndEvaluate } from '../src/train/pipeline.js';
-import type { BenchOptions, SectionResult } from './run.js';
+import { launchOfflineChromium } from '../test/support/chromium.js';
+import type { BenchOptions, SectionResult } from './section.js';
 
 const REPO = resolve(import.meta.dirname, '..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -49,10 +49,7 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
   const uiDir = join(dir, 'ui');
   const store = await openTrackingStore(join(dir, 'mlruns'));
   let app: ReturnType<typeof createApp> | undefined;
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
-  });
+  const browser = await launchOfflineChromium(CHROMIUM);
   try {
     await build({
       configFile: join(REPO, 'ui', 'vite.config.ts'),

@@ -3,9 +3,9 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 if (!existsSync(cli)) {
-  process.stderr.write('tagger: dist/cli.js is missing; run `npm run build` (or `npm ci`) first.\n');
+  process.stderr.write('tagger: dist/cli/main.js is missing; run `npm run build` (or `npm ci`) first.\n');
   process.exit(1);
 }
 await import(cli);

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 if (!existsSync(cli)) {
   process.stderr.write('start: dist/ is missing; run `npm run setup` (or `npm run build`) first.\n');
   process.exit(1);
@@ -31,7 +31,14 @@ const trackingUri = settings.get('tracking_uri').value;
 const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
 
 async function hasRuns() {
-  const store = await openTrackingStore(trackingUri);
+  // Only a look: a store that is not there yet has no runs (training creates it), and is not created here.
+  let store;
+  try {
+    store = await openTrackingStore(trackingUri, { readOnly: true });
+  } catch (error) {
+    if (error?.code === 'NOT_FOUND') return false;
+    throw error;
+  }
   try {
     const found = await store.getExperimentByName(experiment);
     if (found?.lifecycleStage !== 'active') return false;

@@ -1,21 +1,16 @@
 /** createApp: wiring, unexpected-error masking and logging, and the documentation-only app. */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createApp, generateOpenApiDocument } from '../src/app.js';
 import { loadModelDirectory, type ServedModel } from '../src/service/index.js';
-import { buildServingFixture, type ServingFixture } from './support/fixtures.js';
+import { useServingFixture } from './support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 let served: ServedModel;
 
 beforeAll(async () => {
-  fx = await buildServingFixture();
   served = await loadModelDirectory(fx.modelDir);
-});
-
-afterAll(async () => {
-  await fx?.close();
 });
 
 function memoryLogger() {

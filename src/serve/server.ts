@@ -31,6 +31,7 @@ import {
   ServingLifecycle,
   type ServingState,
   StartupError,
+  withStoreHint,
 } from '../service/index.js';
 import { openTrackingStore, redactUri, type TrackingStore } from '../tracking/index.js';
 import { clusterWorkerHooks } from './cluster.js';
@@ -99,10 +100,13 @@ async function loadServing(
   }
   let store: TrackingStore;
   try {
-    store = await (options.openStore ?? openTrackingStore)(config.trackingUri);
+    // Serving only reads: a store on a read-only volume serves, and a wrong URI creates nothing.
+    store = await (options.openStore ?? ((uri: string) => openTrackingStore(uri, { readOnly: true })))(
+      config.trackingUri,
+    );
   } catch (error) {
     throw new StartupError(
-      `serve: cannot open the tracking store ${redactUri(config.trackingUri)}: ${(error as Error).message}`,
+      `serve: cannot open the tracking store ${redactUri(config.trackingUri)}: ${(withStoreHint(error) as Error).message}`,
       {
         cause: error,
       },

@@ -14,7 +14,8 @@ export interface Progress {
 export interface ProgressOptions {
   label: string;
   total: number;
-  stream?: NodeJS.WriteStream;
+  /** Default process.stderr; a stream that is not a terminal gets plain lines. */
+  stream?: { write(text: string): unknown; readonly isTTY?: boolean | undefined };
   /** Minimum interval between plain lines (non-terminal output). */
   plainIntervalMs?: number;
   /** Silence entirely (e.g. `--quiet`). */
@@ -30,7 +31,8 @@ export function createProgress(options: ProgressOptions): Progress {
     const bar = new cliProgress.SingleBar(
       {
         format: `${options.label} [{bar}] ${options.unit === '%' ? '{value}%' : '{value}/{total}'} {status}`,
-        stream,
+        // A terminal is a real tty.WriteStream (process.stderr, or one a caller made).
+        stream: stream as NodeJS.WriteStream,
         hideCursor: true,
         clearOnComplete: false,
       },

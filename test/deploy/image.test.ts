@@ -8,13 +8,15 @@ import { chmodSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
-import { buildServingFixture, type ServingFixture, sampleTexts } from '../support/fixtures.js';
+import { sampleTexts } from '../support/fixtures.js';
+import { freePort } from '../support/free-port.js';
 import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
-import { freePort, predictBody, runAutocannon } from '../support/serve-process.js';
+import { predictBody, runAutocannon } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
 const building = ensureTaggerImage();
 let image: BuiltImage;
-let fx: ServingFixture;
+const fx = useServingFixture({ enabled: building !== null });
 const containers: string[] = [];
 
 /** The container user (uid 1000) must read the store: open it up for reading, as a mounted volume is. */
@@ -27,13 +29,11 @@ function readableByAll(path: string): void {
 beforeAll(async () => {
   if (building === null) return;
   image = await building;
-  fx = await buildServingFixture();
   readableByAll(fx.dir);
 }, 900_000);
 
 afterAll(async () => {
   for (const id of containers) await podman(['rm', '--force', '--time', '0', id]).catch(() => undefined);
-  await fx?.close();
 });
 
 async function untilReady(url: string, timeoutMs: number): Promise<void> {

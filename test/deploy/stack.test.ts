@@ -11,16 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { locateBinary, redisServerPath, venvPython } from '../support/components.js';
 import { type TrainedModel, trainModel } from '../support/fixtures.js';
+import { freePort } from '../support/free-port.js';
 import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
 import { type RedisServer, redisServer } from '../support/redis-server.js';
-import {
-  freePort,
-  KeepAliveLoad,
-  logServedRun,
-  predictBody,
-  type RequestOutcome,
-} from '../support/serve-process.js';
+import { KeepAliveLoad, logServedRun, predictBody, type RequestOutcome } from '../support/serve-process.js';
 import {
   type Haproxy,
   type Postgres,

@@ -6,7 +6,6 @@
 import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
 import {
   killServers,
   type LogLine,
@@ -15,20 +14,19 @@ import {
   type ServerProcess,
   spawnServer,
 } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 let server: ServerProcess;
 let experimentId: string;
 
 beforeAll(async () => {
-  fx = await buildServingFixture();
   experimentId = (await fx.store.getExperimentByName('best'))!.experimentId;
   server = await spawnServer({ MLFLOW_TRACKING_URI: fx.dir, TAGGER_LOG_LEVEL: 'info' });
 });
 
 afterAll(async () => {
   killServers();
-  await fx?.close();
 });
 
 async function predictRunId(): Promise<string> {

@@ -3,8 +3,7 @@
  * keep-alive clients and autocannon send POST /predict, then SIGHUP; no request fails, and once one
  * response names the new run no later request is answered by the old one. Loopback only.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   KeepAliveLoad,
   killServers,
@@ -12,16 +11,12 @@ import {
   runAutocannon,
   spawnServer,
 } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
+const fx = useServingFixture();
 
 afterAll(async () => {
   killServers();
-  await fx?.close();
 });
 
 describe('SIGHUP under load', () => {

@@ -4,8 +4,7 @@
  * with a non-zero code. Loopback only; each server runs a few seconds.
  */
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   KeepAliveLoad,
   killServers,
@@ -13,16 +12,12 @@ import {
   runAutocannon,
   spawnServer,
 } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
+const fx = useServingFixture();
 
 afterAll(async () => {
   killServers();
-  await fx?.close();
 });
 
 /** Errors a client may see once the server has closed its listener: what "not accepted" looks like. */

@@ -10,25 +10,23 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/components.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { freePort } from '../support/serve-process.js';
+import { freePort } from '../support/free-port.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 const started: ChildProcess[] = [];
 /** Processes found below the started ones: killed by PID after the tests if a case left them running. */
 const belowStarted = new Set<number>();
 const BIN = resolve(REPO_ROOT, 'node_modules', '.bin');
 
 beforeAll(async () => {
-  if (!existsSync(resolve(REPO_ROOT, 'dist', 'cli.js')))
+  if (!existsSync(resolve(REPO_ROOT, 'dist', 'cli', 'main.js')))
     throw new Error('dist/ is missing: run `npm run build`');
-  fx = await buildServingFixture();
 });
 
 afterAll(async () => {
   for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
   for (const pid of belowStarted) if (alive(pid)) process.kill(pid, 'SIGKILL');
-  await fx?.close();
 });
 
 /** Every process below `pid` (by walking /proc's parent links), in no particular order. */

@@ -6,16 +6,15 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
-import { runsApp } from '../http/helpers.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 let app: TaggerApp;
 let base: string;
 let port: number;
 
 beforeAll(async () => {
-  fx = await buildServingFixture();
   ({ app } = await runsApp(fx.store, {
     deps: { http: { limits: { bodyBytes: 64 * 1024, jsonDepth: 16 } } },
   }));
@@ -25,7 +24,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
-  await fx?.close();
 });
 
 interface Answer {

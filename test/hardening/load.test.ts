@@ -4,12 +4,13 @@
  * Retry-After and nothing else, and the server recovers.
  */
 import { createRequire } from 'node:module';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { ServedRuns } from '../../src/service/index.js';
-import { captureLog, runsApp } from '../http/helpers.js';
-import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { instrumentStore } from '../support/fixtures.js';
+import { captureLog, runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
 interface LoadRequest {
   method: 'GET' | 'POST';
@@ -35,16 +36,11 @@ type Autocannon = (options: {
 // autocannon ships no types; this is the part of its API the tests use.
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 const apps: TaggerApp[] = [];
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
 
 afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()));
-  await fx?.close();
 });
 
 async function listening(deps: Omit<AppDeps, 'serving'>): Promise<{ app: TaggerApp; base: string }> {

@@ -8,19 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { ServedRuns, ServingLifecycle } from '../../src/service/index.js';
-import { captureLog, expectEnvelope, postJson, runsApp } from '../http/helpers.js';
-import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { instrumentStore } from '../support/fixtures.js';
+import { captureLog, expectEnvelope, postJson, runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 const apps: TaggerApp[] = [];
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
 
 afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()));
-  await fx?.close();
 });
 
 /**

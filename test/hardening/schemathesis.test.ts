@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
-import { runsApp } from '../http/helpers.js';
 import { REPO_ROOT } from '../support/components.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 import { venvBin } from '../support/venv.js';
 
 const schemathesis = venvBin('schemathesis');
@@ -21,20 +21,18 @@ const KEY = 'schemathesis-key-0123456789abcdef';
 /** Examples per operation: operations with few parameters run out of distinct cases early, so 100 are needed for over 1,000 requests in total (measured: 75 gave about 850). */
 const MAX_EXAMPLES = 100;
 
-let fx: ServingFixture;
+const fx = useServingFixture({ enabled: schemathesis !== null });
 let app: TaggerApp;
 let base: string;
 
 beforeAll(async () => {
   if (schemathesis === null) return;
-  fx = await buildServingFixture();
   ({ app } = await runsApp(fx.store, { deps: { http: { apiKeys: [KEY] } } }));
   base = await app.listen({ host: '127.0.0.1', port: 0 });
 });
 
 afterAll(async () => {
   await app?.close();
-  await fx?.close();
 });
 
 function run(

@@ -7,15 +7,11 @@ import type { TaggerApp } from '../../src/http/index.js';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { TrackingError } from '../../src/tracking/index.js';
 import { SPEC_ARG_KEYS } from '../support/components.js';
-import {
-  buildServingFixture,
-  type InstrumentedStore,
-  instrumentStore,
-  type ServingFixture,
-} from '../support/fixtures.js';
-import { type CapturedLog, captureLog, expectEnvelope, postJson, runsApp } from './helpers.js';
+import { type InstrumentedStore, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { type CapturedLog, captureLog, expectEnvelope, postJson, runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 let store: InstrumentedStore;
 let app: TaggerApp;
 let log: CapturedLog;
@@ -31,7 +27,6 @@ const TEXTS = [
 const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
 
 beforeAll(async () => {
-  fx = await buildServingFixture();
   store = instrumentStore(fx.store, {
     beforeRead: (runId) => {
       if (unavailable.has(runId)) throw new TrackingError('UNAVAILABLE', 'tracking: server did not answer');
@@ -43,7 +38,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
-  await fx?.close();
 });
 
 const get = (url: string) => app.inject({ method: 'GET', url, headers: { accept: 'application/json' } });

@@ -2,43 +2,31 @@
  * /docs (Swagger UI) and /redoc (ReDoc) render the API in headless Chromium with every request staying on
  * 127.0.0.1: any other request is aborted and fails the test.
  */
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
+import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath } from '../support/components.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { runsApp } from './helpers.js';
+import { runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
 const executablePath = chromiumPath();
 
 describe.skipIf(executablePath === null)('documentation pages in a browser', () => {
-  let fx: ServingFixture;
+  const fx = useServingFixture();
   let app: TaggerApp;
   let browser: Browser;
   let base: string;
 
   beforeAll(async () => {
-    fx = await buildServingFixture();
     ({ app } = await runsApp(fx.store));
     base = await app.listen({ host: '127.0.0.1', port: 0 });
-    browser = await chromium.launch({
-      executablePath: executablePath!,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchOfflineChromium(executablePath!);
   });
 
   afterAll(async () => {
     await browser?.close();
     await app?.close();
-    await fx?.close();
   });
 
   /** Opens a page that records (and blocks) every request that does not go to the test server. */

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
 import { runRecord } from '../../src/http/responses.js';
 import type { RunSummary } from '../../src/service/index.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { expectEnvelope, runsApp } from './helpers.js';
+import { expectEnvelope, runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 let app: TaggerApp;
 let uiDir: string;
 const apps: TaggerApp[] = [];
@@ -21,7 +21,6 @@ const INDEX_HTML =
   '<!doctype html><title>page</title><script type="module" src="./assets/app-1a2b.js"></script>';
 
 beforeAll(async () => {
-  fx = await buildServingFixture();
   // A stand-in for dist/ui (the real build is exercised by the browser test): what matters here is how
   // the files are served.
   uiDir = await mkdtemp(join(tmpdir(), 'tagger-ui-'));
@@ -34,7 +33,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(apps.map((each) => each.close()));
-  await fx?.close();
   if (uiDir) await rm(uiDir, { recursive: true, force: true });
 });
 

@@ -13,7 +13,7 @@ import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { argsForData, type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { REPO_ROOT } from '../support/components.js';
-import { expectEnvelope, runsApp } from './helpers.js';
+import { expectEnvelope, runsApp } from '../support/http.js';
 
 let dir: string;
 let store: TrackingStore;

@@ -10,25 +10,23 @@ import { createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { redactRedisUrl } from '../../src/http/shared-rate-limit.js';
 import { redisServerPath } from '../support/components.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { runsApp } from '../support/http.js';
 import { type RedisServer, redisServer } from '../support/redis-server.js';
-import { runsApp } from './helpers.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
 const binary = redisServerPath();
-let fx: ServingFixture;
+const fx = useServingFixture({ enabled: binary !== null });
 let redis: RedisServer;
 const apps: TaggerApp[] = [];
 
 beforeAll(async () => {
   if (binary === null) return;
-  fx = await buildServingFixture();
   redis = await redisServer(binary);
 });
 
 afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()));
   await redis?.stop();
-  await fx?.close();
 });
 
 /** A pino logger writing its JSON lines into `lines`. */

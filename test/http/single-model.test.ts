@@ -7,15 +7,14 @@ import { createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { loadModelDirectory, StartupError } from '../../src/service/index.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { expectEnvelope, postJson } from './helpers.js';
+import { expectEnvelope, postJson } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 let app: TaggerApp;
 let scratch: string;
 
 beforeAll(async () => {
-  fx = await buildServingFixture();
   scratch = await mkdtemp(join(tmpdir(), 'tagger-single-'));
   const model = await loadModelDirectory(fx.modelDir);
   app = createApp({ serving: { mode: 'model', model, source: fx.modelDir } });
@@ -24,7 +23,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
-  await fx?.close();
   await rm(scratch, { recursive: true, force: true });
 });
 

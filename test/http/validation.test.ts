@@ -6,20 +6,18 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
 import { findJsonProblem } from '../../src/http/json-body.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
-import { postJson, runsApp } from './helpers.js';
+import { postJson, runsApp } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
+const fx = useServingFixture();
 let app: TaggerApp;
 
 beforeAll(async () => {
-  fx = await buildServingFixture();
   ({ app } = await runsApp(fx.store));
 });
 
 afterAll(async () => {
   await app?.close();
-  await fx?.close();
 });
 
 const REQUIRED = { msg: 'field required', type: 'value_error.missing' };

@@ -8,26 +8,21 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_WORKERS, resolveWorkerCount } from '../../src/serve/cluster.js';
 import { StartupError } from '../../src/serve/config.js';
 import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
-import { REPO_ROOT, redisServerPath, TSX_LOADER } from '../support/components.js';
-import { buildServingFixture, type ServingFixture } from '../support/fixtures.js';
+import { CLI_ENTRY } from '../support/cli.js';
+import { redisServerPath, TSX_LOADER } from '../support/components.js';
 import { redisServer } from '../support/redis-server.js';
 import { KeepAliveLoad, logServedRun } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
+const CLI = CLI_ENTRY;
 const hasProc = existsSync('/proc/self/task');
 const redisBinary = redisServerPath();
 
-let fx: ServingFixture;
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
-afterAll(async () => {
-  await fx?.close();
-});
+const fx = useServingFixture();
 
 const started = new Set<ChildProcess>();
 process.once('exit', () => {

@@ -3,10 +3,10 @@
  * only after loading), startup failure messages and exit codes, graceful shutdown.
  */
 import { spawn } from 'node:child_process';
-import { createConnection, createServer, type Socket } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { resolveServeConfig, SERVE_DEFAULTS } from '../../src/serve/config.js';
 import {
   type RunningServer,
@@ -19,18 +19,12 @@ import { defaultWorkers } from '../../src/serve/worker-count.js';
 import type { ReloadResult } from '../../src/service/index.js';
 import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT } from '../support/components.js';
-import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { instrumentStore } from '../support/fixtures.js';
+import { freePort } from '../support/free-port.js';
 import { logServedRun, predictBody } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
-
-afterAll(async () => {
-  await fx?.close();
-});
+const fx = useServingFixture();
 
 describe('resolveServeConfig', () => {
   it('uses the documented defaults', () => {
@@ -155,14 +149,6 @@ describe('resolveServeConfig', () => {
     expect(() => resolveServeConfig(flags, env)).toThrow(message);
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 /** Resolves 'open' if a TCP connection to the port succeeds, 'refused' if it is refused. */
 function probe(port: number): Promise<'open' | 'refused'> {

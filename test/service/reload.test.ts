@@ -3,7 +3,7 @@
  * that stay consistent for requests that started on them, the model caches across reloads, faults of
  * the store and of the served run's artifacts, coalescing of overlapping reloads, and the poll timer.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EVALUATION_METRICS, EVALUATION_TAGS } from '../../src/model/index.js';
 import {
   DEFAULT_GATES,
@@ -20,19 +20,12 @@ import {
   TrackingError,
   type TrackingStore,
 } from '../../src/tracking/index.js';
-import { captureLog } from '../http/helpers.js';
-import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { instrumentStore } from '../support/fixtures.js';
+import { captureLog } from '../support/http.js';
 import { logServedRun } from '../support/serve-process.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
-
-afterAll(async () => {
-  await fx?.close();
-});
+const fx = useServingFixture();
 
 let experiments = 0;
 

@@ -1,19 +1,12 @@
 /** ServedRuns over a real file store: ordering, skipping broken runs, lazy bounded model cache, failures. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { RunLoadError, ServedRuns, StartupError, UnknownRunError } from '../../src/service/index.js';
-import { captureLog } from '../http/helpers.js';
-import { buildServingFixture, instrumentStore, type ServingFixture } from '../support/fixtures.js';
+import { instrumentStore } from '../support/fixtures.js';
+import { captureLog } from '../support/http.js';
+import { useServingFixture } from '../support/serving-fixture.js';
 
-let fx: ServingFixture;
-
-beforeAll(async () => {
-  fx = await buildServingFixture();
-});
-
-afterAll(async () => {
-  await fx?.close();
-});
+const fx = useServingFixture();
 
 const load = (experiment: string, modelCacheSize = 4, store = fx.store) =>
   ServedRuns.load(store, { experiment, modelCacheSize, log: captureLog() });

@@ -137,6 +137,7 @@ const truncated = (files: Record<string, Uint8Array>): Record<string, Uint8Array
     MODEL_FILES.map((name) => [name, files[name]!.slice(0, Math.floor(files[name]!.length / 2))]),
   );
 
+/** Builds the fixture described above; test files take it through useServingFixture() (serving-fixture.ts). */
 export async function buildServingFixture(): Promise<ServingFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
   const store = await openTrackingStore(join(dir, 'mlruns'));

@@ -10,10 +10,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { venvPython } from './components.js';
+import { freePort } from './free-port.js';
 
 // A fresh SQLite backend runs ~40 migrations; on a busy 2-core machine that took over 60 s, so the
 // deadline is generous (it bounds a hang, it is not a speed assertion).
@@ -57,20 +57,6 @@ export function venvMlflow(): string | null {
   }
   process.stderr.write(`[skip] ${reason}\n`);
   return null;
-}
-
-async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('no port'));
-      });
-    });
-  });
 }
 
 /** Environment for the server: no tracking variables of the developer leak in. */

@@ -1,6 +1,6 @@
 /**
  * A test-only preload for a real `tagger train` process (`node --import tsx --import <this file>
- * src/cli.ts train …`): the file store stops right after storing the first model file of a run, prints
+ * src/cli/main.ts train …`): the file store stops right after storing the first model file of a run, prints
  * `paused <run id>` on stderr, and carries on once the process receives SIGINT or SIGTERM. A test can so
  * signal a training at a known point of logging — some artifacts stored, the run not finished — without
  * sleeps and without a hook in Tagger's own code. `test/train/log-run-signals.test.ts` uses it.

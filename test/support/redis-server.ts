@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
-import { freePort } from './serve-process.js';
+import { freePort } from './free-port.js';
 
 export interface RedisServer {
   url: string;

@@ -11,22 +11,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
-import { createServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { getOrCreateExperiment, type TrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT, TSX_LOADER } from './components.js';
 import type { TrainedModel } from './fixtures.js';
+import { freePort } from './free-port.js';
 
 const SERVER_ENTRY = resolve(REPO_ROOT, 'src', 'serve', 'server.ts');
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 export interface LogLine {
   level: number;

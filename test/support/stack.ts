@@ -18,8 +18,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { locateBinary, REPO_ROOT } from './components.js';
+import { freePort } from './free-port.js';
 import { podman } from './image.js';
-import { freePort } from './serve-process.js';
 
 export interface Stoppable {
   stop(): Promise<void>;

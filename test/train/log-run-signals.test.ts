@@ -15,10 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { ServedRuns } from '../../src/service/index.js';
 import { FileTrackingStore } from '../../src/tracking/index.js';
-import { captureLog } from '../http/helpers.js';
+import { CLI_ENTRY } from '../support/cli.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { captureLog } from '../support/http.js';
 
-const CLI = resolve(REPO_ROOT, 'src', 'cli.ts');
+const CLI = CLI_ENTRY;
 const PAUSE_LOGGING = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'pause-logging.ts')).href;
 /** Small and fast; every training here uses the same arguments and seed, so the same f1. */
 const FAST = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import axe from 'axe-core';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
@@ -21,8 +21,9 @@ import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.
 import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
-import { captureLog } from '../http/helpers.js';
+import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
+import { captureLog } from '../support/http.js';
 
 /*
  * The page's globals as the page.evaluate callbacks below use them. This test program has no DOM lib:
@@ -163,16 +164,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     });
     apps.push(single);
     singleBase = await single.listen({ host: '127.0.0.1', port: 0 });
-    browser = await chromium.launch({
-      executablePath: executablePath!,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchOfflineChromium(executablePath!);
     await mkdir(SCREENSHOTS, { recursive: true });
     console.log(`inspection page screenshots: ${SCREENSHOTS}`);
   }, 120_000);

@@ -3,7 +3,8 @@
  * fresh by polling (so a hot reload of the served run shows up), and the API-key prompt.
  */
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { AuthError, api, apiKey, type RunRecord } from './api';
+import type { RunRecord } from '../../src/http/api-types.js';
+import { AuthError, api, apiKey } from './api';
 import { CompareView } from './compare';
 import { shortId } from './format';
 import { Failure, useLoad } from './load';

@@ -1,6 +1,7 @@
 /** Two runs side by side: metrics (overall and per tag) and arguments, with what differs highlighted. */
 import { useMemo, useState } from 'preact/hooks';
-import { api, type Performance, type RunRecord } from './api';
+import type { Performance, RunRecord } from '../../src/http/api-types.js';
+import { api } from './api';
 import { ChartCanvas, PALETTE } from './charts';
 import { metric, shortId } from './format';
 import { Failure, useLoad } from './load';

@@ -7,11 +7,10 @@
  * library maps a linear model's n-grams back to raw text.
  */
 
-export interface ContributionLike {
-  feature: string;
-  analyzer: 'word' | 'char' | 'char_wb';
-  contribution: number;
-}
+import type { Contribution } from '../../src/http/api-types.js';
+
+/** What highlighting needs of an explanation's contribution (the API's, or a test's). */
+export type ContributionLike = Pick<Contribution, 'feature' | 'analyzer' | 'contribution'>;
 
 export interface Segment {
   text: string;

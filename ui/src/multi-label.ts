@@ -3,7 +3,7 @@
  * whether a run is multi-label (its `multi_label` param), the per-tag thresholds it logged as metrics, and
  * the micro / macro / weighted averages, from the performance report or else from the run's metrics.
  */
-import type { Metrics, Performance, RunRecord } from './api';
+import type { Averages, Metrics, Performance, RunRecord } from '../../src/http/api-types.js';
 
 /** A run's `multi_label` param: `true` as Tagger logs it, `True` as a Python tool would. */
 export const isMultiLabel = (params: Record<string, unknown>): boolean =>
@@ -24,8 +24,8 @@ export function tagThresholds(
   return found.length === 0 ? null : Object.fromEntries(found);
 }
 
-export const AVERAGE_NAMES = ['micro', 'macro', 'weighted'] as const;
-export type AverageName = (typeof AVERAGE_NAMES)[number];
+/** The averages the API reports (each needs a hint below, so a new one cannot go unexplained). */
+export type AverageName = keyof Averages;
 
 export const AVERAGE_HINTS: Record<AverageName, string> = {
   micro: 'every (text, tag) decision counted alike',
@@ -41,10 +41,7 @@ const asNumber = (value: number | string | undefined): number | null =>
  * (`micro_f1`, `macro_f1`) beside the report's overall (weighted) metrics; null when neither has them
  * (reports and runs from before the averages).
  */
-export function averagesOf(
-  performance: Performance,
-  metrics?: RunRecord['metrics'],
-): Record<AverageName, Metrics> | null {
+export function averagesOf(performance: Performance, metrics?: RunRecord['metrics']): Averages | null {
   if (performance.averages) return performance.averages;
   if (metrics?.micro_f1 === undefined || metrics.macro_f1 === undefined) return null;
   const f1Only = (f1: number | null): Metrics => ({

@@ -5,15 +5,14 @@
  */
 import type { Chart } from 'chart.js';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import {
-  ApiError,
-  api,
-  type History,
-  type Mistake,
-  type Performance,
-  type RunErrors,
-  type RunRecord,
-} from './api';
+import type {
+  Mistake,
+  Performance,
+  RunErrorsData,
+  RunRecord,
+  TrainingHistory,
+} from '../../src/http/api-types.js';
+import { ApiError, api } from './api';
 import { ChartCanvas, confusionConfig, PALETTE } from './charts';
 import { metric, shortId, when } from './format';
 import { Failure, useLoad } from './load';
@@ -155,12 +154,12 @@ export function MetricsTable({
   );
 }
 
-function Curves({ history }: { history: History }) {
+function Curves({ history }: { history: TrainingHistory }) {
   const config = useMemo(() => {
     const steps = [...new Set([...history.train_loss, ...history.val_loss].map((p) => p.step))].sort(
       (a, b) => a - b,
     );
-    const series = (points: History['train_loss']) => {
+    const series = (points: TrainingHistory['train_loss']) => {
       const byStep = new Map(points.map((p) => [p.step, p.value]));
       return steps.map((step) => byStep.get(step) ?? null);
     };
@@ -183,9 +182,9 @@ function Curves({ history }: { history: History }) {
 }
 
 /** A single-label run's errors: with its confusion matrix. */
-type MatrixErrors = RunErrors & { labels: string[]; matrix: number[][] };
+type MatrixErrors = RunErrorsData & { labels: string[]; matrix: number[][] };
 
-const hasMatrix = (errors: RunErrors): errors is MatrixErrors =>
+const hasMatrix = (errors: RunErrorsData): errors is MatrixErrors =>
   errors.labels !== null && errors.matrix !== null;
 
 function Mistakes({
@@ -348,7 +347,7 @@ function TagChips({ tags, other, side }: { tags: string[]; other: string[]; side
  * A multi-label run's errors: no confusion matrix (a text's tags are not one cell), and mistakes as tag
  * lists, filterable by a tag that was missed or wrongly added.
  */
-function TagSetMistakes({ errors }: { errors: RunErrors }) {
+function TagSetMistakes({ errors }: { errors: RunErrorsData }) {
   const [tag, setTag] = useState('');
   const [kind, setKind] = useState<MistakeKind>('any');
   const tags = useMemo(

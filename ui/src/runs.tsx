@@ -3,7 +3,7 @@
  * `param=value`), minimum f1 and start date; the served run marked; two runs picked for comparison.
  */
 import { useMemo, useState } from 'preact/hooks';
-import type { RunRecord } from './api';
+import type { RunRecord } from '../../src/http/api-types.js';
 import { metric, metricKey, shortId, when } from './format';
 import { isMultiLabel } from './multi-label';
 import { MultiLabelBadge } from './run';

@@ -5,7 +5,8 @@
  * served run, the last texts are tagged again.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { AuthError, api, type PredictAnswer, type Prediction, type RunRecord } from './api';
+import type { Prediction, RunRecord } from '../../src/http/api-types.js';
+import { AuthError, api, type PredictAnswer } from './api';
 import { shortId } from './format';
 import { highlight } from './highlight';
 import { Failure } from './load';

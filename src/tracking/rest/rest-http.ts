@@ -7,6 +7,7 @@
  * transient HTTP statuses. Messages never contain credentials: the base URL is stored without userinfo,
  * and every message is passed through `redact()` before it leaves this module.
  */
+import { redactUri } from '../redact.js';
 import { TrackingError, type TrackingErrorCode } from '../store.js';
 import type { Answer } from './rest-json.js';
 
@@ -95,14 +96,14 @@ export function parseTrackingUri(uri: string): { base: URL; username: string; pa
   try {
     parsed = new URL(uri);
   } catch (cause) {
-    throw new TrackingError('INVALID_ARGUMENT', `tracking: '${stripUserinfoText(uri)}' is not a valid URI`, {
+    throw new TrackingError('INVALID_ARGUMENT', `tracking: '${redactUri(uri)}' is not a valid URI`, {
       cause,
     });
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new TrackingError(
       'INVALID_ARGUMENT',
-      `tracking: the REST store needs an http(s) URI, got '${stripUserinfoText(uri)}'`,
+      `tracking: the REST store needs an http(s) URI, got '${redactUri(uri)}'`,
     );
   }
   const username = decodeURIComponent(parsed.username);

@@ -1,4 +1,7 @@
-/** Shared setup of the HTTP tests: a fixture store, a registry over it and an app (no port). */
+/**
+ * Shared setup of the HTTP tests: a run-based app over a fixture store (no port; requests go through
+ * app.inject), a service log captured in memory, and checks of the spec's response envelope.
+ */
 import { expect } from 'vitest';
 import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';

@@ -1,0 +1,87 @@
+/**
+ * The `tagger` command line: builds the program from one module per command and maps every error to a
+ * clean one-line message and an exit status (never a stack trace for bad input). Importing it runs
+ * nothing: `main(argv, io)` runs one command line (./main.ts is the process entry), so tests can drive
+ * the commands in-process with captured output.
+ */
+import { Command, CommanderError } from 'commander';
+import { ModelFormatError, ModelInputError } from '../model/index.js';
+import { StartupError } from '../serve/server.js';
+import { BatchInputError } from '../service/batch-predict.js';
+import { TrackingError } from '../tracking/store.js';
+import { DataError } from '../train/data.js';
+import { InterruptedError } from '../train/log-run.js';
+import { registerAlias } from './alias.js';
+import { registerEvaluate } from './evaluate.js';
+import { UsageError } from './inputs.js';
+import { type CliIo, processIo } from './io.js';
+import { registerOptimize } from './optimize.js';
+import { registerPredict } from './predict.js';
+import { registerServe } from './serve.js';
+import { registerTrain } from './train.js';
+
+/** Errors whose message is already a complete, user-facing explanation. */
+const EXPECTED_ERRORS = [
+  BatchInputError,
+  DataError,
+  InterruptedError,
+  ModelInputError,
+  ModelFormatError,
+  TrackingError,
+  StartupError,
+  RangeError,
+  UsageError,
+];
+
+/** The one line printed after `tagger:` for an error. */
+function explain(error: unknown): string {
+  if (EXPECTED_ERRORS.some((kind) => error instanceof kind)) {
+    return (error as Error).message;
+  }
+  const detail = process.env.TAGGER_DEBUG
+    ? `\n${(error as Error)?.stack ?? String(error)}`
+    : ' (set TAGGER_DEBUG=1 for details)';
+  return `unexpected error: ${error instanceof Error ? error.message : String(error)}${detail}`;
+}
+
+/**
+ * The program with every command, writing to `io`. Commander's own messages (help, usage errors) go to
+ * `io` too, and end the parse by throwing a CommanderError (not by exiting the process).
+ */
+export function buildProgram(io: CliIo = processIo()): Command {
+  const program = new Command('tagger')
+    .description('Train, inspect and serve text-tagging models tracked as MLflow runs.')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+      // As commander's defaults, on io's streams: undefined off a terminal (the help then wraps at 80),
+      // which its typings do not admit.
+      getOutHelpWidth: () => (io.stdout.isTTY ? io.stdout.columns : undefined) as number,
+      getErrHelpWidth: () => (io.stderr.isTTY ? io.stderr.columns : undefined) as number,
+    });
+  registerTrain(program, io);
+  registerAlias(program, io);
+  registerOptimize(program, io);
+  registerPredict(program, io);
+  registerEvaluate(program, io);
+  registerServe(program, io, explain);
+  return program;
+}
+
+/**
+ * Runs one command line; resolves to the exit status (0 success, 1 failure, 130/143 interrupted).
+ * @example process.exitCode = await main(['predict', 'Transformers for NER']);
+ */
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  try {
+    await buildProgram(io).parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    // Commander has already printed its message (or the help) to io.
+    if (error instanceof CommanderError) return error.exitCode;
+    io.stderr.write(`tagger: ${explain(error)}\n`);
+    return error instanceof InterruptedError ? error.exitCode : 1;
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * What several commands read the same way: integer flags, the training arguments of `--args`, the
+ * hand-written `--behaviour` / `--slices` files, the data files, the tracking store, the model to
+ * predict with, and the options they share. A problem is a `UsageError`: its message is the whole
+ * explanation, printed after `tagger:`.
+ */
+import { readFile } from 'node:fs/promises';
+import { InvalidArgumentError, Option } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import {
+  parseBehaviourSuite,
+  parseSliceDefinitions,
+  parseTrainingArgs,
+  type TrainingArgs,
+} from '../model/index.js';
+import { resolveSettings } from '../serve/config.js';
+import type { PromotionGates } from '../service/gates.js';
+import { loadModelForPrediction } from '../service/predict-command.js';
+import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
+import type { TrackingStore } from '../tracking/store.js';
+import { readDataWithInput } from '../train/dataset-input.js';
+import type { CliIo } from './io.js';
+
+export const DEFAULT_SEED = 42;
+
+/** Bad command-line input; the message says what to change. */
+export class UsageError extends Error {}
+
+export function parseInteger(name: string, min: number) {
+  return (value: string): number => {
+    if (!/^-?\d+$/.test(value.trim()))
+      throw new InvalidArgumentError(`${name} must be a whole number, got '${value}'`);
+    const parsed = Number(value);
+    if (!Number.isSafeInteger(parsed) || parsed < min) {
+      throw new InvalidArgumentError(`${name} must be a whole number ≥ ${min}, got '${value}'`);
+    }
+    return parsed;
+  };
+}
+
+/** The tracking store option of every command that reads or writes runs. */
+export const trackingOption = () =>
+  new Option(
+    '--tracking-uri <uri>',
+    'MLflow tracking URI: sqlite:///file.db (default sqlite:///mlflow.db), postgresql://…, http(s)://server or a folder (mlruns layout)',
+  ).env('MLFLOW_TRACKING_URI');
+
+/** Only commands that may create an experiment take it: the location is recorded on the experiment. */
+export const artifactRootOption = () =>
+  new Option(
+    '--artifact-root <dir>',
+    'database stores (sqlite:, postgresql:): where new experiments keep artifacts (default: mlruns beside a SQLite file, ./mlruns for PostgreSQL); replicas need it on a shared mount',
+  ).env('TAGGER_ARTIFACT_ROOT');
+
+/**
+ * The training args of `--args` (inline JSON starting with `{`, or the path of a JSON file), and the
+ * names it sets itself (the data decides some of the others: see argsForData).
+ */
+export async function readArgs(
+  value: string | undefined,
+): Promise<{ args: TrainingArgs; explicit: Set<string> }> {
+  if (value === undefined) return { args: parseTrainingArgs({}), explicit: new Set() };
+  let text = value;
+  let source = 'the --args value';
+  if (!value.trimStart().startsWith('{')) {
+    source = value;
+    try {
+      text = await readFile(value, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new UsageError(
+        code === 'ENOENT'
+          ? `--args: file not found: ${value}`
+          : `--args: cannot read ${value}: ${(error as Error).message}`,
+      );
+    }
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--args: ${source} is not valid JSON: ${(error as Error).message}`);
+  }
+  const args = parseTrainingArgs(raw);
+  // parseTrainingArgs accepted it, so raw is an object (or null / undefined for the defaults).
+  return { args, explicit: new Set(Object.keys(raw ?? {})) };
+}
+
+/** A hand-written definition file (`--behaviour`, `--slices`): YAML or JSON (YAML reads JSON too). */
+async function readDefinitionFile(flag: string, path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      code === 'ENOENT'
+        ? `${flag}: file not found: ${path}`
+        : `${flag}: cannot read ${path}: ${(error as Error).message}`,
+    );
+  }
+  try {
+    return parseYaml(text);
+  } catch (error) {
+    throw new UsageError(`${flag}: ${path} is not valid YAML or JSON: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The `--behaviour` suite and `--slices` definitions, read and checked before the data and the training:
+ * a typo in a hand-written file should cost nothing. Absent flags give nothing (the defaults apply).
+ */
+export async function readDefinitions(flags: { behaviour?: string; slices?: string }) {
+  return {
+    ...(flags.behaviour === undefined
+      ? {}
+      : {
+          behaviour: parseBehaviourSuite(
+            await readDefinitionFile('--behaviour', flags.behaviour),
+            flags.behaviour,
+          ),
+        }),
+    ...(flags.slices === undefined
+      ? {}
+      : { slices: parseSliceDefinitions(await readDefinitionFile('--slices', flags.slices), flags.slices) }),
+  };
+}
+
+/** The data files, each read once: rows to train on and the dataset inputs the runs record. */
+export async function readTrainingFiles(flags: { data: string; testData?: string }) {
+  const train = await readDataWithInput(flags.data, 'training');
+  const test = flags.testData === undefined ? undefined : await readDataWithInput(flags.testData, 'testing');
+  return {
+    data: train.rows,
+    testData: test?.rows,
+    datasets: test ? [train.input, test.input] : [train.input],
+  };
+}
+
+export function defaultRunName(prefix: string): string {
+  return `${prefix}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
+}
+
+/** Runs `work` on the store of `--tracking-uri` (or MLflow's variable and default), closed afterwards. */
+export async function withStore<T>(
+  trackingUri: string | undefined,
+  work: (store: TrackingStore) => Promise<T>,
+  artifactRoot?: string,
+): Promise<T> {
+  const store = await openTrackingStore(
+    resolveTrackingUri(trackingUri, process.env),
+    artifactRoot !== undefined && artifactRoot !== '' ? { artifactRoot } : {},
+  );
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * The promotion gates as `tagger serve` would apply them here: from the same variables
+ * (TAGGER_MIN_TEST_SIZE, TAGGER_MIN_TAGS, TAGGER_ALLOW_INCOMPARABLE, TAGGER_MIN_BEHAVIOURAL_PASS_RATE)
+ * and TAGGER_CONFIG's file, else the defaults.
+ */
+function servingGates(): PromotionGates {
+  let settings: ReturnType<typeof resolveSettings>;
+  try {
+    settings = resolveSettings({}, process.env);
+  } catch (error) {
+    throw new UsageError(
+      `the run is chosen as \`tagger serve\` chooses it, with its promotion-gate settings, and its settings cannot be read: ${(error as Error).message}`,
+    );
+  }
+  const value = (key: Parameters<typeof settings.get>[0]): unknown => settings.get(key)?.value;
+  return {
+    minTestSize: value('min_test_size') as number,
+    minTags: value('min_tags') as number,
+    allowIncomparable: value('allow_incomparable') as boolean,
+    minBehaviouralPassRate: value('min_behavioural_pass_rate') as number,
+  };
+}
+
+/**
+ * The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. The best
+ * run is the one `tagger serve` serves (same gates); better-ranked runs it holds back are named on stderr.
+ */
+export async function loadModelOfFlags(
+  flags: {
+    model?: string;
+    runId?: string;
+    experiment: string;
+    trackingUri?: string;
+  },
+  io: CliIo,
+): ReturnType<typeof loadModelForPrediction> {
+  const chooses = flags.model === undefined && flags.runId === undefined;
+  const loaded = await loadModelForPrediction({
+    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
+    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    experiment: flags.experiment,
+    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
+    ...(chooses ? { gates: servingGates() } : {}),
+  });
+  const shown = loaded.heldBack.slice(0, 5);
+  for (const held of shown) {
+    io.stderr.write(
+      `tagger: run ${held.runId} ranks above run ${loaded.runId} but is not used: ${held.reason}${held.kind === 'gates' ? '' : ' (its artifacts cannot be loaded)'}; \`tagger serve\` holds it back too (--run-id ${held.runId} uses it anyway)\n`,
+    );
+  }
+  if (loaded.heldBack.length > shown.length) {
+    io.stderr.write(`tagger: … and ${loaded.heldBack.length - shown.length} more runs held back\n`);
+  }
+  return loaded;
+}

@@ -1,0 +1,189 @@
+/** `tagger optimize`: a seeded search over training arguments, each trial scored by cross-validation and logged. */
+import { writeFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { checkCanLog } from '../tracking/store.js';
+import { DEFAULT_FOLDS } from '../train/cross-validate.js';
+import { optimize, type Trial } from '../train/optimize.js';
+import { argsForData } from '../train/pipeline.js';
+import { createProgress } from '../train/progress.js';
+import {
+  artifactRootOption,
+  DEFAULT_SEED,
+  defaultRunName,
+  parseInteger,
+  readArgs,
+  readDefinitions,
+  readTrainingFiles,
+  trackingOption,
+  withStore,
+} from './inputs.js';
+import type { CliIo } from './io.js';
+import { formatMetric, textTable } from './output.js';
+import type { TrainFlags } from './train.js';
+
+interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
+  trials: number;
+  folds: number;
+  cvWorkers?: number;
+  output: string;
+}
+
+async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
+  const given = await readArgs(flags.args);
+  const definitions = await readDefinitions(flags);
+  const { data, testData, datasets } = await readTrainingFiles(flags);
+  const args = argsForData(given.args, data, given.explicit);
+  const progress = createProgress({
+    label: 'optimizing',
+    total: flags.trials,
+    silent: flags.quiet === true,
+    stream: io.stderr,
+  });
+  const result = await withStore(
+    flags.trackingUri,
+    async (store) => {
+      await checkCanLog(store, flags.experiment);
+      try {
+        return await optimize(store, {
+          data,
+          ...(testData ? { testData } : {}),
+          ...definitions,
+          args,
+          seed: flags.seed,
+          trials: flags.trials,
+          folds: flags.folds,
+          ...(flags.cvWorkers === undefined ? {} : { cvWorkers: flags.cvWorkers }),
+          experiment: flags.experiment,
+          runNamePrefix: defaultRunName('trial'),
+          onTrial: (trial) =>
+            progress.update(trial.trial, `cv_f1=${trial.cv.mean.toFixed(4)} ± ${trial.cv.std.toFixed(4)}`),
+          catchSignals: true,
+          onStopRequested: (signal) =>
+            io.stderr.write(
+              `\ntagger: ${signal}: stopping the search; a trial still cross-validating or training finishes that first and is not logged\n`,
+            ),
+          datasets,
+        });
+      } finally {
+        progress.stop();
+      }
+    },
+    flags.artifactRoot,
+  );
+  await writeFile(flags.output, `${JSON.stringify(result.best.args, null, 2)}\n`);
+  const trials = result.trials.map((trial) => ({
+    trial: trial.trial,
+    run_id: trial.runId,
+    cv_f1_mean: trial.cv.mean,
+    cv_f1_std: trial.cv.std,
+    cv_f1_folds: trial.cv.folds,
+    val_f1: trial.validationF1,
+    f1: trial.testF1,
+    args: trial.args,
+    // Trial 1 trains with the base arguments (the defaults unless --args is given).
+    base_args: trial.trial === 1,
+  }));
+  const summary = {
+    best: {
+      run_id: result.best.runId,
+      trial: result.best.trial,
+      cv_f1_mean: result.best.cv.mean,
+      cv_f1_std: result.best.cv.std,
+      val_f1: result.best.validationF1,
+      f1: result.best.testF1,
+      args: result.best.args,
+    },
+    parent_run_id: result.parentRunId,
+    folds: flags.folds,
+    trials,
+    experiment: flags.experiment,
+    output: flags.output,
+  };
+  if (flags.json) {
+    io.stdout.write(`${JSON.stringify(summary)}\n`);
+    return;
+  }
+  io.stdout.write(`${trialTable(result.trials, result.best.trial, flags.args !== undefined)}\n`);
+  io.stdout.write(
+    `Best of ${result.trials.length} trials by ${flags.folds}-fold cross-validated f1: trial ${result.best.trial} (run ${result.best.runId}), ` +
+      `CV f1 ${formatMetric(result.best.cv.mean)} ± ${formatMetric(result.best.cv.std)}, test f1 ${formatMetric(result.best.testF1)}; ` +
+      `the trials are nested under run ${result.parentRunId}.\n` +
+      `Best arguments saved to ${flags.output}; train with them: tagger train --data ${flags.data} --args ${flags.output}\n`,
+  );
+}
+
+/**
+ * The trials as a table: the searched arguments, the CV f1 (mean ± std over the folds, what ranks them),
+ * validation and test f1; the base and best marked.
+ */
+function trialTable(trials: readonly Trial[], best: number, givenArgs: boolean): string {
+  const header = [
+    'trial',
+    'analyzer',
+    'ngrams',
+    'min_df',
+    'sublinear',
+    'loss',
+    'balancing',
+    'learning_rate',
+    'power_t',
+    'alpha',
+    'cv f1',
+    'val f1',
+    'test f1',
+    '',
+  ];
+  const rows = trials.map((trial) => [
+    String(trial.trial),
+    trial.args.analyzer,
+    `${trial.args.ngram_min_range}-${trial.args.ngram_max_range}`,
+    String(trial.args.min_df),
+    String(trial.args.sublinear_tf),
+    trial.args.loss,
+    trial.args.class_weight === 'balanced' ? 'class_weight' : trial.args.oversample ? 'oversample' : 'none',
+    String(trial.args.learning_rate),
+    String(trial.args.power_t),
+    String(trial.args.alpha),
+    `${formatMetric(trial.cv.mean)} ± ${formatMetric(trial.cv.std)}`,
+    formatMetric(trial.validationF1),
+    formatMetric(trial.testF1),
+    [
+      trial.trial === 1 ? (givenArgs ? 'your --args' : 'default arguments') : '',
+      trial.trial === best ? 'best' : '',
+    ]
+      .filter(Boolean)
+      .join(', '),
+  ]);
+  return textTable(header, rows).join('\n');
+}
+
+export function registerOptimize(program: Command, io: CliIo): void {
+  program
+    .command('optimize')
+    .description('Search hyper-parameters; each trial is a logged run; saves the best arguments')
+    .requiredOption('--data <csv>', 'training data CSV')
+    .requiredOption('--trials <n>', 'number of trials', parseInteger('--trials', 1))
+    .option(
+      '--folds <k>',
+      'stratified cross-validation folds each trial is scored by',
+      parseInteger('--folds', 2),
+      DEFAULT_FOLDS,
+    )
+    .option(
+      '--cv-workers <n>',
+      'threads the folds train in (default: the cores; 1: no threads; same scores either way)',
+      parseInteger('--cv-workers', 1),
+    )
+    .option('--test-data <csv>', 'separate test CSV (reported, never used to choose)')
+    .option('--args <json>', 'base training arguments (JSON file or inline object)')
+    .option('--experiment <name>', 'experiment for the trial runs', 'optimization')
+    .addOption(trackingOption())
+    .addOption(artifactRootOption())
+    .option('--seed <n>', 'random seed', parseInteger('--seed', 0), DEFAULT_SEED)
+    .option('--output <file>', 'where to save the best arguments', 'best-args.json')
+    .option('--behaviour <file>', 'behavioural test suite run on every trial (as for train)')
+    .option('--slices <file>', 'slice definitions for every trial (as for train)')
+    .option('--json', 'print a JSON summary on stdout')
+    .option('--quiet', 'no progress output')
+    .action((flags: OptimizeFlags) => optimizeCommand(flags, io));
+}

@@ -1,0 +1,215 @@
+/** `tagger train`: trains one model on a data file and logs it as a run (optionally a registered version). */
+import type { Command } from 'commander';
+import { RUN_ARTIFACTS } from '../model/index.js';
+import { registerModelVersion, validateModelName } from '../tracking/index.js';
+import { checkCanLog, TrackingError } from '../tracking/store.js';
+import { logTrainingRun } from '../train/log-run.js';
+import { argsForData, trainAndEvaluate } from '../train/pipeline.js';
+import { createProgress } from '../train/progress.js';
+import {
+  artifactRootOption,
+  DEFAULT_SEED,
+  defaultRunName,
+  parseInteger,
+  readArgs,
+  readDefinitions,
+  readTrainingFiles,
+  trackingOption,
+  withStore,
+} from './inputs.js';
+import type { CliIo } from './io.js';
+import { behaviourSummary, formatMetric } from './output.js';
+
+export interface TrainFlags {
+  data: string;
+  testData?: string;
+  args?: string;
+  experiment: string;
+  trackingUri?: string;
+  artifactRoot?: string;
+  runName?: string;
+  seed: number;
+  json?: boolean;
+  quiet?: boolean;
+  /** Register the trained run as a new version of this registered model. */
+  register?: string;
+  /** A behaviour suite file replacing the default suite. */
+  behaviour?: string;
+  /** A slice definitions file replacing the default slices. */
+  slices?: string;
+}
+
+export function registerTrain(program: Command, io: CliIo): void {
+  program
+    .command('train')
+    .description('Train a tagger on a CSV (title, description, tag) and log it as an MLflow run')
+    .requiredOption('--data <csv>', 'training data CSV')
+    .option('--test-data <csv>', 'separate test CSV; without it the data is split 70/15/15 (stratified)')
+    .option(
+      '--args <json>',
+      'training arguments: a JSON file or inline JSON object (unset keys keep defaults)',
+    )
+    .option('--experiment <name>', 'experiment to log the run to', 'best')
+    .addOption(trackingOption())
+    .addOption(artifactRootOption())
+    .option('--run-name <name>', 'run name (default: train-<timestamp>)')
+    .option(
+      '--seed <n>',
+      'random seed for splits, shuffling and oversampling',
+      parseInteger('--seed', 0),
+      DEFAULT_SEED,
+    )
+    .option(
+      '--register <model>',
+      'register the run as a new version of this registered model (created if missing), for `serve --model-uri`',
+    )
+    .option(
+      '--behaviour <file>',
+      'behavioural test suite (YAML or JSON: mft, inv and dir cases) run on the model instead of the default suite',
+    )
+    .option(
+      '--slices <file>',
+      'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
+    )
+    .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
+    .option('--quiet', 'no progress output')
+    .action((flags: TrainFlags) => trainCommand(flags, io));
+}
+
+async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
+  // A bad model name is found before training, not after it.
+  if (flags.register !== undefined) validateModelName(flags.register);
+  const given = await readArgs(flags.args);
+  const { behaviour, slices } = await readDefinitions(flags);
+  const { data, testData, datasets } = await readTrainingFiles(flags);
+  const args = argsForData(given.args, data, given.explicit);
+  const { outcome, logged, runName, registered } = await withStore(
+    flags.trackingUri,
+    async (store) => {
+      // Before training, not after it: a store or experiment it cannot write would cost the whole training.
+      await checkCanLog(store, flags.experiment);
+      const progress = createProgress({
+        label: 'training',
+        // With refit the epochs run twice: the validated fit, then the fit on train + validation.
+        total: args.num_epochs * (args.refit ? 2 : 1),
+        silent: flags.quiet === true,
+        stream: io.stderr,
+      });
+      let outcome: ReturnType<typeof trainAndEvaluate>;
+      try {
+        outcome = trainAndEvaluate({
+          data,
+          ...(testData ? { testData } : {}),
+          ...(behaviour ? { behaviour } : {}),
+          ...(slices ? { slices } : {}),
+          args,
+          seed: flags.seed,
+          onEpoch: (report) =>
+            progress.update(
+              report.epoch,
+              `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
+            ),
+          onRefitEpoch: (report) =>
+            progress.update(
+              report.epochs + report.epoch,
+              `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
+            ),
+        });
+      } finally {
+        progress.stop();
+      }
+      const runName = flags.runName ?? defaultRunName('train');
+      const logged = await logTrainingRun(store, {
+        experiment: flags.experiment,
+        runName,
+        args,
+        seed: flags.seed,
+        outcome,
+        source: 'tagger train',
+        extraParams: {
+          data: flags.data,
+          ...(flags.testData ? { test_data: flags.testData } : {}),
+          ...(flags.behaviour ? { behaviour: flags.behaviour } : {}),
+          ...(flags.slices ? { slices: flags.slices } : {}),
+        },
+        datasets,
+        catchSignals: true,
+      });
+      const registered =
+        flags.register === undefined
+          ? null
+          : await registerModelVersion(store.registry, flags.register, {
+              source: `runs:/${logged.runId}/${RUN_ARTIFACTS.modelDir}`,
+              runId: logged.runId,
+            }).catch((error: unknown) => {
+              throw new TrackingError(
+                error instanceof TrackingError ? error.code : 'UNAVAILABLE',
+                `run ${logged.runId} was logged, but registering it as a version of model '${flags.register}' failed: ${(error as Error).message}; register it later with the MLflow client (runs:/${logged.runId}/${RUN_ARTIFACTS.modelDir})`,
+                { cause: error },
+              );
+            });
+      return { outcome, logged, runName, registered };
+    },
+    flags.artifactRoot,
+  );
+  const { precision, recall, f1 } = outcome.performance.overall;
+  const averages = outcome.performance.averages;
+  const otherAverages = averages ? { micro_f1: averages.micro.f1, macro_f1: averages.macro.f1 } : {};
+  // Loud on purpose: such a run logs a perfect-looking f1 that means nothing.
+  for (const warning of outcome.warnings) io.stderr.write(`tagger: WARNING: ${warning}\n`);
+  if (flags.json) {
+    io.stdout.write(
+      `${JSON.stringify({
+        run_id: logged.runId,
+        run_name: runName,
+        experiment: flags.experiment,
+        experiment_id: logged.experimentId,
+        metrics: { precision, recall, f1, ...otherAverages },
+        threshold: outcome.threshold,
+        ...(outcome.model.tagThresholds === null
+          ? {}
+          : {
+              tag_thresholds: Object.fromEntries(
+                outcome.model.tags.map((tag, k) => [tag, outcome.model.tagThresholds![k]]),
+              ),
+            }),
+        sizes: outcome.sizes,
+        test_set: outcome.testSet,
+        warnings: outcome.warnings,
+        behavioural: {
+          suite: outcome.behaviour.suite,
+          pass_rate: outcome.behaviour.pass_rate,
+          passed: outcome.behaviour.passed,
+          failed: outcome.behaviour.failed,
+          skipped: outcome.behaviour.skipped,
+          by_kind: outcome.behaviour.by_kind,
+        },
+        slices: outcome.slices.rows,
+        ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
+      })}\n`,
+    );
+    return;
+  }
+  io.stdout.write(
+    `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}'.\n` +
+      `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}` +
+      (averages && outcome.model.args.multi_label
+        ? ` (weighted; micro f1 ${formatMetric(averages.micro.f1)}, macro f1 ${formatMetric(averages.macro.f1)}; several tags per text)`
+        : '') +
+      '\n',
+  );
+  const sliceParts = Object.entries(outcome.slices.rows).map(([name, rows]) => {
+    const m = outcome.performance.slices[name];
+    return m === undefined
+      ? `${name} (no rows; left out)`
+      : `${name} (${rows} rows) f1 ${formatMetric(m.f1)}`;
+  });
+  if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
+  io.stdout.write(behaviourSummary(outcome.behaviour));
+  if (registered) {
+    io.stdout.write(
+      `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +
+        `serve it by alias: tagger alias set ${registered.name} champion ${registered.version}, then tagger serve --model-uri models:/${registered.name}@champion\n`,
+    );
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * `tagger predict`: texts, explanations and whole files, with the best run of a store. Commands run in-
+ * process (test/support/cli.ts); real files, a real local store.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
+import { SAMPLE_DATA } from '../support/components.js';
+
+const cli = cliFolder();
+const tagger = cli.tagger;
+
+// The best run of experiment `best` in cli.store, as `tagger train` logs it.
+beforeAll(async () => {
+  const trained = await tagger([
+    'train',
+    '--data',
+    SAMPLE_DATA,
+    '--args',
+    FAST_ARGS,
+    '--tracking-uri',
+    cli.store,
+    '--quiet',
+  ]);
+  expect(trained.code, trained.stderr).toBe(0);
+});
+
+describe('tagger predict', () => {
+  it('predicts with the best run, in order, one prediction per text', async () => {
+    const result = await tagger(
+      ['predict', 'Object detection with YOLO', 'Sentiment analysis of tweets with BERT'],
+      { MLFLOW_TRACKING_URI: cli.store },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const output = JSON.parse(result.stdout);
+    expect(output.run_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(output.predictions.map((p: { input_text: string }) => p.input_text)).toEqual([
+      'Object detection with YOLO',
+      'Sentiment analysis of tweets with BERT',
+    ]);
+    for (const prediction of output.predictions) {
+      const total = Object.values(prediction.predicted_probabilities as Record<string, number>).reduce(
+        (a, b) => a + b,
+        0,
+      );
+      expect(total).toBeCloseTo(1, 6);
+      expect(Object.keys(prediction.predicted_probabilities)).toContain(prediction.predicted_tag);
+    }
+  });
+
+  it('--explain prints, per text, a table whose contributions, rest and bias add up to the score', async () => {
+    const texts = ['Object detection with YOLO', 'Sentiment analysis of tweets with BERT'];
+    const plain = JSON.parse(
+      (await tagger(['predict', ...texts], { MLFLOW_TRACKING_URI: cli.store })).stdout,
+    );
+    const result = await tagger(['predict', '--explain', ...texts], { MLFLOW_TRACKING_URI: cli.store });
+    expect(result.code, result.stderr).toBe(0);
+    const blocks = result.stdout.trim().split('\n\n');
+    expect(blocks[0]).toBe(`run ${plain.run_id}`);
+    expect(blocks).toHaveLength(3);
+    for (const [i, block] of blocks.slice(1).entries()) {
+      const lines = block.split('\n');
+      const tag = plain.predictions[i].predicted_tag;
+      expect(lines[0]).toBe(
+        `${JSON.stringify(texts[i])} → ${tag} (probability ${plain.predictions[i].predicted_probabilities[tag].toFixed(4)})`,
+      );
+      expect(lines[1]).toMatch(/^feature +analyzer +contribution$/);
+      const value = (line: string) => Number(line.trim().split(/\s+/).at(-1));
+      const parts = lines.slice(2, -1).map(value);
+      expect(lines.at(-1)).toMatch(new RegExp(`^= score of ${tag} +-?\\d+\\.\\d{4}$`));
+      expect(parts.reduce((a, b) => a + b, 0)).toBeCloseTo(value(lines.at(-1)!), 3);
+      expect(lines.slice(2, -3).length).toBeGreaterThan(0);
+    }
+  });
+
+  it('--input tags a file into --output, reporting bad rows by line and going on', async () => {
+    const input = join(cli.dir, 'to-tag.csv');
+    await writeFile(input, 'title,description\nBERT,sentiment analysis\n,\nYOLO,object detection\n');
+    const output = join(cli.dir, 'tagged.jsonl');
+    const result = await tagger(['predict', '--input', input, '--output', output], {
+      MLFLOW_TRACKING_URI: cli.store,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^Tagged 2 of 3 rows of .*to-tag\.csv into .*tagged\.jsonl \(1 bad row skipped\) in \d+\.\d s with run [0-9a-f]{32}\.\n$/,
+    );
+    expect(result.stderr).toContain(`tagger: ${input}: line 3: no text; skipped`);
+    // Not a terminal: plain progress lines with the rate, never escape codes.
+    expect(result.stderr).toMatch(/^tagging: 100% 3 rows, \d+ rows\/s, ETA 0 s$/m);
+    expect(result.stderr).not.toContain('\u001b[');
+    const rows = (await readFile(output, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(rows.map((row) => [row.line, row.text])).toEqual([
+      [2, 'BERT sentiment analysis'],
+      [4, 'YOLO object detection'],
+    ]);
+    expectCleanFailure(
+      await tagger(['predict', 'a text', '--input', input, '--output', output], {
+        MLFLOW_TRACKING_URI: cli.store,
+      }),
+      /give texts or --input <file>, not both/,
+    );
+    expectCleanFailure(
+      await tagger(['predict', '--input', input], { MLFLOW_TRACKING_URI: cli.store }),
+      /--input needs --output/,
+    );
+    expectCleanFailure(
+      await tagger(
+        ['predict', '--input', input, '--output', join(cli.dir, 'x.csv'), '--text-column', 'body'],
+        {
+          MLFLOW_TRACKING_URI: cli.store,
+        },
+      ),
+      /has no column 'body' \(its columns: title, description\)/,
+    );
+  });
+
+  it('reports an unknown run id', async () => {
+    expectCleanFailure(
+      await tagger(['predict', '--run-id', 'f'.repeat(32), 'text'], { MLFLOW_TRACKING_URI: cli.store }),
+      new RegExp(`${'f'.repeat(32)}`),
+    );
+  });
+
+  it('reports an empty store with what to do', async () => {
+    expectCleanFailure(
+      await tagger(['predict', 'text'], { MLFLOW_TRACKING_URI: join(cli.dir, 'empty-store') }),
+      /tagger train/,
+    );
+  });
+});

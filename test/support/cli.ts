@@ -1,0 +1,139 @@
+/**
+ * Running the `tagger` command line in tests. `runCli` drives the commands in this process through
+ * `main(argv, io)` with captured output — no TypeScript loader to start, so a case costs what its
+ * command costs. `spawnCli` starts a real process (tsx on src/cli/main.ts) for what needs one: another
+ * user, signals, a process's exit.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { main } from '../../src/cli/index.js';
+import type { CliIo } from '../../src/cli/io.js';
+import { REPO_ROOT, TSX_LOADER } from './components.js';
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  /** Variables set for the command (undefined: unset); MLFLOW_TRACKING_URI is '' unless given. */
+  env?: Record<string, string | undefined>;
+  /** The working directory of the command (default: this process's). */
+  cwd?: string;
+}
+
+/** The TypeScript entry of the `tagger` process. */
+export const CLI_ENTRY = join(REPO_ROOT, 'src', 'cli', 'main.ts');
+
+/** One in-process command line at a time: each changes process.env and the working directory. */
+let running: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `tagger <args>` in this process and resolves with its exit status and output.
+ * @example const { code, stdout } = await runCli(['predict', 'YOLO'], { env: { MLFLOW_TRACKING_URI: store } });
+ */
+export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
+  const run = running.then(() => runNow(args, options));
+  running = run.catch(() => undefined);
+  return run;
+}
+
+async function runNow(args: readonly string[], options: CliOptions): Promise<CliResult> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = {
+    stdout: { write: (text: string) => out.push(text) },
+    stderr: { write: (text: string) => err.push(text) },
+  };
+  const env = { MLFLOW_TRACKING_URI: '', ...options.env };
+  const saved = new Map(Object.keys(env).map((key) => [key, process.env[key]]));
+  const cwd = process.cwd();
+  try {
+    for (const [key, value] of Object.entries(env)) setVariable(key, value);
+    if (options.cwd !== undefined) process.chdir(options.cwd);
+    const code = await main(args, io);
+    return { code, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    process.chdir(cwd);
+    for (const [key, value] of saved) setVariable(key, value);
+  }
+}
+
+function setVariable(key: string, value: string | undefined): void {
+  if (value === undefined) delete process.env[key];
+  else process.env[key] = value;
+}
+
+/** A real `tagger` process, e.g. as another user (`uid`, `gid`); killed after `timeoutMs`. */
+export function spawnCli(
+  args: readonly string[],
+  options: CliOptions & { uid?: number; gid?: number; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', TSX_LOADER, CLI_ENTRY, ...args],
+      {
+        ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+        env: { ...process.env, MLFLOW_TRACKING_URI: '', ...options.env },
+        timeout: options.timeoutMs ?? 120_000,
+        ...(options.uid === undefined ? {} : { uid: options.uid }),
+        ...(options.gid === undefined ? {} : { gid: options.gid }),
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** A clean failure: non-zero exit, a `tagger:` message, and no stack trace. */
+export function expectCleanFailure(result: CliResult, message: RegExp): void {
+  expect(result.code).not.toBe(0);
+  expect(result.stderr).toMatch(message);
+  expect(result.stderr).not.toMatch(/^\s+at /m);
+}
+
+/** Training arguments that train in about a second (few epochs, short n-grams): enough for CLI cases. */
+export const FAST_ARGS = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
+
+/**
+ * One test file's working folder for CLI cases, made before its tests and removed after them, and
+ * `tagger` running there: in-process, or as a real process for another user (`uid`, `gid`).
+ */
+export function cliFolder(prefix = 'tagger-cli-') {
+  let dir: string | undefined;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), prefix));
+  });
+  afterAll(async () => {
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  });
+  const folder = {
+    /** The folder (the commands' working directory). */
+    get dir(): string {
+      if (dir === undefined) throw new Error('cliFolder: used outside a test');
+      return dir;
+    },
+    /** A file store in the folder (created by the first command that writes to it). */
+    get store(): string {
+      return join(folder.dir, 'mlruns');
+    },
+    tagger(
+      args: readonly string[],
+      env: Record<string, string | undefined> = {},
+      user: { uid?: number; gid?: number; cwd?: string } = {},
+    ): Promise<CliResult> {
+      const cwd = user.cwd ?? folder.dir;
+      return user.uid === undefined
+        ? runCli(args, { env, cwd })
+        : spawnCli(args, { env, cwd, uid: user.uid, ...(user.gid === undefined ? {} : { gid: user.gid }) });
+    },
+  };
+  return folder;
+}
