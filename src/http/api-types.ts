@@ -84,8 +84,17 @@ export type Mistake = RunErrorsData['mistakes'][number];
 /** Why a model gave a text its tag: the features that moved the tag's score. */
 export type Explanation = Static<typeof Schemas.ExplanationSchema>;
 
-/** One feature's part in an explanation. */
-export type Contribution = Explanation['contributions'][number];
+/** A linear model's explanation: the features that moved the tag's score. */
+export type LinearExplanation = Static<typeof Schemas.LinearExplanationSchema>;
+
+/** A soft vote's explanation: how it combined its members, and each member's score split. */
+export type VoteExplanation = Static<typeof Schemas.VoteExplanationSchema>;
+
+/** One member of a vote: its weight, link and probability, and its score split like a linear model's. */
+export type MemberExplanation = Static<typeof Schemas.MemberExplanationSchema>;
+
+/** One feature's part in a score's split. */
+export type Contribution = Static<typeof Schemas.ContributionSchema>;
 
 /** One text's prediction. */
 export type Prediction = Refine<

@@ -36,20 +36,34 @@ export interface LinearExplanation {
   features: number;
 }
 
-export interface Explanation extends LinearExplanation {
-  /**
-   * The tag explained: the one with the highest score (the predicted tag, unless the threshold fell back to
-   * `other`); for a soft vote, the one with the highest vote probability.
-   */
+/**
+ * Why a model gave a text its tag. A linear model (SGD, or one member classifier alone) splits the tag's score
+ * exactly (`LinearTagExplanation`); a vote of several members has no such split (`VoteTagExplanation`).
+ */
+export type Explanation = LinearTagExplanation | VoteTagExplanation;
+
+/** The tag's linear score split exactly: `bias + Σ contributions + rest = score`. */
+export interface LinearTagExplanation extends LinearExplanation {
+  /** The tag explained: the one with the highest score (the predicted tag, unless the threshold fell back to `other`). */
   tag: string;
-  /**
-   * Soft votes only. A vote averages its members' probabilities, which are not linear in the features, so
-   * no exact per-feature split of the vote exists and none is made up: the top-level `score` is the vote's
-   * probability of `tag`, `bias` is 0, `contributions` is empty and `rest` holds the whole score; each
-   * member's exact split of its own score is in `vote.members`.
-   */
-  vote?: VoteExplanation;
+  vote?: undefined;
 }
+
+/**
+ * A soft vote of several members. It averages the members' probabilities, which are not linear in the
+ * features, so no exact per-feature split of the vote exists and none is made up: what is exact is each
+ * member's split of its own score (`vote.members`) and the rule that combines their probabilities.
+ */
+export interface VoteTagExplanation {
+  /** The tag explained: the one with the highest vote probability (first in tag order on ties). */
+  tag: string;
+  /** How many features of the model the text has (the members share them). */
+  features: number;
+  vote: VoteExplanation;
+}
+
+/** Whether an explanation is a vote's (else it is one linear score's). */
+export const isVoteExplanation = (e: Explanation): e is VoteTagExplanation => e.vote !== undefined;
 
 /** How a soft vote reached its probability of the explained tag. */
 export interface VoteExplanation {
@@ -178,7 +192,7 @@ export function splitScore(
  * Explains the top-scoring tag of `text`: its score, bias and the `top` features that moved it most.
  * @example explainLinear(model, 'Transformers for NER', 5).contributions[0] // { feature: 'transformers', … }
  */
-export function explainLinear(model: ExplainableParts, text: string, top = 10): Explanation {
+export function explainLinear(model: ExplainableParts, text: string, top = 10): LinearTagExplanation {
   const { linear, vectorizer } = model;
   const K = linear.nClasses;
   const w = linear.weights;

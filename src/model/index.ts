@@ -26,11 +26,14 @@ export {
 } from './behaviour.js';
 export { DEFAULT_BEHAVIOUR_SUITE } from './behaviour-suite.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
-export type {
-  Explanation,
-  FeatureContribution,
-  MemberExplanation,
-  VoteExplanation,
+export {
+  type Explanation,
+  type FeatureContribution,
+  isVoteExplanation,
+  type LinearTagExplanation,
+  type MemberExplanation,
+  type VoteExplanation,
+  type VoteTagExplanation,
 } from './explain.js';
 export {
   modelTags,

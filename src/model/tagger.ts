@@ -5,7 +5,7 @@
  */
 import { isSgdClassifier, type TrainingArgs } from './args.js';
 import { ModelInputError } from './errors.js';
-import { type Explanation, explainLinear } from './explain.js';
+import { explainLinear, type LinearTagExplanation } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
 import {
   multiLabelModelTags,
@@ -124,7 +124,7 @@ export class LinearTagModel implements TagModel {
     return scores;
   }
 
-  explain(text: string, top = 10): Explanation {
+  explain(text: string, top = 10): LinearTagExplanation {
     return explainLinear(this, text, top);
   }
 

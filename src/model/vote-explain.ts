@@ -44,15 +44,7 @@ export function explainVote(model: VoteExplainableParts, text: string, top = 10)
     return { tag, score, bias, contributions, rest, features: count };
   }
   const probability = vote[model.classes[bestClass]!]!;
-  return {
-    tag,
-    score: probability,
-    bias: 0,
-    contributions: [],
-    rest: probability,
-    features: n,
-    vote: { rule: 'weighted_mean', probability, members },
-  };
+  return { tag, features: n, vote: { rule: 'weighted_mean', probability, members } };
 }
 
 function explainMember(

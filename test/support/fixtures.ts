@@ -4,9 +4,9 @@
  *
  * Experiment `best`, in the order GET /runs must list them:
  *   broken  f1 0.99  good args/performance, undecodable model  → skipped at startup, predict is a 409
- *   alpha   f1 0.90  model A (char_wb)                           → the best loadable run, serves /predict;
+ *   alpha   f1 0.90  model A (the default soft vote, char_wb)    → the best loadable run, serves /predict;
  *                                                                 the only one with test errors and losses
- *   beta    f1 0.70  model B (word analyzer, other performance)  → predict loads it lazily
+ *   beta    f1 0.70  model B (SGD one-vs-rest, word analyzer)    → predict loads it lazily
  *   noperf  f1 0.30  model A, performance.json not JSON         → GET /runs/{id} is a 409
  *   nan     f1 NaN   model B
  *   nof1    no f1    model A
@@ -142,7 +142,14 @@ export async function buildServingFixture(): Promise<ServingFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
   const store = await openTrackingStore(join(dir, 'mlruns'));
   const modelA = trainModel({ analyzer: 'char_wb', ngram_max_range: 4 });
-  const modelB = trainModel({ analyzer: 'word', ngram_max_range: 2, alpha: 1e-3 });
+  // The SGD model (the defaults before issue 25), so the fixture serves both kinds of model.
+  const modelB = trainModel({
+    classifier: 'ovr',
+    oversample: true,
+    analyzer: 'word',
+    ngram_max_range: 2,
+    alpha: 1e-3,
+  });
 
   const best = await getOrCreateExperiment(store, 'best');
   const t0 = Date.UTC(2026, 0, 1);

@@ -67,7 +67,10 @@ interface ApiPrediction {
   predicted_tag: string;
   predicted_tags: string[];
   predicted_probabilities: Record<string, number>;
-  explanation?: { tag: string };
+  explanation?: {
+    tag: string;
+    vote?: { probability: number; members: { classifier: string; probability: number; features: number }[] };
+  };
 }
 
 /** Trainings on the samples, weakest first: the third is logged later, to be hot-reloaded. */
@@ -472,19 +475,52 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     expect(tags).toEqual(expected.map((p) => p.predicted_tag));
     expect(await page.getByTestId('answered-by').textContent()).toContain(runIds.middle);
     expect(await page.locator('.results > li').first().locator('meter').count()).toBe(served.tags.length);
-    // Highlights: the explanation's n-grams are marked in the text, which reads as typed.
+    // The served model is the default soft vote. Highlights: one member's n-grams (the vote has none of its
+    // own), marked in the text, which reads as typed; another member can be picked.
     const first = page.locator('.results > li').first();
     expect(await first.locator('p.highlighted').textContent()).toBe(
       'Transformers for named entity recognition',
     );
-    expect(await first.locator('p.highlighted mark').count()).toBeGreaterThan(0);
-    await first.locator('summary').click();
-    expect(await first.locator('table.contributions tbody tr').count()).toBeGreaterThan(0);
+    const marks = first.locator('p.highlighted mark');
+    expect(await marks.count()).toBeGreaterThan(0);
+    const picker = first.getByLabel('Member whose n-grams are highlighted');
+    expect(await picker.locator('option').allTextContents()).toEqual([
+      'linear_svm',
+      'nb_lr',
+      'multinomial_nb',
+    ]);
+    expect(await marks.first().getAttribute('title')).toContain("linear_svm's score of");
+    await picker.selectOption({ label: 'nb_lr' });
+    expect(await marks.first().getAttribute('title')).toContain("nb_lr's score of");
+    // Why: how the vote combined its members' probabilities (as the API gave them), then each member's split.
+    const answer = await fetch(`${base}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ texts: [{ text: 'Transformers for named entity recognition' }], explain: true }),
+    });
+    const explained = ((await answer.json()) as { data: { predictions: ApiPrediction[] } }).data
+      .predictions[0]!;
+    const vote = explained.explanation!.vote!;
+    await first.locator('details.why > summary').click();
+    const voteRows = first.locator('table.vote tbody tr');
+    expect(await voteRows.count()).toBe(3);
+    expect(await voteRows.locator('td:nth-child(3)').allTextContents()).toEqual(
+      vote.members.map((m) => m.probability.toFixed(3)),
+    );
+    expect(await first.getByTestId('vote-probability').textContent()).toBe(vote.probability.toFixed(3));
+    expect(await first.locator('table.contributions').count()).toBe(3);
+    await first.locator('details.member > summary').first().click();
+    expect(
+      await first.locator('details.member').first().locator('table.contributions tbody tr').count(),
+    ).toBe(Math.min(10, vote.members[0]!.features));
     await page.close();
     await checkView('try', `${base}/ui/#/try`, async (p) => {
       await p.getByLabel(/Texts to tag/).fill('Transformers for named entity recognition');
       await p.getByRole('button', { name: 'Tag' }).click();
       await p.locator('.results > li').first().waitFor();
+      // Opened, so the screenshot shows the vote and one member's split.
+      await p.locator('details.why > summary').click();
+      await p.locator('details.member > summary').first().click();
     });
   });
 
@@ -672,11 +708,13 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
         prediction.predicted_tags.length,
       );
     }
-    // The top tag's explanation is still highlighted in the text.
+    // The top tag's explanation (one member's n-grams) is still highlighted in the text.
     const first = results.first();
     expect(await first.locator('p.highlighted').textContent()).toBe(SEVERAL_TAGS_TEXT);
     expect(await first.locator('p.highlighted mark').count()).toBeGreaterThan(0);
-    expect(await first.locator('summary').textContent()).toContain(expected[0]!.explanation!.tag);
+    expect(await first.locator('details.why > summary').textContent()).toContain(
+      expected[0]!.explanation!.tag,
+    );
 
     // No tag may pass its threshold: the server's answer rewritten so, as no real text is sure to give it.
     await page.route('**/runs/*/predict', async (route) => {
