@@ -5,7 +5,7 @@ import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { logTrainingRun } from '../train/log-run.js';
 import { argsForData, trainAndEvaluate } from '../train/pipeline.js';
-import { createProgress } from '../train/progress.js';
+import { trainingProgress } from '../train/train-progress.js';
 import {
   artifactRootOption,
   DEFAULT_SEED,
@@ -88,13 +88,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
-      const progress = createProgress({
-        label: 'training',
-        // With refit the epochs run twice: the validated fit, then the fit on train + validation.
-        total: args.num_epochs * (args.refit ? 2 : 1),
-        silent: flags.quiet === true,
-        stream: io.stderr,
-      });
+      const progress = trainingProgress(args, { silent: flags.quiet === true, stream: io.stderr });
       let outcome: ReturnType<typeof trainAndEvaluate>;
       try {
         outcome = trainAndEvaluate({
@@ -104,16 +98,9 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ...(slices ? { slices } : {}),
           args,
           seed: flags.seed,
-          onEpoch: (report) =>
-            progress.update(
-              report.epoch,
-              `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
-            ),
-          onRefitEpoch: (report) =>
-            progress.update(
-              report.epochs + report.epoch,
-              `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
-            ),
+          onEpoch: progress.onEpoch,
+          onRefitEpoch: progress.onRefitEpoch,
+          onMember: progress.onMember,
         });
       } finally {
         progress.stop();

@@ -64,6 +64,7 @@ export {
   evaluate,
   evaluateWithErrors,
   type LabelledText,
+  type MemberReport,
   type Prediction,
   type TagModel,
   type TrainOptions,

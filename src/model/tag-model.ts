@@ -66,12 +66,34 @@ export interface EpochReport {
   valLoss: number;
 }
 
+/**
+ * One member classifier trained (the member classifiers and the soft vote, which are solved exactly and have
+ * no epochs): where the training is, for a progress line.
+ */
+export interface MemberReport {
+  /** The validated fit, or the refit on train + validation (`args.refit`). */
+  fit: 'validated' | 'refit';
+  /** 1-based, in the order of the args' members. */
+  member: number;
+  members: number;
+  classifier: string;
+  /** How often it was fitted: 1, or `calibration_folds` + 1 when calibrated (each fold, then every row). */
+  fits: number;
+  /** Wall-clock seconds its training took. */
+  seconds: number;
+}
+
 export interface TrainOptions {
   seed: number;
-  /** Epoch losses of the validated fit (the one whose validation loss means something). */
+  /**
+   * Epoch losses of the validated fit (the one whose validation loss means something). The exact solvers
+   * report once, after the fit (epoch 1 of 1).
+   */
   onEpoch?: (r: EpochReport) => void;
   /** Epoch losses of the refit on train + validation (`args.refit`); `valLoss` is NaN there. */
   onRefitEpoch?: (r: EpochReport) => void;
+  /** Member classifiers and soft votes: each member as it is trained, in the validated fit and the refit. */
+  onMember?: (r: MemberReport) => void;
 }
 
 export interface TrainedTagger {

@@ -48,6 +48,7 @@ import { labelArrays, oversampledOrder } from './training-rows.js';
 export {
   type EpochReport,
   type LabelledText,
+  type MemberReport,
   type Prediction,
   type TagModel,
   type TrainedTagger,

@@ -20,6 +20,7 @@ import { SoftVoteTagModel } from './soft-vote.js';
 import {
   type EpochReport,
   type LabelledText,
+  type MemberReport,
   type TrainedTagger,
   type TrainOptions,
   tagsOf,
@@ -50,6 +51,7 @@ function fitVote(
   validation: readonly LabelledText[],
   args: TrainingArgs,
   seed: number,
+  progress: { fit: MemberReport['fit']; onMember: TrainOptions['onMember'] },
   fixedTags?: readonly string[],
 ): FittedVote {
   const tags = fixedTags
@@ -77,12 +79,23 @@ function fitVote(
             K,
           );
   const data = trainedClassData(tags, x, labels, rowWeight, classWeight);
-  const members: Member[] = memberSpecs(args).map((spec) =>
-    trainMember(spec, data.data, {
+  const specs = memberSpecs(args);
+  const members: Member[] = specs.map((spec, index) => {
+    const started = performance.now();
+    const member = trainMember(spec, data.data, {
       seed: randomInt(rng, 0x7fffffff),
       calibrationFolds: args.calibration_folds,
-    }),
-  );
+    });
+    progress.onMember?.({
+      fit: progress.fit,
+      member: index + 1,
+      members: specs.length,
+      classifier: spec.classifier,
+      fits: spec.calibration === 'none' ? 1 : args.calibration_folds + 1,
+      seconds: (performance.now() - started) / 1000,
+    });
+    return member;
+  });
   const model = new SoftVoteTagModel(
     tags,
     args,
@@ -191,7 +204,10 @@ export function trainVoteTagger(
   args: TrainingArgs,
   options: TrainOptions,
 ): TrainedTagger {
-  const first = fitVote(train, validation, args, options.seed);
+  const first = fitVote(train, validation, args, options.seed, {
+    fit: 'validated',
+    onMember: options.onMember,
+  });
   const { tags } = first.model;
   const valProbabilities = rowProbabilities(first.model, first.validation.x);
   const report: EpochReport = {
@@ -231,7 +247,14 @@ export function trainVoteTagger(
   let fitted = first;
   if (args.refit && validation.length > 0) {
     // The refit keeps the validated fit's tags for multi-label models (as the SGD tagger does).
-    fitted = fitVote([...train, ...validation], [], args, options.seed, args.multi_label ? tags : undefined);
+    fitted = fitVote(
+      [...train, ...validation],
+      [],
+      args,
+      options.seed,
+      { fit: 'refit', onMember: options.onMember },
+      args.multi_label ? tags : undefined,
+    );
     options.onRefitEpoch?.({
       epoch: 1,
       epochs: 1,
