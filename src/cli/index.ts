@@ -15,6 +15,7 @@ import { registerAlias } from './alias.js';
 import { registerEvaluate } from './evaluate.js';
 import { UsageError } from './inputs.js';
 import { type CliIo, processIo } from './io.js';
+import { registerLabelIssues } from './label-issues.js';
 import { registerOptimize } from './optimize.js';
 import { registerPredict } from './predict.js';
 import { registerServe } from './serve.js';
@@ -66,6 +67,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
   registerOptimize(program, io);
   registerPredict(program, io);
   registerEvaluate(program, io);
+  registerLabelIssues(program, io);
   registerServe(program, io, explain);
   return program;
 }

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
+import type { TrainingLabelIssues } from '../train/label-issues.js';
 import { logTrainingRun } from '../train/log-run.js';
 import { argsForData, trainAndEvaluate } from '../train/pipeline.js';
 import { trainingProgress } from '../train/train-progress.js';
@@ -18,6 +19,7 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
+import { labelIssuesLine, labelIssuesSummary, trainLabelIssues } from './label-issues.js';
 import { behaviourSummary, formatMetric } from './output.js';
 
 export interface TrainFlags {
@@ -37,6 +39,8 @@ export interface TrainFlags {
   behaviour?: string;
   /** A slice definitions file replacing the default slices. */
   slices?: string;
+  /** Look for label issues in the data and log them (`--no-label-issues`: false). */
+  labelIssues?: boolean;
 }
 
 export function registerTrain(program: Command, io: CliIo): void {
@@ -71,6 +75,10 @@ export function registerTrain(program: Command, io: CliIo): void {
       '--slices <file>',
       'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
     )
+    .option(
+      '--no-label-issues',
+      "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; about 2-3 times the training's own time)",
+    )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option('--quiet', 'no progress output')
     .action((flags: TrainFlags) => trainCommand(flags, io));
@@ -83,7 +91,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const args = argsForData(given.args, data, given.explicit);
-  const { outcome, logged, runName, registered } = await withStore(
+  const { outcome, logged, runName, registered, labelIssues } = await withStore(
     flags.trackingUri,
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
@@ -105,6 +113,10 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
       } finally {
         progress.stop();
       }
+      const labelIssues: TrainingLabelIssues | undefined =
+        flags.labelIssues === false
+          ? undefined
+          : trainLabelIssues(data, args, flags.seed, io, flags.quiet === true);
       const runName = flags.runName ?? defaultRunName('train');
       const logged = await logTrainingRun(store, {
         experiment: flags.experiment,
@@ -120,6 +132,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ...(flags.slices ? { slices: flags.slices } : {}),
         },
         datasets,
+        ...(labelIssues ? { labelIssues } : {}),
         catchSignals: true,
       });
       const registered =
@@ -135,7 +148,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
                 { cause: error },
               );
             });
-      return { outcome, logged, runName, registered };
+      return { outcome, logged, runName, registered, labelIssues };
     },
     flags.artifactRoot,
   );
@@ -172,6 +185,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           by_kind: outcome.behaviour.by_kind,
         },
         slices: outcome.slices.rows,
+        ...(labelIssues === undefined ? {} : { label_issues: labelIssuesSummary(labelIssues) }),
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
       })}\n`,
     );
@@ -193,6 +207,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   });
   if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
   io.stdout.write(behaviourSummary(outcome.behaviour));
+  if (labelIssues !== undefined) io.stdout.write(labelIssuesLine(labelIssues, flags.data));
   if (registered) {
     io.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +

@@ -81,7 +81,13 @@ export type RunErrorsData = Static<typeof Schemas.RunErrorsData>;
 /** One test-set mistake. */
 export type Mistake = RunErrorsData['mistakes'][number];
 
-/** Why a model gave a text its tag: the features that moved the tag's score. */
+/** GET /runs/{run_id}/label-issues: the rows of the run's training data whose tag is probably wrong. */
+export type RunLabelIssuesData = Static<typeof Schemas.RunLabelIssuesData>;
+
+/** One probable label error (a row, or one tag of a multi-label row). */
+export type LabelIssue = RunLabelIssuesData['issues'][number];
+
+/** Why a model gave a text its tag: one linear score split exactly, or a soft vote and its members. */
 export type Explanation = Static<typeof Schemas.ExplanationSchema>;
 
 /** A linear model's explanation: the features that moved the tag's score. */

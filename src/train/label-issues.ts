@@ -20,6 +20,8 @@
  */
 import {
   type LabelledText,
+  MISTAKE_TEXT_CHARS,
+  ModelInputError,
   multiLabelModelTags,
   normalizeTag,
   normalizeTagSet,
@@ -30,6 +32,7 @@ import {
 import { crossValidationFolds, DEFAULT_FOLDS } from './cross-validate.js';
 import { DataError } from './data.js';
 import { checkTrainable } from './data-checks.js';
+import { MIN_SPLIT_ROWS } from './pipeline.js';
 
 export interface LabelIssueOptions {
   args: TrainingArgs;
@@ -68,7 +71,10 @@ interface IssueBase {
 /** Single-label: the given tag is probably wrong and `suggested_tag` probably right. */
 export interface TagIssue extends IssueBase {
   kind: 'tag';
+  /** The tag as the models know it (`other` for a tag folded by min_freq or accepted_tags). */
   given_tag: string;
+  /** Only when it differs from `given_tag`: the row's tag as written in the data, which was folded. */
+  data_tag?: string;
   suggested_tag: string;
 }
 
@@ -127,11 +133,11 @@ export function outOfFoldProbabilities(
   const indexed = data.map((row, index) => ({ ...row, index }));
   let parts: ReturnType<typeof crossValidationFolds>;
   try {
-    parts = crossValidationFolds(indexed, folds, options.seed);
+    parts = crossValidationFolds(indexed, folds, options.seed, { validated: false });
   } catch (error) {
     if (!(error instanceof DataError)) throw error;
     throw new DataError(
-      `label-issues: every row must be predicted by a model trained without it, by ${folds}-fold cross-validation, and ${error.message.replace(/^data: /, '')}. It needs every fold to test at least 2 rows and to keep at least 2 validation rows in its training part: about ${7 * folds} rows or more for ${folds} folds (--folds is at least 2)`,
+      `label-issues: every row must be predicted by a model trained without it, by ${folds}-fold cross-validation, and ${error.message.replace(/^data: /, '')}. Each fold must hold at least ${MIN_SPLIT_ROWS} rows of the data, split so that every tag is spread over the folds: at least ${MIN_SPLIT_ROWS * folds} rows for ${folds} folds, more with several tags (--folds is at least 2)`,
     );
   }
   const tags = multiLabelModelTags(data.map(tagsOf), options.args.min_freq, options.args.accepted_tags);
@@ -139,7 +145,11 @@ export function outOfFoldProbabilities(
   const probabilities: number[][] = data.map(() => []);
   const given: number[][] = data.map(() => []);
   for (const [done, fold] of parts.entries()) {
-    const { model } = trainTagger(fold.train, fold.validation, options.args, { seed: options.seed });
+    // One fit on all of the other folds' rows: the model `refit` gives (the same rows in the same order, the
+    // same seed), without the validated fit before it, whose only use is choosing thresholds.
+    const { model } = trainTagger([...fold.train, ...fold.validation], [], options.args, {
+      seed: options.seed,
+    });
     const classes = new Set(model.tags);
     const predictions = model.predict(fold.test.map((row) => row.text));
     fold.test.forEach((row, i) => {
@@ -228,6 +238,7 @@ function singleLabelIssues(
       kind: 'tag',
       ...base(data, r),
       given_tag: tags[label]!,
+      ...(data[r]!.tag === tags[label] ? {} : { data_tag: data[r]!.tag }),
       suggested_tag: tags[suggested]!,
       given_probability: p[label]!,
       suggested_probability: p[suggested]!,
@@ -274,4 +285,42 @@ function multiLabelIssues(
     });
   });
   return { issues, thresholds };
+}
+
+/** Issues a run logs at most (the most unlikely first; `found` counts them all), as for test mistakes. */
+export const LOGGED_ISSUES = 1000;
+
+/** What a training found: the report and how long it took, or why it could not look. */
+export type TrainingLabelIssues = { report: LabelIssuesReport; seconds: number } | { skipped: string };
+
+const cut = (text: string): string =>
+  text.length <= MISTAKE_TEXT_CHARS ? text : `${text.slice(0, MISTAKE_TEXT_CHARS - 1)}…`;
+
+/**
+ * What `tagger train` logs as `label_issues.json`: confident learning on the training file's rows (every row
+ * of `--data` that the training reads, the test split's too when it is carved from the file, so each line
+ * points into the file a person corrects), with the training's args, seed and 5 folds; at most
+ * LOGGED_ISSUES issues, their texts cut like the test mistakes'. Data or args that cannot be
+ * cross-validated (too few rows for the folds, naive Bayes calibration without a tag's rows in a fold, …) do
+ * not fail the training: the result says why nothing was looked for.
+ */
+export function trainingLabelIssues(
+  data: readonly LabelIssueRow[],
+  args: TrainingArgs,
+  seed: number,
+  onFold?: LabelIssueOptions['onFold'],
+): TrainingLabelIssues {
+  const rows = args.subset === null ? data : data.slice(0, args.subset);
+  const started = performance.now();
+  let report: LabelIssuesReport;
+  try {
+    report = findLabelIssues(rows, { args, seed, top: LOGGED_ISSUES, ...(onFold ? { onFold } : {}) });
+  } catch (error) {
+    if (error instanceof DataError || error instanceof ModelInputError) return { skipped: error.message };
+    throw error;
+  }
+  return {
+    report: { ...report, issues: report.issues.map((issue) => ({ ...issue, text: cut(issue.text) })) },
+    seconds: (performance.now() - started) / 1000,
+  };
 }

@@ -12,9 +12,11 @@ import { DataError, type DatasetRow, readDataset } from '../../src/train/data.js
 import {
   findLabelIssues,
   type LabelIssueRow,
+  LOGGED_ISSUES,
   labelIssuesOf,
   outOfFoldProbabilities,
   type TagSetIssue,
+  trainingLabelIssues,
 } from '../../src/train/label-issues.js';
 import { sharedDataset } from '../support/components.js';
 
@@ -139,12 +141,53 @@ describe('label issues, multi-label and bad input', () => {
     expect(report.issues.slice(0, 4).map((i) => i.row)).toEqual(expect.arrayContaining([7, 10]));
   });
 
+  it('names a tag folded into other as the data writes it (data_tag) and as the models know it', () => {
+    const words = { a: ['alpha', 'apple', 'arrow', 'anchor'], b: ['bravo', 'banana', 'bridge', 'butter'] };
+    const rng = createRng(5);
+    const rows: LabelIssueRow[] = Array.from({ length: 80 }, (_, i) => {
+      const tag = i % 2 === 0 ? 'a' : 'b';
+      const text = Array.from({ length: 5 }, () => words[tag][randomInt(rng, 4)]!).join(' ');
+      return { text, tag, line: i + 2 };
+    });
+    // Three rows of a rare tag (min_freq 5 folds it into `other`) that read like tag a.
+    for (const i of [3, 13, 23]) rows[i] = { ...rows[i]!, tag: 'rare' };
+    const args = parseTrainingArgs({ min_freq: 5, analyzer: 'word', ngram_min_range: 1, ngram_max_range: 1 });
+    const report = findLabelIssues(rows, { args, seed: 2 });
+    const folded = report.issues.filter((issue) => [3, 13, 23].includes(issue.row));
+    expect(folded.length).toBeGreaterThan(0);
+    for (const issue of folded) expect(issue).toMatchObject({ given_tag: 'other', data_tag: 'rare' });
+    for (const issue of report.issues.filter((i) => ![3, 13, 23].includes(i.row))) {
+      expect(issue).not.toHaveProperty('data_tag');
+    }
+  });
+
+  it('is what a training logs: texts cut, at most LOGGED_ISSUES, and data too small is a reason, not a failure', () => {
+    const rows = Array.from({ length: 8 }, (_, i) => ({ text: `text ${i} words`, tag: i % 2 ? 'a' : 'b' }));
+    const args = parseTrainingArgs({ min_freq: 1 });
+    const skipped = trainingLabelIssues(rows, args, 1);
+    expect(skipped).toEqual({ skipped: expect.stringMatching(/^label-issues: .* 8 rows are too few/) });
+
+    const long = 'alpha '.repeat(400);
+    const many: LabelIssueRow[] = Array.from({ length: 60 }, (_, i) => ({
+      text: i === 0 ? `bravo ${long}` : i % 2 ? 'bravo banana bridge' : 'alpha apple arrow',
+      tag: i === 0 || i % 2 === 0 ? 'a' : 'b',
+      line: i + 2,
+    }));
+    const found = trainingLabelIssues(many, parseTrainingArgs({ min_freq: 1, analyzer: 'word' }), 1);
+    if (!('report' in found)) throw new Error(found.skipped);
+    expect(found.seconds).toBeGreaterThan(0);
+    expect(found.report.issues.length).toBeLessThanOrEqual(LOGGED_ISSUES);
+    for (const issue of found.report.issues) expect(issue.text.length).toBeLessThanOrEqual(1000);
+    const first = found.report.issues.find((issue) => issue.row === 0);
+    if (first) expect(first.text).toMatch(/^bravo alpha .*…$/);
+  });
+
   it('says what it needs when the data is too small to cross-validate', () => {
     const rows = Array.from({ length: 8 }, (_, i) => ({ text: `text ${i} words`, tag: i % 2 ? 'a' : 'b' }));
     const args = parseTrainingArgs({ min_freq: 1 });
     expect(() => findLabelIssues(rows, { args, seed: 1 })).toThrow(DataError);
     expect(() => findLabelIssues(rows, { args, seed: 1 })).toThrow(
-      /label-issues: every row must be predicted by a model trained without it, by 5-fold cross-validation, and 8 rows are too few .* about 35 rows or more for 5 folds/,
+      /label-issues: every row must be predicted by a model trained without it, by 5-fold cross-validation, and 8 rows are too few .* at least 10 rows for 5 folds, more with several tags/,
     );
     expect(() => findLabelIssues([], { args, seed: 1 })).toThrow(/the data has no rows/);
     expect(() =>

@@ -10,6 +10,7 @@ import type {
   PredictData,
   RunErrorsData,
   RunHistoryData,
+  RunLabelIssuesData,
   RunPerformanceData,
   RunPredictData,
   RunsData,
@@ -109,6 +110,7 @@ export const api = {
   history: (runId: string) =>
     call<RunHistoryData>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
   errors: (runId: string) => call<RunErrorsData>(`/runs/${encodeURIComponent(runId)}/errors`),
+  labelIssues: (runId: string) => call<RunLabelIssuesData>(`/runs/${encodeURIComponent(runId)}/label-issues`),
   /** With the served model, or with one run's model when `runId` is given. */
   predict: (texts: string[], runId?: string) =>
     call<PredictAnswer>(runId === undefined ? '/predict' : `/runs/${encodeURIComponent(runId)}/predict`, {
