@@ -4,18 +4,16 @@
  * and logs about the same list for its training data.
  */
 import type { Command } from 'commander';
-import { RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
+import { RUN_ARTIFACTS } from '../model/index.js';
 import { DEFAULT_FOLDS } from '../train/cross-validate.js';
-import type { DatasetRow } from '../train/data.js';
 import {
   findLabelIssues,
   type LabelIssue,
   type LabelIssuesReport,
   type TrainingLabelIssues,
-  trainingLabelIssues,
 } from '../train/label-issues.js';
 import { argsForData } from '../train/pipeline.js';
-import { createProgress } from '../train/progress.js';
+import { createProgress, type Progress } from '../train/progress.js';
 import { DEFAULT_SEED, parseInteger, readArgs, readTrainingFiles } from './inputs.js';
 import type { CliIo } from './io.js';
 import { textTable } from './output.js';
@@ -153,27 +151,25 @@ export function registerLabelIssues(program: Command, io: CliIo): void {
     .action((flags: LabelIssuesFlags) => labelIssuesCommand(flags, io));
 }
 
-/** `tagger train`'s search of its training data (unless --no-label-issues), with a progress line per fold. */
-export function trainLabelIssues(
-  data: readonly DatasetRow[],
-  args: TrainingArgs,
-  seed: number,
-  io: CliIo,
-  quiet: boolean,
-): TrainingLabelIssues {
-  const progress = createProgress({
-    label: 'label issues',
-    total: DEFAULT_FOLDS,
-    silent: quiet,
-    stream: io.stderr,
-  });
-  try {
-    return trainingLabelIssues(data, args, seed, (done) =>
-      progress.update(done, 'out-of-fold models trained'),
-    );
-  } finally {
-    progress.stop();
-  }
+/**
+ * `tagger train`'s progress of the label issues of its training data (unless --no-label-issues): a line per
+ * out-of-fold model, started by the first one.
+ */
+export function labelIssuesProgress(io: CliIo, quiet: boolean) {
+  let progress: Progress | undefined;
+  let at = { done: 0, total: DEFAULT_FOLDS };
+  return {
+    started: (): boolean => progress !== undefined,
+    update(done: number, total: number): void {
+      at = { done, total };
+      progress ??= createProgress({ label: 'label issues', total, silent: quiet, stream: io.stderr });
+      progress.update(done, 'out-of-fold models trained');
+    },
+    /** Where the search is, for a message. */
+    where: (): string =>
+      `the training was done, and the search for label issues stopped after ${at.done} of ${at.total} out-of-fold models`,
+    stop: (): void => progress?.stop(),
+  };
 }
 
 /** `tagger train --json`'s account of the label issues: how many were logged, or why none were looked for. */

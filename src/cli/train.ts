@@ -3,9 +3,8 @@ import type { Command } from 'commander';
 import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
-import type { TrainingLabelIssues } from '../train/label-issues.js';
-import { logTrainingRun } from '../train/log-run.js';
-import { argsForData, trainAndEvaluate } from '../train/pipeline.js';
+import { InterruptedError, logTrainingRun } from '../train/log-run.js';
+import { argsForData } from '../train/pipeline.js';
 import { trainingProgress } from '../train/train-progress.js';
 import {
   artifactRootOption,
@@ -19,8 +18,9 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
-import { labelIssuesLine, labelIssuesSummary, trainLabelIssues } from './label-issues.js';
+import { labelIssuesLine, labelIssuesProgress, labelIssuesSummary } from './label-issues.js';
 import { behaviourSummary, formatMetric } from './output.js';
+import { type ThreadOutcome, trainInThread } from './training-thread.js';
 
 export interface TrainFlags {
   data: string;
@@ -77,10 +77,13 @@ export function registerTrain(program: Command, io: CliIo): void {
     )
     .option(
       '--no-label-issues',
-      "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; about 2-3 times the training's own time)",
+      "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; about twice the training's own time)",
     )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
-    .option('--quiet', 'no progress output')
+    .option(
+      '--quiet',
+      'no progress, and only the run and its test scores (the slices and behavioural tests are in the run and in --json)',
+    )
     .action((flags: TrainFlags) => trainCommand(flags, io));
 }
 
@@ -91,32 +94,52 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const args = argsForData(given.args, data, given.explicit);
-  const { outcome, logged, runName, registered, labelIssues } = await withStore(
+  const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
       const progress = trainingProgress(args, { silent: flags.quiet === true, stream: io.stderr });
-      let outcome: ReturnType<typeof trainAndEvaluate>;
+      const folds = labelIssuesProgress(io, flags.quiet === true);
+      // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once, and say so.
+      const stop = new AbortController();
+      const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
+        stop.abort(
+          new InterruptedError(
+            signal,
+            `${folds.started() ? folds.where() : `the training stopped after ${progress.where()}`}; nothing was logged (no run was created in ${store.displayUri})`,
+          ),
+        );
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      let outcome: ThreadOutcome;
       try {
-        outcome = trainAndEvaluate({
-          data,
-          ...(testData ? { testData } : {}),
-          ...(behaviour ? { behaviour } : {}),
-          ...(slices ? { slices } : {}),
-          args,
-          seed: flags.seed,
-          onEpoch: progress.onEpoch,
-          onRefitEpoch: progress.onRefitEpoch,
-          onMember: progress.onMember,
-        });
+        outcome = await trainInThread(
+          {
+            data,
+            ...(testData ? { testData } : {}),
+            ...(behaviour ? { behaviour } : {}),
+            ...(slices ? { slices } : {}),
+            args,
+            seed: flags.seed,
+            onEpoch: progress.onEpoch,
+            onRefitEpoch: progress.onRefitEpoch,
+            onMember: progress.onMember,
+            labelIssues: flags.labelIssues !== false,
+            onLabelIssuesFold: (done, total) => {
+              if (!folds.started()) progress.stop();
+              folds.update(done, total);
+            },
+          },
+          stop.signal,
+        );
       } finally {
+        process.removeListener('SIGINT', onSignal);
+        process.removeListener('SIGTERM', onSignal);
         progress.stop();
+        folds.stop();
       }
-      const labelIssues: TrainingLabelIssues | undefined =
-        flags.labelIssues === false
-          ? undefined
-          : trainLabelIssues(data, args, flags.seed, io, flags.quiet === true);
+      // From here the signals are logTrainingRun's (catchSignals), registered before it awaits anything.
       const runName = flags.runName ?? defaultRunName('train');
       const logged = await logTrainingRun(store, {
         experiment: flags.experiment,
@@ -132,7 +155,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ...(flags.slices ? { slices: flags.slices } : {}),
         },
         datasets,
-        ...(labelIssues ? { labelIssues } : {}),
+        ...(outcome.labelIssues ? { labelIssues: outcome.labelIssues } : {}),
         catchSignals: true,
       });
       const registered =
@@ -148,7 +171,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
                 { cause: error },
               );
             });
-      return { outcome, logged, runName, registered, labelIssues };
+      return { outcome, logged, runName, registered };
     },
     flags.artifactRoot,
   );
@@ -185,7 +208,9 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           by_kind: outcome.behaviour.by_kind,
         },
         slices: outcome.slices.rows,
-        ...(labelIssues === undefined ? {} : { label_issues: labelIssuesSummary(labelIssues) }),
+        ...(outcome.labelIssues === undefined
+          ? {}
+          : { label_issues: labelIssuesSummary(outcome.labelIssues) }),
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
       })}\n`,
     );
@@ -199,15 +224,18 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         : '') +
       '\n',
   );
-  const sliceParts = Object.entries(outcome.slices.rows).map(([name, rows]) => {
+  // Quiet: the run and its score only; the slices and the behavioural tests are in the run (and --json).
+  const sliceParts = Object.entries(flags.quiet ? {} : outcome.slices.rows).map(([name, rows]) => {
     const m = outcome.performance.slices[name];
     return m === undefined
       ? `${name} (no rows; left out)`
       : `${name} (${rows} rows) f1 ${formatMetric(m.f1)}`;
   });
   if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
-  io.stdout.write(behaviourSummary(outcome.behaviour));
-  if (labelIssues !== undefined) io.stdout.write(labelIssuesLine(labelIssues, flags.data));
+  if (!flags.quiet) io.stdout.write(behaviourSummary(outcome.behaviour));
+  if (!flags.quiet && outcome.labelIssues !== undefined) {
+    io.stdout.write(labelIssuesLine(outcome.labelIssues, flags.data));
+  }
   if (registered) {
     io.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +

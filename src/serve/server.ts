@@ -146,8 +146,13 @@ async function loadServing(
 function listenError(error: unknown, config: ServeConfig): Error {
   const code = (error as NodeJS.ErrnoException).code;
   const where = `${config.host}:${config.port}`;
-  if (code === 'EADDRINUSE')
-    return new StartupError(`serve: ${where} is already in use; pick another port with --port`);
+  if (code === 'EADDRINUSE') {
+    // Both ways of starting a server, since the user may have typed either.
+    const other = config.port > 0 && config.port < 65535 ? config.port + 1 : 8001;
+    return new StartupError(
+      `serve: ${where} is already in use; pick another port with --port (tagger serve --port ${other}, npm start -- --port ${other}, or TAGGER_PORT=${other} for either)`,
+    );
+  }
   if (code === 'EACCES')
     return new StartupError(`serve: no permission to listen on ${where}; use a port above 1023`);
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {

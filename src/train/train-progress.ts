@@ -13,6 +13,8 @@ export interface TrainingProgress {
   onEpoch(report: EpochReport): void;
   onRefitEpoch(report: EpochReport): void;
   onMember(report: MemberReport): void;
+  /** Where the training is, for a message: `3 of 120 epochs`, `2 of 6 member fits`. */
+  where(): string;
   stop(): void;
 }
 
@@ -23,31 +25,37 @@ export function trainingProgress(
   options: Omit<ProgressOptions, 'label' | 'total'>,
 ): TrainingProgress {
   const fits = args.refit ? 2 : 1;
+  let done = 0;
   if (isSgdClassifier(args.classifier)) {
     // With refit the epochs run twice: the validated fit, then the fit on train + validation.
-    const progress = createProgress({ ...options, label: 'training', total: args.num_epochs * fits });
+    const total = args.num_epochs * fits;
+    const progress = createProgress({ ...options, label: 'training', total });
     return {
-      onEpoch: (report) =>
+      onEpoch: (report) => {
+        done = report.epoch;
         progress.update(
-          report.epoch,
+          done,
           `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
-        ),
-      onRefitEpoch: (report) =>
-        progress.update(report.epochs + report.epoch, `${REFIT}, train_loss=${report.trainLoss.toFixed(4)}`),
+        );
+      },
+      onRefitEpoch: (report) => {
+        done = report.epochs + report.epoch;
+        progress.update(done, `${REFIT}, train_loss=${report.trainLoss.toFixed(4)}`);
+      },
       onMember: () => undefined,
+      where: () => `${done} of ${total} epochs`,
       stop: () => progress.stop(),
     };
   }
   const members = args.classifier === 'soft_vote' ? (args.members?.length ?? 1) : 1;
-  const progress: Progress = createProgress({ ...options, label: 'training', total: members * fits });
+  const total = members * fits;
+  const progress: Progress = createProgress({ ...options, label: 'training', total });
   return {
     onMember: (report) => {
       const calibrated = report.fits > 1 ? `, calibrated: ${report.fits} fits` : '';
       const what = `${report.classifier} (member ${report.member}/${report.members}${calibrated}) trained in ${report.seconds.toFixed(2)} s`;
-      progress.update(
-        (report.fit === 'refit' ? members : 0) + report.member,
-        report.fit === 'refit' ? `${REFIT}: ${what}` : `validated fit: ${what}`,
-      );
+      done = (report.fit === 'refit' ? members : 0) + report.member;
+      progress.update(done, report.fit === 'refit' ? `${REFIT}: ${what}` : `validated fit: ${what}`);
     },
     onEpoch: (report) =>
       progress.update(
@@ -56,6 +64,7 @@ export function trainingProgress(
       ),
     onRefitEpoch: (report) =>
       progress.update(members * 2, `${REFIT} done, train_loss=${report.trainLoss.toFixed(4)}`),
+    where: () => `${done} of ${total} member fits`,
     stop: () => progress.stop(),
   };
 }

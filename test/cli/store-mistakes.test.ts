@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
-const cli = cliFolder('tagger-store-mistakes-');
+const cli = cliFolder({ prefix: 'tagger-store-mistakes-' });
 const tagger = cli.tagger;
 
 /** An empty folder to run a command in; what it holds afterwards is what the command wrote. */

@@ -27,7 +27,7 @@ const deadPostgres = (port: number): string =>
 const redisUrl = (port: number): string =>
   `redis://user:${SECRET}-userinfo@127.0.0.1:${port}/0?password=${SECRET}-query&sentinelPassword=${SECRET}-sentinel&db=0`;
 
-const cli = cliFolder('tagger-credentials-');
+const cli = cliFolder({ prefix: 'tagger-credentials-' });
 
 describe('credentials in URIs: what the CLI prints', () => {
   it('--print-config masks every credential of the tracking URI and the Redis URL', async () => {
