@@ -362,6 +362,7 @@ describe('RUN_ARTIFACTS', () => {
       mistakes: 'test_mistakes.json',
       behavioural: 'behavioural.json',
       slices: 'slices.json',
+      labelIssues: 'label_issues.json',
     });
   });
 });
