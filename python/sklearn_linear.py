@@ -209,6 +209,37 @@ def member_specs(args):
     return [{**top, "classifier": args["classifier"], "weight": 1}]
 
 
+class SoftVote(ClassifierMixin, BaseEstimator):
+    """Tagger's member classifiers or soft vote of `args` as one single-label sklearn estimator on tf-idf rows
+    (the MLflow scoring server's twin of Tagger's default model, python/mlflow_scoring_model.py): each member
+    fitted as fit_pipeline fits it (calibrated ones by CalibratedClassifierCV on StratifiedKFold), the
+    probabilities their weighted mean."""
+
+    def __init__(self, args=None, seed=0):
+        self.args = args
+        self.seed = seed
+
+    def fit(self, X, y, sample_weight=None):
+        args = self.args
+        self.classes_, yi = np.unique(np.asarray(y), return_inverse=True)
+        w = np.ones(len(yi)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        folds = StratifiedKFold(args.get("calibration_folds", 5), shuffle=True, random_state=self.seed)
+        self.members_ = []
+        for spec in member_specs(args):
+            member = Member(spec, len(self.classes_), None, False)
+            if spec.get("calibration", "none") == "sigmoid":
+                member = CalibratedClassifierCV(member, method="sigmoid", cv=folds, ensemble=False)
+            self.members_.append((spec.get("weight", 1), member.fit(X, yi, sample_weight=w)))
+        return self
+
+    def predict_proba(self, X):
+        total = sum(weight for weight, _ in self.members_)
+        return sum(weight * m.predict_proba(X) for weight, m in self.members_) / total
+
+    def predict(self, X):
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+
 def fit_pipeline(spec, rows):
     args = spec["args"]
     clean = make_cleaner(spec["stopwords"], args["lower"], args["stem"])
