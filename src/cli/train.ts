@@ -77,7 +77,7 @@ export function registerTrain(program: Command, io: CliIo): void {
     )
     .option(
       '--no-label-issues',
-      "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; about twice the training's own time)",
+      "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; two to three times the training's own time)",
     )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option(
