@@ -4,8 +4,9 @@
  *   tracking -> nothing of ours
  *   train  -> model, tracking
  *   service -> model, tracking
- *   http   -> model, service (never tracking or train directly)
- *   app (the app factory) -> http, service, model, tracking
+ *   monitoring -> model; of tracking only the SQL driver plumbing it reuses (never service, http, train)
+ *   http   -> model, service, monitoring (never tracking or train directly)
+ *   app (the app factory) -> http, service, model, tracking, monitoring
  *   serve (the serving process) -> app and everything below; never cli
  *   cli (the command line) -> anything; nothing imports it
  */
@@ -70,13 +71,29 @@ module.exports = {
       name: 'train-deps',
       severity: 'error',
       from: { path: '^src/train' },
-      to: { path: '^src/(http|service|app|serve|cli)' },
+      to: { path: '^src/(http|service|app|serve|cli|monitoring)' },
     },
     {
       name: 'service-deps',
       severity: 'error',
       from: { path: '^src/service' },
-      to: { path: '^src/(http|train|app|serve|cli)' },
+      to: { path: '^src/(http|train|app|serve|cli|monitoring)' },
+    },
+    {
+      name: 'monitoring-deps',
+      comment:
+        'src/monitoring records and judges live traffic: pure statistics from model, nothing served or trained',
+      severity: 'error',
+      from: { path: '^src/monitoring' },
+      to: { path: '^src/(http|service|train|app|serve|cli)' },
+    },
+    {
+      name: 'monitoring-reuses-only-the-sql-driver',
+      comment:
+        'of src/tracking, src/monitoring reuses only the SQL driver, the SQL URI parser and URI redaction: records are not runs',
+      severity: 'error',
+      from: { path: '^src/monitoring' },
+      to: { path: '^src/tracking/', pathNot: '^src/tracking/(sql/(driver|sql-store)|redact)\\.ts$' },
     },
     {
       name: 'http-deps',

@@ -6,6 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ModelFormatError, ModelInputError } from '../model/index.js';
+import { ExportError, RecordStoreError } from '../monitoring/index.js';
 import { StartupError } from '../serve/server.js';
 import { BatchInputError } from '../service/batch-predict.js';
 import { TrackingError } from '../tracking/store.js';
@@ -13,6 +14,7 @@ import { DataError } from '../train/data.js';
 import { InterruptedError } from '../train/log-run.js';
 import { registerAlias } from './alias.js';
 import { registerEvaluate } from './evaluate.js';
+import { registerFeedback } from './feedback.js';
 import { UsageError } from './inputs.js';
 import { type CliIo, processIo } from './io.js';
 import { registerLabelIssues } from './label-issues.js';
@@ -27,12 +29,14 @@ import { registerTrain } from './train.js';
 const EXPECTED_ERRORS = [
   BatchInputError,
   DataError,
+  ExportError,
   InterruptedError,
   ModelInputError,
   ModelFormatError,
   TrackingError,
   StartupError,
   RangeError,
+  RecordStoreError,
   UsageError,
 ];
 
@@ -70,6 +74,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
   registerPredict(program, io);
   registerEvaluate(program, io);
   registerLabelIssues(program, io);
+  registerFeedback(program, io);
   registerServe(program, io, explain);
   return program;
 }

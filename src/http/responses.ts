@@ -1,7 +1,9 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
 import { selectTags, type TagSelection } from '../model/index.js';
-import type { RunSummary, ServedModel } from '../service/index.js';
+import { predictionId } from '../monitoring/ids.js';
+import type { RunSummary, ServedModel, ServingState } from '../service/index.js';
+import { originFor } from './monitored.js';
 import { tracePredict } from './observability.js';
 import {
   ErrorEnvelope,
@@ -19,18 +21,37 @@ export interface PredictOptions {
   threshold?: number | undefined;
 }
 
-/** One prediction per text, in the order of the texts; timed (Server-Timing) and counted (metrics). */
+/** Which run answers (null: the served one, or single-model mode), for the prediction records. */
+export interface PredictOrigin {
+  state: ServingState;
+  runId: string | null;
+}
+
+/**
+ * One prediction per text, in the order of the texts, each with its `prediction_id`; timed
+ * (Server-Timing), counted (metrics) and, when the app monitors, handed to the recorder (sampled and
+ * written off the request path; see src/monitoring/recorder.ts).
+ */
 export function predict(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
   options: PredictOptions = {},
+  origin?: PredictOrigin,
 ): PredictionItem[] {
   const explain = options.explain === true;
   const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
   const multiLabel = served.model.args.multi_label;
   return tracePredict(request, () => {
-    const predictions = served.model.predict(texts).map((prediction, i) => ({
+    const raw = served.model.predict(texts);
+    const now = Date.now();
+    const ids = raw.map(() => predictionId(now));
+    const monitoring = request.server.taggerMonitoring;
+    if (origin !== undefined && monitoring?.recording) {
+      monitoring.capture(originFor(origin.state, origin.runId, served), ids, texts, raw);
+    }
+    const predictions = raw.map((prediction, i) => ({
+      prediction_id: ids[i]!,
       input_text: texts[i]!,
       predicted_tag: prediction.predicted_tag,
       predicted_tags: selectTags(prediction, selection, multiLabel),

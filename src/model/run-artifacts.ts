@@ -22,4 +22,9 @@ export const RUN_ARTIFACTS = {
    * inspection page (optional: older runs, and runs of data too small to cross-validate, lack it).
    */
   labelIssues: 'label_issues.json',
+  /**
+   * What the model's inputs and answers looked like on the test split, for drift monitoring (profile.ts;
+   * optional: runs logged before it existed have none, and serving then judges no drift).
+   */
+  referenceProfile: 'reference_profile.json',
 } as const;

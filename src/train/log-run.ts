@@ -3,7 +3,8 @@
  * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`) and those a
  * person reads (`behavioural.json`, `slices.json`, what the test split got wrong for the inspection
  * page: `confusion_matrix.json`, `test_mistakes.json`, and the training data's probable label errors,
- * `label_issues.json`, when the caller looked for them), the behavioural pass rates as metrics, the data
+ * `label_issues.json`, when the caller looked for them), the test split's reference profile for drift
+ * monitoring (`reference_profile.json`), the behavioural pass rates as metrics, the data
  * files as dataset inputs, and the model as an MLflow 3 logged model (READY, with the params and final
  * metrics, recorded as the run's output; see `logged-model.ts`).
  * The run is marked FINISHED only after every artifact is stored, FAILED if anything throws, and KILLED
@@ -264,6 +265,8 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...(labelIssues !== undefined && 'report' in labelIssues
         ? [[RUN_ARTIFACTS.labelIssues, json(labelIssues.report)] as [string, Uint8Array]]
         : []),
+      // Compact: the vocabulary makes it the largest JSON artifact, and no person reads it.
+      [RUN_ARTIFACTS.referenceProfile, encoder.encode(`${JSON.stringify(outcome.reference)}\n`)],
       [
         RUN_ARTIFACTS.slices,
         json({

@@ -363,6 +363,7 @@ describe('RUN_ARTIFACTS', () => {
       behavioural: 'behavioural.json',
       slices: 'slices.json',
       labelIssues: 'label_issues.json',
+      referenceProfile: 'reference_profile.json',
     });
   });
 });

@@ -7,6 +7,7 @@
 import type {
   ArgsData,
   Envelope,
+  MonitoringData,
   PredictData,
   RunErrorsData,
   RunHistoryData,
@@ -111,6 +112,8 @@ export const api = {
     call<RunHistoryData>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
   errors: (runId: string) => call<RunErrorsData>(`/runs/${encodeURIComponent(runId)}/errors`),
   labelIssues: (runId: string) => call<RunLabelIssuesData>(`/runs/${encodeURIComponent(runId)}/label-issues`),
+  /** The served run's live figures (GET /monitoring). */
+  monitoring: () => call<MonitoringData>('/monitoring').then((data) => data.monitoring),
   /** With the served model, or with one run's model when `runId` is given. */
   predict: (texts: string[], runId?: string) =>
     call<PredictAnswer>(runId === undefined ? '/predict' : `/runs/${encodeURIComponent(runId)}/predict`, {
