@@ -4,6 +4,7 @@
  * (/work/shared/spec/tag-prediction-api.md), including the dashed `status-code`.
  */
 import Type, { type Static, type TSchema } from 'typebox';
+import { EXPLAIN_TOP, ExplanationSchema } from './explanation-schemas.js';
 import { HTTP_DEFAULTS } from './options.js';
 
 /** A number that may be null: JSON has no NaN, and training writes a NaN metric as null. */
@@ -102,9 +103,6 @@ export type ValidationErrorBody = Static<typeof ValidationErrorBody>;
 
 /** The largest `top_k` a client may ask for (far above any model's tag count). */
 export const MAX_TOP_K = 10_000;
-
-/** How many contributions an explanation lists (the rest are summed). */
-export const EXPLAIN_TOP = 10;
 
 /**
  * One text. The spec's pydantic model defaults `text` to null, but a prediction needs a text, so an
@@ -210,110 +208,6 @@ export const ParamParams = Type.Object({
 // ---- responses -----------------------------------------------------------------------------------
 
 export const Empty = Type.Object({}, { additionalProperties: false, title: 'Empty' });
-
-export const ContributionSchema = Type.Object(
-  {
-    feature: Type.String({
-      description: 'The n-gram as the model sees it (cleaned, lower-cased, maybe stemmed)',
-    }),
-    analyzer: Type.Enum(['word', 'char', 'char_wb'], { description: 'Which vectorizer made it' }),
-    value: Type.Number({ description: 'Its tf-idf value in this text' }),
-    contribution: Type.Number({
-      description: "weight × value: how far it moved the tag's score (negative: away from the tag)",
-    }),
-  },
-  { additionalProperties: false },
-);
-
-/** The exact split of one linear score, shared by a linear model's explanation and a vote member's. */
-const scoreSplit = {
-  score: Type.Number({
-    description: "The tag's linear score, before the link that turns scores into probabilities",
-  }),
-  bias: Type.Number({ description: "The tag's bias (intercept)" }),
-  contributions: Type.Array(ContributionSchema, {
-    description: `The ${EXPLAIN_TOP} largest contributions by absolute value, largest first`,
-  }),
-  rest: Type.Number({ description: 'The sum of every other feature’s contribution' }),
-  features: Type.Integer({ description: 'How many of the model’s features the text has' }),
-};
-
-export const LinearExplanationSchema = Type.Object(
-  {
-    tag: Type.String({ description: 'The tag explained: the one with the highest score' }),
-    ...scoreSplit,
-  },
-  {
-    title: 'LinearExplanation',
-    additionalProperties: false,
-    description:
-      'A linear model (SGD, or one member classifier alone): its score of the tag, split exactly, `bias + Σ contributions + rest = score`',
-  },
-);
-
-export const MemberExplanationSchema = Type.Object(
-  {
-    classifier: Type.String({
-      description: 'The member classifier, e.g. `linear_svm`, `nb_lr`, `multinomial_nb`',
-    }),
-    weight: Type.Number({ description: 'Its weight in the vote' }),
-    inputs: Type.Enum(['tfidf', 'binary'], {
-      description:
-        'What it reads of the features: tf-idf values, or 1 per feature present (`binary`: NB-LR, NB-SVM)',
-    }),
-    link: Type.Enum(['ovr', 'sigmoid', 'softmax', 'platt'], {
-      description:
-        'How its scores become its probabilities: `ovr` (sigmoids normalised to sum to 1), `sigmoid` (multi-label: each tag its own), `softmax`, or `platt` (calibrated: 1 / (1 + exp(a·score + b)) per tag, normalised to sum to 1 for a single-label model)',
-    }),
-    platt: Type.Optional(
-      Type.Object(
-        { a: Type.Number(), b: Type.Number() },
-        { additionalProperties: false, description: "The tag's Platt parameters, when `link` is `platt`" },
-      ),
-    ),
-    probability: Type.Number({ description: 'Its probability of the tag' }),
-    ...scoreSplit,
-  },
-  {
-    title: 'MemberExplanation',
-    additionalProperties: false,
-    description: "One member's score of the tag, split exactly: `bias + Σ contributions + rest = score`",
-  },
-);
-
-export const VoteExplanationSchema = Type.Object(
-  {
-    tag: Type.String({ description: 'The tag explained: the one with the highest vote probability' }),
-    features: Type.Integer({
-      description: 'How many of the model’s features the text has (the members share them)',
-    }),
-    vote: Type.Object(
-      {
-        rule: Type.Literal('weighted_mean', {
-          description:
-            "How the members' probabilities are combined: `probability = Σ weight · member probability / Σ weight`",
-        }),
-        probability: Type.Number({ description: "The vote's probability of the tag (the prediction's)" }),
-        members: Type.Array(MemberExplanationSchema, {
-          description: 'Each member, in the order of the training args',
-        }),
-      },
-      { additionalProperties: false },
-    ),
-  },
-  {
-    title: 'VoteExplanation',
-    additionalProperties: false,
-    description:
-      "A soft vote of several members. The vote's probability is not linear in the features, so it has no per-feature split and none is given: each member's own score is split exactly, and `vote.rule` says how their probabilities make the vote's",
-  },
-);
-
-export const ExplanationSchema = Type.Union([LinearExplanationSchema, VoteExplanationSchema], {
-  title: 'Explanation',
-  description:
-    'Why the model gave the tag: one linear score split exactly (`LinearExplanation`), or a soft vote described by its members (`VoteExplanation`, which has `vote`)',
-});
 
 export const PredictionItem = Type.Object(
   {
@@ -558,71 +452,6 @@ export const RunErrorsData = Type.Object(
     }),
   },
   { title: 'RunErrorsData', additionalProperties: false },
-);
-
-const LabelIssue = Type.Object(
-  {
-    rank: Type.Integer({ minimum: 1, description: '1: the most unlikely given label' }),
-    line: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
-      description: 'The line of the training data file the row starts on (null when the rows had none)',
-    }),
-    text: Type.String({ description: 'The row’s text (long texts are cut, ending with …)' }),
-    kind: Type.Enum(['tag', 'extra_tag', 'missing_tag'], {
-      description:
-        '`tag`: the row’s tag is probably wrong; multi-label rows, one of their tags: `extra_tag` (listed, probably does not apply) or `missing_tag` (not listed, probably applies)',
-    }),
-    given_probability: Type.Number({
-      minimum: 0,
-      maximum: 1,
-      description:
-        'The out-of-fold probability of the label as given (multi-label: of the tag being listed or not, as given)',
-    }),
-    suggested_probability: Type.Number({
-      minimum: 0,
-      maximum: 1,
-      description: 'The out-of-fold probability of the suggested label',
-    }),
-    confident: Type.Boolean({
-      description:
-        'The suggested label reached its per-tag threshold (confident learning’s confident joint); false: no label did, and it is the most probable one',
-    }),
-    given_tag: Type.Optional(
-      Type.String({
-        description: 'Single-label runs: the tag as given, as the models know it (`other` for a folded tag)',
-      }),
-    ),
-    data_tag: Type.Optional(
-      Type.String({
-        description:
-          'Single-label runs, only when it differs from `given_tag`: the row’s tag as written in the data, folded into `other` by `min_freq` or `accepted_tags`',
-      }),
-    ),
-    suggested_tag: Type.Optional(Type.String({ description: 'Single-label runs: the suggested tag' })),
-    tag: Type.Optional(Type.String({ description: 'Multi-label runs: the tag the issue is about' })),
-    given_tags: Type.Optional(
-      Type.Array(Type.String(), { description: 'Multi-label runs: the tags as given' }),
-    ),
-    suggested_tags: Type.Optional(
-      Type.Array(Type.String(), { description: 'Multi-label runs: the tags with the suggested fix' }),
-    ),
-  },
-  { title: 'LabelIssue', additionalProperties: false },
-);
-
-export const RunLabelIssuesData = Type.Object(
-  {
-    run_id: Type.String(),
-    multi_label: Type.Boolean(),
-    rows: Type.Integer({ minimum: 0, description: 'Training data rows looked at' }),
-    folds: Type.Integer({ minimum: 0, description: 'Cross-validation folds of the out-of-fold models' }),
-    seed: Type.Integer({ minimum: 0, description: 'The seed of the folds and their training' }),
-    tags: Type.Array(Type.String(), { description: 'The tags as the models know them' }),
-    found: Type.Integer({ minimum: 0, description: 'Issues found in all' }),
-    issues: Type.Array(LabelIssue, {
-      description: 'The most unlikely given labels first (at most 1,000 are logged per run)',
-    }),
-  },
-  { title: 'RunLabelIssuesData', additionalProperties: false },
 );
 
 export const Args = Type.Object(

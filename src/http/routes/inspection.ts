@@ -4,8 +4,9 @@
  */
 import type { ServedRuns } from '../../service/index.js';
 import { envelope } from '../envelope.js';
+import { RunLabelIssuesData } from '../label-issue-schemas.js';
 import { errorResponses } from '../responses.js';
-import { Envelope, RunErrorsData, RunHistoryData, RunIdParams, RunLabelIssuesData } from '../schemas.js';
+import { Envelope, RunErrorsData, RunHistoryData, RunIdParams } from '../schemas.js';
 import type { TaggerApp } from '../types.js';
 
 export function inspectionRoutes(app: TaggerApp, current: () => ServedRuns): void {
