@@ -1,6 +1,7 @@
 /**
  * The MLflow scoring server of the HTTP benchmark: `mlflow models serve` (uvicorn, 1 worker, local env)
- * for the scikit-learn twin of Tagger's model (python/mlflow_scoring_model.py), logged with
+ * for the scikit-learn twin of Tagger's default model (python/mlflow_scoring_model.py: the same soft vote of
+ * scikit-learn's members, or SGDClassifier for SGD args), logged with
  * `mlflow.sklearn.log_model` into a file store cached under `.tagger-cache/bench/`.
  */
 
@@ -41,6 +42,7 @@ export function prepareMlflowModel(
   const spec = { train: fixture.trainRows, args: DEFAULT_TRAINING_ARGS, stopwords: STOPWORDS, seed: 42 };
   const key = createHash('sha256')
     .update(readFileSync(SCRIPT))
+    .update(readFileSync(join(REPO, 'python', 'sklearn_linear.py')))
     .update(JSON.stringify(spec))
     .digest('hex')
     .slice(0, 16);

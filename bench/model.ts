@@ -12,13 +12,16 @@ import {
   cleanText,
   DEFAULT_TRAINING_ARGS,
   evaluate,
+  isSgdClassifier,
   type LabelledText,
   parseTrainingArgs,
   STOPWORDS,
   stratifiedSplit,
+  type TagModel,
   type TrainingArgs,
   trainTagger,
 } from '../src/model/index.js';
+import { SoftVoteTagModel } from '../src/model/soft-vote.js';
 import { LinearTagModel } from '../src/model/tagger.js';
 import { crossValidate, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import { type BenchOptions, type BenchRow, rowsOf } from './section.js';
@@ -36,12 +39,15 @@ function load(file: string): LabelledText[] {
 const quantile = (sorted: Float64Array, q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
+/** A model whose features can be timed apart: the SGD model or the member classifiers' one. */
+type PredictingModel = LinearTagModel | SoftVoteTagModel;
+
 /**
  * Where one prediction's CPU goes: cleaning the text, its n-gram features (vectorize) and the whole
  * predict call, each the best of `rounds` interleaved passes over the texts (CPU µs per text).
  */
 function predictionParts(
-  model: LinearTagModel,
+  model: PredictingModel,
   texts: readonly string[],
   rounds: number,
 ): { cleaning: number; features: number; predict: number } {
@@ -127,7 +133,13 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   );
   const autoF1 = evaluate(auto.model, holdout).overall.f1;
 
-  const sk = sklearn(train!, validation!, holdout);
+  // scikit-learn's same configuration: SGDClassifier for the SGD defaults, the same members for a vote.
+  const sk = isSgdClassifier(DEFAULT_TRAINING_ARGS.classifier)
+    ? sklearn(train!, validation!, holdout)
+    : (sklearnMembers(
+        [{ train: train!, validation: validation!, test: holdout, seed: SEED }],
+        DEFAULT_TRAINING_ARGS,
+      )?.[0] ?? null);
 
   // Prediction: one text per call, the way a request is served; warm up first so the JIT has settled.
   const texts = holdout.map((r) => r.text);
@@ -165,10 +177,13 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     }
   }
   const explained = explainRounds * texts.length;
-  const parts = model instanceof LinearTagModel ? predictionParts(model, texts, opts.quick ? 3 : 12) : null;
+  const parts =
+    model instanceof LinearTagModel || model instanceof SoftVoteTagModel
+      ? predictionParts(model, texts, opts.quick ? 3 : 12)
+      : null;
 
   const row = rowsOf('model');
-  const ref = 'reference = scikit-learn 1.9 (TfidfVectorizer + SGDClassifier)';
+  const ref = `reference = scikit-learn 1.9 (TfidfVectorizer + ${isSgdClassifier(DEFAULT_TRAINING_ARGS.classifier) ? 'SGDClassifier' : 'the same members: LinearSVC / liblinear / MultinomialNB, CalibratedClassifierCV'})`;
   return [
     row(
       'training time (dataset.csv train split, default args)',
@@ -194,7 +209,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     row(
       'vocabulary size',
       'features',
-      model instanceof LinearTagModel ? model.vectorizer.size : null,
+      model instanceof LinearTagModel || model instanceof SoftVoteTagModel ? model.vectorizer.size : null,
       sk?.n_features ?? null,
     ),
     row(
@@ -259,7 +274,10 @@ export async function crossValidateBench(
   for (const fold of crossValidationFolds(dataset, options.folds, SEED)) {
     const theirs: number[] = [];
     for (const seed of trainingSeeds) {
-      const result = sklearn(fold.train, fold.validation, fold.test, args, seed);
+      // scikit-learn's same classifier: SGDClassifier, or the same members (sklearn_linear.py).
+      const result = isSgdClassifier(args.classifier)
+        ? sklearn(fold.train, fold.validation, fold.test, args, seed)
+        : (sklearnMembers([{ ...fold, seed }], args)?.[0] ?? null);
       if (result === null) return { f1: cv.folds, sklearnF1: null, seconds: cv.trainingSeconds };
       theirs.push(result.weighted_f1);
     }
@@ -335,5 +353,164 @@ if (cliMode && process.argv.includes('--cv')) {
         ? ''
         : `  sklearn ${formatMeanStd(sklearnF1)} [${sklearnF1.map((v) => v.toFixed(4)).join(' ')}]`;
     console.log(`${raw}  f1 ${formatMeanStd(f1)}  [${folds}]  train ${seconds.toFixed(1)}s${skText}`);
+  }
+}
+
+// ---- member classifiers and soft votes (issue 25): CV over split seeds, scikit-learn's same configuration ----
+
+/**
+ * scikit-learn's version of the member classifiers / soft vote of `args` (python/sklearn_linear.py, kind
+ * "train"), one Python process for every (train, validation, test, seed) case; null without the venv.
+ */
+function sklearnMembers(
+  cases: { train: LabelledText[]; validation: LabelledText[]; test: LabelledText[]; seed: number }[],
+  args: TrainingArgs,
+): { train_seconds: number; weighted_f1: number; n_features: number; predictions: string[] }[] | null {
+  if (!existsSync(PYTHON)) {
+    console.error(
+      `[bench/model] ${PYTHON} not found; skipping scikit-learn (set TAGGER_PYTHON or create .venv)`,
+    );
+    return null;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-'));
+  try {
+    const specs = cases.map((c) => ({ kind: 'train', ...c, args, stopwords: STOPWORDS }));
+    writeFileSync(join(dir, 'in.json'), JSON.stringify(specs));
+    execFileSync(
+      PYTHON,
+      [resolve(REPO, 'python', 'sklearn_linear.py'), join(dir, 'in.json'), join(dir, 'out.json')],
+      { stdio: ['ignore', 'inherit', 'inherit'] },
+    );
+    return JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * 5-fold cross-validation on dataset.csv repeated over `splitSeeds` fold assignments (seeds 42, 43, …; each
+ * split seed also seeds its folds' train/validation splits and the training), as issue 25's evidence was
+ * gathered: one f1 per (split seed, fold). `sklearn` adds scikit-learn's same configuration on the same
+ * folds (python/sklearn_linear.py for the member classifiers, python/sklearn_train.py for SGD).
+ */
+export async function crossValidateSplitsBench(
+  args: TrainingArgs,
+  opts: { splitSeeds: number; sklearn?: boolean; workers?: number },
+): Promise<{ f1: number[][]; sklearnF1: number[][] | null; seconds: number }> {
+  const dataset = load('dataset.csv');
+  const f1: number[][] = [];
+  const sk: number[][] = [];
+  let seconds = 0;
+  for (let seed = SEED; seed < SEED + opts.splitSeeds; seed++) {
+    const cv = await crossValidate(dataset, args, {
+      folds: 5,
+      seed,
+      trainingSeeds: [seed],
+      ...(opts.workers === undefined ? {} : { workers: opts.workers }),
+    });
+    f1.push(cv.folds);
+    seconds += cv.trainingSeconds;
+    if (!opts.sklearn) continue;
+    const folds = crossValidationFolds(dataset, 5, seed);
+    if (isSgdClassifier(args.classifier)) {
+      const theirs = folds.map((fold) => sklearn(fold.train, fold.validation, fold.test, args, seed));
+      if (theirs.every((t) => t !== null)) sk.push(theirs.map((t) => t!.weighted_f1));
+      continue;
+    }
+    const theirs = sklearnMembers(
+      folds.map((fold) => ({ ...fold, seed })),
+      args,
+    );
+    if (theirs !== null) sk.push(theirs.map((t) => t.weighted_f1));
+  }
+  return { f1, sklearnF1: sk.length === opts.splitSeeds ? sk : null, seconds };
+}
+
+/**
+ * Holdout weighted f1 of `args` for training seeds 42, 43, … as `tagger train --data dataset.csv
+ * --test-data holdout.csv --seed N` trains, and scikit-learn's same configuration (sklearn_linear.py for
+ * the member classifiers); plus the model part of a prediction, CPU µs per holdout text (best of `rounds`
+ * passes of `predict([text])` per text after warm-up, with cleaning and n-gram features apart). Only for
+ * configurations already chosen by CV: the holdout never chooses anything.
+ */
+export function holdoutMembersBench(
+  args: TrainingArgs,
+  seeds: number,
+  rounds = 20,
+): {
+  f1: number[];
+  sklearnF1: number[] | null;
+  microseconds: { cleaning: number; features: number; predict: number };
+  trainSeconds: number;
+} {
+  const dataset = load('dataset.csv');
+  const holdout = load('holdout.csv');
+  const f1: number[] = [];
+  const cases: { train: LabelledText[]; validation: LabelledText[]; test: LabelledText[]; seed: number }[] =
+    [];
+  let model: TagModel | null = null;
+  let trainSeconds = Infinity;
+  for (let seed = SEED; seed < SEED + seeds; seed++) {
+    const [train, validation] = stratifiedSplit(dataset, (r) => r.tag, [0.85, 0.15], seed);
+    const started = performance.now();
+    const trained = trainTagger(train!, validation!, args, { seed });
+    trainSeconds = Math.min(trainSeconds, (performance.now() - started) / 1000);
+    model ??= trained.model;
+    f1.push(evaluate(trained.model, holdout).overall.f1);
+    cases.push({ train: train!, validation: validation!, test: holdout, seed });
+  }
+  const theirs = isSgdClassifier(args.classifier)
+    ? cases.map((c) => sklearn(c.train, c.validation, c.test, args, c.seed))
+    : sklearnMembers(cases, args);
+  const sklearnF1 =
+    theirs === null || theirs.some((t) => t === null) ? null : theirs.map((t) => t!.weighted_f1);
+  const texts = holdout.map((r) => r.text);
+  for (let i = 0; i < 5; i++) model!.predict(texts);
+  const microseconds = predictionParts(model as PredictingModel, texts, rounds);
+  return { f1, sklearnF1, microseconds, trainSeconds };
+}
+
+const list = (xs: number[]): string => xs.map((v) => v.toFixed(4)).join(' ');
+
+// `node --import tsx bench/model.ts --cv-splits 3 [--sklearn] [--workers N] '<args>' …`: one row per args
+// JSON, 5-fold CV over 3 split seeds; `--holdout-members --seeds 5 '<args>'`: holdout f1 (with sklearn's)
+// and the model's µs per text, for the configuration CV chose.
+if (cliMode && process.argv.includes('--cv-splits')) {
+  const at = process.argv.indexOf('--cv-splits');
+  const splitSeeds = Number(process.argv[at + 1]);
+  if (!Number.isInteger(splitSeeds) || splitSeeds < 1)
+    throw new Error('bench/model: --cv-splits needs a positive integer');
+  const workersAt = process.argv.indexOf('--workers');
+  const workers = workersAt < 0 ? undefined : Number(process.argv[workersAt + 1]);
+  for (const raw of process.argv.slice(2).filter((a) => a.startsWith('{'))) {
+    const { f1, sklearnF1, seconds } = await crossValidateSplitsBench(parseTrainingArgs(JSON.parse(raw)), {
+      splitSeeds,
+      sklearn: process.argv.includes('--sklearn'),
+      ...(workers === undefined ? {} : { workers }),
+    });
+    const all = f1.flat();
+    const perSplit = f1.map((folds) => meanStd(folds).mean.toFixed(4)).join(' ');
+    const skText =
+      sklearnF1 === null
+        ? ''
+        : `  sklearn ${formatMeanStd(sklearnF1.flat())} [splits ${sklearnF1.map((folds) => meanStd(folds).mean.toFixed(4)).join(' ')}] [${list(sklearnF1.flat())}]`;
+    console.log(
+      `${raw}  f1 ${formatMeanStd(all)}  [splits ${perSplit}]  [${list(all)}]  train ${seconds.toFixed(1)}s${skText}`,
+    );
+  }
+}
+if (cliMode && process.argv.includes('--holdout-members')) {
+  const at = process.argv.indexOf('--seeds');
+  const seeds = at < 0 ? 5 : Number(process.argv[at + 1]);
+  for (const raw of process.argv.slice(2).filter((a) => a.startsWith('{'))) {
+    const { f1, sklearnF1, microseconds, trainSeconds } = holdoutMembersBench(
+      parseTrainingArgs(JSON.parse(raw)),
+      seeds,
+    );
+    const skText = sklearnF1 === null ? '' : `  sklearn ${formatMeanStd(sklearnF1)} [${list(sklearnF1)}]`;
+    const us = `cleaning ${microseconds.cleaning.toFixed(1)} + features ${microseconds.features.toFixed(1)}, whole predict ${microseconds.predict.toFixed(1)} µs CPU/text`;
+    console.log(
+      `${raw}  holdout f1 ${formatMeanStd(f1)}  [${list(f1)}]${skText}  ${us}  train ${trainSeconds.toFixed(2)}s (best)`,
+    );
   }
 }

@@ -4,10 +4,12 @@ Usage: python mlflow_scoring_model.py IN.json OUT.json
 IN:  {"tracking_uri": str, "train": [{"text", "tag"}], "args": TrainingArgs, "stopwords": [str], "seed": int}
 OUT: {"model_uri": str, "run_id": str}
 The pipeline is Tagger's: the same clean-up as src/model/preprocess.ts (see sklearn_train.py), then
-TfidfVectorizer(analyzer, ngram_range=(2, ngram_max_range), lowercase=False) and SGDClassifier(log_loss),
+TfidfVectorizer(analyzer, ngram_range=(2, ngram_max_range), lowercase=False) and the classifier of the args:
+SGDClassifier(log_loss) for `classifier: ovr`, or (the default soft vote, and any member classifier)
+sklearn_linear.py's SoftVote, scikit-learn's same members averaged as Tagger's vote,
 logged with mlflow.sklearn.log_model into a file store; pyfunc predicts probabilities (predict_proba), as
 Tagger's /predict answers probabilities for every tag. The pipeline is built by sklearn_train.py's
-make_cleaner/make_vectorizer/make_classifier (one definition for both comparisons); that module is
+make_cleaner/make_vectorizer/make_classifier (one definition for both comparisons); those modules are
 registered to be pickled by value, so the scoring server needs nothing from this repository.
 """
 
@@ -20,10 +22,13 @@ import mlflow.sklearn
 import pandas as pd
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
+import sklearn_linear
 import sklearn_train
+from sklearn_linear import SoftVote
 from sklearn_train import make_classifier, make_cleaner, make_vectorizer
 
 cloudpickle.register_pickle_by_value(sklearn_train)
+cloudpickle.register_pickle_by_value(sklearn_linear)
 
 CLEAN = None
 
@@ -47,7 +52,12 @@ def main() -> None:
         [
             ("clean", FunctionTransformer(clean_column)),
             ("tfidf", make_vectorizer(args)),
-            ("sgd", make_classifier(args, spec["seed"])),
+            (
+                "classifier",
+                make_classifier(args, spec["seed"])
+                if args.get("classifier", "ovr") in ("ovr", "softmax")
+                else SoftVote(args, spec["seed"]),
+            ),
         ]
     )
     pipeline.fit(frame, tags)

@@ -27,7 +27,13 @@ src/model/tagger.ts's multi-label path:
 - scores: micro / macro / weighted f1 on the test split (true tags normalised against the final tags, predicted tags
   those whose probability reaches their threshold, possibly none), sklearn's f1_score on the indicator matrix of the
   tags found in the true or predicted sets (as src/model/metrics.ts's multiLabelMetrics).
-With `ensemble` k > 1, k members with seeds as sklearn_train.py's, coef_ and intercept_ averaged per tag. Not matched:
+With `ensemble` k > 1, k members with seeds as sklearn_train.py's, coef_ and intercept_ averaged per tag.
+A member classifier or a soft vote (`classifier` other than ovr / softmax, the default `soft_vote`) is fitted by
+python/sklearn_linear.py's Member (liblinear, NB-LR, multinomial NB, one tag-vs-rest problem per tag) on the same
+vectorizer, with oversampling as row weights (rarest-tag groups, as above), calibrated members by a Platt sigmoid
+per tag on out-of-fold scores (KFold(calibration_folds, shuffle, seed): sklearn's calibration has no multi-label
+mode and StratifiedKFold no multi-label strata; Tagger's folds differ), and the members' probabilities averaged
+by their weights; tags without a fitted row get probability 0. Not matched:
 `class_weight: balanced` (sklearn's binary weights apply to both classes of each problem; Tagger weighs positives only)
 and Tagger's per-epoch validation loss (Tagger computes it, this script does not).
 Timed: preprocessing + vectorising + oversampling + fitting + validation probabilities and threshold choice, both fits.
@@ -42,11 +48,14 @@ from collections import Counter
 import numpy as np
 import sklearn
 from scipy.special import expit
+from sklearn.calibration import _sigmoid_calibration
 from sklearn.metrics import f1_score
+from sklearn.model_selection import KFold
 from sklearn.preprocessing import MultiLabelBinarizer
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sklearn_linear import Member, member_specs  # noqa: E402
 from sklearn_train import make_classifier, make_cleaner, make_vectorizer  # noqa: E402
 
 OTHER = "other"
@@ -82,10 +91,62 @@ def link(args, scores):
     return expit(scores)
 
 
+def fit_members(spec, rows, tags=None):
+    """One fit of the member classifiers / soft vote on `rows`: (clean, vectorizer, tags, proba(x), rows weighed)."""
+    args = spec["args"]
+    clean = make_cleaner(spec["stopwords"], args["lower"], args["stem"])
+    if tags is None:
+        tags = model_tags(rows, args["min_freq"], args.get("accepted_tags"))
+    labels = indicator(rows, tags)
+    vectorizer = make_vectorizer(args)
+    x = vectorizer.fit_transform([clean(r["text"]) for r in rows]).tocsr()
+    counts = labels.sum(axis=0)
+    groups = np.array([row_tags[np.argmin(counts[row_tags])] for row_tags in (np.flatnonzero(r) for r in labels)])
+    w = np.ones(len(rows))
+    rng = np.random.default_rng(spec["seed"])
+    if args.get("oversample", True):
+        sizes = np.bincount(groups, minlength=len(tags))
+        largest = int(sizes.max())
+        for k in range(len(tags)):
+            members = np.flatnonzero(groups == k)
+            if 0 < len(members) < largest:
+                np.add.at(w, rng.choice(members, largest - len(members)), 1)
+    fitted = [k for k in range(len(tags)) if counts[k] > 0]
+    y = labels[:, fitted]
+    members = []
+    for member_spec in member_specs(args):
+        member = Member(member_spec, len(fitted), None, True)
+        ab = None
+        if member_spec.get("calibration", "none") == "sigmoid":
+            folds = KFold(args.get("calibration_folds", 5), shuffle=True, random_state=spec["seed"]).split(x)
+            oof = np.zeros((x.shape[0], len(fitted)))
+            for train_idx, test_idx in folds:
+                part = Member(**member.get_params()).fit(x[train_idx], y[train_idx], sample_weight=w[train_idx])
+                oof[test_idx] = part.decision_function(x[test_idx])
+            ab = [_sigmoid_calibration(oof[:, j], y[:, j], w) for j in range(len(fitted))]
+        members.append((member_spec.get("weight", 1), member.fit(x, y, sample_weight=w), ab))
+
+    def proba(x_new):
+        total = np.zeros((x_new.shape[0], len(fitted)))
+        for weight, member, ab in members:
+            if ab is None:
+                total += weight * member.predict_proba(x_new)
+            else:
+                s = member.decision_function(x_new)
+                total += weight * np.column_stack([expit(-(a * s[:, j] + b)) for j, (a, b) in enumerate(ab)])
+        out = np.zeros((x_new.shape[0], len(tags)))
+        out[:, fitted] = total / sum(weight for weight, _, _ in members)
+        return out
+
+    return clean, vectorizer, tags, proba, None, int(w.sum())
+
+
 def fit(spec, rows, tags=None):
     """One fit on `rows` (tags counted on them unless given): (clean, vectorizer, tags, W, b, oversampled_rows);
-    scores = x @ W + b."""
+    scores = x @ W + b. A member classifier or soft vote: fit_members."""
     args = spec["args"]
+    if args.get("classifier", "ovr") not in ("ovr", "softmax"):
+        return fit_members(spec, rows, tags)
     clean = make_cleaner(spec["stopwords"], args["lower"], args["stem"])
     if tags is None:
         tags = model_tags(rows, args["min_freq"], args.get("accepted_tags"))
@@ -132,6 +193,8 @@ def fit(spec, rows, tags=None):
 def probabilities(spec, fitted, rows):
     clean, vectorizer, _, weights, bias, _ = fitted
     x = vectorizer.transform([clean(r["text"]) for r in rows])
+    if callable(weights):
+        return weights(x)
     return link(spec["args"], np.asarray(x @ weights) + bias)
 
 

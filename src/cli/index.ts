@@ -17,6 +17,7 @@ import { registerEvaluate } from './evaluate.js';
 import { registerFeedback } from './feedback.js';
 import { UsageError } from './inputs.js';
 import { type CliIo, processIo } from './io.js';
+import { registerLabelIssues } from './label-issues.js';
 import { registerOptimize } from './optimize.js';
 import { registerPredict } from './predict.js';
 import { registerServe } from './serve.js';
@@ -72,6 +73,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
   registerOptimize(program, io);
   registerPredict(program, io);
   registerEvaluate(program, io);
+  registerLabelIssues(program, io);
   registerFeedback(program, io);
   registerServe(program, io, explain);
   return program;

@@ -1,13 +1,12 @@
 /** `tagger predict`: tags for texts given on the command line (optionally explained), or for a whole file. */
 import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
-import type { Explanation } from '../model/index.js';
 import { DEFAULT_MAX_ROW_BYTES, type TagFileResult, tagFile } from '../service/batch-predict.js';
 import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
+import { explanationBlock } from './explanation.js';
 import { loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
 import type { CliIo } from './io.js';
-import { textTable } from './output.js';
 
 interface PredictFlags {
   runId?: string;
@@ -108,25 +107,6 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   );
 }
 
-/** One text's explanation as a table: each listed feature's contribution, then the rest, the bias and the score. */
-function explanationTable(text: string, tag: string, probability: number, explanation: Explanation): string {
-  const number = (value: number): string => (value >= 0 ? ` ${value.toFixed(4)}` : value.toFixed(4));
-  const rows: [string, string, string][] = explanation.contributions.map((c) => [
-    JSON.stringify(c.feature),
-    c.analyzer,
-    number(c.contribution),
-  ]);
-  const others = explanation.features - explanation.contributions.length;
-  rows.push([`(${others} other feature${others === 1 ? '' : 's'})`, '', number(explanation.rest)]);
-  rows.push(['(bias)', '', number(explanation.bias)]);
-  rows.push([`= score of ${explanation.tag}`, '', number(explanation.score)]);
-  const header = ['feature', 'analyzer', 'contribution'];
-  return [
-    `${JSON.stringify(text)} → ${tag} (probability ${probability.toFixed(4)})`,
-    ...textTable(header, rows, [2]),
-  ].join('\n');
-}
-
 async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): Promise<void> {
   if (flags.input !== undefined) {
     if (texts.length > 0) throw new UsageError('predict: give texts or --input <file>, not both');
@@ -158,7 +138,7 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
     const tables = texts.map((text, index) => {
       const prediction = predictions[index]!;
       const explanation = loaded.model.explain(text, 10);
-      return explanationTable(
+      return explanationBlock(
         text,
         prediction.predicted_tag,
         prediction.predicted_probabilities[explanation.tag] ?? Number.NaN,
@@ -183,7 +163,7 @@ export function registerPredict(program: Command, io: CliIo): void {
     .option('--model <dir>', 'use a saved model directory instead of a tracking store')
     .option(
       '--explain',
-      'print, per text, the 10 features that moved the predicted tag most (a table: contributions, rest, bias = score)',
+      "print, per text, the 10 features that moved the predicted tag's score most (a table: contributions, rest, bias = score); for a soft vote, how it combined its members' probabilities and each member's table",
     )
     .option(
       '--input <file>',

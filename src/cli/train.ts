@@ -4,8 +4,8 @@ import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { InterruptedError, logTrainingRun } from '../train/log-run.js';
-import { argsForData, type TrainingOutcome } from '../train/pipeline.js';
-import { createProgress } from '../train/progress.js';
+import { argsForData } from '../train/pipeline.js';
+import { trainingProgress } from '../train/train-progress.js';
 import {
   artifactRootOption,
   DEFAULT_SEED,
@@ -18,8 +18,9 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
+import { labelIssuesLine, labelIssuesProgress, labelIssuesSummary } from './label-issues.js';
 import { behaviourSummary, formatMetric } from './output.js';
-import { trainInThread } from './training-thread.js';
+import { type ThreadOutcome, trainInThread } from './training-thread.js';
 
 export interface TrainFlags {
   data: string;
@@ -38,6 +39,8 @@ export interface TrainFlags {
   behaviour?: string;
   /** A slice definitions file replacing the default slices. */
   slices?: string;
+  /** Look for label issues in the data and log them (`--no-label-issues`: false). */
+  labelIssues?: boolean;
 }
 
 export function registerTrain(program: Command, io: CliIo): void {
@@ -72,6 +75,10 @@ export function registerTrain(program: Command, io: CliIo): void {
       '--slices <file>',
       'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
     )
+    .option(
+      '--no-label-issues',
+      "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; two to three times the training's own time)",
+    )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option(
       '--quiet',
@@ -92,27 +99,20 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
-      // With refit the epochs run twice: the validated fit, then the fit on train + validation.
-      const epochs = args.num_epochs * (args.refit ? 2 : 1);
-      const progress = createProgress({
-        label: 'training',
-        total: epochs,
-        silent: flags.quiet === true,
-        stream: io.stderr,
-      });
+      const progress = trainingProgress(args, { silent: flags.quiet === true, stream: io.stderr });
+      const folds = labelIssuesProgress(io, flags.quiet === true);
       // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once, and say so.
-      let done = 0;
       const stop = new AbortController();
       const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
         stop.abort(
           new InterruptedError(
             signal,
-            `the training stopped after ${done} of ${epochs} epochs; nothing was logged (no run was created in ${store.displayUri})`,
+            `${folds.started() ? folds.where() : `the training stopped after ${progress.where()}`}; nothing was logged (no run was created in ${store.displayUri})`,
           ),
         );
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
-      let outcome: TrainingOutcome;
+      let outcome: ThreadOutcome;
       try {
         outcome = await trainInThread(
           {
@@ -122,16 +122,13 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
             ...(slices ? { slices } : {}),
             args,
             seed: flags.seed,
-            onEpoch: (report) => {
-              done = report.epoch;
-              progress.update(
-                report.epoch,
-                `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
-              );
-            },
-            onRefitEpoch: (report) => {
-              done = report.epochs + report.epoch;
-              progress.update(done, `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`);
+            onEpoch: progress.onEpoch,
+            onRefitEpoch: progress.onRefitEpoch,
+            onMember: progress.onMember,
+            labelIssues: flags.labelIssues !== false,
+            onLabelIssuesFold: (done, total) => {
+              if (!folds.started()) progress.stop();
+              folds.update(done, total);
             },
           },
           stop.signal,
@@ -140,6 +137,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         process.removeListener('SIGINT', onSignal);
         process.removeListener('SIGTERM', onSignal);
         progress.stop();
+        folds.stop();
       }
       // From here the signals are logTrainingRun's (catchSignals), registered before it awaits anything.
       const runName = flags.runName ?? defaultRunName('train');
@@ -157,6 +155,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ...(flags.slices ? { slices: flags.slices } : {}),
         },
         datasets,
+        ...(outcome.labelIssues ? { labelIssues: outcome.labelIssues } : {}),
         catchSignals: true,
       });
       const registered =
@@ -209,6 +208,9 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           by_kind: outcome.behaviour.by_kind,
         },
         slices: outcome.slices.rows,
+        ...(outcome.labelIssues === undefined
+          ? {}
+          : { label_issues: labelIssuesSummary(outcome.labelIssues) }),
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
       })}\n`,
     );
@@ -231,6 +233,9 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   });
   if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
   if (!flags.quiet) io.stdout.write(behaviourSummary(outcome.behaviour));
+  if (!flags.quiet && outcome.labelIssues !== undefined) {
+    io.stdout.write(labelIssuesLine(outcome.labelIssues, flags.data));
+  }
   if (registered) {
     io.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +

@@ -9,21 +9,37 @@ import { Worker } from 'node:worker_threads';
 import {
   decodeModel,
   type EpochReport,
+  type MemberReport,
   ModelFormatError,
   ModelInputError,
   type TagModel,
 } from '../model/index.js';
 import { DataError } from '../train/data.js';
+import type { TrainingLabelIssues } from '../train/label-issues.js';
 import type { TrainingInput, TrainingOutcome } from '../train/pipeline.js';
 
+/** A training, and (`labelIssues`) then the label issues of its data (trainingLabelIssues). */
+export interface ThreadInput extends TrainingInput {
+  labelIssues?: boolean;
+  onLabelIssuesFold?: (done: number, folds: number) => void;
+}
+
+/** The training's outcome, with the label issues when asked for. */
+export type ThreadOutcome = TrainingOutcome & { labelIssues?: TrainingLabelIssues };
+
 /** What the worker is given: the training input without its callbacks (they stay on this thread). */
-export type TrainingRequest = Omit<TrainingInput, 'onEpoch' | 'onRefitEpoch'>;
+export type TrainingRequest = Omit<
+  ThreadInput,
+  'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onLabelIssuesFold'
+>;
 
 /** What the worker posts. */
 export type FromTrainingWorker =
   | { kind: 'epoch'; report: EpochReport }
   | { kind: 'refit-epoch'; report: EpochReport }
-  | { kind: 'done'; outcome: Omit<TrainingOutcome, 'model'>; model: Record<string, Uint8Array> }
+  | { kind: 'member'; report: MemberReport }
+  | { kind: 'label-issues-fold'; done: number; folds: number }
+  | { kind: 'done'; outcome: Omit<ThreadOutcome, 'model'>; model: Record<string, Uint8Array> }
   | { kind: 'error'; name: string; message: string };
 
 /** Marks the worker's data, so the worker module only trains when started as this worker. */
@@ -38,11 +54,12 @@ const KNOWN_ERRORS: Record<string, new (message: string) => Error> = {
 };
 
 /**
- * Trains as `trainAndEvaluate(input)` would, in a worker thread. Rejects with `signal.reason` as soon as
+ * Trains as `trainAndEvaluate(input)` would (then, with `labelIssues`, looks for label issues in its data),
+ * in a worker thread. Rejects with `signal.reason` as soon as
  * `signal` aborts (the worker is terminated mid-epoch).
  */
-export function trainInThread(input: TrainingInput, signal?: AbortSignal): Promise<TrainingOutcome> {
-  const { onEpoch, onRefitEpoch, ...request } = input;
+export function trainInThread(input: ThreadInput, signal?: AbortSignal): Promise<ThreadOutcome> {
+  const { onEpoch, onRefitEpoch, onMember, onLabelIssuesFold, ...request } = input;
   signal?.throwIfAborted();
   // Started from the sources (tests, tsx), the worker is the .ts file and needs tsx's loader too.
   const fromSource = import.meta.url.endsWith('.ts');
@@ -50,7 +67,7 @@ export function trainInThread(input: TrainingInput, signal?: AbortSignal): Promi
     workerData: { mark: TRAINING_WORKER_MARK, request: request satisfies TrainingRequest },
     ...(fromSource ? { execArgv: ['--import', import.meta.resolve('tsx')] } : {}),
   });
-  return new Promise<TrainingOutcome>((resolve, reject) => {
+  return new Promise<ThreadOutcome>((resolve, reject) => {
     let settled = false;
     const settle = (done: () => void): void => {
       if (settled) return;
@@ -66,6 +83,8 @@ export function trainInThread(input: TrainingInput, signal?: AbortSignal): Promi
     worker.on('message', (message: FromTrainingWorker) => {
       if (message.kind === 'epoch') onEpoch?.(message.report);
       else if (message.kind === 'refit-epoch') onRefitEpoch?.(message.report);
+      else if (message.kind === 'member') onMember?.(message.report);
+      else if (message.kind === 'label-issues-fold') onLabelIssuesFold?.(message.done, message.folds);
       else if (message.kind === 'done') {
         let model: TagModel;
         try {

@@ -1,10 +1,11 @@
 /**
- * The worker thread of `training-thread.ts`: trains once, posting each epoch's losses and then the
- * outcome, with the model as its saved files (copied: some may share a buffer, which cannot be
+ * The worker thread of `training-thread.ts`: trains once, posting each epoch's losses (or each member
+ * trained), then looks for label issues when asked, posting each fold, and posts the outcome, with the model as its saved files (copied: some may share a buffer, which cannot be
  * transferred twice; they are small beside the training).
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { encodeModel } from '../model/index.js';
+import { trainingLabelIssues } from '../train/label-issues.js';
 import { trainAndEvaluate } from '../train/pipeline.js';
 import { type FromTrainingWorker, TRAINING_WORKER_MARK, type TrainingRequest } from './training-thread.js';
 
@@ -13,12 +14,23 @@ if (!isMainThread && parentPort && data?.mark === TRAINING_WORKER_MARK) {
   const port = parentPort;
   const post = (message: FromTrainingWorker): void => port.postMessage(message);
   try {
+    const { labelIssues, ...request } = data.request;
     const { model, ...outcome } = trainAndEvaluate({
-      ...data.request,
+      ...request,
       onEpoch: (report) => post({ kind: 'epoch', report }),
       onRefitEpoch: (report) => post({ kind: 'refit-epoch', report }),
+      onMember: (report) => post({ kind: 'member', report }),
     });
-    post({ kind: 'done', outcome, model: encodeModel(model) });
+    const issues = labelIssues
+      ? trainingLabelIssues(request.data, request.args, request.seed, (done, folds) =>
+          post({ kind: 'label-issues-fold', done, folds }),
+        )
+      : undefined;
+    post({
+      kind: 'done',
+      outcome: { ...outcome, ...(issues ? { labelIssues: issues } : {}) },
+      model: encodeModel(model),
+    });
   } catch (error) {
     const e = error instanceof Error ? error : new Error(String(error));
     post({ kind: 'error', name: e.name, message: e.message });

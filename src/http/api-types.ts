@@ -1,9 +1,10 @@
 /**
  * The API's answers as static types, for the inspection page (`ui/`): derived from the TypeBox schemas of
- * `schemas.ts` (the ones that validate and serialise the responses and write openapi.json), so renaming or
- * retyping a field there breaks the page's typecheck, not a user. Types only: this module imports nothing
- * at run time, and the page may import it (with `import type`) and nothing else of `src/`, as the
- * dependency rules in `.dependency-cruiser.cjs` check, so no server code reaches the browser bundle.
+ * `schemas.ts` and the `*-schemas.ts` beside it (the ones that validate and serialise the responses and
+ * write openapi.json), so renaming or retyping a field there breaks the page's typecheck, not a user.
+ * Types only: this module imports nothing at run time, and the page may import it (with `import type`) and
+ * nothing else of `src/`, as the dependency rules in `.dependency-cruiser.cjs` check, so no server code
+ * reaches the browser bundle.
  *
  * TypeBox has one gap: an object schema whose entries are all `additionalProperties` (a map, such as the
  * metrics of each tag) has the static type `object`, because schema options are not part of a TypeBox
@@ -13,6 +14,8 @@
  * contradicts it, and a renamed field is still an error.
  */
 import type { Static } from 'typebox';
+import type * as ExplanationSchemas from './explanation-schemas.js';
+import type * as LabelIssueSchemas from './label-issue-schemas.js';
 import type * as MonitoringSchemas from './monitoring-schemas.js';
 import type * as Schemas from './schemas.js';
 
@@ -82,11 +85,26 @@ export type RunErrorsData = Static<typeof Schemas.RunErrorsData>;
 /** One test-set mistake. */
 export type Mistake = RunErrorsData['mistakes'][number];
 
-/** Why a model gave a text its tag: the features that moved the tag's score. */
-export type Explanation = Static<typeof Schemas.ExplanationSchema>;
+/** GET /runs/{run_id}/label-issues: the rows of the run's training data whose tag is probably wrong. */
+export type RunLabelIssuesData = Static<typeof LabelIssueSchemas.RunLabelIssuesData>;
 
-/** One feature's part in an explanation. */
-export type Contribution = Explanation['contributions'][number];
+/** One probable label error (a row, or one tag of a multi-label row). */
+export type LabelIssue = RunLabelIssuesData['issues'][number];
+
+/** Why a model gave a text its tag: one linear score split exactly, or a soft vote and its members. */
+export type Explanation = Static<typeof ExplanationSchemas.ExplanationSchema>;
+
+/** A linear model's explanation: the features that moved the tag's score. */
+export type LinearExplanation = Static<typeof ExplanationSchemas.LinearExplanationSchema>;
+
+/** A soft vote's explanation: how it combined its members, and each member's score split. */
+export type VoteExplanation = Static<typeof ExplanationSchemas.VoteExplanationSchema>;
+
+/** One member of a vote: its weight, link and probability, and its score split like a linear model's. */
+export type MemberExplanation = Static<typeof ExplanationSchemas.MemberExplanationSchema>;
+
+/** One feature's part in a score's split. */
+export type Contribution = Static<typeof ExplanationSchemas.ContributionSchema>;
 
 /** One text's prediction. */
 export type Prediction = Refine<

@@ -3,11 +3,11 @@ import type { FastifyRequest } from 'fastify';
 import { selectTags, type TagSelection } from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
 import type { RunSummary, ServedModel, ServingState } from '../service/index.js';
+import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { originFor } from './monitored.js';
 import { tracePredict } from './observability.js';
 import {
   ErrorEnvelope,
-  EXPLAIN_TOP,
   type ModelVersionRef,
   type PredictionItem,
   type RunRecord,

@@ -4,6 +4,7 @@
  * (/work/shared/spec/tag-prediction-api.md), including the dashed `status-code`.
  */
 import Type, { type Static, type TSchema } from 'typebox';
+import { EXPLAIN_TOP, ExplanationSchema } from './explanation-schemas.js';
 import { HTTP_DEFAULTS } from './options.js';
 
 /** A number that may be null: JSON has no NaN, and training writes a NaN metric as null. */
@@ -103,9 +104,6 @@ export type ValidationErrorBody = Static<typeof ValidationErrorBody>;
 /** The largest `top_k` a client may ask for (far above any model's tag count). */
 export const MAX_TOP_K = 10_000;
 
-/** How many contributions an explanation lists (the rest are summed). */
-export const EXPLAIN_TOP = 10;
-
 /**
  * One text. The spec's pydantic model defaults `text` to null, but a prediction needs a text, so an
  * entry without `text` is a 422 `field required` and `"text": null` a 422 `none is not an allowed value`.
@@ -134,7 +132,7 @@ export const predictPayload = (limits: { texts: number; textLength: number }) =>
       }),
       explain: Type.Optional(
         Type.Boolean({
-          description: `With \`true\`, each prediction also carries its \`explanation\`: the ${EXPLAIN_TOP} features that moved the predicted tag's score most (not part of the original contract; clients that send nothing get the contract's shapes)`,
+          description: `With \`true\`, each prediction also carries its \`explanation\`: the ${EXPLAIN_TOP} features that moved the predicted tag's score most, or for a soft vote how it combined its members' probabilities and each member's ${EXPLAIN_TOP} (not part of the original contract; clients that send nothing get the contract's shapes)`,
         }),
       ),
       top_k: Type.Optional(
@@ -210,39 +208,6 @@ export const ParamParams = Type.Object({
 // ---- responses -----------------------------------------------------------------------------------
 
 export const Empty = Type.Object({}, { additionalProperties: false, title: 'Empty' });
-
-export const ExplanationSchema = Type.Object(
-  {
-    tag: Type.String({ description: 'The tag explained: the one with the highest score' }),
-    score: Type.Number({
-      description: "The tag's linear score, before the link that turns scores into probabilities",
-    }),
-    bias: Type.Number({ description: "The tag's bias (intercept)" }),
-    contributions: Type.Array(
-      Type.Object(
-        {
-          feature: Type.String({
-            description: 'The n-gram as the model sees it (cleaned, lower-cased, maybe stemmed)',
-          }),
-          analyzer: Type.Enum(['word', 'char', 'char_wb'], { description: 'Which vectorizer made it' }),
-          value: Type.Number({ description: 'Its tf-idf value in this text' }),
-          contribution: Type.Number({
-            description: "weight × value: how far it moved the tag's score (negative: away from the tag)",
-          }),
-        },
-        { additionalProperties: false },
-      ),
-      { description: `The ${EXPLAIN_TOP} largest contributions by absolute value, largest first` },
-    ),
-    rest: Type.Number({ description: 'The sum of every other feature’s contribution' }),
-    features: Type.Integer({ description: 'How many of the model’s features the text has' }),
-  },
-  {
-    title: 'Explanation',
-    additionalProperties: false,
-    description: 'Exact for the linear model: `bias + Σ contributions + rest = score`',
-  },
-);
 
 export const PredictionItem = Type.Object(
   {

@@ -13,109 +13,74 @@
  * unchanged, the bump makes older readers refuse these models by format instead of by an unknown arg;
  * `tagger-model/1.3` — multi-label models (`multi_label` arg): the manifest adds `tag_thresholds`, one
  * probability threshold per tag, and the probabilities are the tags' own (not normalised).
- * All four are read; a model without an arg loads with the behaviour it was trained with: `/1` without
+ * `tagger-model/1.4` — the member classifiers (linear_svm, logistic_regression, nb_lr, nb_svm,
+ * multinomial_nb, complement_nb) and their soft vote (`classifier` one of them or `soft_vote`): the
+ * manifest adds `trained_tags` (the tags the members score, in column order) and `members` (each one's
+ * classifier, vote weight, inputs, link and Platt sigmoids), and weights.bin holds, after the idf, each
+ * member's weights[V × trained tags] (feature-major) and bias; SGD models keep 1.3's layout under 1.4.
+ * All five are read; a model without an arg loads with the behaviour it was trained with: `/1` without
  * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
  * 1 and `ngram_min_range` 2.
  */
-import { parseTrainingArgs, type TrainingArgs } from './args.js';
-import { ModelFormatError, ModelInputError } from './errors.js';
-import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './features.js';
+import { isSgdClassifier, parseTrainingArgs, type TrainingArgs } from './args.js';
+import {
+  bad,
+  crc32,
+  decodeVectorizer,
+  floatReader,
+  MANIFEST,
+  type Manifest,
+  vectorizerManifest,
+  WEIGHTS,
+  writeFloats,
+} from './artifact-common.js';
+import { type CheckedManifest, decodeVoteModel, encodeVoteModel } from './artifact-vote.js';
+import { ModelInputError } from './errors.js';
 import { OTHER_TAG } from './labels.js';
 import { type LinearModel, linkOf } from './sgd.js';
+import { SoftVoteTagModel } from './soft-vote.js';
 import { LinearTagModel, type TagModel } from './tagger.js';
-import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
 
-export const MODEL_FORMAT = 'tagger-model/1.3';
+export { crc32 } from './artifact-common.js';
+
+export const MODEL_FORMAT = 'tagger-model/1.4';
 /** Every format this version reads (older first). */
 export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
   'tagger-model/1',
   'tagger-model/1.1',
   'tagger-model/1.2',
+  'tagger-model/1.3',
   MODEL_FORMAT,
 ]);
-const MANIFEST = 'tagger-model.json';
-const WEIGHTS = 'weights.bin';
 export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS]);
-
-interface Manifest {
-  format: string;
-  tags: string[];
-  args: TrainingArgs;
-  threshold: number | null;
-  /** Multi-label models (format 1.3): each tag's probability threshold, in `tags` order. */
-  tag_thresholds?: number[];
-  ngram_range: [number, number];
-  n_features: number;
-  vocabulary: string[];
-  weights_crc32: number;
-  /** `char_wb+word` only: the feature blocks in column order. */
-  blocks?: ManifestBlock[];
-  /** `char_wb+word` only: the factor every block's l2-normalised values are scaled by. */
-  block_weight?: number;
-}
-
-interface ManifestBlock {
-  analyzer: TfidfAnalyzer;
-  ngram_range: [number, number];
-  n_features: number;
-}
-
-// CRC-32 (IEEE) detects truncation and bit rot; written out because src/model may import no Node modules.
-const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-export function crc32(bytes: Uint8Array): number {
-  let c = 0xffffffff;
-  for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
 
 /** Serialises a model trained by trainTagger into its files (name → bytes). */
 export function encodeModel(model: TagModel): Record<string, Uint8Array> {
+  const common = (bytes: Uint8Array) => ({
+    format: MODEL_FORMAT,
+    tags: [...model.tags],
+    args: model.args,
+    threshold: model.threshold,
+    ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
+    weights_crc32: crc32(bytes),
+  });
+  if (model instanceof SoftVoteTagModel) {
+    const { bytes, manifest } = encodeVoteModel(model);
+    return files({ ...common(bytes), ...manifest }, bytes);
+  }
   if (!(model instanceof LinearTagModel)) {
     throw new ModelInputError(
       'model/artifact: encodeModel needs a model returned by trainTagger or decodeModel',
     );
   }
   const { vectorizer, linear } = model;
-  const V = vectorizer.size;
-  const K = linear.nClasses;
-  const first = vectorizer instanceof FeatureUnion ? vectorizer.parts[0]! : vectorizer;
-  const bytes = new Uint8Array(8 * (V + V * K + K));
-  const view = new DataView(bytes.buffer);
-  let offset = 0;
-  for (const array of [vectorizer.idf, linear.weights, linear.bias]) {
-    for (let i = 0; i < array.length; i++, offset += 8) view.setFloat64(offset, array[i]!, true);
-  }
-  const manifest: Manifest = {
-    format: MODEL_FORMAT,
-    tags: [...model.tags],
-    args: model.args,
-    threshold: model.threshold,
-    ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
-    ngram_range: [first.ngramMin, first.ngramMax],
-    n_features: V,
-    vocabulary: [...vectorizer.vocabulary],
-    weights_crc32: crc32(bytes),
-  };
-  if (vectorizer instanceof FeatureUnion) {
-    manifest.blocks = vectorizer.parts.map((p) => ({
-      analyzer: p.analyzer,
-      ngram_range: [p.ngramMin, p.ngramMax],
-      n_features: p.size,
-    }));
-    manifest.block_weight = vectorizer.weight;
-  }
-  return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
+  const bytes = writeFloats([vectorizer.idf, linear.weights, linear.bias]);
+  return files({ ...common(bytes), ...vectorizerManifest(vectorizer) }, bytes);
 }
 
-const bad = (what: string): never => {
-  throw new ModelFormatError(
-    `model/artifact: ${what}; re-save the model with this version of tagger or retrain it`,
-  );
-};
+function files(manifest: Manifest, bytes: Uint8Array): Record<string, Uint8Array> {
+  return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
+}
 
 /** Loads files produced by encodeModel; checks the format version, shapes, checksum and values. */
 export function decodeModel(files: Record<string, Uint8Array>): TagModel {
@@ -177,7 +142,7 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   const tagThresholds = m.tag_thresholds;
   if (args!.multi_label) {
     const fits =
-      m.format === MODEL_FORMAT &&
+      (m.format === 'tagger-model/1.3' || m.format === MODEL_FORMAT) &&
       Array.isArray(tagThresholds) &&
       tagThresholds.length === tags!.length &&
       tagThresholds.every((t) => typeof t === 'number' && t >= 0 && t <= 1);
@@ -202,8 +167,21 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   const V = vocabulary!.length;
   if (m.n_features !== V)
     bad(`n_features is ${JSON.stringify(m.n_features)} but the vocabulary has ${V} entries`);
-  const K = tags!.length;
   const bytes = files[WEIGHTS]!;
+  const checked: CheckedManifest = {
+    manifest: m,
+    tags: tags!,
+    args: args!,
+    threshold: threshold ?? null,
+    tagThresholds: tagThresholds ?? null,
+    vocabulary: vocabulary!,
+  };
+  if (!isSgdClassifier(args!.classifier)) {
+    if (m.format !== MODEL_FORMAT)
+      bad(`classifier ${args!.classifier} needs format ${MODEL_FORMAT}, got ${m.format}`);
+    return decodeVoteModel(checked, bytes);
+  }
+  const K = tags!.length;
   const expected = 8 * (V + V * K + K);
   if (bytes.byteLength !== expected) {
     bad(
@@ -212,101 +190,15 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   }
   if (m.weights_crc32 !== crc32(bytes))
     bad(`${WEIGHTS} does not match its checksum in ${MANIFEST} (corrupt)`);
-
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const read = (from: number, n: number): Float64Array => {
-    const out = new Float64Array(n);
-    for (let i = 0; i < n; i++) {
-      out[i] = view.getFloat64((from + i) * 8, true);
-      if (!Number.isFinite(out[i]!)) bad(`${WEIGHTS} holds a non-finite number at value ${from + i}`);
-    }
-    return out;
-  };
+  const read = floatReader(bytes);
   const idf = read(0, V);
   const linear: LinearModel = {
     nFeatures: V,
     nClasses: K,
     weights: read(V, V * K),
     bias: read(V + V * K, K),
-    link: linkOf(args.classifier, args.loss, args.multi_label),
+    link: linkOf(args!.classifier as 'ovr' | 'softmax', args!.loss, args!.multi_label),
   };
-  let vectorizer: TaggerVectorizer;
-  try {
-    vectorizer =
-      args.analyzer === 'char_wb+word'
-        ? unionFromManifest(m, args, vocabulary!, idf)
-        : TfidfVectorizer.fromParts(
-            {
-              analyzer: args.analyzer,
-              ngramMin: range![0],
-              ngramMax: range![1],
-              sublinearTf: args.sublinear_tf,
-            },
-            vocabulary!,
-            idf,
-          );
-  } catch (error) {
-    if (error instanceof ModelFormatError) throw error;
-    return bad(`cannot rebuild the vectorizer (${(error as Error).message})`);
-  }
-  return new LinearTagModel(tags!, args, threshold ?? null, vectorizer, linear, tagThresholds ?? null);
-}
-
-/** Rebuilds a `char_wb+word` feature union from its manifest blocks (format 1.1). */
-function unionFromManifest(
-  m: Partial<Manifest>,
-  args: TrainingArgs,
-  vocabulary: string[],
-  idf: Float64Array,
-): FeatureUnion {
-  const blocks = m.blocks;
-  const expected = [
-    { analyzer: 'char_wb', ngram_range: m.ngram_range },
-    { analyzer: 'word', ngram_range: UNION_WORD_NGRAM_RANGE },
-  ];
-  if (
-    m.format === 'tagger-model/1' ||
-    !Array.isArray(blocks) ||
-    blocks.length !== expected.length ||
-    !blocks.every(
-      (b, i) =>
-        b !== null &&
-        typeof b === 'object' &&
-        b.analyzer === expected[i]!.analyzer &&
-        Array.isArray(b.ngram_range) &&
-        b.ngram_range.length === 2 &&
-        b.ngram_range[0] === expected[i]!.ngram_range![0] &&
-        b.ngram_range[1] === expected[i]!.ngram_range![1] &&
-        Number.isInteger(b.n_features) &&
-        b.n_features >= 1,
-    )
-  ) {
-    return bad(
-      `analyzer char_wb+word needs "blocks" [char_wb ${JSON.stringify(m.ngram_range)}, word [1,2]] with their feature counts, got ${JSON.stringify(blocks)}`,
-    );
-  }
-  const total = blocks.reduce((sum, b) => sum + b.n_features, 0);
-  if (total !== vocabulary.length)
-    bad(`blocks hold ${total} features but the vocabulary has ${vocabulary.length}`);
-  const weight = m.block_weight;
-  if (typeof weight !== 'number' || !(weight > 0 && weight <= 1)) {
-    bad(`block_weight must be a number in (0, 1], got ${JSON.stringify(weight)}`);
-  }
-  let from = 0;
-  const parts = blocks.map((b) => {
-    const to = from + b.n_features;
-    const part = TfidfVectorizer.fromParts(
-      {
-        analyzer: b.analyzer,
-        ngramMin: b.ngram_range[0],
-        ngramMax: b.ngram_range[1],
-        sublinearTf: args.sublinear_tf,
-      },
-      vocabulary.slice(from, to),
-      idf.slice(from, to),
-    );
-    from = to;
-    return part;
-  });
-  return new FeatureUnion(parts, weight!);
+  const vectorizer = decodeVectorizer(m, args!, vocabulary!, idf);
+  return new LinearTagModel(tags!, args!, threshold ?? null, vectorizer, linear, tagThresholds ?? null);
 }

@@ -14,16 +14,18 @@ export interface FeatureContribution {
   feature: string;
   /** Which vectorizer produced it: `word` n-grams, `char_wb` or `char` n-grams. */
   analyzer: TfidfAnalyzer;
-  /** Its tf-idf value in this text (scaled by the union weight for `char_wb+word`). */
+  /**
+   * Its tf-idf value in this text (scaled by the union weight for `char_wb+word`); 1 for a member that
+   * reads binary features (nb_lr, nb_svm: the feature is present).
+   */
   value: number;
   /** weight × value: how much it moved the tag's score (negative: away from the tag). */
   contribution: number;
 }
 
-export interface Explanation {
-  /** The tag explained: the one with the highest score (the predicted tag, unless the threshold fell back to `other`). */
-  tag: string;
-  /** The tag's linear score, before the softmax / one-vs-rest link turns scores into probabilities. */
+/** The exact linear part of an explanation: `bias + Σ contributions + rest = score`. */
+export interface LinearExplanation {
+  /** The tag's linear score, before the link (softmax, one-vs-rest, sigmoid or Platt) turns scores into probabilities. */
   score: number;
   bias: number;
   /** The largest contributions by absolute value, largest first. */
@@ -34,6 +36,62 @@ export interface Explanation {
   features: number;
 }
 
+/**
+ * Why a model gave a text its tag. A linear model (SGD, or one member classifier alone) splits the tag's score
+ * exactly (`LinearTagExplanation`); a vote of several members has no such split (`VoteTagExplanation`).
+ */
+export type Explanation = LinearTagExplanation | VoteTagExplanation;
+
+/** The tag's linear score split exactly: `bias + Σ contributions + rest = score`. */
+export interface LinearTagExplanation extends LinearExplanation {
+  /** The tag explained: the one with the highest score (the predicted tag, unless the threshold fell back to `other`). */
+  tag: string;
+  vote?: undefined;
+}
+
+/**
+ * A soft vote of several members. It averages the members' probabilities, which are not linear in the
+ * features, so no exact per-feature split of the vote exists and none is made up: what is exact is each
+ * member's split of its own score (`vote.members`) and the rule that combines their probabilities.
+ */
+export interface VoteTagExplanation {
+  /** The tag explained: the one with the highest vote probability (first in tag order on ties). */
+  tag: string;
+  /** How many features of the model the text has (the members share them). */
+  features: number;
+  vote: VoteExplanation;
+}
+
+/** Whether an explanation is a vote's (else it is one linear score's). */
+export const isVoteExplanation = (e: Explanation): e is VoteTagExplanation => e.vote !== undefined;
+
+/** How a soft vote reached its probability of the explained tag. */
+export interface VoteExplanation {
+  /** `weighted_mean`: probability = Σ weightₘ · probabilityₘ / Σ weightₘ over the members. */
+  rule: 'weighted_mean';
+  probability: number;
+  members: MemberExplanation[];
+}
+
+/** One member's exact explanation of the vote's tag: `bias + Σ contributions + rest = score`. */
+export interface MemberExplanation extends LinearExplanation {
+  classifier: string;
+  /** Its weight in the vote. */
+  weight: number;
+  /** What it reads of the features: tf-idf values, or 1 per feature present (`binary`). */
+  inputs: 'tfidf' | 'binary';
+  /**
+   * How its scores become its probabilities: `ovr` (sigmoids normalised to sum to 1), `sigmoid`
+   * (multi-label, each tag's own), `softmax`, or `platt` (calibrated: 1 / (1 + exp(a·score + b)) per tag,
+   * normalised to sum to 1 for single-label models).
+   */
+  link: 'ovr' | 'sigmoid' | 'softmax' | 'platt';
+  /** The explained tag's Platt parameters, when `link` is `platt`. */
+  platt?: { a: number; b: number };
+  /** Its probability of the explained tag. */
+  probability: number;
+}
+
 export interface ExplainableParts {
   readonly tags: readonly string[];
   readonly args: { readonly lower: boolean; readonly stem: boolean };
@@ -42,14 +100,14 @@ export interface ExplainableParts {
 }
 
 /** Column → (analyzer, name) of the vectorizer's features, built once per model. */
-interface FeatureNames {
+export interface FeatureNames {
   name(column: number): string;
   analyzer(column: number): TfidfAnalyzer;
 }
 
 const names = new WeakMap<TaggerVectorizer, FeatureNames>();
 
-function featureNames(vectorizer: TaggerVectorizer): FeatureNames {
+export function featureNames(vectorizer: TaggerVectorizer): FeatureNames {
   const known = names.get(vectorizer);
   if (known) return known;
   const parts = vectorizer instanceof FeatureUnion ? vectorizer.parts : [vectorizer];
@@ -75,45 +133,84 @@ function featureNames(vectorizer: TaggerVectorizer): FeatureNames {
   return made;
 }
 
-/**
- * Explains the top-scoring tag of `text`: its score, bias and the `top` features that moved it most.
- * @example explainLinear(model, 'Transformers for NER', 5).contributions[0] // { feature: 'transformers', … }
- */
-export function explainLinear(model: ExplainableParts, text: string, top = 10): Explanation {
-  const { linear, vectorizer } = model;
-  const K = linear.nClasses;
-  const w = linear.weights;
-  const clean = cleanText(String(text), { lower: model.args.lower, stem: model.args.stem });
-  const n = vectorizer.vectorize(clean);
-  // Copied: the vectorizer's buffers are scratch, overwritten by its next call.
-  const indices = vectorizer.vectorIndices.slice(0, n);
-  const values = vectorizer.vectorValues.slice(0, n);
-  const scores = Float64Array.from(linear.bias);
-  for (let j = 0; j < n; j++) {
-    const base = indices[j]! * K;
-    for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * values[j]!;
-  }
-  let best = 0;
-  for (let k = 1; k < K; k++) if (scores[k]! > scores[best]!) best = k;
+/** A text's features as the vectorizer found them (copies: its buffers are overwritten by its next call). */
+export interface TextFeatures {
+  indices: Int32Array;
+  values: Float64Array;
+}
 
+/** The cleaned text's features, copied out of the vectorizer's scratch buffers. */
+export function textFeatures(
+  vectorizer: TaggerVectorizer,
+  args: { readonly lower: boolean; readonly stem: boolean },
+  text: string,
+): TextFeatures {
+  const n = vectorizer.vectorize(cleanText(String(text), { lower: args.lower, stem: args.stem }));
+  return { indices: vectorizer.vectorIndices.slice(0, n), values: vectorizer.vectorValues.slice(0, n) };
+}
+
+/**
+ * The exact split of one linear score: `bias` plus `weightOf(column) × value` for every feature of the
+ * text, the `top` largest (by absolute value) listed and the others summed into `rest`.
+ */
+export function splitScore(
+  features: TextFeatures,
+  weightOf: (column: number) => number,
+  bias: number,
+  top: number,
+  names: FeatureNames,
+  binary = false,
+): LinearExplanation {
+  const { indices } = features;
+  const n = indices.length;
+  const value = (j: number): number => (binary ? 1 : features.values[j]!);
+  const contributions = Float64Array.from({ length: n }, (_, j) => weightOf(indices[j]!) * value(j));
+  let score = bias;
+  for (let j = 0; j < n; j++) score += contributions[j]!;
   const order = Array.from({ length: n }, (_, j) => j);
-  const contribution = (j: number): number => w[indices[j]! * K + best]! * values[j]!;
-  order.sort((a, b) => Math.abs(contribution(b)) - Math.abs(contribution(a)) || indices[a]! - indices[b]!);
+  order.sort(
+    (a, b) => Math.abs(contributions[b]!) - Math.abs(contributions[a]!) || indices[a]! - indices[b]!,
+  );
   const shown = order.slice(0, Math.max(0, top));
   let rest = 0;
-  for (const j of order.slice(shown.length)) rest += contribution(j);
-  const feature = featureNames(vectorizer);
+  for (const j of order.slice(shown.length)) rest += contributions[j]!;
   return {
-    tag: model.tags[best]!,
-    score: scores[best]!,
-    bias: linear.bias[best]!,
+    score,
+    bias,
     contributions: shown.map((j) => ({
-      feature: feature.name(indices[j]!),
-      analyzer: feature.analyzer(indices[j]!),
-      value: values[j]!,
-      contribution: contribution(j),
+      feature: names.name(indices[j]!),
+      analyzer: names.analyzer(indices[j]!),
+      value: value(j),
+      contribution: contributions[j]!,
     })),
     rest,
     features: n,
   };
+}
+
+/**
+ * Explains the top-scoring tag of `text`: its score, bias and the `top` features that moved it most.
+ * @example explainLinear(model, 'Transformers for NER', 5).contributions[0] // { feature: 'transformers', … }
+ */
+export function explainLinear(model: ExplainableParts, text: string, top = 10): LinearTagExplanation {
+  const { linear, vectorizer } = model;
+  const K = linear.nClasses;
+  const w = linear.weights;
+  const features = textFeatures(vectorizer, model.args, text);
+  const scores = Float64Array.from(linear.bias);
+  for (let j = 0; j < features.indices.length; j++) {
+    const base = features.indices[j]! * K;
+    for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * features.values[j]!;
+  }
+  let best = 0;
+  for (let k = 1; k < K; k++) if (scores[k]! > scores[best]!) best = k;
+  const split = splitScore(
+    features,
+    (column) => w[column * K + best]!,
+    linear.bias[best]!,
+    top,
+    featureNames(vectorizer),
+  );
+  // The score as predict computes it (the same sum in the same order), so it matches predict bit for bit.
+  return { tag: model.tags[best]!, ...split, score: scores[best]! };
 }

@@ -1,12 +1,18 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
 export {
   type Analyzer,
+  type Calibration,
   type Classifier,
   DEFAULT_TRAINING_ARGS,
+  DEFAULT_VOTE_MEMBERS,
+  isSgdClassifier,
   type LearningRateSchedule,
+  type MemberClassifier,
   parseTrainingArgs,
+  type SvmLoss,
   type ThresholdMode,
   type TrainingArgs,
+  type VoteMemberArgs,
 } from './args.js';
 export { decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
 export {
@@ -31,15 +37,25 @@ export {
   liveQuality,
 } from './drift.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
-export type { Explanation, FeatureContribution } from './explain.js';
+export {
+  type Explanation,
+  type FeatureContribution,
+  isVoteExplanation,
+  type LinearTagExplanation,
+  type MemberExplanation,
+  type VoteExplanation,
+  type VoteTagExplanation,
+} from './explain.js';
 export {
   modelTags,
   multiLabelModelTags,
   normalizeTag,
+  normalizeTagSet,
   OTHER_TAG,
   rowsPerTag,
   tagsOverThresholds,
 } from './labels.js';
+export { MEMBER_CLASSIFIERS } from './member-args.js';
 export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';
 export {
@@ -79,6 +95,7 @@ export {
   evaluate,
   evaluateWithErrors,
   type LabelledText,
+  type MemberReport,
   type Prediction,
   type TagModel,
   type TrainOptions,

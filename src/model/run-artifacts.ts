@@ -2,8 +2,9 @@
  * The run artifact layout: the contract between training and serving (see docs/ARCHITECTURE.md).
  * A training run stores its arguments as `args.json`, its evaluation as `performance.json` and the model
  * files (encodeModel's MODEL_FILES) under `model/`, all relative to the run's artifact root; serving reads
- * them back by these names. `confusion_matrix.json` and `test_mistakes.json` (test-errors.ts) are for
- * people only; serving never needs them. Change them only together with every reader and writer.
+ * them back by these names. `confusion_matrix.json`, `test_mistakes.json` (test-errors.ts) and
+ * `label_issues.json` are for people only; serving never needs them. Change them only together with every
+ * reader and writer.
  */
 export const RUN_ARTIFACTS = {
   args: 'args.json',
@@ -16,6 +17,11 @@ export const RUN_ARTIFACTS = {
   behavioural: 'behavioural.json',
   /** The slice definitions the performance report used, with each one's row count (not read by serving). */
   slices: 'slices.json',
+  /**
+   * The training data's rows whose given tag is probably wrong (src/train/label-issues.ts), for the
+   * inspection page (optional: older runs, and runs of data too small to cross-validate, lack it).
+   */
+  labelIssues: 'label_issues.json',
   /**
    * What the model's inputs and answers looked like on the test split, for drift monitoring (profile.ts;
    * optional: runs logged before it existed have none, and serving then judges no drift).

@@ -3,9 +3,9 @@
  * with oversampling and an optional probability threshold below which a prediction falls back to `other`;
  * or, with `multi_label`, one-vs-rest binary problems whose tags each pass their own probability threshold.
  */
-import type { TrainingArgs } from './args.js';
+import { isSgdClassifier, type TrainingArgs } from './args.js';
 import { ModelInputError } from './errors.js';
-import { type Explanation, explainLinear } from './explain.js';
+import { explainLinear, type LinearTagExplanation } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
 import {
   multiLabelModelTags,
@@ -14,13 +14,7 @@ import {
   OTHER_TAG,
   tagsOverThresholds,
 } from './labels.js';
-import {
-  multiLabelMetrics,
-  multiLabelReport,
-  type Performance,
-  performanceReport,
-  weightedMetrics,
-} from './metrics.js';
+import { multiLabelMetrics, multiLabelReport, type Performance, performanceReport } from './metrics.js';
 import { cleanText } from './preprocess.js';
 import { createRng, randomInt } from './rng.js';
 import {
@@ -36,67 +30,33 @@ import {
   trainSoftmaxSgd,
 } from './sgd.js';
 import type { Slice } from './slices.js';
+import {
+  type EpochReport,
+  type LabelledText,
+  type Prediction,
+  type TagModel,
+  type TrainedTagger,
+  type TrainOptions,
+  tagsOf,
+} from './tag-model.js';
 import { multiLabelTestErrors, type TestErrors, testErrors } from './test-errors.js';
+import { chooseTagThresholds, chooseThreshold, f1WithThreshold } from './thresholds.js';
+import { trainVoteTagger } from './train-vote.js';
+import { labelArrays, oversampledOrder } from './training-rows.js';
 
-export interface LabelledText {
-  text: string;
-  /**
-   * The text's tag; for a multi-label row, the key of its tag set (its tags sorted and joined by `|`),
-   * which data checks compare rows by.
-   */
-  tag: string;
-  /** Multi-label rows: every tag of the text (at least one). */
-  tags?: readonly string[];
-}
-
-/** The tags of a labelled row: its list for a multi-label row, else its one tag. */
-export const tagsOf = (row: LabelledText): readonly string[] => row.tags ?? [row.tag];
-
-/** The `tag` of a multi-label row with these tags (see LabelledText.tag). */
-export const tagSetKey = (tags: readonly string[]): string => [...new Set(tags)].sort().join('|');
-
-export interface Prediction {
-  /** The model's answer: the most probable tag (single-label), or the most probable of `predicted_tags`, else `other`. */
-  predicted_tag: string;
-  /**
-   * The tags the model gives the text, most probable first: `[predicted_tag]` for a single-label model,
-   * every tag whose probability reaches its threshold for a multi-label one (possibly none).
-   */
-  predicted_tags: string[];
-  /** Probability of every model tag; they sum to 1 for a single-label model, not for a multi-label one. */
-  probabilities: Record<string, number>;
-}
-
-export interface TagModel {
-  /** The model's classes, sorted; always includes `other`. */
-  readonly tags: readonly string[];
-  readonly args: TrainingArgs;
-  /** Fallback threshold on the top probability (null: plain argmax); null for a multi-label model. */
-  readonly threshold: number | null;
-  /** Multi-label: each tag's probability threshold, in `tags` order; null for a single-label model. */
-  readonly tagThresholds: readonly number[] | null;
-  /** One prediction per text, in order; never throws for any string. */
-  predict(texts: readonly string[]): Prediction[];
-  /** Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed). */
-  explain(text: string, top?: number): Explanation;
-}
-
-/**
- * One epoch's losses. With `ensemble` > 1 the members train one after another and each report is the mean
- * over members of their losses at that epoch (valLoss: the members' mean validation loss, not the averaged
- * model's), emitted while the last member trains.
- */
-export interface EpochReport {
-  epoch: number;
-  epochs: number;
-  /**
-   * Training loss of the epoch's (oversampled) samples, each taken just before its SGD update: the mean
-   * multiclass log loss (softmax), or the mean over samples of the summed per-class binary log losses (ovr).
-   */
-  trainLoss: number;
-  /** Mean log loss on the validation split after the epoch; NaN when the split is empty. */
-  valLoss: number;
-}
+// Moved to leaf modules so every trainer can share them; re-exported for the callers that import them here.
+export {
+  type EpochReport,
+  type LabelledText,
+  type MemberReport,
+  type Prediction,
+  type TagModel,
+  type TrainedTagger,
+  type TrainOptions,
+  tagSetKey,
+  tagsOf,
+} from './tag-model.js';
+export { chooseTagThresholds, chooseThreshold } from './thresholds.js';
 
 /**
  * The training seeds of a seed ensemble's members: `seed` itself first (so `ensemble: 1` is the single
@@ -165,7 +125,7 @@ export class LinearTagModel implements TagModel {
     return scores;
   }
 
-  explain(text: string, top = 10): Explanation {
+  explain(text: string, top = 10): LinearTagExplanation {
     return explainLinear(this, text, top);
   }
 
@@ -186,106 +146,6 @@ export class LinearTagModel implements TagModel {
       return { predicted_tag, predicted_tags: [predicted_tag], probabilities };
     });
   }
-}
-
-/** Indices 0..n-1, plus random repeats of every class smaller than the largest (random oversampling). */
-function oversampledOrder(y: Int32Array, nClasses: number, rng: () => number): Int32Array {
-  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
-  y.forEach((k, i) => {
-    byClass[k]!.push(i);
-  });
-  const largest = Math.max(...byClass.map((c) => c.length));
-  const order = Array.from(y.keys());
-  for (const members of byClass) {
-    for (let extra = members.length; members.length > 0 && extra < largest; extra++) {
-      order.push(members[randomInt(rng, members.length)]!);
-    }
-  }
-  return Int32Array.from(order);
-}
-
-/** Weighted f1 on validation when predictions whose top probability is below `threshold` become `other`. */
-function f1WithThreshold(
-  top: Float64Array,
-  argmax: readonly string[],
-  yTrue: readonly string[],
-  threshold: number | null,
-): number {
-  const pred = argmax.map((tag, i) => (threshold !== null && top[i]! < threshold ? OTHER_TAG : tag));
-  return weightedMetrics(yTrue, pred).f1;
-}
-
-/**
- * Threshold selection on the validation split. `tuned` tries 0 (no fallback) and the midpoints between
- * consecutive distinct top probabilities, keeping the best weighted f1 (lowest threshold on ties);
- * `auto` keeps that threshold only if it beats argmax strictly, else returns null (argmax).
- */
-export function chooseThreshold(
-  mode: TrainingArgs['threshold'],
-  top: Float64Array,
-  argmax: readonly string[],
-  yTrue: readonly string[],
-): number | null {
-  if (mode === 'argmax' || top.length === 0) return null;
-  const distinct = [...new Set(top)].sort((a, b) => a - b);
-  const argmaxF1 = f1WithThreshold(top, argmax, yTrue, null);
-  let best = 0;
-  let bestF1 = argmaxF1;
-  for (let i = 0; i + 1 < distinct.length; i++) {
-    const candidate = (distinct[i]! + distinct[i + 1]!) / 2;
-    const f1 = f1WithThreshold(top, argmax, yTrue, candidate);
-    if (f1 > bestF1) {
-      bestF1 = f1;
-      best = candidate;
-    }
-  }
-  if (mode === 'tuned') return best;
-  return best > 0 && bestF1 > argmaxF1 ? best : null;
-}
-
-/**
- * Multi-label thresholds on the validation split, one per tag: 0.5 for `argmax` (and for a tag the split
- * never shows, whose f1 says nothing); otherwise the f1-best of 0.5 and the midpoints between the tag's
- * consecutive distinct validation probabilities (`tuned`: the lowest on ties; `auto`: 0.5 unless strictly
- * beaten). One sort and one sweep per tag.
- */
-export function chooseTagThresholds(
-  mode: TrainingArgs['threshold'],
-  probabilities: readonly Float64Array[],
-  labels: Uint8Array,
-  nTags: number,
-): number[] {
-  const thresholds: number[] = Array.from({ length: nTags }, () => 0.5);
-  if (mode === 'argmax') return thresholds;
-  for (let k = 0; k < nTags; k++) {
-    // Rows by probability, highest first: predicting the tag for p >= t predicts it for a prefix.
-    const rows = probabilities
-      .map((p, r) => ({ p: p[k]!, positive: labels[r * nTags + k] === 1 }))
-      .sort((a, b) => b.p - a.p);
-    const positives = rows.filter((row) => row.positive).length;
-    if (positives === 0) continue;
-    const f1Of = (tp: number, predicted: number): number =>
-      predicted === 0 ? 0 : (2 * tp) / (predicted + positives);
-    const atHalf = rows.filter((row) => row.p >= 0.5);
-    let best = 0.5;
-    let bestF1 = f1Of(atHalf.filter((row) => row.positive).length, atHalf.length);
-    let tp = 0;
-    for (let i = 0; i < rows.length; i++) {
-      if (rows[i]!.positive) tp++;
-      const next = rows[i + 1];
-      // A threshold between this row's probability and the next lower one predicts rows 0..i.
-      if (next === undefined || next.p === rows[i]!.p) continue;
-      const candidate = (rows[i]!.p + next.p) / 2;
-      const f1 = f1Of(tp, i + 1);
-      // Ties go to the lower threshold under `tuned`; `auto` keeps 0.5 unless strictly beaten.
-      if (f1 > bestF1 || (mode === 'tuned' && f1 === bestF1 && candidate < best)) {
-        bestF1 = f1;
-        best = candidate;
-      }
-    }
-    thresholds[k] = best;
-  }
-  return thresholds;
 }
 
 /** What one fit of features + linear classifier produces (see `fitTagger`). */
@@ -384,57 +244,6 @@ function fitTagger(
 }
 
 /**
- * The label arrays of rows for a model's tags: `y`, each row's class (single-label) or, for multi-label
- * rows, the group oversampling uses — the row's rarest tag (fewest rows among `rows`), so rare tags are
- * repeated like rare classes — and `labels`, the multi-label indicator matrix.
- */
-function labelArrays(
-  rows: readonly LabelledText[],
-  tags: readonly string[],
-  multiLabel: boolean,
-): { y: Int32Array; labels?: Uint8Array } {
-  const classes = new Set(tags);
-  const classIndex = new Map(tags.map((t, i) => [t, i]));
-  if (!multiLabel) return { y: Int32Array.from(rows, (r) => classIndex.get(normalizeTag(r.tag, classes))!) };
-  const K = tags.length;
-  const labels = new Uint8Array(rows.length * K);
-  const sets = rows.map((row) => normalizeTagSet(tagsOf(row), classes).map((tag) => classIndex.get(tag)!));
-  const counts = new Int32Array(K);
-  sets.forEach((set, r) => {
-    for (const k of set) {
-      labels[r * K + k] = 1;
-      counts[k]!++;
-    }
-  });
-  const y = Int32Array.from(sets, (set) =>
-    set.reduce((rarest, k) => (counts[k]! < counts[rarest]! ? k : rarest)),
-  );
-  return { y, labels };
-}
-
-export interface TrainOptions {
-  seed: number;
-  /** Epoch losses of the validated fit (the one whose validation loss means something). */
-  onEpoch?: (r: EpochReport) => void;
-  /** Epoch losses of the refit on train + validation (`args.refit`); `valLoss` is NaN there. */
-  onRefitEpoch?: (r: EpochReport) => void;
-}
-
-export interface TrainedTagger {
-  model: TagModel;
-  /** Per-epoch losses of the validated fit. */
-  history: EpochReport[];
-  threshold: number | null;
-  /**
-   * Weighted f1 on the validation split of the validated fit, with the chosen threshold(s). With `refit`
-   * the returned model has seen the validation rows, so this is the model-selection score, not the model's.
-   */
-  validationF1: number;
-  /** Multi-label: each tag's threshold (in the model's tag order); null for a single-label model. */
-  tagThresholds: readonly number[] | null;
-}
-
-/**
  * Trains a tagger. A first fit on `train` is scored on `validation`: its per-epoch validation loss is the
  * history and its validation predictions choose the threshold (`args.threshold`). With `args.refit` (and a
  * non-empty validation split) the returned model is then fitted again, with the same arguments and seed, on
@@ -453,6 +262,8 @@ export function trainTagger(
       'model/tagger: the training split is empty; provide at least one labelled text',
     );
   }
+  // The dual coordinate descent, naive Bayes and soft-vote classifiers have their own trainer.
+  if (!isSgdClassifier(args.classifier)) return trainVoteTagger(train, validation, args, options);
   const first = fitTagger(train, validation, args, options.seed, options.onEpoch);
   if (args.multi_label) return finishMultiLabel(first, train, validation, args, options);
   const { tags, linear, valData } = first;

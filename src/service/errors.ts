@@ -26,8 +26,10 @@ export class NotLoggedError extends Error {
   constructor(
     readonly runId: string,
     what: string,
+    /** Which runs have it (what a person can do about it). */
+    which = 'runs trained by this version of tagger have it',
   ) {
-    super(`run ${runId} has no ${what} logged; runs trained by this version of tagger have it`);
+    super(`run ${runId} has no ${what} logged; ${which}`);
   }
 }
 

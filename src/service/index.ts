@@ -24,6 +24,8 @@ export {
   HISTORY_METRICS,
   type ServedConfusion,
   type ServedHistory,
+  type ServedLabelIssue,
+  type ServedLabelIssues,
   type ServedMistake,
   type ServedTestErrors,
 } from './inspection.js';

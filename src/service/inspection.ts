@@ -1,7 +1,7 @@
 /**
  * What the inspection page reads about one run beyond its performance report: the test split's confusion
- * matrix and mistakes (`confusion_matrix.json`, `test_mistakes.json`, logged by training) and the
- * per-epoch losses (metric history). Artifacts come from the tracking store and are checked like the
+ * matrix and mistakes (`confusion_matrix.json`, `test_mistakes.json`, logged by training), the training
+ * data's probable label errors (`label_issues.json`) and the per-epoch losses (metric history). Artifacts come from the tracking store and are checked like the
  * serving artifacts: a broken file is an ArtifactFormatError, never a crash.
  */
 import { type ConfusionMatrix, type Mistake, RUN_ARTIFACTS } from '../model/index.js';
@@ -113,4 +113,110 @@ export async function readHistory(
     }),
   );
   return Object.fromEntries(series) as ServedHistory;
+}
+
+/** One row (single-label) or one row's tag (multi-label) whose given label is probably wrong. */
+export interface ServedLabelIssue {
+  rank: number;
+  /** The data file's line the row starts on; null when the rows had none. */
+  line: number | null;
+  text: string;
+  /** `tag`: the row's tag is probably wrong; `extra_tag` / `missing_tag`: a multi-label row's tag `tag`. */
+  kind: 'tag' | 'extra_tag' | 'missing_tag';
+  given_probability: number;
+  suggested_probability: number;
+  confident: boolean;
+  given_tag?: string;
+  /** Single-label: the row's tag as written in the data, when the models know it as `given_tag` (folded). */
+  data_tag?: string;
+  suggested_tag?: string;
+  tag?: string;
+  given_tags?: string[];
+  suggested_tags?: string[];
+}
+
+export interface ServedLabelIssues {
+  multi_label: boolean;
+  /** Rows looked at, the folds and the seed of the out-of-fold models. */
+  rows: number;
+  folds: number;
+  seed: number;
+  /** The tags as the models know them. */
+  tags: string[];
+  /** Issues found in all; `issues` holds the most unlikely of them (capped by training). */
+  found: number;
+  issues: ServedLabelIssue[];
+}
+
+const isProbability = (value: unknown): value is number =>
+  typeof value === 'number' && value >= 0 && value <= 1;
+
+/** label_issues.json as training writes it (src/train/label-issues.ts), checked field by field. */
+export function parseLabelIssues(raw: unknown): ServedLabelIssues {
+  const where = RUN_ARTIFACTS.labelIssues;
+  if (!isRecord(raw)) throw new ArtifactFormatError(`${where} must hold a JSON object`);
+  const { multi_label, rows, folds, seed, tags, found, issues } = raw;
+  if (typeof multi_label !== 'boolean')
+    throw new ArtifactFormatError(`${where}: multi_label must be a boolean`);
+  if (!isCount(rows) || !isCount(folds) || !isCount(seed)) {
+    throw new ArtifactFormatError(`${where}: rows, folds and seed must be counts`);
+  }
+  if (!isStringList(tags)) throw new ArtifactFormatError(`${where}: tags must be an array of strings`);
+  if (!Array.isArray(issues)) throw new ArtifactFormatError(`${where}: issues must be an array`);
+  if (!isCount(found) || found < issues.length) {
+    throw new ArtifactFormatError(`${where}: found must be a count of at least ${issues.length}`);
+  }
+  const parsed = issues.map((item, index): ServedLabelIssue => {
+    const common =
+      isRecord(item) &&
+      isCount(item.rank) &&
+      (item.line === null || isCount(item.line)) &&
+      typeof item.text === 'string' &&
+      isProbability(item.given_probability) &&
+      isProbability(item.suggested_probability) &&
+      typeof item.confident === 'boolean';
+    const single =
+      common &&
+      !multi_label &&
+      item.kind === 'tag' &&
+      typeof item.given_tag === 'string' &&
+      (item.data_tag === undefined || typeof item.data_tag === 'string') &&
+      typeof item.suggested_tag === 'string';
+    const multi =
+      common &&
+      multi_label &&
+      (item.kind === 'extra_tag' || item.kind === 'missing_tag') &&
+      typeof item.tag === 'string' &&
+      isStringList(item.given_tags) &&
+      isStringList(item.suggested_tags);
+    if (!single && !multi) {
+      throw new ArtifactFormatError(
+        `${where}: issues[${index}] must have rank, line (a count or null), text, given_probability and suggested_probability (0..1), confident, and ${multi_label ? 'kind extra_tag or missing_tag, tag, given_tags and suggested_tags' : 'kind tag, given_tag and suggested_tag'}`,
+      );
+    }
+    const issue = item as unknown as ServedLabelIssue;
+    const base = {
+      rank: issue.rank,
+      line: issue.line,
+      text: issue.text,
+      kind: issue.kind,
+      given_probability: issue.given_probability,
+      suggested_probability: issue.suggested_probability,
+      confident: issue.confident,
+    };
+    return multi_label
+      ? { ...base, tag: issue.tag!, given_tags: issue.given_tags!, suggested_tags: issue.suggested_tags! }
+      : {
+          ...base,
+          given_tag: issue.given_tag!,
+          ...(issue.data_tag === undefined ? {} : { data_tag: issue.data_tag }),
+          suggested_tag: issue.suggested_tag!,
+        };
+  });
+  return { multi_label, rows, folds, seed, tags, found, issues: parsed };
+}
+
+/** Reads and checks a run's label issues; rejects with the reader's error (e.g. NOT_FOUND) or a format error. */
+export async function readLabelIssues(read: ArtifactReader): Promise<ServedLabelIssues> {
+  return parseLabelIssues(await readJsonArtifact(read, RUN_ARTIFACTS.labelIssues));
 }

@@ -17,7 +17,14 @@ import {
 } from './artifacts.js';
 import { SingleFlightLru } from './cache.js';
 import { NotLoggedError, RunLoadError, UnknownRunError } from './errors.js';
-import { readHistory, readTestErrors, type ServedHistory, type ServedTestErrors } from './inspection.js';
+import {
+  readHistory,
+  readLabelIssues,
+  readTestErrors,
+  type ServedHistory,
+  type ServedLabelIssues,
+  type ServedTestErrors,
+} from './inspection.js';
 
 /** One run as listed by GET /runs, captured when the snapshot was made. */
 export interface RunSummary {
@@ -107,6 +114,8 @@ export class ServedSnapshot {
   private readonly performances: SingleFlightLru<ServedPerformance>;
   /** A few runs' test errors: the page asks for one or two runs at a time, and they can be ~1 MB. */
   private readonly errors = new SingleFlightLru<ServedTestErrors>(4);
+  /** A few runs' label issues (at most 1,000 issues each, like the mistakes). */
+  private readonly labelIssueReports = new SingleFlightLru<ServedLabelIssues>(4);
 
   /** @internal built by ServedRuns only */
   constructor(
@@ -168,6 +177,29 @@ export class ServedSnapshot {
     } catch (error) {
       if (error instanceof TrackingError && error.code === 'NOT_FOUND') {
         throw new NotLoggedError(run.runId, 'test-set errors (confusion_matrix.json, test_mistakes.json)');
+      }
+      throw toRunLoadError(run.runId, error);
+    }
+  }
+
+  /**
+   * A run's label issues: the rows of its training data whose tag is probably wrong (cached).
+   * NotLoggedError when the run has none: runs logged before training looked for them, or trained with
+   * --no-label-issues, on data too small to cross-validate, or by another tool.
+   */
+  async labelIssues(runId: string): Promise<ServedLabelIssues> {
+    const run = this.run(runId);
+    try {
+      return await this.labelIssueReports.get(run.runId, () =>
+        readLabelIssues((path) => this.store.readArtifact(run.runId, path)),
+      );
+    } catch (error) {
+      if (error instanceof TrackingError && error.code === 'NOT_FOUND') {
+        throw new NotLoggedError(
+          run.runId,
+          'label issues (label_issues.json)',
+          'tagger train logs them unless given --no-label-issues or data too small to cross-validate (the run tag tagger.label_issues.skipped then says why); runs trained before tagger looked for them have none',
+        );
       }
       throw toRunLoadError(run.runId, error);
     }

@@ -67,8 +67,17 @@ export interface Fold {
   test: LabelledText[];
 }
 
-/** The k folds of `data` with each fold's training and validation rows; throws DataError when too small. */
-export function crossValidationFolds(data: readonly LabelledText[], k: number, seed: number): Fold[] {
+/**
+ * The k folds of `data` with each fold's training and validation rows; throws DataError when too small.
+ * `validated: false` (label issues, whose fold models fit on all the other folds' rows) needs no validation
+ * rows, only at least MIN_SPLIT_ROWS test rows per fold.
+ */
+export function crossValidationFolds(
+  data: readonly LabelledText[],
+  k: number,
+  seed: number,
+  { validated = true }: { validated?: boolean } = {},
+): Fold[] {
   if (!Number.isInteger(k) || k < 2) {
     throw new RangeError(`cross-validation: --folds must be a whole number ≥ 2, got ${k}`);
   }
@@ -81,9 +90,12 @@ export function crossValidationFolds(data: readonly LabelledText[], k: number, s
   return parts.map((test, i) => {
     const rest = parts.filter((_, j) => j !== i).flat();
     const [train = [], validation = []] = stratifiedSplit(rest, splitStratum(rest), SPLIT_WITH_TEST, seed);
-    if (test.length < MIN_SPLIT_ROWS || validation.length < MIN_SPLIT_ROWS) {
+    if (test.length < MIN_SPLIT_ROWS || (validated && validation.length < MIN_SPLIT_ROWS)) {
+      const what = validated
+        ? `test ${test.length} and validate on ${validation.length} rows`
+        : `test ${test.length} row${test.length === 1 ? '' : 's'}`;
       throw new DataError(
-        `data: ${data.length} rows are too few for ${k}-fold cross-validation (fold ${i + 1} would test ${test.length} and validate on ${validation.length} rows); use fewer folds or more data`,
+        `data: ${data.length} rows are too few for ${k}-fold cross-validation (fold ${i + 1} would ${what}); use fewer folds or more data`,
       );
     }
     return { train, validation, test };

@@ -1,8 +1,9 @@
 /**
  * Logging one training as an MLflow run: params, metrics (final and per-epoch history), the usual
  * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`) and those a
- * person reads (`behavioural.json`, `slices.json`, and what the test split got wrong for the inspection
- * page: `confusion_matrix.json`, `test_mistakes.json`), the test split's reference profile for drift
+ * person reads (`behavioural.json`, `slices.json`, what the test split got wrong for the inspection
+ * page: `confusion_matrix.json`, `test_mistakes.json`, and the training data's probable label errors,
+ * `label_issues.json`, when the caller looked for them), the test split's reference profile for drift
  * monitoring (`reference_profile.json`), the behavioural pass rates as metrics, the data
  * files as dataset inputs, and the model as an MLflow 3 logged model (READY, with the params and final
  * metrics, recorded as the run's output; see `logged-model.ts`).
@@ -26,11 +27,15 @@ import {
   type MetricPoint,
   type TrackingStore,
 } from '../tracking/store.js';
+import type { TrainingLabelIssues } from './label-issues.js';
 import { LOGGED_MODEL_NAME, MLMODEL_FILE, mlmodelYaml } from './logged-model.js';
 import type { TrainingOutcome } from './pipeline.js';
 
 /** Tag naming the model artifact format, so loaders can tell Tagger runs from others at a glance. */
 export const MODEL_FORMAT_TAG = 'tagger.model_format';
+
+/** Tag saying why a training logged no label_issues.json although it looked (e.g. too few rows). */
+export const LABEL_ISSUES_SKIPPED_TAG = 'tagger.label_issues.skipped';
 
 export interface LogRunInput {
   experiment: string;
@@ -50,6 +55,12 @@ export interface LogRunInput {
   extraTags?: Record<string, string>;
   /** The data files, logged as the run's dataset inputs (see `dataset-input.ts`). */
   datasets?: DatasetInput[];
+  /**
+   * The training data's label issues (`trainingLabelIssues`): logged as `label_issues.json` with the
+   * metrics `label_issues` (how many) and `label_issues_seconds`, or, when it could not look, the reason
+   * as tag `tagger.label_issues.skipped`.
+   */
+  labelIssues?: TrainingLabelIssues;
   /** Stops logging when aborted: the run is marked KILLED and the abort reason is thrown. */
   signal?: AbortSignal;
   /**
@@ -143,6 +154,9 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...(input.outcome.warnings.length > 0
         ? { [EVALUATION_TAGS.warnings]: input.outcome.warnings.join('\n').slice(0, 8_000) }
         : {}),
+      ...(input.labelIssues !== undefined && 'skipped' in input.labelIssues
+        ? { [LABEL_ISSUES_SKIPPED_TAG]: input.labelIssues.skipped.slice(0, 8_000) }
+        : {}),
     },
   });
   const runId = run.info.runId;
@@ -185,6 +199,11 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...input.extraMetrics,
     };
     if (outcome.threshold !== null) finals.threshold = outcome.threshold;
+    const labelIssues = input.labelIssues;
+    if (labelIssues !== undefined && 'report' in labelIssues) {
+      finals.label_issues = labelIssues.report.found;
+      finals.label_issues_seconds = labelIssues.seconds;
+    }
     // The other two averages beside the weighted one (f1); for multi-label runs micro f1 is the usual headline.
     const averages = outcome.performance.averages;
     if (averages !== undefined) {
@@ -243,6 +262,9 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
         : [[RUN_ARTIFACTS.confusion, json(outcome.testErrors.confusion)] as [string, Uint8Array]]),
       [RUN_ARTIFACTS.mistakes, json(outcome.testErrors.mistakes)],
       [RUN_ARTIFACTS.behavioural, json(outcome.behaviour)],
+      ...(labelIssues !== undefined && 'report' in labelIssues
+        ? [[RUN_ARTIFACTS.labelIssues, json(labelIssues.report)] as [string, Uint8Array]]
+        : []),
       // Compact: the vocabulary makes it the largest JSON artifact, and no person reads it.
       [RUN_ARTIFACTS.referenceProfile, encoder.encode(`${JSON.stringify(outcome.reference)}\n`)],
       [

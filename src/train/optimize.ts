@@ -1,6 +1,6 @@
 /**
- * Hyper-parameter search: seeded random search over the features (analyzer, n-gram range, sublinear tf,
- * min_df), the loss and class weights, and the SGD's learning rate, power_t and alpha. Every trial is
+ * Hyper-parameter search: seeded random search over the features, the classifier and its hyper-parameters
+ * (search-space.ts). Every trial is
  * scored by stratified k-fold cross-validation on the training data (never the test data; see
  * `cross-validate.ts`), then trained, evaluated and logged as a run, nested under one parent run of the
  * search (MLflow's `mlflow.parentRunId`, so MLflow's UI groups them); the trial with the best CV mean f1 wins.
@@ -10,32 +10,9 @@ import { type DatasetInput, getOrCreateExperiment, type TrackingStore } from '..
 import { type CrossValidation, CrossValidator, DEFAULT_FOLDS } from './cross-validate.js';
 import { InterruptedError, type LoggedRun, logTrainingRun } from './log-run.js';
 import { splitData, type TrainingInput, trainAndEvaluate } from './pipeline.js';
+import { sampleArgs } from './search-space.js';
 
-/** The search space; bounds chosen around what works for short technical texts. */
-export const SEARCH_SPACE = {
-  analyzer: ['word', 'char', 'char_wb', 'char_wb+word'] as const,
-  /**
-   * Inclusive n-gram range ends per analyzer: [lowest min, highest min] and [lowest max, highest max]
-   * (word n-grams beyond 3 are too sparse to help; `char_wb+word`'s range is its char_wb block's).
-   */
-  ngramMin: { word: [1, 2], char: [1, 3], char_wb: [1, 3], 'char_wb+word': [1, 3] } as const,
-  ngramMax: { word: [1, 3], char: [3, 8], char_wb: [3, 8], 'char_wb+word': [3, 6] } as const,
-  sublinearTf: [false, true] as const,
-  minDf: [1, 2, 3] as const,
-  loss: ['log_loss', 'hinge', 'modified_huber'] as const,
-  /**
-   * Class balancing: by oversampling (the defaults), by sklearn's `balanced` class weights, or none.
-   * (Both together would be balancing twice: `balanced` counts the oversampled rows, which are balanced.)
-   */
-  balancing: [
-    { oversample: true, class_weight: null },
-    { oversample: false, class_weight: 'balanced' },
-    { oversample: false, class_weight: null },
-  ] as const,
-  learningRate: [1e-3, 1] as const,
-  powerT: [0.05, 0.5] as const,
-  alpha: [1e-6, 1e-3] as const,
-};
+export { SEARCH_SPACE, sampleArgs } from './search-space.js';
 
 export interface Trial {
   trial: number;
@@ -97,40 +74,6 @@ export interface OptimizeResult {
 
 /** MLflow's tag that nests a run under its parent in the UI. */
 export const PARENT_RUN_TAG = 'mlflow.parentRunId';
-
-const logUniform = (random: () => number, [low, high]: readonly [number, number]): number =>
-  Math.exp(Math.log(low) + random() * (Math.log(high) - Math.log(low)));
-
-/** Rounds to 4 significant digits so logged params stay readable. */
-const round = (value: number): number => Number(value.toPrecision(4));
-
-const pick = <T>(random: () => number, values: readonly T[]): T =>
-  values[Math.floor(random() * values.length)]!;
-const between = (random: () => number, [low, high]: readonly [number, number]): number =>
-  low + Math.floor(random() * (high - low + 1));
-
-/** Draws the arguments of one trial from the space, on top of `base` (which fixes everything else). */
-export function sampleArgs(base: TrainingArgs, random: () => number): TrainingArgs {
-  const analyzer = pick(random, SEARCH_SPACE.analyzer);
-  const ngramMax = between(random, SEARCH_SPACE.ngramMax[analyzer]);
-  const ngramMin = Math.min(ngramMax, between(random, SEARCH_SPACE.ngramMin[analyzer]));
-  const balancing = pick(random, SEARCH_SPACE.balancing);
-  return {
-    ...base,
-    analyzer,
-    ngram_min_range: ngramMin,
-    ngram_max_range: ngramMax,
-    sublinear_tf: pick(random, SEARCH_SPACE.sublinearTf),
-    min_df: pick(random, SEARCH_SPACE.minDf),
-    // Only one-vs-rest has the other losses; a softmax base keeps log loss.
-    loss: base.classifier === 'ovr' ? pick(random, SEARCH_SPACE.loss) : 'log_loss',
-    oversample: balancing.oversample,
-    class_weight: balancing.class_weight,
-    learning_rate: round(logUniform(random, SEARCH_SPACE.learningRate)),
-    power_t: round(SEARCH_SPACE.powerT[0] + random() * (SEARCH_SPACE.powerT[1] - SEARCH_SPACE.powerT[0])),
-    alpha: round(logUniform(random, SEARCH_SPACE.alpha)),
-  };
-}
 
 /**
  * The rows cross-validation may see: the training file's rows (subset applied) when a test file is given,

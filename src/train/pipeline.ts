@@ -183,9 +183,9 @@ export function argsForData(
       'data: the file gives several tags per text (a tags column), but the args set multi_label to false; drop multi_label from the args, or give one tag per row in a tag column',
     );
   }
-  if (args.classifier !== 'ovr') {
+  if (args.classifier === 'softmax') {
     throw new DataError(
-      `data: the file gives several tags per text (a tags column), which needs "classifier": "ovr", but the args set ${JSON.stringify(args.classifier)}`,
+      'data: the file gives several tags per text (a tags column), which needs a one-vs-rest classifier (e.g. "classifier": "ovr" or "soft_vote"), but the args set "softmax"',
     );
   }
   return { ...args, multi_label: true, ...(explicit.has('threshold') ? {} : { threshold: 'tuned' }) };

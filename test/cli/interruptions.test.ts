@@ -114,7 +114,13 @@ describe('tagger train interrupted during the training', () => {
   it('SIGINT stops it at once and says that nothing was logged (exit 130)', async () => {
     const store = join(cli.dir, 'mlruns-train');
     // About 10 s of epochs: the signal, sent at the first epoch's progress line, lands long before logging.
-    const slow = JSON.stringify({ num_epochs: 2_000, ngram_max_range: 4 });
+    // The SGD model, which has epochs (the default soft vote has none, and trains in a second).
+    const slow = JSON.stringify({
+      classifier: 'ovr',
+      oversample: true,
+      num_epochs: 2_000,
+      ngram_max_range: 4,
+    });
     const started = Date.now();
     const exit = await interrupt(
       ['train', '--data', SAMPLE_DATA, '--args', slow, '--tracking-uri', store],

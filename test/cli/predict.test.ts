@@ -5,7 +5,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliFolder, expectCleanFailure } from '../support/cli.js';
+import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
+import { SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder({ trained: true });
 const tagger = cli.tagger;
@@ -33,12 +34,79 @@ describe('tagger predict', () => {
     }
   });
 
-  it('--explain prints, per text, a table whose contributions, rest and bias add up to the score', async () => {
+  it('--explain prints, per text, how the vote combined its members and each member’s table adding up to its score', async () => {
     const texts = ['Object detection with YOLO', 'Sentiment analysis of tweets with BERT'];
     const plain = JSON.parse(
       (await tagger(['predict', ...texts], { MLFLOW_TRACKING_URI: cli.store })).stdout,
     );
     const result = await tagger(['predict', '--explain', ...texts], { MLFLOW_TRACKING_URI: cli.store });
+    expect(result.code, result.stderr).toBe(0);
+    const blocks = result.stdout.trim().split('\n\n');
+    expect(blocks[0]).toBe(`run ${plain.run_id}`);
+    expect(blocks).toHaveLength(3);
+    const value = (line: string) => Number(line.trim().split(/\s+/).at(-1));
+    for (const [i, block] of blocks.slice(1).entries()) {
+      const lines = block.split('\n');
+      const tag = plain.predictions[i].predicted_tag;
+      const probability = plain.predictions[i].predicted_probabilities[tag];
+      expect(lines[0]).toBe(`${JSON.stringify(texts[i])} → ${tag} (probability ${probability.toFixed(4)})`);
+      expect(lines[1]).toMatch(
+        /^soft vote of 3 members: p\(.+\) = Σ weight × member's p \/ Σ weight; no per-feature split/,
+      );
+      // The vote: each member's weight and probability of the tag, and their weighted mean.
+      expect(lines[2]).toMatch(new RegExp(`^member +weight +link +p\\(${tag}\\)$`));
+      const members = lines.slice(3, 6).map((line) => line.split(/\s+/));
+      expect(members.map((m) => [m[0], m[2]])).toEqual([
+        ['linear_svm', 'platt'],
+        ['nb_lr', 'ovr'],
+        ['multinomial_nb', 'softmax'],
+      ]);
+      const weights = members.map((m) => Number(m[1]));
+      const mean =
+        members.reduce((sum, m) => sum + Number(m[1]) * Number(m[3]), 0) /
+        (weights[0]! + weights[1]! + weights[2]!);
+      expect(lines[6]).toMatch(
+        new RegExp(`^= vote +${weights[0]! + weights[1]! + weights[2]!} +${probability.toFixed(4)}$`),
+      );
+      expect(mean).toBeCloseTo(probability, 3);
+      // Each member: a line saying how its score became its probability, then its table adding up to the score.
+      const tables = lines
+        .slice(7)
+        .join('\n')
+        .split(/^(?=\S)/m);
+      expect(tables).toHaveLength(3);
+      for (const [m, table] of tables.entries()) {
+        const [title, header, ...rows] = table.trimEnd().split('\n');
+        expect(title).toMatch(
+          new RegExp(
+            `^${members[m]![0]} \\((tfidf|binary) features\\): its score of ${tag}, then .* → ${members[m]![3]}$`,
+          ),
+        );
+        expect(header).toMatch(/^ {2}feature +analyzer +contribution$/);
+        expect(rows.at(-1)).toMatch(new RegExp(`^ {2}= score of ${tag} +-?\\d+\\.\\d{4}$`));
+        const parts = rows.slice(0, -1).map(value);
+        expect(parts.reduce((a, b) => a + b, 0)).toBeCloseTo(value(rows.at(-1)!), 3);
+        expect(rows.length).toBeGreaterThan(3);
+      }
+    }
+  });
+
+  it('--explain prints an SGD model’s table whose contributions, rest and bias add up to the score', async () => {
+    const store = join(cli.dir, 'sgd-mlruns');
+    const trained = await tagger([
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--args',
+      JSON.stringify({ ...JSON.parse(FAST_ARGS), classifier: 'ovr', oversample: true }),
+      '--tracking-uri',
+      store,
+      '--quiet',
+    ]);
+    expect(trained.code, trained.stderr).toBe(0);
+    const texts = ['Object detection with YOLO', 'Sentiment analysis of tweets with BERT'];
+    const plain = JSON.parse((await tagger(['predict', ...texts], { MLFLOW_TRACKING_URI: store })).stdout);
+    const result = await tagger(['predict', '--explain', ...texts], { MLFLOW_TRACKING_URI: store });
     expect(result.code, result.stderr).toBe(0);
     const blocks = result.stdout.trim().split('\n\n');
     expect(blocks[0]).toBe(`run ${plain.run_id}`);

@@ -288,35 +288,62 @@ describe('POST /predict', () => {
     const payload = { texts: TEXTS.map((text) => ({ text })), explain: true };
     const response = await postJson(app, '/predict', payload);
     expect(response.statusCode).toBe(200);
+    type Split = {
+      score: number;
+      bias: number;
+      rest: number;
+      features: number;
+      contributions: { feature: string; analyzer: string; value: number; contribution: number }[];
+    };
+    type Member = Split & { classifier: string; weight: number; link: string; probability: number };
     type Explained = {
       predicted_tag: string;
-      explanation: {
-        tag: string;
-        score: number;
-        bias: number;
-        rest: number;
-        features: number;
-        contributions: { feature: string; analyzer: string; value: number; contribution: number }[];
-      };
+      predicted_probabilities: Record<string, number>;
+      explanation: Split & { tag: string; vote?: { rule: string; probability: number; members: Member[] } };
     };
+    const exact = (split: Split) => {
+      expect(split.contributions.length).toBe(Math.min(10, split.features));
+      const sum = split.contributions.reduce((total, c) => total + c.contribution, 0);
+      expect(split.bias + sum + split.rest).toBeCloseTo(split.score, 9);
+    };
+    // The served run (alpha) is the default soft vote: each member's score split exactly, and the rule that
+    // makes the vote's probability of the tag from theirs; nothing splits the vote itself.
     const { predictions } = JSON.parse(response.body).data as { predictions: Explained[] };
     const plain = expectedPredictions(fx.modelA, TEXTS);
     for (const [i, prediction] of predictions.entries()) {
       expect(prediction).toMatchObject(plain[i]!);
       const { explanation } = prediction;
       expect(explanation.tag).toBe(prediction.predicted_tag);
-      expect(explanation.contributions.length).toBe(Math.min(10, explanation.features));
-      const sum = explanation.contributions.reduce((total, c) => total + c.contribution, 0);
-      expect(explanation.bias + sum + explanation.rest).toBeCloseTo(explanation.score, 9);
+      expect(Object.keys(explanation).sort()).toEqual(['features', 'tag', 'vote']);
+      const { vote } = explanation;
+      expect(vote!.rule).toBe('weighted_mean');
+      expect(vote!.probability).toBeCloseTo(prediction.predicted_probabilities[explanation.tag]!, 12);
+      expect(vote!.members.map((m) => m.classifier)).toEqual(['linear_svm', 'nb_lr', 'multinomial_nb']);
+      const weights = vote!.members.reduce((total, m) => total + m.weight, 0);
+      const mean = vote!.members.reduce((total, m) => total + m.weight * m.probability, 0) / weights;
+      expect(mean).toBeCloseTo(vote!.probability, 12);
+      for (const member of vote!.members) exact(member);
       expect(explanation).toEqual(roundTrip(fx.modelA.model.explain(TEXTS[i]!, 10)));
     }
     for (const explain of [false, undefined]) {
       const again = await postJson(app, '/predict', { texts: [{ text: TEXTS[0] }], explain });
       expect(JSON.parse(again.body).data.predictions[0]).not.toHaveProperty('explanation');
     }
+    // Beta is an SGD model: its tag's score split exactly, as before the vote existed.
     const run = await postJson(app, `/runs/${fx.runs.beta}/predict`, payload);
     const byRun = JSON.parse(run.body).data as { predictions: Explained[] };
-    expect(byRun.predictions[1]!.explanation).toEqual(roundTrip(fx.modelB.model.explain(TEXTS[1]!, 10)));
+    for (const [i, prediction] of byRun.predictions.entries()) {
+      expect(Object.keys(prediction.explanation)).toEqual([
+        'tag',
+        'score',
+        'bias',
+        'contributions',
+        'rest',
+        'features',
+      ]);
+      exact(prediction.explanation);
+      expect(prediction.explanation).toEqual(roundTrip(fx.modelB.model.explain(TEXTS[i]!, 10)));
+    }
     const invalid = await postJson(app, '/predict', { texts: [{ text: 'x' }], explain: 'yes' });
     expect(invalid.statusCode).toBe(422);
     expect(JSON.parse(invalid.body).detail[0]).toMatchObject({ loc: ['body', 'explain'] });

@@ -88,6 +88,47 @@ describe('GET /runs/{run_id}/errors', () => {
   });
 });
 
+describe('GET /runs/{run_id}/label-issues', () => {
+  it("answers the run's label issues as logged: line, text, given and suggested tag, both probabilities", async () => {
+    const url = `/runs/${fx.runs.alpha}/label-issues`;
+    const response = await get(url);
+    expect(response.statusCode).toBe(200);
+    const { data } = expectEnvelope(response, { method: 'GET', url }) as { data: Record<string, unknown> };
+    const { thresholds: _, ...served } = fx.labelIssues;
+    expect(data).toEqual({
+      run_id: fx.runs.alpha,
+      ...served,
+      // The row index is the training's own; a person finds the row by its line.
+      issues: served.issues.map(({ row: _row, ...issue }) => issue),
+    });
+    expect(fx.labelIssues.found).toBeGreaterThan(0);
+    expect(data.issues).toContainEqual(
+      expect.objectContaining({ kind: 'tag', line: expect.any(Number), given_tag: expect.any(String) }),
+    );
+  });
+
+  it('is a 404 that says why for a run that did not log them, and a 409 for a broken file', async () => {
+    const notLogged = await get(`/runs/${fx.runs.beta}/label-issues`);
+    expect(notLogged.statusCode).toBe(404);
+    expect(notLogged.json().detail).toMatch(
+      new RegExp(
+        `^run ${fx.runs.beta} has no label issues \\(label_issues.json\\) logged; tagger train logs them unless`,
+      ),
+    );
+    await fx.store.logArtifact(
+      fx.runs.nof1,
+      'label_issues.json',
+      new TextEncoder().encode(
+        '{"multi_label": false, "rows": 3, "folds": 2, "seed": 1, "tags": ["a"], "found": 1, "issues": [{"rank": 1, "line": 2, "text": "x", "kind": "tag", "given_tag": "a", "given_probability": 2, "suggested_tag": "b", "suggested_probability": 0.5, "confident": true}]}',
+      ),
+    );
+    const broken = await get(`/runs/${fx.runs.nof1}/label-issues`);
+    expect(broken.statusCode).toBe(409);
+    expect(broken.json().detail).toMatch(/label_issues\.json: issues\[0\] must have rank/);
+    expect(broken.json().detail).not.toContain(fx.dir);
+  });
+});
+
 describe('GET /runs/{run_id}/history', () => {
   it('answers the per-epoch losses in step order, and empty series for a run without them', async () => {
     const response = await get(`/runs/${fx.runs.alpha}/history`);

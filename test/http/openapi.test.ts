@@ -25,6 +25,7 @@ const ENDPOINTS: [string, string, string][] = [
   ['post', '/runs/{run_id}/predict', 'Runs'],
   ['get', '/runs/{run_id}/history', 'Runs'],
   ['get', '/runs/{run_id}/errors', 'Runs'],
+  ['get', '/runs/{run_id}/label-issues', 'Runs'],
   ['get', '/performance', 'Model'],
   ['get', '/args', 'Model'],
   ['get', '/args/{param}', 'Model'],

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { cleanText } from '../../src/model/index.js';
 import { sampleTexts, trainModel } from '../support/fixtures.js';
+import { linearExplanation, SGD } from './fixtures.js';
 
 const texts = sampleTexts()
   .slice(0, 40)
@@ -15,10 +16,10 @@ describe('model.explain', () => {
   ] as const)(
     '%s: the explained tag is the predicted one, and bias + contributions + rest = score',
     (_, args) => {
-      const { model } = trainModel(args);
+      const { model } = trainModel({ ...SGD, ...args });
       const predictions = model.predict(texts);
       for (const [i, text] of texts.entries()) {
-        const explanation = model.explain(text, 5);
+        const explanation = linearExplanation(model.explain(text, 5));
         expect(explanation.tag).toBe(predictions[i]!.predicted_tag);
         const shown = explanation.contributions.reduce((sum, c) => sum + c.contribution, 0);
         expect(explanation.bias + shown + explanation.rest).toBeCloseTo(explanation.score, 9);
@@ -27,7 +28,7 @@ describe('model.explain', () => {
         expect(sizes).toEqual([...sizes].sort((a, b) => b - a));
 
         // Every feature listed: nothing left over, and the same score.
-        const all = model.explain(text, Number.MAX_SAFE_INTEGER);
+        const all = linearExplanation(model.explain(text, Number.MAX_SAFE_INTEGER));
         expect(all.rest).toBe(0);
         expect(all.contributions).toHaveLength(all.features);
         expect(all.score).toBe(explanation.score);
@@ -43,12 +44,12 @@ describe('model.explain', () => {
   );
 
   it('a text with no known feature is explained by the bias alone', () => {
-    const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
-    const explanation = model.explain('zzzzqx vvvvqk', 10);
+    const { model } = trainModel({ ...SGD, analyzer: 'word', ngram_max_range: 2 });
+    const explanation = linearExplanation(model.explain('zzzzqx vvvvqk', 10));
     expect(explanation).toMatchObject({ features: 0, contributions: [], rest: 0 });
     expect(explanation.score).toBe(explanation.bias);
     // Never throws for any string.
     expect(model.explain('', 3).features).toBe(0);
-    expect(model.explain('🙂'.repeat(1000), 0).contributions).toEqual([]);
+    expect(linearExplanation(model.explain('🙂'.repeat(1000), 0)).contributions).toEqual([]);
   });
 });

@@ -19,10 +19,11 @@ import {
   trainTagger,
 } from '../../src/model/tagger.js';
 import { sharedDataset } from '../support/components.js';
-import { TRAIN, VALIDATION } from './fixtures.js';
+import { SGD, TRAIN, VALIDATION } from './fixtures.js';
 
 // Pinned apart from the defaults (which may change): one char_wb vectorizer, the validated fit as the model.
 const ARGS = parseTrainingArgs({
+  ...SGD,
   min_freq: 2,
   num_epochs: 20,
   analyzer: 'char_wb',

@@ -99,7 +99,10 @@ export function expectCleanFailure(result: CliResult, message: RegExp): void {
   expect(result.stderr).not.toMatch(/^\s+at /m);
 }
 
-/** Training arguments that train in about a second (few epochs, short n-grams): enough for CLI cases. */
+/**
+ * Training arguments that train in about a second (short n-grams; few epochs where a test pins the SGD
+ * model, which has them — the default soft vote has none): enough for CLI cases.
+ */
 export const FAST_ARGS = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
 
 /**

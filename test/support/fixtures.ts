@@ -4,9 +4,10 @@
  *
  * Experiment `best`, in the order GET /runs must list them:
  *   broken  f1 0.99  good args/performance, undecodable model  → skipped at startup, predict is a 409
- *   alpha   f1 0.90  model A (char_wb)                           → the best loadable run, serves /predict;
- *                                                                 the only one with test errors and losses
- *   beta    f1 0.70  model B (word analyzer, other performance)  → predict loads it lazily
+ *   alpha   f1 0.90  model A (the default soft vote, char_wb)    → the best loadable run, serves /predict;
+ *                                                                 the only one with test errors, losses
+ *                                                                 and label issues
+ *   beta    f1 0.70  model B (SGD one-vs-rest, word analyzer)    → predict loads it lazily
  *   noperf  f1 0.30  model A, performance.json not JSON         → GET /runs/{id} is a 409
  *   nan     f1 NaN   model B
  *   nof1    no f1    model A
@@ -30,6 +31,7 @@ import {
   trainTagger,
 } from '../../src/model/index.js';
 import { getOrCreateExperiment, openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
+import { findLabelIssues, type LabelIssuesReport } from '../../src/train/label-issues.js';
 import { SAMPLE_DATA } from './components.js';
 
 export interface TrainedModel {
@@ -39,6 +41,21 @@ export interface TrainedModel {
   /** A confusion matrix and mistakes as training logs them (on test rows with some tags moved). */
   errors: TestErrors;
   files: Record<string, Uint8Array>;
+}
+
+/**
+ * Label issues as training logs them, for model A's args on the sample rows with every 25th row's tag moved
+ * to the next tag (the sample data is too clean to have many).
+ */
+export function sampleLabelIssues(args: TrainingArgs): LabelIssuesReport {
+  const rows = sampleTexts();
+  const tags = [...new Set(rows.map((row) => row.tag))].sort();
+  const moved = rows.map((row, i) => ({
+    ...row,
+    line: i + 2,
+    ...(i % 25 === 0 ? { tag: tags[(tags.indexOf(row.tag) + 1) % tags.length]! } : {}),
+  }));
+  return findLabelIssues(moved, { args, seed: 7, top: 30 });
 }
 
 export const RUN_NAMES = ['broken', 'alpha', 'beta', 'noperf', 'nan', 'nof1'] as const;
@@ -56,6 +73,8 @@ export interface ServingFixture {
   modelDir: string;
   /** Run ids of experiment `allbroken`. */
   allBroken: string[];
+  /** Alpha's label_issues.json: model A's args on the sample data with some tags moved. */
+  labelIssues: LabelIssuesReport;
   close(): Promise<void>;
 }
 
@@ -97,6 +116,7 @@ interface RunPlan {
   modelFiles?: Record<string, Uint8Array>;
   /** Also log what training logs for the inspection page: test errors and per-epoch losses. */
   inspection?: boolean;
+  labelIssues?: LabelIssuesReport;
 }
 
 async function logRun(
@@ -127,6 +147,7 @@ async function logRun(
     ]);
     await store.logBatch(runId, { metrics: losses });
   }
+  if (plan.labelIssues) await store.logArtifact(runId, 'label_issues.json', json(plan.labelIssues));
   await store.updateRun(runId, { status: 'FINISHED', endTime: startTime + 1000 });
   return runId;
 }
@@ -142,13 +163,22 @@ export async function buildServingFixture(): Promise<ServingFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
   const store = await openTrackingStore(join(dir, 'mlruns'));
   const modelA = trainModel({ analyzer: 'char_wb', ngram_max_range: 4 });
-  const modelB = trainModel({ analyzer: 'word', ngram_max_range: 2, alpha: 1e-3 });
+  // The SGD model (the defaults before issue 25), so the fixture serves both kinds of model.
+  const modelB = trainModel({
+    classifier: 'ovr',
+    oversample: true,
+    analyzer: 'word',
+    ngram_max_range: 2,
+    alpha: 1e-3,
+  });
+
+  const labelIssues = sampleLabelIssues(modelA.args);
 
   const best = await getOrCreateExperiment(store, 'best');
   const t0 = Date.UTC(2026, 0, 1);
   const plans: Record<RunName, RunPlan> = {
     broken: { name: 'broken', f1: 0.99, model: modelA, modelFiles: truncated(modelA.files) },
-    alpha: { name: 'alpha', f1: 0.9, model: modelA, inspection: true },
+    alpha: { name: 'alpha', f1: 0.9, model: modelA, inspection: true, labelIssues },
     beta: { name: 'beta', f1: 0.7, model: modelB },
     noperf: { name: 'noperf', f1: 0.3, model: modelA, performance: encoder.encode('{"overall": ') },
     nan: { name: 'nan', f1: Number.NaN, model: modelB },
@@ -187,6 +217,7 @@ export async function buildServingFixture(): Promise<ServingFixture> {
     modelB,
     modelDir,
     allBroken,
+    labelIssues,
     close: async () => {
       await store.close();
       await rm(dir, { recursive: true, force: true });

@@ -12,9 +12,16 @@ import {
   meanStd,
 } from '../../src/train/cross-validate.js';
 import { DataError, readDataset } from '../../src/train/data.js';
+import { SGD } from '../model/fixtures.js';
 import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 
-const FAST = parseTrainingArgs({ num_epochs: 4, analyzer: 'char_wb', ngram_max_range: 3, refit: false });
+const FAST = parseTrainingArgs({
+  ...SGD,
+  num_epochs: 4,
+  analyzer: 'char_wb',
+  ngram_max_range: 3,
+  refit: false,
+});
 
 let data: LabelledText[];
 beforeAll(async () => {
@@ -121,6 +128,15 @@ describe('CrossValidator', () => {
     expect(a.folds).toEqual(crossValidateSerial(data, FAST, { folds: 3, seed: 5 }).folds);
     expect(b.folds).toEqual(crossValidateSerial(data, other, { folds: 3, seed: 5 }).folds);
     expect(b.folds).not.toEqual(a.folds);
+  }, 60_000);
+
+  it('scores the default soft vote (its members in the args) the same in threads as in this thread', async () => {
+    pool ??= validator();
+    const vote = parseTrainingArgs({ refit: false });
+    expect(vote.classifier).toBe('soft_vote');
+    expect((await pool.run(vote)).folds).toEqual(
+      crossValidateSerial(data, vote, { folds: 3, seed: 5 }).folds,
+    );
   }, 60_000);
 
   it("reports a training's error from a thread with its message", async () => {

@@ -123,7 +123,13 @@ describe('tagger train interrupted while its run is logged', () => {
   it('a signal during the training itself stops it at once, says so, and leaves no run', async () => {
     // About 10 s of epochs: the signal, sent at the first epoch's progress line, lands long before
     // logging even on a loaded machine (killed at once, the test takes about a second).
-    const slow = JSON.stringify({ num_epochs: 2_000, ngram_max_range: 4 });
+    // The SGD model, which has epochs (the default soft vote has none, and trains in a second).
+    const slow = JSON.stringify({
+      classifier: 'ovr',
+      oversample: true,
+      num_epochs: 2_000,
+      ngram_max_range: 4,
+    });
     const other = join(dir, 'mlruns-training');
     const child = train(other, slow);
     let sent = false;

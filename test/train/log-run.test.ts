@@ -17,18 +17,21 @@ import { openTrackingStore } from '../../src/tracking/index.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';
 import { fileDigest, readDataWithInput } from '../../src/train/dataset-input.js';
+import { trainingLabelIssues } from '../../src/train/label-issues.js';
 import {
   formatParam,
   InterruptedError,
+  LABEL_ISSUES_SKIPPED_TAG,
   logTrainingRun,
   MODEL_FORMAT_TAG,
   metricKeyPart,
 } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
+import { SGD } from '../model/fixtures.js';
 import { SAMPLE_DATA, SPEC_ARG_KEYS } from '../support/components.js';
 import { instrumentStore } from '../support/fixtures.js';
 
-const ARGS = parseTrainingArgs({ num_epochs: 4, ngram_max_range: 4 });
+const ARGS = parseTrainingArgs({ ...SGD, num_epochs: 4, ngram_max_range: 4 });
 const decoder = new TextDecoder();
 
 let dir: string;
@@ -128,6 +131,31 @@ describe('logTrainingRun', () => {
       files[name] = await store.readArtifact(logged.runId, `${RUN_ARTIFACTS.modelDir}/${name}`);
     const texts = ['A convolutional network for image segmentation', 'Serving models with Kubernetes'];
     expect(decodeModel(files).predict(texts)).toEqual(outcome.model.predict(texts));
+  });
+
+  it('logs the label issues it is given as label_issues.json with their count and time, or why there are none', async () => {
+    const found = trainingLabelIssues(await readDataset(SAMPLE_DATA), ARGS, 3);
+    if (!('report' in found)) throw new Error(found.skipped);
+    const input = { experiment: 'best', args: ARGS, seed: 3, outcome, source: 'tagger train' };
+    const logged = await logTrainingRun(store, { ...input, runName: 'issues', labelIssues: found });
+    const run = await store.getRun(logged.runId);
+    expect(run!.metrics.label_issues).toBe(found.report.found);
+    expect(run!.metrics.label_issues_seconds).toBe(found.seconds);
+    expect(run!.tags).not.toHaveProperty(LABEL_ISSUES_SKIPPED_TAG);
+    const artifact = await store.readArtifact(logged.runId, RUN_ARTIFACTS.labelIssues);
+    expect(JSON.parse(decoder.decode(artifact))).toEqual(found.report);
+
+    const skipped = await logTrainingRun(store, {
+      ...input,
+      runName: 'too-small',
+      labelIssues: { skipped: 'label-issues: 8 rows are too few' },
+    });
+    const small = await store.getRun(skipped.runId);
+    expect(small!.tags[LABEL_ISSUES_SKIPPED_TAG]).toBe('label-issues: 8 rows are too few');
+    expect(small!.metrics).not.toHaveProperty('label_issues');
+    await expect(store.readArtifact(skipped.runId, RUN_ARTIFACTS.labelIssues)).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
   });
 
   it('logs the behavioural tests as an artifact and as pass-rate metrics, and the slice definitions', async () => {

@@ -14,9 +14,16 @@ import { crossValidateSerial } from '../../src/train/cross-validate.js';
 import { readDataset } from '../../src/train/data.js';
 import { crossValidationRows, optimize, SEARCH_SPACE, sampleArgs } from '../../src/train/optimize.js';
 import { splitData } from '../../src/train/pipeline.js';
+import { SGD } from '../model/fixtures.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
-const FAST = parseTrainingArgs({ num_epochs: 3, analyzer: 'char_wb', ngram_max_range: 3, refit: false });
+const FAST = parseTrainingArgs({
+  ...SGD,
+  num_epochs: 3,
+  analyzer: 'char_wb',
+  ngram_max_range: 3,
+  refit: false,
+});
 
 let dir: string;
 let store: TrackingStore;
@@ -44,14 +51,54 @@ describe('sampleArgs', () => {
       new Set(['true/null', 'false/balanced', 'false/null']),
     );
     expect(drawn.some((a) => a.ngram_min_range === 1)).toBe(true);
+    expect(new Set(drawn.map((a) => a.classifier))).toEqual(
+      new Set([
+        'ovr',
+        'linear_svm',
+        'logistic_regression',
+        'nb_lr',
+        'nb_svm',
+        'multinomial_nb',
+        'complement_nb',
+        'soft_vote',
+      ]),
+    );
+    const votes = drawn.filter((a) => a.classifier === 'soft_vote');
+    for (const vote of votes) {
+      const kinds = vote.members!.map((m) => m.classifier);
+      expect(new Set(kinds).size).toBe(kinds.length);
+      expect(kinds.length).toBeGreaterThanOrEqual(2);
+      expect(kinds.length).toBeLessThanOrEqual(4);
+      // A vote's SVM members are calibrated, its others not.
+      for (const m of vote.members!) {
+        expect(m.calibration).toBe(
+          m.classifier === 'linear_svm' || m.classifier === 'nb_svm' ? 'sigmoid' : 'none',
+        );
+      }
+    }
+    expect(new Set(drawn.map((a) => a.calibration))).toEqual(new Set(['none', 'sigmoid']));
     const again = createRng(3);
     expect(sampleArgs(FAST, again)).toEqual(drawn[0]);
   });
 
-  it('keeps log loss for a softmax base', () => {
+  it('keeps log loss for a softmax base, and softmax as its SGD classifier', () => {
     const random = createRng(4);
     const softmax = parseTrainingArgs({ classifier: 'softmax' });
-    for (let i = 0; i < 30; i++) expect(sampleArgs(softmax, random).loss).toBe('log_loss');
+    for (let i = 0; i < 30; i++) {
+      const args = sampleArgs(softmax, random);
+      expect(args.loss).toBe('log_loss');
+      expect(args.classifier).not.toBe('ovr');
+    }
+  });
+
+  it('never calibrates naive Bayes (a calibration fold may leave it a tag without rows)', () => {
+    const random = createRng(5);
+    for (let i = 0; i < 120; i++) {
+      const args = sampleArgs(FAST, random);
+      const nb = (c: string) => c === 'multinomial_nb' || c === 'complement_nb';
+      if (nb(args.classifier)) expect(args.calibration).toBe('none');
+      for (const m of args.members ?? []) if (nb(m.classifier)) expect(m.calibration).toBe('none');
+    }
   });
 });
 

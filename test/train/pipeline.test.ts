@@ -9,9 +9,10 @@ import {
   testSetDigest,
   trainAndEvaluate,
 } from '../../src/train/pipeline.js';
+import { SGD } from '../model/fixtures.js';
 import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 
-const FAST_ARGS = parseTrainingArgs({ num_epochs: 5, analyzer: 'char_wb', ngram_max_range: 4 });
+const FAST_ARGS = parseTrainingArgs({ ...SGD, num_epochs: 5, analyzer: 'char_wb', ngram_max_range: 4 });
 
 let data: LabelledText[];
 beforeAll(async () => {
@@ -195,8 +196,12 @@ describe('multi-label data', () => {
       /several tags per text \(a tags column\), but the args set multi_label to false/,
     );
     expect(() => argsForData({ ...args, classifier: 'softmax' }, multi, new Set(['classifier']))).toThrow(
-      /needs "classifier": "ovr"/,
+      /needs a one-vs-rest classifier \(e\.g\. "classifier": "ovr" or "soft_vote"\), but the args set "softmax"/,
     );
+    expect(argsForData({ ...args, classifier: 'linear_svm' }, multi, new Set())).toMatchObject({
+      classifier: 'linear_svm',
+      multi_label: true,
+    });
   });
 
   it('refuses to train a single-label model on rows with several tags', () => {

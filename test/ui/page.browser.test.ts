@@ -19,6 +19,11 @@ import { parseTrainingArgs } from '../../src/model/index.js';
 import { loadModelDirectory, ServedRuns } from '../../src/service/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
+import {
+  type LabelIssuesReport,
+  type TrainingLabelIssues,
+  trainingLabelIssues,
+} from '../../src/train/label-issues.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { launchOfflineChromium } from '../support/chromium.js';
@@ -67,14 +72,28 @@ interface ApiPrediction {
   predicted_tag: string;
   predicted_tags: string[];
   predicted_probabilities: Record<string, number>;
-  explanation?: { tag: string };
+  explanation?: {
+    tag: string;
+    vote?: { probability: number; members: { classifier: string; probability: number; features: number }[] };
+  };
 }
 
-/** Trainings on the samples, weakest first: the third is logged later, to be hot-reloaded. */
+/**
+ * Trainings on the samples, weakest first: the third is logged later, to be hot-reloaded. The weak one is
+ * the SGD model (weak by its few epochs and strong regularisation, and the kind with training curves), the
+ * others soft votes (the default classifier), the strong one with the default args.
+ */
 const PLANS = {
-  weak: { analyzer: 'word', ngram_max_range: 2, num_epochs: 2, alpha: 1e-2 },
-  middle: { analyzer: 'char_wb', ngram_max_range: 3, num_epochs: 2, alpha: 1e-2 },
-  strong: { num_epochs: 20 },
+  weak: {
+    classifier: 'ovr',
+    oversample: true,
+    analyzer: 'word',
+    ngram_max_range: 2,
+    num_epochs: 2,
+    alpha: 1e-2,
+  },
+  middle: { analyzer: 'char_wb', ngram_max_range: 3 },
+  strong: {},
 } as const;
 
 describe.skipIf(executablePath === null)('the inspection page in a browser', () => {
@@ -90,19 +109,24 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
   let browser: Browser;
   const outcomes = {} as Record<keyof typeof PLANS, TrainingOutcome>;
   const runIds = {} as Record<keyof typeof PLANS, string>;
+  const labelIssues = {} as Record<keyof typeof PLANS, TrainingLabelIssues>;
   let multiOutcome: TrainingOutcome;
+  let multiLabelIssues: TrainingLabelIssues;
   let multiRunId: string;
 
   async function logPlan(name: keyof typeof PLANS): Promise<void> {
     const data = await readDataset(SAMPLE_DATA);
     const args = parseTrainingArgs({ min_freq: 5, ...PLANS[name] });
     outcomes[name] = trainAndEvaluate({ data, args, seed: 42 });
+    // What tagger train logs too: the training data's probable label errors.
+    labelIssues[name] = trainingLabelIssues(data, args, 42);
     const logged = await logTrainingRun(store, {
       experiment: 'best',
       runName: name,
       args,
       seed: 42,
       outcome: outcomes[name],
+      labelIssues: labelIssues[name],
       source: 'ui test',
     });
     runIds[name] = logged.runId;
@@ -113,12 +137,14 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     const data = await readDataset(MULTI_LABEL_DATA);
     const args = parseTrainingArgs({ multi_label: true, threshold: 'tuned' });
     multiOutcome = trainAndEvaluate({ data, args, seed: 42 });
+    multiLabelIssues = trainingLabelIssues(data, args, 42);
     const logged = await logTrainingRun(store, {
       experiment: 'multi',
       runName: 'tags',
       args,
       seed: 42,
       outcome: multiOutcome,
+      labelIssues: multiLabelIssues,
       source: 'ui test',
     });
     multiRunId = logged.runId;
@@ -422,6 +448,44 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     });
   });
 
+  it("shows a run's probable label errors in its training data with the suggested fix, and a vote's losses without epochs", async () => {
+    const found = labelIssues.middle;
+    if (!('report' in found)) throw new Error(`no label issues: ${found.skipped}`);
+    const report: LabelIssuesReport = found.report;
+    expect(report.found).toBeGreaterThan(0);
+    const { page, errors } = await open(`${base}/ui/#/run/${runIds.middle}`);
+    const rows = page.locator('table.label-issues tbody tr');
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(report.issues.length);
+    // The most unlikely first: its line in the data file, text, the tag as given and the suggested fix.
+    const first = report.issues[0]!;
+    if (first.kind !== 'tag') throw new Error('single-label data gives tag issues');
+    const cells = await rows.first().locator('td').allTextContents();
+    expect(cells).toEqual([
+      String(first.line),
+      first.text,
+      first.given_tag,
+      first.given_probability.toFixed(3),
+      `→ ${first.suggested_tag}${first.confident ? '' : ' (most probable; not confident)'}`,
+      first.suggested_probability.toFixed(3),
+    ]);
+    await page.getByLabel('Given tag').selectOption(first.given_tag);
+    expect(await rows.count()).toBe(
+      report.issues.filter((issue) => issue.kind === 'tag' && issue.given_tag === first.given_tag).length,
+    );
+    // A soft vote has no epochs: its losses are said in words, not drawn as curves.
+    expect(await page.getByTestId('no-epochs').textContent()).toMatch(
+      /^Solved exactly, without epochs: log loss \d\.\d{4}/,
+    );
+    expect(await page.locator('canvas[aria-label^="Training"]').count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+    await checkView('label-issues', `${base}/ui/#/run/${runIds.middle}`, async (p) => {
+      await p.locator('table.label-issues tbody tr').first().waitFor();
+      await p.locator('#label-issues-title').scrollIntoViewIfNeeded();
+    });
+  });
+
   it('compares two runs with the arguments and metrics that differ highlighted', async () => {
     const { page } = await open(`${base}/ui/`);
     await page.getByLabel('Pick weak for comparison').check();
@@ -429,7 +493,16 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     await page.getByRole('button', { name: 'Compare 2/2' }).click();
     await page.locator('#compare-metrics').waitFor();
     const differing = await page.locator('#compare-args ~ .table-scroll tr.differs th').allTextContents();
-    expect(differing).toEqual(['analyzer', 'ngram_max_range']);
+    // The weak run is the SGD model, the middle one a soft vote.
+    expect(differing).toEqual([
+      'alpha',
+      'analyzer',
+      'classifier',
+      'members',
+      'ngram_max_range',
+      'num_epochs',
+      'oversample',
+    ]);
     expect(differing).not.toContain('seed');
     await page.getByLabel('only those that differ').check();
     expect(await page.locator('#compare-args ~ .table-scroll tbody tr').count()).toBe(differing.length);
@@ -472,19 +545,52 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     expect(tags).toEqual(expected.map((p) => p.predicted_tag));
     expect(await page.getByTestId('answered-by').textContent()).toContain(runIds.middle);
     expect(await page.locator('.results > li').first().locator('meter').count()).toBe(served.tags.length);
-    // Highlights: the explanation's n-grams are marked in the text, which reads as typed.
+    // The served model is the default soft vote. Highlights: one member's n-grams (the vote has none of its
+    // own), marked in the text, which reads as typed; another member can be picked.
     const first = page.locator('.results > li').first();
     expect(await first.locator('p.highlighted').textContent()).toBe(
       'Transformers for named entity recognition',
     );
-    expect(await first.locator('p.highlighted mark').count()).toBeGreaterThan(0);
-    await first.locator('summary').click();
-    expect(await first.locator('table.contributions tbody tr').count()).toBeGreaterThan(0);
+    const marks = first.locator('p.highlighted mark');
+    expect(await marks.count()).toBeGreaterThan(0);
+    const picker = first.getByLabel('Member whose n-grams are highlighted');
+    expect(await picker.locator('option').allTextContents()).toEqual([
+      'linear_svm',
+      'nb_lr',
+      'multinomial_nb',
+    ]);
+    expect(await marks.first().getAttribute('title')).toContain("linear_svm's score of");
+    await picker.selectOption({ label: 'nb_lr' });
+    expect(await marks.first().getAttribute('title')).toContain("nb_lr's score of");
+    // Why: how the vote combined its members' probabilities (as the API gave them), then each member's split.
+    const answer = await fetch(`${base}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ texts: [{ text: 'Transformers for named entity recognition' }], explain: true }),
+    });
+    const explained = ((await answer.json()) as { data: { predictions: ApiPrediction[] } }).data
+      .predictions[0]!;
+    const vote = explained.explanation!.vote!;
+    await first.locator('details.why > summary').click();
+    const voteRows = first.locator('table.vote tbody tr');
+    expect(await voteRows.count()).toBe(3);
+    expect(await voteRows.locator('td:nth-child(3)').allTextContents()).toEqual(
+      vote.members.map((m) => m.probability.toFixed(3)),
+    );
+    expect(await first.getByTestId('vote-probability').textContent()).toBe(vote.probability.toFixed(3));
+    expect(await first.locator('table.contributions').count()).toBe(3);
+    await first.locator('details.member > summary').first().click();
+    expect(
+      await first.locator('details.member').first().locator('table.contributions tbody tr').count(),
+    ).toBe(Math.min(10, vote.members[0]!.features));
     await page.close();
     await checkView('try', `${base}/ui/#/try`, async (p) => {
       await p.getByLabel(/Texts to tag/).fill('Transformers for named entity recognition');
       await p.getByRole('button', { name: 'Tag' }).click();
       await p.locator('.results > li').first().waitFor();
+      // Opened, so the screenshot shows the vote and one member's split.
+      await p.locator('details.why > summary').click();
+      await p.locator('details.member > summary').first().click();
     });
   });
 
@@ -627,15 +733,25 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     expect(await rows.count()).toBe(matching('missed').length);
     await page.getByLabel('Kind of mistake').selectOption('added');
     expect(await rows.count()).toBe(matching('added').length);
-    expect(await page.locator('.count').last().textContent()).toContain(
+    expect(await page.locator('section[aria-labelledby="mistakes-title"] .count').textContent()).toContain(
       `${matching('added').length} shown of ${mistakes.length} kept`,
+    );
+    // Its training data's label issues, one row tag each: the fix adds or drops that tag.
+    if (!('report' in multiLabelIssues)) throw new Error(`no label issues: ${multiLabelIssues.skipped}`);
+    const issues = multiLabelIssues.report.issues;
+    const issueRows = page.locator('table.label-issues tbody tr');
+    expect(await issueRows.count()).toBe(issues.length);
+    const top = issues[0]!;
+    if (top.kind === 'tag') throw new Error('multi-label data gives tag-set issues');
+    expect(await issueRows.first().locator('td.suggested').textContent()).toMatch(
+      new RegExp(`^${top.kind === 'extra_tag' ? 'drop' : 'add'} ${top.tag}`),
     );
     expect(errors).toEqual([]);
     await page.close();
 
     await checkView('run-multilabel', `${multiBase}/ui/#/run/${multiRunId}`, async (p) => {
       await p.locator('table.mistakes').waitFor();
-      await p.locator('canvas[aria-label^="Training"]').waitFor();
+      await p.getByTestId('no-epochs').waitFor();
     });
   });
 
@@ -672,11 +788,13 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
         prediction.predicted_tags.length,
       );
     }
-    // The top tag's explanation is still highlighted in the text.
+    // The top tag's explanation (one member's n-grams) is still highlighted in the text.
     const first = results.first();
     expect(await first.locator('p.highlighted').textContent()).toBe(SEVERAL_TAGS_TEXT);
     expect(await first.locator('p.highlighted mark').count()).toBeGreaterThan(0);
-    expect(await first.locator('summary').textContent()).toContain(expected[0]!.explanation!.tag);
+    expect(await first.locator('details.why > summary').textContent()).toContain(
+      expected[0]!.explanation!.tag,
+    );
 
     // No tag may pass its threshold: the server's answer rewritten so, as no real text is sure to give it.
     await page.route('**/runs/*/predict', async (route) => {

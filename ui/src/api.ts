@@ -11,6 +11,7 @@ import type {
   PredictData,
   RunErrorsData,
   RunHistoryData,
+  RunLabelIssuesData,
   RunPerformanceData,
   RunPredictData,
   RunsData,
@@ -110,6 +111,7 @@ export const api = {
   history: (runId: string) =>
     call<RunHistoryData>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
   errors: (runId: string) => call<RunErrorsData>(`/runs/${encodeURIComponent(runId)}/errors`),
+  labelIssues: (runId: string) => call<RunLabelIssuesData>(`/runs/${encodeURIComponent(runId)}/label-issues`),
   /** The served run's live figures (GET /monitoring). */
   monitoring: () => call<MonitoringData>('/monitoring').then((data) => data.monitoring),
   /** With the served model, or with one run's model when `runId` is given. */

@@ -1,7 +1,7 @@
 /**
  * One run: overall metrics, per-tag metrics (chart and table), the confusion matrix as a heatmap with
- * counts, slices, training curves, arguments, and the test-set mistakes filterable by tag pair (a click
- * on a heatmap cell picks that pair).
+ * counts, slices, training curves, arguments, the test-set mistakes filterable by tag pair (a click
+ * on a heatmap cell picks that pair), and the training data's probable label errors (label-issues.tsx).
  */
 import type { Chart } from 'chart.js';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
@@ -15,6 +15,7 @@ import type {
 import { ApiError, api } from './api';
 import { ChartCanvas, confusionConfig, PALETTE } from './charts';
 import { metric, shortId, when } from './format';
+import { LabelIssuesPart } from './label-issues';
 import { Failure, useLoad } from './load';
 import { AVERAGE_HINTS, averagesOf, isMultiLabel, tagThresholds } from './multi-label';
 import { TableScroll } from './table-scroll';
@@ -177,6 +178,17 @@ function Curves({ history }: { history: TrainingHistory }) {
   }, [history]);
   if (history.train_loss.length === 0 && history.val_loss.length === 0) {
     return <p class="muted">This run logged no per-epoch losses.</p>;
+  }
+  // A model solved exactly (the member classifiers, the soft vote) has no epochs: one loss per fit.
+  if (history.train_loss.length <= 1 && history.val_loss.length <= 1) {
+    const [train] = history.train_loss;
+    const [validation] = history.val_loss;
+    return (
+      <p class="muted" data-testid="no-epochs">
+        Solved exactly, without epochs: log loss {train ? train.value.toFixed(4) : '–'} on its training rows,{' '}
+        {validation ? validation.value.toFixed(4) : '–'} on the validation split.
+      </p>
+    );
   }
   return <ChartCanvas config={config} label="Training and validation loss per epoch" />;
 }
@@ -552,6 +564,7 @@ export function RunView({ run }: { run: RunRecord }) {
         </>
       )}
       <ErrorsPart runId={run.run_id} />
+      <LabelIssuesPart runId={run.run_id} />
       <section aria-labelledby="args-title">
         <h3 id="args-title">Arguments</h3>
         <ArgsTable args={run.params} />

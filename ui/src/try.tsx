@@ -5,7 +5,14 @@
  * served run, the last texts are tagged again.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { Prediction, RunRecord } from '../../src/http/api-types.js';
+import type {
+  Contribution,
+  LinearExplanation,
+  MemberExplanation,
+  Prediction,
+  RunRecord,
+  VoteExplanation,
+} from '../../src/http/api-types.js';
 import { AuthError, api, type PredictAnswer } from './api';
 import { shortId } from './format';
 import { highlight } from './highlight';
@@ -16,10 +23,16 @@ import { TableScroll } from './table-scroll';
 
 const MAX_TEXTS = 20;
 
-function Highlighted({ prediction }: { prediction: Prediction }) {
-  const explanation = prediction.explanation;
-  if (!explanation) return <p class="text">{prediction.input_text}</p>;
-  const segments = highlight(prediction.input_text, explanation.contributions);
+/** The contributions a text's highlights show, and to what (a linear model's tag, or one member's score). */
+interface Highlights {
+  contributions: readonly Contribution[];
+  /** What the contributions moved, e.g. `computer-vision` or `nb_lr's score of computer-vision`. */
+  target: string;
+}
+
+function Highlighted({ text, highlights }: { text: string; highlights: Highlights | null }) {
+  if (!highlights) return <p class="text">{text}</p>;
+  const segments = highlight(text, highlights.contributions);
   const peak = Math.max(1e-9, ...segments.map((s) => Math.abs(s.weight)));
   return (
     <p class="text highlighted">
@@ -33,13 +46,120 @@ function Highlighted({ prediction }: { prediction: Prediction }) {
             key={index}
             class={segment.weight > 0 ? 'pos' : 'neg'}
             style={{ backgroundColor: colour }}
-            title={`${segment.weight > 0 ? '+' : ''}${segment.weight.toFixed(3)} toward ${explanation.tag}`}
+            title={`${segment.weight > 0 ? '+' : ''}${segment.weight.toFixed(3)} toward ${highlights.target}`}
           >
             {segment.text}
           </mark>
         );
       })}
     </p>
+  );
+}
+
+/** One linear score's split: the listed n-grams, then how they, the others and the bias make the score. */
+function ScoreSplit({
+  split,
+  label,
+}: {
+  split: Pick<LinearExplanation, 'score' | 'bias' | 'contributions' | 'rest' | 'features'>;
+  label: string;
+}) {
+  return (
+    <>
+      <TableScroll label={label}>
+        <table class="contributions">
+          <thead>
+            <tr>
+              <th scope="col">n-gram</th>
+              <th scope="col">kind</th>
+              <th scope="col">contribution</th>
+            </tr>
+          </thead>
+          <tbody>
+            {split.contributions.map((c) => (
+              <tr key={`${c.analyzer}:${c.feature}`} class={c.contribution >= 0 ? 'pos' : 'neg'}>
+                <td>
+                  <code>{JSON.stringify(c.feature)}</code>
+                </td>
+                <td>{c.analyzer}</td>
+                <td class="num">
+                  {c.contribution >= 0 ? '+' : ''}
+                  {c.contribution.toFixed(3)}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
+      <p class="hint">
+        score {split.score.toFixed(3)} = bias {split.bias.toFixed(3)} + these + the other{' '}
+        {Math.max(0, split.features - split.contributions.length)} n-grams ({split.rest.toFixed(3)})
+      </p>
+    </>
+  );
+}
+
+const LINKS: Record<MemberExplanation['link'], string> = {
+  ovr: 'sigmoid, normalised over the tags',
+  sigmoid: 'sigmoid',
+  softmax: 'softmax',
+  platt: 'calibrated (Platt)',
+};
+
+/**
+ * A soft vote's explanation: the members' probabilities of the tag and how the vote combines them (its
+ * probability has no per-n-gram split, so none is shown), then each member's own exact split.
+ */
+function VoteSplit({ explanation }: { explanation: VoteExplanation }) {
+  const { vote, tag } = explanation;
+  const total = vote.members.reduce((sum, m) => sum + m.weight, 0);
+  return (
+    <>
+      <TableScroll label="How the vote combined its members">
+        <table class="vote">
+          <thead>
+            <tr>
+              <th scope="col">member</th>
+              <th scope="col">weight</th>
+              <th scope="col">probability of {tag}</th>
+              <th scope="col">from its score by</th>
+            </tr>
+          </thead>
+          <tbody>
+            {vote.members.map((m, index) => (
+              <tr key={index}>
+                <th scope="row">{m.classifier}</th>
+                <td class="num">{m.weight}</td>
+                <td class="num">{m.probability.toFixed(3)}</td>
+                <td>{LINKS[m.link]}</td>
+              </tr>
+            ))}
+          </tbody>
+          <tfoot>
+            <tr>
+              <th scope="row">the vote</th>
+              <td class="num">{total}</td>
+              <td class="num" data-testid="vote-probability">
+                {vote.probability.toFixed(3)}
+              </td>
+              <td>Σ weight × probability / Σ weight</td>
+            </tr>
+          </tfoot>
+        </table>
+      </TableScroll>
+      <p class="hint">
+        A vote’s probability is not a sum over n-grams, so it has no per-n-gram split; each member’s score has
+        one:
+      </p>
+      {vote.members.map((m, index) => (
+        <details key={index} class="member">
+          <summary>
+            {m.classifier}: the n-grams that moved its score of {tag}
+          </summary>
+          <ScoreSplit split={m} label={`Contributions to ${m.classifier}'s score`} />
+        </details>
+      ))}
+    </>
   );
 }
 
@@ -80,6 +200,20 @@ function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel
   const explanation = prediction.explanation;
   const multi = multiLabel ?? looksMultiLabel(prediction);
   const predicted = new Set(prediction.predicted_tags);
+  // A vote's text is highlighted with one member's n-grams at a time (the vote has none of its own).
+  const [memberIndex, setMemberIndex] = useState(0);
+  const members = explanation && 'vote' in explanation ? explanation.vote.members : null;
+  const member = members?.[Math.min(memberIndex, members.length - 1)];
+  const highlights: Highlights | null = !explanation
+    ? null
+    : 'vote' in explanation
+      ? member
+        ? {
+            contributions: member.contributions,
+            target: `${member.classifier}'s score of ${explanation.tag}`,
+          }
+        : null
+      : { contributions: explanation.contributions, target: explanation.tag };
   return (
     <li class="result">
       {multi ? (
@@ -89,11 +223,30 @@ function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel
           <span class="badge big">{prediction.predicted_tag}</span>
         </p>
       )}
-      <Highlighted prediction={prediction} />
+      <Highlighted text={prediction.input_text} highlights={highlights} />
+      {members && members.length > 0 && (
+        <p class="hint member-pick">
+          Highlights: the n-grams behind the score of {explanation!.tag} of the member{' '}
+          <select
+            aria-label="Member whose n-grams are highlighted"
+            value={String(memberIndex)}
+            onChange={(event) => setMemberIndex(Number(event.currentTarget.value))}
+          >
+            {members.map((m, index) => (
+              <option key={index} value={String(index)}>
+                {m.classifier}
+              </option>
+            ))}
+          </select>{' '}
+          (the vote itself has no per-n-gram split)
+        </p>
+      )}
       {multi && (
         <p class="hint">
           Each tag’s own probability (they need not sum to 1); the predicted tags in bold.
-          {explanation && ` The highlights are the n-grams behind ${explanation.tag}, the most probable tag.`}
+          {explanation &&
+            !('vote' in explanation) &&
+            ` The highlights are the n-grams behind ${explanation.tag}, the most probable tag.`}
         </p>
       )}
       <ul class="probabilities">
@@ -109,41 +262,19 @@ function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel
         ))}
       </ul>
       {explanation && (
-        <details>
+        <details class="why">
           <summary>
             {multi && !predicted.has(explanation.tag) ? 'The most probable tag, ' : 'Why '}
-            {explanation.tag}: the n-grams that moved its score
+            {explanation.tag}
+            {'vote' in explanation
+              ? `: how the vote of ${explanation.vote.members.length} members reached it`
+              : ': the n-grams that moved its score'}
           </summary>
-          <TableScroll label="Contributions">
-            <table class="contributions">
-              <thead>
-                <tr>
-                  <th scope="col">n-gram</th>
-                  <th scope="col">kind</th>
-                  <th scope="col">contribution</th>
-                </tr>
-              </thead>
-              <tbody>
-                {explanation.contributions.map((c) => (
-                  <tr key={`${c.analyzer}:${c.feature}`} class={c.contribution >= 0 ? 'pos' : 'neg'}>
-                    <td>
-                      <code>{JSON.stringify(c.feature)}</code>
-                    </td>
-                    <td>{c.analyzer}</td>
-                    <td class="num">
-                      {c.contribution >= 0 ? '+' : ''}
-                      {c.contribution.toFixed(3)}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
-          <p class="hint">
-            score {explanation.score.toFixed(3)} = bias {explanation.bias.toFixed(3)} + these + the other{' '}
-            {Math.max(0, explanation.features - explanation.contributions.length)} n-grams (
-            {explanation.rest.toFixed(3)})
-          </p>
+          {'vote' in explanation ? (
+            <VoteSplit explanation={explanation} />
+          ) : (
+            <ScoreSplit split={explanation} label="Contributions" />
+          )}
         </details>
       )}
     </li>

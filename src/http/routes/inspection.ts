@@ -1,9 +1,10 @@
 /**
- * Run details for the inspection page (/ui) beyond the contract's report: a run's per-epoch losses and
- * what it got wrong on its test split. Run-based mode only; ids are checked against the loaded runs first.
+ * Run details for the inspection page (/ui) beyond the contract's report: a run's per-epoch losses, what
+ * it got wrong on its test split, and the rows of its training data whose tag is probably wrong. Run-based mode only; ids are checked against the loaded runs first.
  */
 import type { ServedRuns } from '../../service/index.js';
 import { envelope } from '../envelope.js';
+import { RunLabelIssuesData } from '../label-issue-schemas.js';
 import { errorResponses } from '../responses.js';
 import { Envelope, RunErrorsData, RunHistoryData, RunIdParams } from '../schemas.js';
 import type { TaggerApp } from '../types.js';
@@ -55,6 +56,27 @@ export function inspectionRoutes(app: TaggerApp, current: () => ServedRuns): voi
         total,
         mistakes,
       });
+    },
+  );
+
+  app.get(
+    '/runs/:run_id/label-issues',
+    {
+      schema: {
+        tags: ['Runs'],
+        summary: 'Probable label errors in the training data of one run',
+        description:
+          "The rows of the run's training data whose given tag is probably wrong, most unlikely first, each with its file line, text, given and suggested tag and both out-of-fold probabilities (confident learning; multi-label runs: one entry per row tag), from the run's `label_issues.json` artifact, so a person can correct the data and train again. 404 for a run that did not log it (trained before it was logged, with `--no-label-issues`, on data too small to cross-validate, or by another tool).",
+        params: RunIdParams,
+        response: {
+          200: Envelope(RunLabelIssuesData, 'RunLabelIssuesResponse'),
+          ...errorResponses(404, 409, 422, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { run_id } = request.params;
+      return envelope(request, 200, { run_id, ...(await current().current.labelIssues(run_id)) });
     },
   );
 }

@@ -1,0 +1,70 @@
+/**
+ * TypeBox schemas of `GET /runs/{run_id}/label-issues` (kept apart from schemas.ts, which holds the
+ * contract's own shapes): a run's `label_issues.json` as the inspection page reads it.
+ */
+import Type from 'typebox';
+
+const LabelIssue = Type.Object(
+  {
+    rank: Type.Integer({ minimum: 1, description: '1: the most unlikely given label' }),
+    line: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'The line of the training data file the row starts on (null when the rows had none)',
+    }),
+    text: Type.String({ description: 'The row’s text (long texts are cut, ending with …)' }),
+    kind: Type.Enum(['tag', 'extra_tag', 'missing_tag'], {
+      description:
+        '`tag`: the row’s tag is probably wrong; multi-label rows, one of their tags: `extra_tag` (listed, probably does not apply) or `missing_tag` (not listed, probably applies)',
+    }),
+    given_probability: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description:
+        'The out-of-fold probability of the label as given (multi-label: of the tag being listed or not, as given)',
+    }),
+    suggested_probability: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description: 'The out-of-fold probability of the suggested label',
+    }),
+    confident: Type.Boolean({
+      description:
+        'The suggested label reached its per-tag threshold (confident learning’s confident joint); false: no label did, and it is the most probable one',
+    }),
+    given_tag: Type.Optional(
+      Type.String({
+        description: 'Single-label runs: the tag as given, as the models know it (`other` for a folded tag)',
+      }),
+    ),
+    data_tag: Type.Optional(
+      Type.String({
+        description:
+          'Single-label runs, only when it differs from `given_tag`: the row’s tag as written in the data, folded into `other` by `min_freq` or `accepted_tags`',
+      }),
+    ),
+    suggested_tag: Type.Optional(Type.String({ description: 'Single-label runs: the suggested tag' })),
+    tag: Type.Optional(Type.String({ description: 'Multi-label runs: the tag the issue is about' })),
+    given_tags: Type.Optional(
+      Type.Array(Type.String(), { description: 'Multi-label runs: the tags as given' }),
+    ),
+    suggested_tags: Type.Optional(
+      Type.Array(Type.String(), { description: 'Multi-label runs: the tags with the suggested fix' }),
+    ),
+  },
+  { title: 'LabelIssue', additionalProperties: false },
+);
+
+export const RunLabelIssuesData = Type.Object(
+  {
+    run_id: Type.String(),
+    multi_label: Type.Boolean(),
+    rows: Type.Integer({ minimum: 0, description: 'Training data rows looked at' }),
+    folds: Type.Integer({ minimum: 0, description: 'Cross-validation folds of the out-of-fold models' }),
+    seed: Type.Integer({ minimum: 0, description: 'The seed of the folds and their training' }),
+    tags: Type.Array(Type.String(), { description: 'The tags as the models know them' }),
+    found: Type.Integer({ minimum: 0, description: 'Issues found in all' }),
+    issues: Type.Array(LabelIssue, {
+      description: 'The most unlikely given labels first (at most 1,000 are logged per run)',
+    }),
+  },
+  { title: 'RunLabelIssuesData', additionalProperties: false },
+);

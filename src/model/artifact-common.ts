@@ -1,0 +1,196 @@
+/**
+ * What every saved model has in common (see artifact.ts for the format history): the file names, the
+ * manifest's shape, the weights file's checksum, the error every decoding problem becomes, and the
+ * vectorizer's part of the manifest and of weights.bin (its idf comes first).
+ */
+import type { TrainingArgs } from './args.js';
+import { ModelFormatError } from './errors.js';
+import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './features.js';
+import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
+
+export const MANIFEST = 'tagger-model.json';
+export const WEIGHTS = 'weights.bin';
+
+export interface Manifest {
+  format: string;
+  tags: string[];
+  args: TrainingArgs;
+  threshold: number | null;
+  /** Multi-label models (format 1.3): each tag's probability threshold, in `tags` order. */
+  tag_thresholds?: number[];
+  ngram_range: [number, number];
+  n_features: number;
+  vocabulary: string[];
+  weights_crc32: number;
+  /** `char_wb+word` only: the feature blocks in column order. */
+  blocks?: ManifestBlock[];
+  /** `char_wb+word` only: the factor every block's l2-normalised values are scaled by. */
+  block_weight?: number;
+  /** Member classifiers (format 1.4): the tags the members score, in their column order. */
+  trained_tags?: string[];
+  /** Member classifiers (format 1.4): each member's classifier, vote weight, inputs, link and Platt sigmoids. */
+  members?: ManifestMember[];
+}
+
+export interface ManifestMember {
+  classifier: string;
+  weight: number;
+  inputs: string;
+  link: string;
+  calibration: { a: number[]; b: number[] } | null;
+}
+
+export interface ManifestBlock {
+  analyzer: TfidfAnalyzer;
+  ngram_range: [number, number];
+  n_features: number;
+}
+
+// CRC-32 (IEEE) detects truncation and bit rot; written out because src/model may import no Node modules.
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+export function crc32(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+export const bad = (what: string): never => {
+  throw new ModelFormatError(
+    `model/artifact: ${what}; re-save the model with this version of tagger or retrain it`,
+  );
+};
+
+/** The vectorizer's part of the manifest (its vocabulary, n-gram range and, for a union, its blocks). */
+export function vectorizerManifest(
+  vectorizer: TaggerVectorizer,
+): Pick<Manifest, 'ngram_range' | 'n_features' | 'vocabulary' | 'blocks' | 'block_weight'> {
+  const first = vectorizer instanceof FeatureUnion ? vectorizer.parts[0]! : vectorizer;
+  return {
+    ngram_range: [first.ngramMin, first.ngramMax],
+    n_features: vectorizer.size,
+    vocabulary: [...vectorizer.vocabulary],
+    ...(vectorizer instanceof FeatureUnion
+      ? {
+          blocks: vectorizer.parts.map((p) => ({
+            analyzer: p.analyzer,
+            ngram_range: [p.ngramMin, p.ngramMax] as [number, number],
+            n_features: p.size,
+          })),
+          block_weight: vectorizer.weight,
+        }
+      : {}),
+  };
+}
+
+/** Little-endian float64 writer/reader over weights.bin; every value read must be finite. */
+export function writeFloats(arrays: readonly Float64Array[]): Uint8Array {
+  const bytes = new Uint8Array(8 * arrays.reduce((n, a) => n + a.length, 0));
+  const view = new DataView(bytes.buffer);
+  let offset = 0;
+  for (const array of arrays) {
+    for (let i = 0; i < array.length; i++, offset += 8) view.setFloat64(offset, array[i]!, true);
+  }
+  return bytes;
+}
+
+export function floatReader(bytes: Uint8Array): (from: number, n: number) => Float64Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return (from, n) => {
+    const out = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      out[i] = view.getFloat64((from + i) * 8, true);
+      if (!Number.isFinite(out[i]!)) bad(`${WEIGHTS} holds a non-finite number at value ${from + i}`);
+    }
+    return out;
+  };
+}
+
+/** Rebuilds the vectorizer of a checked manifest from its vocabulary and idf. */
+export function decodeVectorizer(
+  m: Partial<Manifest>,
+  args: TrainingArgs,
+  vocabulary: string[],
+  idf: Float64Array,
+): TaggerVectorizer {
+  const range = m.ngram_range!;
+  try {
+    return args.analyzer === 'char_wb+word'
+      ? unionFromManifest(m, args, vocabulary, idf)
+      : TfidfVectorizer.fromParts(
+          {
+            analyzer: args.analyzer,
+            ngramMin: range[0],
+            ngramMax: range[1],
+            sublinearTf: args.sublinear_tf,
+          },
+          vocabulary,
+          idf,
+        );
+  } catch (error) {
+    if (error instanceof ModelFormatError) throw error;
+    return bad(`cannot rebuild the vectorizer (${(error as Error).message})`);
+  }
+}
+
+/** Rebuilds a `char_wb+word` feature union from its manifest blocks (format 1.1). */
+function unionFromManifest(
+  m: Partial<Manifest>,
+  args: TrainingArgs,
+  vocabulary: string[],
+  idf: Float64Array,
+): FeatureUnion {
+  const blocks = m.blocks;
+  const expected = [
+    { analyzer: 'char_wb', ngram_range: m.ngram_range },
+    { analyzer: 'word', ngram_range: UNION_WORD_NGRAM_RANGE },
+  ];
+  if (
+    m.format === 'tagger-model/1' ||
+    !Array.isArray(blocks) ||
+    blocks.length !== expected.length ||
+    !blocks.every(
+      (b, i) =>
+        b !== null &&
+        typeof b === 'object' &&
+        b.analyzer === expected[i]!.analyzer &&
+        Array.isArray(b.ngram_range) &&
+        b.ngram_range.length === 2 &&
+        b.ngram_range[0] === expected[i]!.ngram_range![0] &&
+        b.ngram_range[1] === expected[i]!.ngram_range![1] &&
+        Number.isInteger(b.n_features) &&
+        b.n_features >= 1,
+    )
+  ) {
+    return bad(
+      `analyzer char_wb+word needs "blocks" [char_wb ${JSON.stringify(m.ngram_range)}, word [1,2]] with their feature counts, got ${JSON.stringify(blocks)}`,
+    );
+  }
+  const total = blocks.reduce((sum, b) => sum + b.n_features, 0);
+  if (total !== vocabulary.length)
+    bad(`blocks hold ${total} features but the vocabulary has ${vocabulary.length}`);
+  const weight = m.block_weight;
+  if (typeof weight !== 'number' || !(weight > 0 && weight <= 1)) {
+    bad(`block_weight must be a number in (0, 1], got ${JSON.stringify(weight)}`);
+  }
+  let from = 0;
+  const parts = blocks.map((b) => {
+    const to = from + b.n_features;
+    const part = TfidfVectorizer.fromParts(
+      {
+        analyzer: b.analyzer,
+        ngramMin: b.ngram_range[0],
+        ngramMax: b.ngram_range[1],
+        sublinearTf: args.sublinear_tf,
+      },
+      vocabulary.slice(from, to),
+      idf.slice(from, to),
+    );
+    from = to;
+    return part;
+  });
+  return new FeatureUnion(parts, weight!);
+}

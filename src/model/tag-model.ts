@@ -1,0 +1,111 @@
+/**
+ * The shapes every tagger shares: labelled rows, predictions, the TagModel interface, epoch reports and the
+ * result of a training. A leaf module, so the trainers (tagger.ts for SGD, train-vote.ts for the dual
+ * coordinate descent, naive Bayes and soft-vote models) can share them without importing each other.
+ */
+import type { TrainingArgs } from './args.js';
+import type { Explanation } from './explain.js';
+
+export interface LabelledText {
+  text: string;
+  /**
+   * The text's tag; for a multi-label row, the key of its tag set (its tags sorted and joined by `|`),
+   * which data checks compare rows by.
+   */
+  tag: string;
+  /** Multi-label rows: every tag of the text (at least one). */
+  tags?: readonly string[];
+}
+
+/** The tags of a labelled row: its list for a multi-label row, else its one tag. */
+export const tagsOf = (row: LabelledText): readonly string[] => row.tags ?? [row.tag];
+
+/** The `tag` of a multi-label row with these tags (see LabelledText.tag). */
+export const tagSetKey = (tags: readonly string[]): string => [...new Set(tags)].sort().join('|');
+
+export interface Prediction {
+  /** The model's answer: the most probable tag (single-label), or the most probable of `predicted_tags`, else `other`. */
+  predicted_tag: string;
+  /**
+   * The tags the model gives the text, most probable first: `[predicted_tag]` for a single-label model,
+   * every tag whose probability reaches its threshold for a multi-label one (possibly none).
+   */
+  predicted_tags: string[];
+  /** Probability of every model tag; they sum to 1 for a single-label model, not for a multi-label one. */
+  probabilities: Record<string, number>;
+}
+
+export interface TagModel {
+  /** The model's classes, sorted; always includes `other`. */
+  readonly tags: readonly string[];
+  readonly args: TrainingArgs;
+  /** Fallback threshold on the top probability (null: plain argmax); null for a multi-label model. */
+  readonly threshold: number | null;
+  /** Multi-label: each tag's probability threshold, in `tags` order; null for a single-label model. */
+  readonly tagThresholds: readonly number[] | null;
+  /** One prediction per text, in order; never throws for any string. */
+  predict(texts: readonly string[]): Prediction[];
+  /** Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed). */
+  explain(text: string, top?: number): Explanation;
+}
+
+/**
+ * One epoch's losses. With `ensemble` > 1 the members train one after another and each report is the mean
+ * over members of their losses at that epoch (valLoss: the members' mean validation loss, not the averaged
+ * model's), emitted while the last member trains.
+ */
+export interface EpochReport {
+  epoch: number;
+  epochs: number;
+  /**
+   * Training loss of the epoch's (oversampled) samples, each taken just before its SGD update: the mean
+   * multiclass log loss (softmax), or the mean over samples of the summed per-class binary log losses (ovr).
+   */
+  trainLoss: number;
+  /** Mean log loss on the validation split after the epoch; NaN when the split is empty. */
+  valLoss: number;
+}
+
+/**
+ * One member classifier trained (the member classifiers and the soft vote, which are solved exactly and have
+ * no epochs): where the training is, for a progress line.
+ */
+export interface MemberReport {
+  /** The validated fit, or the refit on train + validation (`args.refit`). */
+  fit: 'validated' | 'refit';
+  /** 1-based, in the order of the args' members. */
+  member: number;
+  members: number;
+  classifier: string;
+  /** How often it was fitted: 1, or `calibration_folds` + 1 when calibrated (each fold, then every row). */
+  fits: number;
+  /** Wall-clock seconds its training took. */
+  seconds: number;
+}
+
+export interface TrainOptions {
+  seed: number;
+  /**
+   * Epoch losses of the validated fit (the one whose validation loss means something). The exact solvers
+   * report once, after the fit (epoch 1 of 1).
+   */
+  onEpoch?: (r: EpochReport) => void;
+  /** Epoch losses of the refit on train + validation (`args.refit`); `valLoss` is NaN there. */
+  onRefitEpoch?: (r: EpochReport) => void;
+  /** Member classifiers and soft votes: each member as it is trained, in the validated fit and the refit. */
+  onMember?: (r: MemberReport) => void;
+}
+
+export interface TrainedTagger {
+  model: TagModel;
+  /** Per-epoch losses of the validated fit. */
+  history: EpochReport[];
+  threshold: number | null;
+  /**
+   * Weighted f1 on the validation split of the validated fit, with the chosen threshold(s). With `refit`
+   * the returned model has seen the validation rows, so this is the model-selection score, not the model's.
+   */
+  validationF1: number;
+  /** Multi-label: each tag's threshold (in the model's tag order); null for a single-label model. */
+  tagThresholds: readonly number[] | null;
+}
