@@ -138,6 +138,9 @@ async function* messagesOf(worker: Worker, signal?: AbortSignal): AsyncGenerator
     if (message !== undefined) {
       yield message;
       if (message.kind === 'done') return;
+      // When the worker reads ahead, the queue never empties and this loop would never give the event
+      // loop a turn: a SIGINT's handler (and so `signal`) would wait for the end of the file.
+      if (queue.length > 0) await new Promise<void>((resume) => setImmediate(resume));
       continue;
     }
     if (failure) throw failure;
@@ -243,6 +246,8 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
         throw new BatchInputError(`cannot tag ${options.input} into ${options.output}: ${message.message}`);
       }
     }
+    // A signal handled with the last batch still stops the job: nothing is renamed into place.
+    options.signal?.throwIfAborted();
     await rename(temp, target);
   } catch (error) {
     await worker.terminate();
