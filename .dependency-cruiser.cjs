@@ -2,6 +2,7 @@
  * Architecture rules (see docs/ARCHITECTURE.md): dependencies point one way.
  *   model  -> nothing of ours (pure text/ML code, no I/O)
  *   tracking -> nothing of ours
+ *   encoder -> nothing of ours (sentence encoders: files, ONNX Runtime, tokenizers; loaded by import())
  *   train  -> model, tracking
  *   service -> model, tracking
  *   http   -> model, service (never tracking or train directly)
@@ -65,6 +66,21 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/tracking' },
       to: { path: '^src/(?!tracking)' },
+    },
+    {
+      name: 'encoder-is-independent',
+      comment: 'src/encoder (tokenizer + ONNX model) imports nothing else of Tagger, like src/tracking',
+      severity: 'error',
+      from: { path: '^src/encoder' },
+      to: { path: '^src/(?!encoder)' },
+    },
+    {
+      name: 'encoder-users',
+      comment:
+        'the encoder is loaded by the layers that compute embeddings (train, cli; service and serve when they serve encoder runs), never by model, tracking, http or the app factory',
+      severity: 'error',
+      from: { path: '^src/(model|tracking|http|app\\.ts)' },
+      to: { path: '^src/encoder/' },
     },
     {
       name: 'train-deps',

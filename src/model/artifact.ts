@@ -12,12 +12,19 @@
  * read them as log-loss models), `class_weight`, `min_df` and `ngram_min_range`; the files' layout is
  * unchanged, the bump makes older readers refuse these models by format instead of by an unknown arg;
  * `tagger-model/1.3` — multi-label models (`multi_label` arg): the manifest adds `tag_thresholds`, one
- * probability threshold per tag, and the probabilities are the tags' own (not normalised).
- * All four are read; a model without an arg loads with the behaviour it was trained with: `/1` without
+ * probability threshold per tag, and the probabilities are the tags' own (not normalised);
+ * `tagger-model/1.4` — the `encoder`, `encoder_weight` and `encoder_normalize` args; an encoder model's
+ * manifest adds `encoder` (the EncoderSpec: name, source, sha256 of the ONNX model and of tokenizer.json,
+ * pooling, max tokens, dim) and its weights hold (V + dim) × K values, the embedding block's rows after the
+ * vocabulary's. Older readers refuse every 1.4 model by its format (a TF-IDF one too: its args have keys
+ * they do not know). Decoding an encoder model needs `{ withEncoder: true }`, a promise that the caller
+ * computes the embeddings with that encoder (checked against the spec's digests when it loads it).
+ * All five are read; a model without an arg loads with the behaviour it was trained with: `/1` without
  * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
  * 1 and `ngram_min_range` 2.
  */
 import { parseTrainingArgs, type TrainingArgs } from './args.js';
+import { type EncoderSpec, parseEncoderSpec } from './embeddings.js';
 import { ModelFormatError, ModelInputError } from './errors.js';
 import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './features.js';
 import { OTHER_TAG } from './labels.js';
@@ -25,12 +32,13 @@ import { type LinearModel, linkOf } from './sgd.js';
 import { LinearTagModel, type TagModel } from './tagger.js';
 import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
 
-export const MODEL_FORMAT = 'tagger-model/1.3';
+export const MODEL_FORMAT = 'tagger-model/1.4';
 /** Every format this version reads (older first). */
 export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
   'tagger-model/1',
   'tagger-model/1.1',
   'tagger-model/1.2',
+  'tagger-model/1.3',
   MODEL_FORMAT,
 ]);
 const MANIFEST = 'tagger-model.json';
@@ -52,6 +60,8 @@ interface Manifest {
   blocks?: ManifestBlock[];
   /** `char_wb+word` only: the factor every block's l2-normalised values are scaled by. */
   block_weight?: number;
+  /** Encoder models (format 1.4): the encoder whose embeddings the model takes. */
+  encoder?: EncoderSpec;
 }
 
 interface ManifestBlock {
@@ -81,9 +91,10 @@ export function encodeModel(model: TagModel): Record<string, Uint8Array> {
   }
   const { vectorizer, linear } = model;
   const V = vectorizer.size;
+  const F = linear.nFeatures;
   const K = linear.nClasses;
   const first = vectorizer instanceof FeatureUnion ? vectorizer.parts[0]! : vectorizer;
-  const bytes = new Uint8Array(8 * (V + V * K + K));
+  const bytes = new Uint8Array(8 * (V + F * K + K));
   const view = new DataView(bytes.buffer);
   let offset = 0;
   for (const array of [vectorizer.idf, linear.weights, linear.bias]) {
@@ -99,6 +110,7 @@ export function encodeModel(model: TagModel): Record<string, Uint8Array> {
     n_features: V,
     vocabulary: [...vectorizer.vocabulary],
     weights_crc32: crc32(bytes),
+    ...(model.encoder === null ? {} : { encoder: { ...model.encoder } }),
   };
   if (vectorizer instanceof FeatureUnion) {
     manifest.blocks = vectorizer.parts.map((p) => ({
@@ -117,8 +129,16 @@ const bad = (what: string): never => {
   );
 };
 
+export interface DecodeOptions {
+  /**
+   * The caller will give the model the embeddings of its encoder (it loads the encoder the manifest names
+   * and checks its digests). Without it an encoder model is refused: nothing else could predict with it.
+   */
+  withEncoder?: boolean;
+}
+
 /** Loads files produced by encodeModel; checks the format version, shapes, checksum and values. */
-export function decodeModel(files: Record<string, Uint8Array>): TagModel {
+export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOptions = {}): TagModel {
   if (files === null || typeof files !== 'object') bad(`expected a map of model files, got ${String(files)}`);
   for (const name of MODEL_FILES) {
     if (!(files[name] instanceof Uint8Array))
@@ -177,7 +197,7 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   const tagThresholds = m.tag_thresholds;
   if (args!.multi_label) {
     const fits =
-      m.format === MODEL_FORMAT &&
+      READABLE_MODEL_FORMATS.indexOf(m.format!) >= READABLE_MODEL_FORMATS.indexOf('tagger-model/1.3') &&
       Array.isArray(tagThresholds) &&
       tagThresholds.length === tags!.length &&
       tagThresholds.every((t) => typeof t === 'number' && t >= 0 && t <= 1);
@@ -202,12 +222,25 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   const V = vocabulary!.length;
   if (m.n_features !== V)
     bad(`n_features is ${JSON.stringify(m.n_features)} but the vocabulary has ${V} entries`);
+  let encoder: EncoderSpec | null = null;
+  if (args!.encoder !== null) {
+    if (m.format !== MODEL_FORMAT) bad(`an encoder model needs format ${MODEL_FORMAT}, got ${m.format}`);
+    encoder = parseEncoderSpec(m.encoder);
+    if (!options.withEncoder) {
+      bad(
+        `this model takes sentence embeddings from the encoder ${encoder.name} (${MODEL_FORMAT}), and this reader does not run encoders; load it where its encoder is loaded (src/encoder)`,
+      );
+    }
+  } else if (m.encoder !== undefined) {
+    bad('the manifest names an encoder, but args.encoder is null');
+  }
+  const F = V + (encoder?.dim ?? 0);
   const K = tags!.length;
   const bytes = files[WEIGHTS]!;
-  const expected = 8 * (V + V * K + K);
+  const expected = 8 * (V + F * K + K);
   if (bytes.byteLength !== expected) {
     bad(
-      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${V} features and ${K} tags (truncated?)`,
+      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${F} features and ${K} tags (truncated?)`,
     );
   }
   if (m.weights_crc32 !== crc32(bytes))
@@ -224,10 +257,10 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   };
   const idf = read(0, V);
   const linear: LinearModel = {
-    nFeatures: V,
+    nFeatures: F,
     nClasses: K,
-    weights: read(V, V * K),
-    bias: read(V + V * K, K),
+    weights: read(V, F * K),
+    bias: read(V + F * K, K),
     link: linkOf(args.classifier, args.loss, args.multi_label),
   };
   let vectorizer: TaggerVectorizer;
@@ -249,7 +282,15 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
     if (error instanceof ModelFormatError) throw error;
     return bad(`cannot rebuild the vectorizer (${(error as Error).message})`);
   }
-  return new LinearTagModel(tags!, args, threshold ?? null, vectorizer, linear, tagThresholds ?? null);
+  return new LinearTagModel(
+    tags!,
+    args!,
+    threshold ?? null,
+    vectorizer,
+    linear,
+    tagThresholds ?? null,
+    encoder,
+  );
 }
 
 /** Rebuilds a `char_wb+word` feature union from its manifest blocks (format 1.1). */

@@ -301,6 +301,21 @@ function runCase(model: BehaviourModel, c: BehaviourCase, seed: number): CaseRes
   };
 }
 
+/**
+ * Every text the suite can ask a model to predict (each case's text, its perturbed variants, the text with
+ * its added phrase), whatever the model's tags: what an encoder model needs embeddings for beforehand.
+ */
+export function behaviourTexts(suite: BehaviourSuite): string[] {
+  const texts = suite.cases.flatMap((c) =>
+    c.kind === 'mft'
+      ? [c.text]
+      : c.kind === 'inv'
+        ? [c.text, ...perturbedVariants(c, suite.seed)]
+        : [c.text, `${c.text} ${c.add}`],
+  );
+  return [...new Set(texts)];
+}
+
 /** Runs every case of the suite on the model. */
 export function runBehaviourSuite(model: BehaviourModel, suite: BehaviourSuite): BehaviourReport {
   const cases = suite.cases.map((c) => runCase(model, c, suite.seed));

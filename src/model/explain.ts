@@ -4,6 +4,7 @@
  * summed into `rest`, so `bias + Σ contributions + rest = score` holds for every explanation (tested).
  * Written here because it needs the model's own weights and vocabulary; no library explains this model.
  */
+import { embeddingScale } from './embeddings.js';
 import { FeatureUnion, type TaggerVectorizer } from './features.js';
 import { cleanText } from './preprocess.js';
 import type { LinearModel } from './sgd.js';
@@ -32,11 +33,21 @@ export interface Explanation {
   rest: number;
   /** How many features of the model the text has. */
   features: number;
+  /**
+   * An encoder model only: the whole embedding block's contribution (Σ weight × value over its
+   * dimensions), one aggregate term, so `bias + Σ contributions + rest + encoder = score`.
+   */
+  encoder?: number;
 }
 
 export interface ExplainableParts {
   readonly tags: readonly string[];
-  readonly args: { readonly lower: boolean; readonly stem: boolean };
+  readonly args: {
+    readonly lower: boolean;
+    readonly stem: boolean;
+    readonly encoder_weight?: number;
+    readonly encoder_normalize?: boolean;
+  };
   readonly vectorizer: TaggerVectorizer;
   readonly linear: LinearModel;
 }
@@ -79,7 +90,12 @@ function featureNames(vectorizer: TaggerVectorizer): FeatureNames {
  * Explains the top-scoring tag of `text`: its score, bias and the `top` features that moved it most.
  * @example explainLinear(model, 'Transformers for NER', 5).contributions[0] // { feature: 'transformers', … }
  */
-export function explainLinear(model: ExplainableParts, text: string, top = 10): Explanation {
+export function explainLinear(
+  model: ExplainableParts,
+  text: string,
+  top = 10,
+  embedding?: Float32Array,
+): Explanation {
   const { linear, vectorizer } = model;
   const K = linear.nClasses;
   const w = linear.weights;
@@ -92,6 +108,19 @@ export function explainLinear(model: ExplainableParts, text: string, top = 10): 
   for (let j = 0; j < n; j++) {
     const base = indices[j]! * K;
     for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * values[j]!;
+  }
+  // The embedding block's columns follow the vectorizer's; its per-tag sums are one term each.
+  const encoderScores = new Float64Array(K);
+  if (embedding !== undefined) {
+    const scale = embeddingScale(embedding, {
+      weight: model.args.encoder_weight ?? 1,
+      normalize: model.args.encoder_normalize ?? true,
+    });
+    for (let d = 0; d < embedding.length; d++) {
+      const base = (vectorizer.size + d) * K;
+      for (let k = 0; k < K; k++) encoderScores[k]! += w[base + k]! * embedding[d]! * scale;
+    }
+    for (let k = 0; k < K; k++) scores[k]! += encoderScores[k]!;
   }
   let best = 0;
   for (let k = 1; k < K; k++) if (scores[k]! > scores[best]!) best = k;
@@ -115,5 +144,6 @@ export function explainLinear(model: ExplainableParts, text: string, top = 10): 
     })),
     rest,
     features: n,
+    ...(embedding === undefined ? {} : { encoder: encoderScores[best]! }),
   };
 }

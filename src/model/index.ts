@@ -1,24 +1,28 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
 export {
   type Analyzer,
+  argsForEncoder,
   type Classifier,
   DEFAULT_TRAINING_ARGS,
+  ENCODER_DEFAULT_ARGS,
   type LearningRateSchedule,
   parseTrainingArgs,
   type ThresholdMode,
   type TrainingArgs,
 } from './args.js';
-export { decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
+export { type DecodeOptions, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
 export {
   BEHAVIOUR_KINDS,
   type BehaviourCase,
   type BehaviourKind,
   type BehaviourReport,
   type BehaviourSuite,
+  behaviourTexts,
   parseBehaviourSuite,
   runBehaviourSuite,
 } from './behaviour.js';
 export { DEFAULT_BEHAVIOUR_SUITE } from './behaviour-suite.js';
+export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './embeddings.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
 export type { Explanation, FeatureContribution } from './explain.js';
 export {
@@ -44,12 +48,14 @@ export {
 } from './slices.js';
 export { stratifiedSplit } from './split.js';
 export {
+  bindEmbeddings,
   type EpochReport,
   evaluate,
   evaluateWithErrors,
   type LabelledText,
   type Prediction,
   type TagModel,
+  type TrainEncoder,
   type TrainOptions,
   tagSetKey,
   tagsOf,

@@ -4,6 +4,15 @@
  * or, with `multi_label`, one-vs-rest binary problems whose tags each pass their own probability threshold.
  */
 import type { TrainingArgs } from './args.js';
+import {
+  appendEmbeddingBlock,
+  checkEmbeddings,
+  type EmbeddingBlock,
+  type EmbeddingLookup,
+  type EncoderSpec,
+  embeddingScale,
+  embeddingsOf,
+} from './embeddings.js';
 import { ModelInputError } from './errors.js';
 import { type Explanation, explainLinear } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
@@ -75,10 +84,18 @@ export interface TagModel {
   readonly threshold: number | null;
   /** Multi-label: each tag's probability threshold, in `tags` order; null for a single-label model. */
   readonly tagThresholds: readonly number[] | null;
-  /** One prediction per text, in order; never throws for any string. */
-  predict(texts: readonly string[]): Prediction[];
-  /** Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed). */
-  explain(text: string, top?: number): Explanation;
+  /** The sentence encoder whose embeddings the model takes beside the texts; null or absent: none. */
+  readonly encoder?: EncoderSpec | null;
+  /**
+   * One prediction per text, in order; never throws for any string. A model with an `encoder` needs
+   * `embeddings`, one per text (src/encoder computes them); without one it ignores them.
+   */
+  predict(texts: readonly string[], embeddings?: readonly Float32Array[]): Prediction[];
+  /**
+   * Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed), and
+   * for an encoder model the embedding block's whole contribution as `encoder`.
+   */
+  explain(text: string, top?: number, embedding?: Float32Array): Explanation;
 }
 
 /**
@@ -122,6 +139,7 @@ export class LinearTagModel implements TagModel {
   readonly tagThresholds: readonly number[] | null;
   readonly vectorizer: TaggerVectorizer;
   readonly linear: LinearModel;
+  readonly encoder: EncoderSpec | null;
   // Scratch scores for predict(); overwritten by every call (JS is single-threaded).
   private readonly scores: Float64Array;
 
@@ -132,6 +150,7 @@ export class LinearTagModel implements TagModel {
     vectorizer: TaggerVectorizer,
     linear: LinearModel,
     tagThresholds: readonly number[] | null = null,
+    encoder: EncoderSpec | null = null,
   ) {
     if (args.multi_label !== (tagThresholds !== null)) {
       throw new ModelInputError(
@@ -144,11 +163,28 @@ export class LinearTagModel implements TagModel {
     this.tagThresholds = tagThresholds === null ? null : Object.freeze([...tagThresholds]);
     this.vectorizer = vectorizer;
     this.linear = linear;
+    if ((args.encoder !== null) !== (encoder !== null)) {
+      throw new ModelInputError(
+        'model/tagger: an encoder model needs its encoder spec, and a TF-IDF model none',
+      );
+    }
+    const expected = vectorizer.size + (encoder?.dim ?? 0);
+    if (linear.nFeatures !== expected) {
+      throw new ModelInputError(
+        `model/tagger: the linear model has ${linear.nFeatures} features, the features give ${expected}`,
+      );
+    }
+    this.encoder = encoder === null ? null : Object.freeze({ ...encoder });
     this.scores = new Float64Array(linear.nClasses);
   }
 
-  /** Linear scores of one text into `this.scores`. */
-  private score(text: string): Float64Array {
+  /** The embedding block's settings (an encoder model's). */
+  get embeddingBlock(): EmbeddingBlock {
+    return { weight: this.args.encoder_weight, normalize: this.args.encoder_normalize };
+  }
+
+  /** Linear scores of one text (and its embedding, for an encoder model) into `this.scores`. */
+  private score(text: string, embedding?: Float32Array): Float64Array {
     const scores = this.scores;
     const K = scores.length;
     const w = this.linear.weights;
@@ -162,17 +198,29 @@ export class LinearTagModel implements TagModel {
       const v = values[j]!;
       for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
     }
+    if (embedding !== undefined) {
+      const offset = this.vectorizer.size;
+      const scale = embeddingScale(embedding, this.embeddingBlock);
+      for (let d = 0; d < embedding.length; d++) {
+        const base = (offset + d) * K;
+        const v = embedding[d]! * scale;
+        for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
+      }
+    }
     return scores;
   }
 
-  explain(text: string, top = 10): Explanation {
-    return explainLinear(this, text, top);
+  explain(text: string, top = 10, embedding?: Float32Array): Explanation {
+    const block =
+      this.encoder === null ? undefined : checkEmbeddings([text], embedding && [embedding], this.encoder)[0];
+    return explainLinear(this, text, top, block);
   }
 
-  predict(texts: readonly string[]): Prediction[] {
+  predict(texts: readonly string[], embeddings?: readonly Float32Array[]): Prediction[] {
     const thresholds = this.tagThresholds;
-    return texts.map((text) => {
-      const p = this.score(text);
+    const blocks = this.encoder === null ? undefined : checkEmbeddings(texts, embeddings, this.encoder);
+    return texts.map((text, i) => {
+      const p = this.score(text, blocks?.[i]);
       const best = argmax(p);
       probabilitiesInPlace(p, this.linear.link);
       const probabilities: Record<string, number> = {};
@@ -308,6 +356,7 @@ function fitTagger(
   args: TrainingArgs,
   seed: number,
   onEpoch: ((r: EpochReport) => void) | undefined,
+  encoder: TrainEncoder | undefined,
   fixedTags?: readonly string[],
 ): FittedTagger {
   // A single-label row's tag list is its one tag, so one rule counts both kinds of rows.
@@ -318,8 +367,18 @@ function fitTagger(
     rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
   const trainTexts = clean(train);
   const vectorizer = fitVectorizer(trainTexts, args);
+  const block: EmbeddingBlock = { weight: args.encoder_weight, normalize: args.encoder_normalize };
+  const features = (rows: LabelledText[], texts: string[]) => {
+    const x = vectorizer.transform(texts);
+    if (encoder === undefined) return x;
+    const embeddings = embeddingsOf(
+      rows.map((r) => r.text),
+      encoder.embeddings,
+    );
+    return appendEmbeddingBlock(x, checkEmbeddings(texts, embeddings, encoder.spec), encoder.spec.dim, block);
+  };
   const labelled = (rows: LabelledText[], texts: string[]): LabelledMatrix => ({
-    x: vectorizer.transform(texts),
+    x: features(rows, texts),
     ...labelArrays(rows, tags, args.multi_label),
   });
   const trainData = labelled(train, trainTexts);
@@ -412,8 +471,16 @@ function labelArrays(
   return { y, labels };
 }
 
+/** The embeddings an encoder model trains on: the encoder's spec and every training text's embedding. */
+export interface TrainEncoder {
+  spec: EncoderSpec;
+  embeddings: EmbeddingLookup;
+}
+
 export interface TrainOptions {
   seed: number;
+  /** Needed when `args.encoder` is set: the embeddings of every training and validation text. */
+  encoder?: TrainEncoder;
   /** Epoch losses of the validated fit (the one whose validation loss means something). */
   onEpoch?: (r: EpochReport) => void;
   /** Epoch losses of the refit on train + validation (`args.refit`); `valLoss` is NaN there. */
@@ -453,7 +520,14 @@ export function trainTagger(
       'model/tagger: the training split is empty; provide at least one labelled text',
     );
   }
-  const first = fitTagger(train, validation, args, options.seed, options.onEpoch);
+  if ((args.encoder !== null) !== (options.encoder !== undefined)) {
+    throw new ModelInputError(
+      args.encoder === null
+        ? 'model/tagger: embeddings were given, but the args name no encoder'
+        : `model/tagger: the args name the encoder ${args.encoder}, but no embeddings were given; compute them with src/encoder first`,
+    );
+  }
+  const first = fitTagger(train, validation, args, options.seed, options.onEpoch, options.encoder);
   if (args.multi_label) return finishMultiLabel(first, train, validation, args, options);
   const { tags, linear, valData } = first;
   const p = new Float64Array(tags.length);
@@ -472,10 +546,11 @@ export function trainTagger(
     validation.length === 0 ? Number.NaN : f1WithThreshold(top, predicted, yVal, threshold);
   const final =
     args.refit && validation.length > 0
-      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch)
+      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, options.encoder)
       : first;
+  const spec = options.encoder?.spec ?? null;
   return {
-    model: new LinearTagModel(final.tags, args, threshold, final.vectorizer, final.linear),
+    model: new LinearTagModel(final.tags, args, threshold, final.vectorizer, final.linear, null, spec),
     history: first.history,
     threshold,
     validationF1,
@@ -514,14 +589,47 @@ function finishMultiLabel(
   // threshold was never chosen, and `other` would change meaning under its tuned threshold.
   const final =
     args.refit && validation.length > 0
-      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, tags)
+      ? fitTagger(
+          [...train, ...validation],
+          [],
+          args,
+          options.seed,
+          options.onRefitEpoch,
+          options.encoder,
+          tags,
+        )
       : first;
   return {
-    model: new LinearTagModel(final.tags, args, null, final.vectorizer, final.linear, tagThresholds),
+    model: new LinearTagModel(
+      final.tags,
+      args,
+      null,
+      final.vectorizer,
+      final.linear,
+      tagThresholds,
+      options.encoder?.spec ?? null,
+    ),
     history: first.history,
     threshold: null,
     validationF1,
     tagThresholds,
+  };
+}
+
+/**
+ * A model whose predictions take each text's embedding from `lookup` (an encoder model scored where the
+ * embeddings were computed beforehand: evaluation, behavioural tests); a TF-IDF model is returned as it is.
+ */
+export function bindEmbeddings(model: TagModel, lookup: EmbeddingLookup): TagModel {
+  if (!model.encoder) return model;
+  return {
+    tags: model.tags,
+    args: model.args,
+    threshold: model.threshold,
+    tagThresholds: model.tagThresholds,
+    encoder: model.encoder,
+    predict: (texts) => model.predict(texts, embeddingsOf(texts, lookup)),
+    explain: (text, top) => model.explain(text, top, embeddingsOf([text], lookup)[0]),
   };
 }
 
