@@ -5,6 +5,7 @@
  * the commands in-process with captured output.
  */
 import { Command, CommanderError } from 'commander';
+import { EncoderError } from '../encoder/errors.js';
 import { ModelFormatError, ModelInputError } from '../model/index.js';
 import { StartupError } from '../serve/server.js';
 import { BatchInputError } from '../service/batch-predict.js';
@@ -24,6 +25,7 @@ import { registerTrain } from './train.js';
 const EXPECTED_ERRORS = [
   BatchInputError,
   DataError,
+  EncoderError,
   InterruptedError,
   ModelInputError,
   ModelFormatError,
