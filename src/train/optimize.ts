@@ -35,6 +35,11 @@ export const SEARCH_SPACE = {
   learningRate: [1e-3, 1] as const,
   powerT: [0.05, 0.5] as const,
   alpha: [1e-6, 1e-3] as const,
+  /**
+   * With an encoder (`tagger optimize --encoder`), every trial uses it and the weight of its embedding
+   * block is searched too (log-uniform); the embeddings are computed once for all trials.
+   */
+  encoderWeight: [0.25, 4] as const,
 };
 
 export interface Trial {
@@ -110,6 +115,10 @@ export function sampleArgs(base: TrainingArgs, random: () => number): TrainingAr
     learning_rate: round(logUniform(random, SEARCH_SPACE.learningRate)),
     power_t: round(SEARCH_SPACE.powerT[0] + random() * (SEARCH_SPACE.powerT[1] - SEARCH_SPACE.powerT[0])),
     alpha: round(logUniform(random, SEARCH_SPACE.alpha)),
+    // Drawn last and only with an encoder, so a TF-IDF search draws the same trials as before.
+    ...(base.encoder === null
+      ? {}
+      : { encoder_weight: round(logUniform(random, SEARCH_SPACE.encoderWeight)) }),
   };
 }
 
@@ -136,6 +145,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
   const validator = new CrossValidator(crossValidationRows(input), {
     folds,
     seed: input.seed,
+    ...(input.encoder ? { encoder: input.encoder } : {}),
     ...(input.cvWorkers === undefined ? {} : { workers: input.cvWorkers }),
   });
   const experimentId = await getOrCreateExperiment(store, input.experiment);
