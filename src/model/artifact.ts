@@ -227,8 +227,9 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
     if (m.format !== MODEL_FORMAT) bad(`an encoder model needs format ${MODEL_FORMAT}, got ${m.format}`);
     encoder = parseEncoderSpec(m.encoder);
     if (!options.withEncoder) {
-      bad(
-        `this model takes sentence embeddings from the encoder ${encoder.name} (${MODEL_FORMAT}), and this reader does not run encoders; load it where its encoder is loaded (src/encoder)`,
+      // Not `bad`: the model is fine, re-saving or retraining would not help.
+      throw new ModelFormatError(
+        `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${MODEL_FORMAT}), and this reader does not compute them (tagger serve, predict and evaluate do not run encoder models yet)`,
       );
     }
   } else if (m.encoder !== undefined) {

@@ -77,6 +77,12 @@ describe.skipIf(dir === null)('tagger train --encoder', () => {
         /this model needs the encoder minilm \(model\.onnx sha256 0{64}, .*model\.onnx has sha256 8199be6f.*, but the model was trained with 0{64}/,
       );
       await expect(openEncoderFor({ ...model.encoder!, dim: 512 })).rejects.toBeInstanceOf(EncoderError);
+      // Until predict/evaluate/serve run encoders, asking for the run by id is one clear line.
+      const predict = await cli.tagger(['predict', '--tracking-uri', cli.store, '--run-id', runId, 'GANs']);
+      expectCleanFailure(
+        predict,
+        /takes sentence embeddings from the encoder minilm .* does not compute them/,
+      );
       const [logged] = await store.searchLoggedModels(run.info.experimentId, { sourceRunId: runId });
       const mlmodel = new TextDecoder().decode(
         await store.readLoggedModelArtifact(logged!.modelId, 'MLmodel'),

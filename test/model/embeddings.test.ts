@@ -118,7 +118,7 @@ describe('encoder models (embeddings as an input block)', () => {
     expect(manifest.format).toBe('tagger-model/1.4');
     expect(manifest.encoder).toEqual(SPEC);
     expect(() => decodeModel(files)).toThrow(
-      /takes sentence embeddings from the encoder synthetic .* this reader does not run encoders/,
+      /takes sentence embeddings from the encoder synthetic .* this reader does not compute them/,
     );
     const loaded = decodeModel(files, { withEncoder: true });
     expect(loaded.encoder).toEqual(SPEC);
