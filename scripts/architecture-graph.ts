@@ -30,7 +30,10 @@ export function moduleGraph(): string {
     ],
     { cwd: ROOT, encoding: 'utf8' },
   );
-  return ['```mermaid', mermaid.trim(), '```'].join('\n');
+  // Edges come in import order; sorted, the chart changes only when an arrow does.
+  const lines = mermaid.trim().split('\n');
+  const edges = lines.filter((line) => line.includes('-->')).sort();
+  return ['```mermaid', ...lines.filter((line) => !line.includes('-->')), ...edges, '```'].join('\n');
 }
 
 /** docs/ARCHITECTURE.md with `chart` between the markers. */

@@ -31,7 +31,14 @@ const trackingUri = settings.get('tracking_uri').value;
 const samples = fileURLToPath(new URL('../samples/projects.csv', import.meta.url));
 
 async function hasRuns() {
-  const store = await openTrackingStore(trackingUri);
+  // Only a look: a store that is not there yet has no runs (training creates it), and is not created here.
+  let store;
+  try {
+    store = await openTrackingStore(trackingUri, { readOnly: true });
+  } catch (error) {
+    if (error?.code === 'NOT_FOUND') return false;
+    throw error;
+  }
   try {
     const found = await store.getExperimentByName(experiment);
     if (found?.lifecycleStage !== 'active') return false;

@@ -29,7 +29,7 @@ interface EvaluateFlags {
 async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
   const definitions = await readDefinitions(flags);
   const data = await readDataset(flags.data);
-  const loaded = await loadModelOfFlags(flags);
+  const loaded = await loadModelOfFlags(flags, io);
   const classes = new Set(loaded.model.tags);
   const unknown: Record<string, number> = {};
   for (const row of data) {

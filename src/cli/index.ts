@@ -19,6 +19,8 @@ import { type CliIo, processIo } from './io.js';
 import { registerOptimize } from './optimize.js';
 import { registerPredict } from './predict.js';
 import { registerServe } from './serve.js';
+import { printable, printableIo } from './terminal.js';
+import { fewerRetriesFor, reportTrackingRetries } from './tracking-retries.js';
 import { registerTrain } from './train.js';
 
 /** Errors whose message is already a complete, user-facing explanation. */
@@ -74,16 +76,29 @@ export function buildProgram(io: CliIo = processIo()): Command {
 
 /**
  * Runs one command line; resolves to the exit status (0 success, 1 failure, 130/143 interrupted).
+ * Everything it prints is printable: control characters from inputs are shown as `\uXXXX` (terminal.ts).
  * @example process.exitCode = await main(['predict', 'Transformers for NER']);
  */
-export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+export async function main(argv: readonly string[], given: CliIo = processIo()): Promise<number> {
+  const io = printableIo(given);
+  const program = buildProgram(io);
+  const undo: (() => void)[] = [];
+  program.hook('preAction', (_program, action) => {
+    // The command under the program (`alias` for `alias set`).
+    let command = action;
+    while (command.parent && command.parent !== program) command = command.parent;
+    if (command.name() === 'serve') return;
+    undo.push(fewerRetriesFor(command.name()), reportTrackingRetries(io));
+  });
   try {
-    await buildProgram(io).parseAsync([...argv], { from: 'user' });
+    await program.parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
     // Commander has already printed its message (or the help) to io.
     if (error instanceof CommanderError) return error.exitCode;
-    io.stderr.write(`tagger: ${explain(error)}\n`);
+    io.stderr.write(`tagger: ${printable(explain(error))}\n`);
     return error instanceof InterruptedError ? error.exitCode : 1;
+  } finally {
+    for (const done of undo.reverse()) done();
   }
 }

@@ -13,10 +13,13 @@ import {
   parseTrainingArgs,
   type TrainingArgs,
 } from '../model/index.js';
+import { resolveSettings } from '../serve/config.js';
+import type { PromotionGates } from '../service/gates.js';
 import { loadModelForPrediction } from '../service/predict-command.js';
 import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
 import type { TrackingStore } from '../tracking/store.js';
 import { readDataWithInput } from '../train/dataset-input.js';
+import type { CliIo } from './io.js';
 
 export const DEFAULT_SEED = 42;
 
@@ -155,17 +158,58 @@ export async function withStore<T>(
   }
 }
 
-/** The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. */
-export function loadModelOfFlags(flags: {
-  model?: string;
-  runId?: string;
-  experiment: string;
-  trackingUri?: string;
-}): ReturnType<typeof loadModelForPrediction> {
-  return loadModelForPrediction({
+/**
+ * The promotion gates as `tagger serve` would apply them here: from the same variables
+ * (TAGGER_MIN_TEST_SIZE, TAGGER_MIN_TAGS, TAGGER_ALLOW_INCOMPARABLE, TAGGER_MIN_BEHAVIOURAL_PASS_RATE)
+ * and TAGGER_CONFIG's file, else the defaults.
+ */
+function servingGates(): PromotionGates {
+  let settings: ReturnType<typeof resolveSettings>;
+  try {
+    settings = resolveSettings({}, process.env);
+  } catch (error) {
+    throw new UsageError(
+      `the run is chosen as \`tagger serve\` chooses it, with its promotion-gate settings, and its settings cannot be read: ${(error as Error).message}`,
+    );
+  }
+  const value = (key: Parameters<typeof settings.get>[0]): unknown => settings.get(key)?.value;
+  return {
+    minTestSize: value('min_test_size') as number,
+    minTags: value('min_tags') as number,
+    allowIncomparable: value('allow_incomparable') as boolean,
+    minBehaviouralPassRate: value('min_behavioural_pass_rate') as number,
+  };
+}
+
+/**
+ * The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. The best
+ * run is the one `tagger serve` serves (same gates); better-ranked runs it holds back are named on stderr.
+ */
+export async function loadModelOfFlags(
+  flags: {
+    model?: string;
+    runId?: string;
+    experiment: string;
+    trackingUri?: string;
+  },
+  io: CliIo,
+): ReturnType<typeof loadModelForPrediction> {
+  const chooses = flags.model === undefined && flags.runId === undefined;
+  const loaded = await loadModelForPrediction({
     ...(flags.model === undefined ? {} : { modelDir: flags.model }),
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),
     experiment: flags.experiment,
     trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
+    ...(chooses ? { gates: servingGates() } : {}),
   });
+  const shown = loaded.heldBack.slice(0, 5);
+  for (const held of shown) {
+    io.stderr.write(
+      `tagger: run ${held.runId} ranks above run ${loaded.runId} but is not used: ${held.reason}${held.kind === 'gates' ? '' : ' (its artifacts cannot be loaded)'}; \`tagger serve\` holds it back too (--run-id ${held.runId} uses it anyway)\n`,
+    );
+  }
+  if (loaded.heldBack.length > shown.length) {
+    io.stderr.write(`tagger: … and ${loaded.heldBack.length - shown.length} more runs held back\n`);
+  }
+  return loaded;
 }

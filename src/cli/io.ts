@@ -8,6 +8,11 @@ export interface CliStream {
   readonly isTTY?: boolean | undefined;
   /** A terminal's width (help text wraps to it). */
   readonly columns?: number | undefined;
+  /**
+   * The stream under a filter that makes text printable (terminal.ts): what a progress bar writes its
+   * own escape codes to. Absent on an unfiltered stream.
+   */
+  readonly unfiltered?: CliStream | undefined;
 }
 
 export interface CliIo {

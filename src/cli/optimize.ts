@@ -1,9 +1,15 @@
 /** `tagger optimize`: a seeded search over training arguments, each trial scored by cross-validation and logged. */
-import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { checkCanLog } from '../tracking/store.js';
 import { DEFAULT_FOLDS } from '../train/cross-validate.js';
-import { optimize, type Trial } from '../train/optimize.js';
+import { InterruptedError } from '../train/log-run.js';
+import {
+  bestTrial,
+  type OptimizeResult,
+  optimize,
+  SearchInterruptedError,
+  type Trial,
+} from '../train/optimize.js';
 import { argsForData } from '../train/pipeline.js';
 import { createProgress } from '../train/progress.js';
 import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
@@ -19,7 +25,7 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
-import { formatMetric, textTable } from './output.js';
+import { formatMetric, textTable, writeWhole } from './output.js';
 import type { TrainFlags } from './train.js';
 
 interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
@@ -47,39 +53,71 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
     silent: flags.quiet === true,
     stream: io.stderr,
   });
-  const result = await withStore(
-    flags.trackingUri,
-    async (store) => {
-      await checkCanLog(store, flags.experiment);
-      try {
-        return await optimize(store, {
-          data,
-          ...(testData ? { testData } : {}),
-          ...definitions,
-          ...(encoder ? { encoder } : {}),
-          args,
-          seed: flags.seed,
-          trials: flags.trials,
-          folds: flags.folds,
-          ...(flags.cvWorkers === undefined ? {} : { cvWorkers: flags.cvWorkers }),
-          experiment: flags.experiment,
-          runNamePrefix: defaultRunName('trial'),
-          onTrial: (trial) =>
-            progress.update(trial.trial, `cv_f1=${trial.cv.mean.toFixed(4)} ± ${trial.cv.std.toFixed(4)}`),
-          catchSignals: true,
-          onStopRequested: (signal) =>
-            io.stderr.write(
-              `\ntagger: ${signal}: stopping the search; a trial still cross-validating or training finishes that first and is not logged\n`,
-            ),
-          datasets,
-        });
-      } finally {
-        progress.stop();
-      }
-    },
-    flags.artifactRoot,
-  );
-  await writeFile(flags.output, `${JSON.stringify(result.best.args, null, 2)}\n`);
+  let result: OptimizeResult;
+  /** Set when a signal stopped the search after some trials: those are reported and kept all the same. */
+  let interrupted: SearchInterruptedError | undefined;
+  try {
+    result = await withStore(
+      flags.trackingUri,
+      async (store) => {
+        await checkCanLog(store, flags.experiment);
+        try {
+          return await optimize(store, {
+            data,
+            ...(testData ? { testData } : {}),
+            ...definitions,
+            ...(encoder ? { encoder } : {}),
+            args,
+            seed: flags.seed,
+            trials: flags.trials,
+            folds: flags.folds,
+            ...(flags.cvWorkers === undefined ? {} : { cvWorkers: flags.cvWorkers }),
+            experiment: flags.experiment,
+            runNamePrefix: defaultRunName('trial'),
+            onTrial: (trial) =>
+              progress.update(trial.trial, `cv_f1=${trial.cv.mean.toFixed(4)} ± ${trial.cv.std.toFixed(4)}`),
+            catchSignals: true,
+            onStopRequested: (signal) =>
+              progress.log(
+                `tagger: ${signal}: stopping the search; a trial still cross-validating or training finishes that first and is not logged\n`,
+              ),
+            datasets,
+          });
+        } finally {
+          progress.stop();
+        }
+      },
+      flags.artifactRoot,
+    );
+  } catch (error) {
+    if (!(error instanceof SearchInterruptedError)) throw error;
+    if (error.trials.length === 0) {
+      throw new InterruptedError(
+        error.signal,
+        `${error.what}; no trial finished, so ${flags.output} was not written`,
+      );
+    }
+    interrupted = error;
+    result = { trials: [...error.trials], best: bestTrial(error.trials), parentRunId: error.parentRunId };
+  }
+  await reportSearch(flags, io, result, interrupted);
+  if (interrupted) {
+    throw new InterruptedError(
+      interrupted.signal,
+      `${interrupted.what}. Kept: the ${result.trials.length} logged trial(s) (${flags.json ? 'in the JSON above' : 'the table above'}) and the best of them, trial ${result.best.trial}, saved to ${flags.output}`,
+    );
+  }
+}
+
+/** Saves the best arguments and prints the trials (or the `--json` summary); `interrupted`: the search was stopped. */
+async function reportSearch(
+  flags: OptimizeFlags,
+  io: CliIo,
+  result: OptimizeResult,
+  interrupted: SearchInterruptedError | undefined,
+): Promise<void> {
+  // Whole or not at all: an interruption never leaves a half-written file of arguments.
+  await writeWhole(flags.output, `${JSON.stringify(result.best.args, null, 2)}\n`);
   const trials = result.trials.map((trial) => ({
     trial: trial.trial,
     run_id: trial.runId,
@@ -107,6 +145,8 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
     trials,
     experiment: flags.experiment,
     output: flags.output,
+    // The search was stopped by a signal: the trials above are those logged before it.
+    ...(interrupted ? { interrupted: interrupted.signal, trials_planned: flags.trials } : {}),
   };
   if (flags.json) {
     io.stdout.write(`${JSON.stringify(summary)}\n`);
@@ -114,9 +154,9 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
   }
   io.stdout.write(`${trialTable(result.trials, result.best.trial, flags.args !== undefined)}\n`);
   io.stdout.write(
-    `Best of ${result.trials.length} trials by ${flags.folds}-fold cross-validated f1: trial ${result.best.trial} (run ${result.best.runId}), ` +
+    `${interrupted ? `Interrupted after ${result.trials.length} of ${flags.trials} trials; best of those` : `Best of ${result.trials.length} trials`} by ${flags.folds}-fold cross-validated f1: trial ${result.best.trial} (run ${result.best.runId}), ` +
       `CV f1 ${formatMetric(result.best.cv.mean)} ± ${formatMetric(result.best.cv.std)}, test f1 ${formatMetric(result.best.testF1)}; ` +
-      `the trials are nested under run ${result.parentRunId}.\n` +
+      `the trials are nested under run ${result.parentRunId}${interrupted ? ' (marked KILLED)' : ''}.\n` +
       `Best arguments saved to ${flags.output}; train with them: tagger train --data ${flags.data} --args ${flags.output}\n`,
   );
 }

@@ -1,9 +1,11 @@
 /** `tagger predict`: tags for texts given on the command line (optionally explained), or for a whole file. */
+import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { Explanation } from '../model/index.js';
-import { type TagFileResult, tagFile } from '../service/batch-predict.js';
+import { DEFAULT_MAX_ROW_BYTES, type TagFileResult, tagFile } from '../service/batch-predict.js';
+import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
-import { loadModelOfFlags, trackingOption, UsageError } from './inputs.js';
+import { loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
 import type { CliIo } from './io.js';
 import { textTable } from './output.js';
 
@@ -16,6 +18,9 @@ interface PredictFlags {
   input?: string;
   output?: string;
   textColumn?: string;
+  escapeFormulas?: boolean;
+  maxRowBytes?: number;
+  keepColumns?: string;
   quiet?: boolean;
 }
 
@@ -28,7 +33,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   }
   if (flags.explain)
     throw new UsageError('predict: --explain works on texts given on the command line, not with --input');
-  const loaded = await loadModelOfFlags(flags);
+  const loaded = await loadModelOfFlags(flags, io);
   const progress = createProgress({
     label: 'tagging',
     total: 100,
@@ -38,13 +43,41 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   });
   const started = performance.now();
   let shown = 0;
+  let rowsSoFar = 0;
   let result: TagFileResult;
+  // SIGINT/SIGTERM stop the tagging cleanly: the partial output is removed, and the message says so.
+  const existed = await stat(flags.output).then(
+    () => true,
+    () => false,
+  );
+  const stop = new AbortController();
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
+    stop.abort(
+      new InterruptedError(
+        signal,
+        `tagging stopped after ${rowsSoFar.toLocaleString('en-US')} rows of ${flags.input}; nothing was written: ` +
+          `the partial output was removed, and ${flags.output} ${existed ? 'is as it was' : 'was not created'}`,
+      ),
+    );
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     result = await tagFile(loaded.model, {
       input: flags.input,
       output: flags.output,
       textColumn: flags.textColumn,
+      escapeFormulas: flags.escapeFormulas,
+      maxRowBytes: flags.maxRowBytes,
+      keepColumns:
+        flags.keepColumns === undefined
+          ? undefined
+          : flags.keepColumns
+              .split(',')
+              .map((name) => name.trim())
+              .filter((name) => name !== ''),
+      signal: stop.signal,
       onProgress: ({ bytesRead, totalBytes, rows }) => {
+        rowsSoFar = rows;
         const seconds = (performance.now() - started) / 1000;
         const share = totalBytes === 0 ? 1 : Math.min(1, bytesRead / totalBytes);
         const eta = share > 0 ? (seconds / share) * (1 - share) : Number.NaN;
@@ -55,11 +88,14 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       },
       onBadRow: ({ line, reason }) => {
         shown += 1;
+        // On its own line, above a progress bar on a terminal.
         if (shown <= SHOWN_BAD_ROWS)
-          io.stderr.write(`tagger: ${flags.input}: line ${line}: ${reason}; skipped\n`);
+          progress.log(`tagger: ${flags.input}: line ${line}: ${reason}; skipped\n`);
       },
     });
   } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
     progress.stop();
   }
   if (result.bad > SHOWN_BAD_ROWS) {
@@ -96,14 +132,22 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
     if (texts.length > 0) throw new UsageError('predict: give texts or --input <file>, not both');
     return predictFileCommand({ ...flags, input: flags.input }, io);
   }
-  if (flags.output !== undefined || flags.textColumn !== undefined) {
-    throw new UsageError('predict: --output and --text-column go with --input <file>');
+  if (
+    flags.output !== undefined ||
+    flags.textColumn !== undefined ||
+    flags.escapeFormulas !== undefined ||
+    flags.maxRowBytes !== undefined ||
+    flags.keepColumns !== undefined
+  ) {
+    throw new UsageError(
+      'predict: --output, --text-column, --keep-columns, --max-row-bytes and --(no-)escape-formulas go with --input <file>',
+    );
   }
   if (texts.length === 0)
     throw new UsageError('predict: give at least one text, e.g. tagger predict "Transformers for NER"');
   const empty = texts.findIndex((text) => text.trim() === '');
   if (empty >= 0) throw new UsageError(`predict: text ${empty + 1} is empty`);
-  const loaded = await loadModelOfFlags(flags);
+  const loaded = await loadModelOfFlags(flags, io);
   const predictions = loaded.model.predict(texts).map((prediction, index) => ({
     input_text: texts[index],
     predicted_tag: prediction.predicted_tag,
@@ -147,11 +191,25 @@ export function registerPredict(program: Command, io: CliIo): void {
     )
     .option(
       '--output <file>',
-      'with --input: where the tags go (.csv or .jsonl: line, text, predicted_tag, probabilities; predicted_tags too for a multi-label model)',
+      'with --input: where the tags go (.csv or .jsonl: line, the kept columns, text, predicted_tag, probabilities; predicted_tags too for a multi-label model)',
     )
     .option(
       '--text-column <name>',
       "with --input: the column holding the text (default: 'text', else title + description)",
+    )
+    .option(
+      '--keep-columns <names>',
+      "with --input: input columns (comma-separated) copied into each output row after line, e.g. your own ids (default: id, when the input has one; '' for none)",
+    )
+    .option(
+      '--escape-formulas',
+      "with --input: put a ' before cells starting with = + - @ tab or CR, so a spreadsheet shows them as text instead of running them (OWASP; the default for .csv output)",
+    )
+    .option('--no-escape-formulas', 'with --input: write cells as they are (the default for .jsonl output)')
+    .option(
+      '--max-row-bytes <n>',
+      `with --input: a row longer than this (bytes in the file) is reported by line and skipped, never read into memory (default ${DEFAULT_MAX_ROW_BYTES}, 1 MiB)`,
+      parseInteger('--max-row-bytes', 1),
     )
     .option('--quiet', 'with --input: no progress output')
     .addOption(trackingOption())

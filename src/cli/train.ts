@@ -3,8 +3,8 @@ import type { Command } from 'commander';
 import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
-import { logTrainingRun } from '../train/log-run.js';
-import { argsForData, trainAndEvaluate } from '../train/pipeline.js';
+import { InterruptedError, logTrainingRun } from '../train/log-run.js';
+import { argsForData, type TrainingOutcome } from '../train/pipeline.js';
 import { createProgress } from '../train/progress.js';
 import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
 import {
@@ -20,6 +20,7 @@ import {
 } from './inputs.js';
 import type { CliIo } from './io.js';
 import { behaviourSummary, formatMetric } from './output.js';
+import { trainInThread } from './training-thread.js';
 
 export interface TrainFlags {
   data: string;
@@ -79,7 +80,10 @@ export function registerTrain(program: Command, io: CliIo): void {
       'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
     )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
-    .option('--quiet', 'no progress output')
+    .option(
+      '--quiet',
+      'no progress, and only the run and its test scores (the slices and behavioural tests are in the run and in --json)',
+    )
     .action((flags: TrainFlags) => trainCommand(flags, io));
 }
 
@@ -102,37 +106,57 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
+      // With refit the epochs run twice: the validated fit, then the fit on train + validation.
+      const epochs = args.num_epochs * (args.refit ? 2 : 1);
       const progress = createProgress({
         label: 'training',
-        // With refit the epochs run twice: the validated fit, then the fit on train + validation.
-        total: args.num_epochs * (args.refit ? 2 : 1),
+        total: epochs,
         silent: flags.quiet === true,
         stream: io.stderr,
       });
-      let outcome: ReturnType<typeof trainAndEvaluate>;
+      // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once, and say so.
+      let done = 0;
+      const stop = new AbortController();
+      const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
+        stop.abort(
+          new InterruptedError(
+            signal,
+            `the training stopped after ${done} of ${epochs} epochs; nothing was logged (no run was created in ${store.displayUri})`,
+          ),
+        );
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      let outcome: TrainingOutcome;
       try {
-        outcome = trainAndEvaluate({
-          data,
-          ...(testData ? { testData } : {}),
-          ...(behaviour ? { behaviour } : {}),
-          ...(slices ? { slices } : {}),
-          ...(encoder ? { encoder } : {}),
-          args,
-          seed: flags.seed,
-          onEpoch: (report) =>
-            progress.update(
-              report.epoch,
-              `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
-            ),
-          onRefitEpoch: (report) =>
-            progress.update(
-              report.epochs + report.epoch,
-              `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`,
-            ),
-        });
+        outcome = await trainInThread(
+          {
+            data,
+            ...(testData ? { testData } : {}),
+            ...(behaviour ? { behaviour } : {}),
+            ...(slices ? { slices } : {}),
+            ...(encoder ? { encoder } : {}),
+            args,
+            seed: flags.seed,
+            onEpoch: (report) => {
+              done = report.epoch;
+              progress.update(
+                report.epoch,
+                `train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
+              );
+            },
+            onRefitEpoch: (report) => {
+              done = report.epochs + report.epoch;
+              progress.update(done, `refit on train+validation, train_loss=${report.trainLoss.toFixed(4)}`);
+            },
+          },
+          stop.signal,
+        );
       } finally {
+        process.removeListener('SIGINT', onSignal);
+        process.removeListener('SIGTERM', onSignal);
         progress.stop();
       }
+      // From here the signals are logTrainingRun's (catchSignals), registered before it awaits anything.
       const runName = flags.runName ?? defaultRunName('train');
       const logged = await logTrainingRun(store, {
         experiment: flags.experiment,
@@ -213,14 +237,15 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         : '') +
       '\n',
   );
-  const sliceParts = Object.entries(outcome.slices.rows).map(([name, rows]) => {
+  // Quiet: the run and its score only; the slices and the behavioural tests are in the run (and --json).
+  const sliceParts = Object.entries(flags.quiet ? {} : outcome.slices.rows).map(([name, rows]) => {
     const m = outcome.performance.slices[name];
     return m === undefined
       ? `${name} (no rows; left out)`
       : `${name} (${rows} rows) f1 ${formatMetric(m.f1)}`;
   });
   if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
-  io.stdout.write(behaviourSummary(outcome.behaviour));
+  if (!flags.quiet) io.stdout.write(behaviourSummary(outcome.behaviour));
   if (registered) {
     io.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +

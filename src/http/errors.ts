@@ -141,7 +141,9 @@ export function installErrorHandling(app: FastifyInstance, limits: HttpLimits): 
 function notFound(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const path = request.url.split('?')[0] ?? '/';
   const allowed = METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
-  if (allowed.length > 0) {
+  // A route of this very method that found nothing (a file of the inspection page that is gone, e.g.
+  // after a rebuild with new asset names) is a 404: the method is allowed, the resource is missing.
+  if (allowed.length > 0 && !(allowed as readonly string[]).includes(request.method)) {
     return reply
       .code(405)
       .header('allow', allowed.join(', '))
@@ -150,6 +152,17 @@ function notFound(app: FastifyInstance, request: FastifyRequest, reply: FastifyR
           request,
           405,
           `method ${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+        ),
+      );
+  }
+  if (path.startsWith('/ui/')) {
+    return reply
+      .code(404)
+      .send(
+        errorEnvelope(
+          request,
+          404,
+          `the inspection page has no file ${path}; load /ui/ again (it may have been rebuilt since this page was loaded)`,
         ),
       );
   }

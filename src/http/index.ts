@@ -14,7 +14,7 @@ import { inspectionRoutes } from './routes/inspection.js';
 import { modelRoutes } from './routes/model.js';
 import { operationsRoutes } from './routes/operations.js';
 import { runRoutes } from './routes/runs.js';
-import { servedNow } from './served.js';
+import { servedNow, takesTraffic } from './served.js';
 import type { TaggerApp } from './types.js';
 import { registerUiRoutes } from './ui.js';
 import { validatorCompiler } from './validation.js';
@@ -134,7 +134,14 @@ export function installApi(
   app.setValidatorCompiler(validatorCompiler);
   installJsonBodyParser(app, options.limits);
   installErrorHandling(app, options.limits);
-  installObservability(app, metrics);
+  installObservability(app, metrics, () => {
+    if (closing || setup.ready?.() === false) return true;
+    try {
+      return !takesTraffic(current());
+    } catch {
+      return false;
+    }
+  });
   metrics.trackServed(() => {
     try {
       return servedNow(current());

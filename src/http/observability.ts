@@ -32,6 +32,19 @@ export function requestIdFor(raw: IncomingMessage): string {
 
 /** Route label of requests that matched no route: one value, so scanners cannot grow the label set. */
 const UNMATCHED_ROUTE = '(unmatched)';
+/**
+ * Route label of the inspection page's files. Each built file is a route of its own (@fastify/static,
+ * hashed names that change with every build); one label keeps the series few and stable across builds.
+ */
+export const UI_ROUTE = '/ui/*';
+
+/** The route label of a route pattern: the pattern itself, but one label for all of the page's files. */
+export const routeLabel = (pattern: string | undefined): string =>
+  pattern === undefined
+    ? UNMATCHED_ROUTE
+    : pattern === '/ui' || pattern.startsWith('/ui/')
+      ? UI_ROUTE
+      : pattern;
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -192,7 +205,7 @@ export class HttpMetrics {
     const labels = {
       method: KNOWN_METHODS.has(request.method) ? request.method : 'OTHER',
       // The route pattern (`/runs/:run_id`), never the raw URL: ids in URLs would make one series each.
-      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+      route: routeLabel(request.routeOptions.url),
       status_code: String(reply.statusCode),
     };
     this.requests.inc(labels);
@@ -245,7 +258,12 @@ const TIMED_ROUTES = new Set(['/predict', '/runs/:run_id/predict']);
  * Callback-style hooks: on the hot path they save a promise per hook per request over async
  * ones (measured: the hooks of this file were ~5% of a single-text /predict).
  */
-export function installObservability(app: TaggerApp, metrics: HttpMetrics): void {
+export function installObservability(
+  app: TaggerApp,
+  metrics: HttpMetrics,
+  /** True while a planned shutdown is under way (the server drains or closes). */
+  shuttingDown: () => boolean = () => false,
+): void {
   app.addHook('onRequest', function startTrace(request, _reply, done) {
     traces.set(request, { metrics, inferenceNs: 0n, predicted: false });
     // Fastify's own request logging is off (two lines per request cost ~40% of /predict throughput);
@@ -276,7 +294,7 @@ export function installObservability(app: TaggerApp, metrics: HttpMetrics): void
     }
     done(null, payload);
   });
-  const summary = new RequestLogSummary(app.log);
+  const summary = new RequestLogSummary(app.log, shuttingDown);
   app.addHook('onClose', (_app, done) => {
     summary.close();
     done();
@@ -299,9 +317,12 @@ export const REQUEST_SUMMARY_EVERY_MS = 10_000;
  * The request log at a volume that survives load. At `debug` and below every response gets its line
  * (`request completed`). At `info` and above — the default — a line per request wrote hundreds of MB per
  * minute under load (a 5-minute soak at 12k req/s produced 703 MB), so only server errors (5xx, level
- * error) and slow responses (≥ SLOW_REQUEST_MS, level warn) get their own line with the request id; the
- * rest are counted by status and written as one `requests completed` line per REQUEST_SUMMARY_EVERY_MS
- * (nothing when there were none), with the slowest time of the window.
+ * error) and slow responses (≥ SLOW_REQUEST_MS, level warn) get their own line with the request id,
+ * method and URL; the rest are counted by status and written as one `requests completed` line per
+ * REQUEST_SUMMARY_EVERY_MS (nothing when there were none), with the slowest time of the window. A 503
+ * during a planned shutdown (readiness saying "not ready" so load balancers move away, or a request
+ * arriving as the server closes) is what the shutdown is meant to do: it gets an `info` line, not an
+ * error.
  */
 class RequestLogSummary {
   private readonly everyRequest: boolean;
@@ -311,7 +332,10 @@ class RequestLogSummary {
   private windowStart = Date.now();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly log: TaggerApp['log']) {
+  constructor(
+    private readonly log: TaggerApp['log'],
+    private readonly shuttingDown: () => boolean,
+  ) {
     this.everyRequest = log.level === 'debug' || log.level === 'trace';
     this.timer = setInterval(() => this.flush(), REQUEST_SUMMARY_EVERY_MS);
     this.timer.unref();
@@ -325,11 +349,19 @@ class RequestLogSummary {
       return;
     }
     if (status >= 500) {
-      request.log.error({ res: reply, responseTime: ms }, 'request completed with a server error');
+      const fields = { method: request.method, url: request.url, res: reply, responseTime: ms };
+      if (status === 503 && this.shuttingDown()) {
+        request.log.info(fields, 'answered 503 while shutting down, as planned');
+        return;
+      }
+      request.log.error(fields, 'request completed with a server error');
       return;
     }
     if (ms >= SLOW_REQUEST_MS) {
-      request.log.warn({ res: reply, responseTime: ms }, 'slow request completed');
+      request.log.warn(
+        { method: request.method, url: request.url, res: reply, responseTime: ms },
+        'slow request completed',
+      );
       return;
     }
     this.count++;

@@ -62,15 +62,46 @@ export interface SharedRateLimit {
   close(): Promise<void>;
 }
 
-/** Shows a Redis URL without its password. */
+/** Query parameters ioredis would read a credential from (`password`, `sentinelPassword`, …). */
+const SECRET_PARAMETER = /pass|pwd|secret|token|key|auth|cred/i;
+
+/**
+ * Shows a Redis URL without the credentials ioredis reads from it: the password of the userinfo
+ * (`redis://:p@h`, `redis://user:p@h`) and query parameters such as `?password=` or `?sentinelPassword=`
+ * (ioredis takes every query parameter as an option; names are matched as it decodes them), shown as
+ * `***`; the fragment is dropped.
+ * @example redactRedisUrl('redis://h:6379/0?password=s3cret') // 'redis://h:6379/0?password=***'
+ */
 export function redactRedisUrl(url: string): string {
+  let parsed: URL;
   try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.href;
+    parsed = new URL(url);
   } catch {
     return 'an invalid Redis URL';
   }
+  if (parsed.password) parsed.password = '***';
+  // A password with an unencoded `/` ends up in the path (`redis://u:1/pw@h`): not shown either.
+  if (parsed.pathname.includes('@')) parsed.pathname = '/***';
+  parsed.hash = '';
+  if (parsed.search === '') return parsed.href;
+  // Rebuilt by hand: URLSearchParams would re-encode the values it keeps.
+  const query = parsed.search
+    .slice(1)
+    .split('&')
+    .map((part) => {
+      const equals = part.indexOf('=');
+      const name = equals < 0 ? part : part.slice(0, equals);
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        return '***';
+      }
+      return equals >= 0 && SECRET_PARAMETER.test(decoded) ? `${name}=***` : part;
+    })
+    .join('&');
+  parsed.search = '';
+  return `${parsed.href}?${query}`;
 }
 
 /**

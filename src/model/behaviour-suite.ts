@@ -2,7 +2,8 @@
  * The default behaviour suite, written for the tags of Made With ML's dataset.csv
  * (natural-language-processing, computer-vision, mlops, other). The first three mft cases and the
  * "disrupted" one are tagifai's own (tests/model/test_behavioral.py); the rest follow CheckList's
- * templates. On data with other tags, the cases naming a tag the model lacks are skipped; pass your own
+ * templates. On data with other tags, the cases naming a tag the model lacks are skipped, and on data
+ * with none of these tags but `other` (which every model has) the suite is not run at all; pass your own
  * suite with `tagger train --behaviour <file>`.
  */
 import type { BehaviourCase, BehaviourSuite } from './behaviour.js';
@@ -34,6 +35,7 @@ const NEUTRAL = {
 
 export const DEFAULT_BEHAVIOUR_SUITE: BehaviourSuite = {
   name: 'default (dataset.csv tags)',
+  about: `written for a model of Made With ML's dataset.csv: its cases expect that file's tags (${[CV, MLOPS, NLP, OTHER].join(', ')})`,
   seed: 42,
   cases: [
     mft('nlp next big wave', 'Natural language processing is the next big wave in machine learning.', NLP),

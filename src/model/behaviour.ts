@@ -24,6 +24,7 @@ import {
   uniqueNames,
   type Where,
 } from './definition-file.js';
+import { OTHER_TAG } from './labels.js';
 import { createRng, randomInt } from './rng.js';
 
 export const BEHAVIOUR_KINDS = ['mft', 'inv', 'dir'] as const;
@@ -68,6 +69,8 @@ export type BehaviourCase = MftCase | InvCase | DirCase;
 
 export interface BehaviourSuite {
   name: string;
+  /** What the suite is for, in a sentence (the default suite says which data it was written for). */
+  about?: string;
   /** Seeds the perturbations: the same suite and seed give the same variants. */
   seed: number;
   cases: BehaviourCase[];
@@ -94,6 +97,8 @@ export interface CaseResult {
   /** null: skipped (see `skipped`), not counted in the pass rates. */
   pass: boolean | null;
   skipped?: string;
+  /** Skipped because the case names tags the model does not have: those tags. */
+  missing_tags?: string[];
   /** `inv`: each perturbed text and its predicted tag. */
   variants?: { text: string; predicted_tag: string }[];
   /** `dir`: the tag's probability before and after the phrase was added. */
@@ -108,6 +113,13 @@ export interface KindSummary {
 
 export interface BehaviourReport {
   suite: string;
+  /** The suite's `about`, when it has one. */
+  about?: string;
+  /**
+   * Set when no case was run because the suite does not fit the model: it names tags (other than
+   * `other`, which every model has) and the model has none of them. Says so, with both sets of tags.
+   */
+  not_applicable?: string;
   seed: number;
   /** Passed / run cases (skipped ones excluded); null when no case could run. */
   pass_rate: number | null;
@@ -254,6 +266,7 @@ function runCase(model: BehaviourModel, c: BehaviourCase, seed: number): CaseRes
       got: '',
       pass: null,
       skipped: `the model has no tag ${unknown.map((t) => `'${t}'`).join(', ')} (its tags: ${model.tags.join(', ')})`,
+      missing_tags: unknown,
     };
   }
   if (c.kind === 'mft') {
@@ -316,8 +329,46 @@ export function behaviourTexts(suite: BehaviourSuite): string[] {
   return [...new Set(texts)];
 }
 
-/** Runs every case of the suite on the model. */
+/**
+ * Why the suite does not fit the model, or null when it does: a suite that names tags — other than
+ * `other`, which every model has — and none of them is the model's was written for other data. Its
+ * `other` and invariance cases would then test texts of another domain, and its pass rate would say
+ * nothing about this model (the default suite passed 10 of 13 such cases for a model of f1 1.0).
+ */
+export function suiteMismatch(model: BehaviourModel, suite: BehaviourSuite): string | null {
+  const named = [...new Set(suite.cases.flatMap(tagsOf))].filter((tag) => tag !== OTHER_TAG).sort();
+  if (named.length === 0 || named.some((tag) => model.tags.includes(tag))) return null;
+  return `its cases expect the tags ${named.join(', ')}, and this model has none of them (its tags: ${model.tags.join(', ')})`;
+}
+
+/**
+ * Runs every case of the suite on the model. A case naming a tag the model lacks is skipped; a suite
+ * that does not fit the model at all (`suiteMismatch`) runs no case.
+ */
 export function runBehaviourSuite(model: BehaviourModel, suite: BehaviourSuite): BehaviourReport {
+  const mismatch = suiteMismatch(model, suite);
+  if (mismatch !== null) {
+    return {
+      suite: suite.name,
+      ...(suite.about === undefined ? {} : { about: suite.about }),
+      not_applicable: mismatch,
+      seed: suite.seed,
+      pass_rate: null,
+      passed: 0,
+      failed: 0,
+      skipped: suite.cases.length,
+      by_kind: {},
+      cases: suite.cases.map((c) => ({
+        name: c.name,
+        kind: c.kind,
+        text: c.text,
+        expected: tagsOf(c).join(', '),
+        got: '',
+        pass: null,
+        skipped: `the suite does not fit the model: ${mismatch}`,
+      })),
+    };
+  }
   const cases = suite.cases.map((c) => runCase(model, c, suite.seed));
   const ran = cases.filter((r) => r.pass !== null);
   const passed = ran.filter((r) => r.pass === true).length;
@@ -330,6 +381,7 @@ export function runBehaviourSuite(model: BehaviourModel, suite: BehaviourSuite):
   }
   return {
     suite: suite.name,
+    ...(suite.about === undefined ? {} : { about: suite.about }),
     seed: suite.seed,
     pass_rate: ran.length === 0 ? null : passed / ran.length,
     passed,
@@ -391,13 +443,13 @@ function parseCase(raw: unknown, where: Where, seed: number): BehaviourCase {
 }
 
 /**
- * A suite from a parsed JSON/YAML file: `{ name?, seed?, cases: [...] }` (see src/model/README.md).
+ * A suite from a parsed JSON/YAML file: `{ name?, about?, seed?, cases: [...] }` (see src/model/README.md).
  * @throws ModelInputError naming the file and the bad value's path.
  */
 export function parseBehaviourSuite(raw: unknown, source: string): BehaviourSuite {
   const root: Where = { source, path: '' };
   const value = record(raw, root);
-  onlyKeys(value, ['name', 'seed', 'cases'], root);
+  onlyKeys(value, ['name', 'about', 'seed', 'cases'], root);
   const seed = value.seed === undefined ? 42 : integerIn(value.seed, 0, 0xffffffff, at(root, 'seed'));
   const rawCases = list(value.cases, at(root, 'cases'));
   if (rawCases.length === 0) throw invalid(at(root, 'cases'), 'must hold at least one case');
@@ -409,6 +461,7 @@ export function parseBehaviourSuite(raw: unknown, source: string): BehaviourSuit
   );
   return {
     name: value.name === undefined ? source : nonEmptyString(value.name, at(root, 'name')),
+    ...(value.about === undefined ? {} : { about: nonEmptyString(value.about, at(root, 'about')) }),
     seed,
     cases,
   };

@@ -31,6 +31,7 @@ import {
   ServingLifecycle,
   type ServingState,
   StartupError,
+  withStoreHint,
 } from '../service/index.js';
 import { openTrackingStore, redactUri, type TrackingStore } from '../tracking/index.js';
 import { clusterWorkerHooks } from './cluster.js';
@@ -99,10 +100,13 @@ async function loadServing(
   }
   let store: TrackingStore;
   try {
-    store = await (options.openStore ?? openTrackingStore)(config.trackingUri);
+    // Serving only reads: a store on a read-only volume serves, and a wrong URI creates nothing.
+    store = await (options.openStore ?? ((uri: string) => openTrackingStore(uri, { readOnly: true })))(
+      config.trackingUri,
+    );
   } catch (error) {
     throw new StartupError(
-      `serve: cannot open the tracking store ${redactUri(config.trackingUri)}: ${(error as Error).message}`,
+      `serve: cannot open the tracking store ${redactUri(config.trackingUri)}: ${(withStoreHint(error) as Error).message}`,
       {
         cause: error,
       },
@@ -142,8 +146,13 @@ async function loadServing(
 function listenError(error: unknown, config: ServeConfig): Error {
   const code = (error as NodeJS.ErrnoException).code;
   const where = `${config.host}:${config.port}`;
-  if (code === 'EADDRINUSE')
-    return new StartupError(`serve: ${where} is already in use; pick another port with --port`);
+  if (code === 'EADDRINUSE') {
+    // Both ways of starting a server, since the user may have typed either.
+    const other = config.port > 0 && config.port < 65535 ? config.port + 1 : 8001;
+    return new StartupError(
+      `serve: ${where} is already in use; pick another port with --port (tagger serve --port ${other}, npm start -- --port ${other}, or TAGGER_PORT=${other} for either)`,
+    );
+  }
   if (code === 'EACCES')
     return new StartupError(`serve: no permission to listen on ${where}; use a port above 1023`);
   if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {

@@ -217,7 +217,7 @@ const SETTINGS = {
     env: 'TAGGER_ALLOW_INCOMPARABLE',
     schema: Type.Boolean({
       description:
-        'promotion gate off: a reload may swap to a run whose f1 was measured on another test set than the served run',
+        "promotion gate off: serve the best f1 even when it was measured on another test set than the experiment's first finished run (tagger predict and evaluate read it too)",
     }),
     default: SERVE_DEFAULTS.gates.allowIncomparable,
   }),

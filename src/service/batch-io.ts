@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse';
 import { tagsOverThresholds } from '../model/index.js';
+import { DEFAULT_MAX_ROW_BYTES, RowLimiter } from './batch-row-limit.js';
 
 export type BatchFormat = 'csv' | 'jsonl';
 
@@ -19,6 +20,16 @@ export interface ReaderOptions {
   format: BatchFormat;
   textColumn?: string | undefined;
   batchSize: number;
+  /**
+   * Rows longer than this (bytes in the file, line break excluded) are reported and skipped, never read
+   * into memory (default DEFAULT_MAX_ROW_BYTES, 1 MiB).
+   */
+  maxRowBytes?: number | undefined;
+  /**
+   * Input columns (CSV) or fields (JSON Lines) copied into each output row, after `line`. Undefined:
+   * `id` when the input has one (checked on its first row), else none.
+   */
+  keepColumns?: readonly string[] | undefined;
 }
 
 export interface WriterOptions {
@@ -32,10 +43,15 @@ export interface WriterOptions {
    * reaches its threshold (`predicted_tags`, most probable first). Null for a single-label model.
    */
   tagThresholds: readonly number[] | null;
+  /** Neutralise cells a spreadsheet would run as formulas (see `neutraliseFormula`). */
+  escapeFormulas: boolean;
 }
 
 export type ReaderMessage =
-  | { kind: 'rows'; lines: number[]; texts: string[]; bytesRead: number }
+  /** The input columns each row keeps (`ReaderOptions.keepColumns`), before the first rows. */
+  | { kind: 'columns'; keep: string[] }
+  /** `kept`: per row, the values of the kept columns (for the output only; never sent to the model). */
+  | { kind: 'rows'; lines: number[]; texts: string[]; kept: unknown[][]; bytesRead: number }
   | { kind: 'bad'; line: number; reason: string }
   /** The input cannot be used at all (no text column, unreadable); nothing more follows. */
   | { kind: 'failed'; message: string }
@@ -43,7 +59,9 @@ export type ReaderMessage =
 
 /** What the worker posts: the reader's messages, the end of the output, or why it cannot be written. */
 export type WorkerMessage =
-  | Exclude<ReaderMessage, { kind: 'done' }>
+  | Exclude<ReaderMessage, { kind: 'done' | 'columns' | 'rows' }>
+  /** A batch to tag: the texts only. */
+  | { kind: 'rows'; lines: number[]; texts: string[]; bytesRead: number }
   /** Every row read and written, the output file closed. */
   | { kind: 'done'; bytesRead: number }
   | { kind: 'write-failed'; message: string; code: string | undefined };
@@ -66,6 +84,32 @@ export const MAX_BATCH_CHARS = 1_000_000;
 type Row = Record<string, unknown>;
 
 class InputProblem extends Error {}
+
+/** Names of the output's own columns (CSV) and fields (JSON Lines); `p_<tag>` too. */
+export const OUTPUT_COLUMNS: readonly string[] = [
+  'line',
+  'text',
+  'predicted_tag',
+  'probability',
+  'predicted_tags',
+  'predicted_probabilities',
+];
+
+/** The columns each row keeps, decided from the first row's fields. */
+function keptColumns(
+  fields: readonly string[],
+  keep: readonly string[] | undefined,
+  input: string,
+): string[] {
+  if (keep === undefined) return fields.includes('id') ? ['id'] : [];
+  const missing = keep.filter((name) => !fields.includes(name));
+  if (missing.length > 0) {
+    throw new InputProblem(
+      `${input} has no column ${missing.map((name) => `'${name}'`).join(', ')} to keep (its columns: ${fields.join(', ') || 'none'}); check --keep-columns`,
+    );
+  }
+  return [...keep];
+}
 
 /** How to get the text of a row, decided from the first row's fields. */
 function textOf(
@@ -95,12 +139,59 @@ function textOf(
 
 type Emit = (message: ReaderMessage) => void | Promise<void>;
 
-/** Rows of a CSV file with the line each ends on; malformed records are reported and skipped. */
-async function* csvRows(path: string, counted: (bytes: number) => void, emit: Emit) {
+/** Bad rows found ahead of the rows read, reported in line order as the rows catch up with them. */
+class BadRowQueue {
+  private readonly rows: { line: number; reason: string }[] = [];
+
+  add(line: number, reason: string): void {
+    let at = this.rows.length;
+    while (at > 0 && this.rows[at - 1]!.line > line) at -= 1;
+    this.rows.splice(at, 0, { line, reason });
+  }
+
+  /** Emits the bad rows before line `before` (all of them without it). */
+  async flush(emit: Emit, before = Number.POSITIVE_INFINITY): Promise<void> {
+    while (this.rows.length > 0 && this.rows[0]!.line < before) {
+      await emit({ kind: 'bad', ...this.rows.shift()! });
+    }
+  }
+}
+
+const bytes = (n: number): string => n.toLocaleString('en-US');
+
+/**
+ * The byte stream of `path` with rows over `maxRowBytes` reported to `queue` and left out: they never
+ * reach the parser, so a huge row costs no memory. A CSV header over the limit makes the file unusable.
+ */
+function limitedRows(
+  path: string,
+  format: BatchFormat,
+  maxRowBytes: number = DEFAULT_MAX_ROW_BYTES,
+  counted: (bytes: number) => void,
+  queue: BadRowQueue,
+) {
   const source = createReadStream(path);
   source.on('data', (chunk) => counted(chunk.length));
+  const limiter = new RowLimiter({
+    maxBytes: maxRowBytes,
+    format,
+    onTooLong: (row) => {
+      const size = `${bytes(row.bytes)} bytes, over the limit of ${bytes(maxRowBytes)} bytes a row (--max-row-bytes)`;
+      if (row.header) throw new InputProblem(`${path}: the header row (line ${row.line}) is ${size}`);
+      queue.add(row.line, `the row is ${size}`);
+    },
+  });
+  source.on('error', (error) => limiter.destroy(error));
+  return source.pipe(limiter);
+}
+
+/** Rows of a CSV file with the line each ends on; malformed and over-long records are reported and skipped. */
+async function* csvRows(options: ReaderOptions, counted: (bytes: number) => void, emit: Emit) {
+  // The parser reads ahead of the rows consumed: skipped records wait here so reports come in line order.
+  const skipped = new BadRowQueue();
+  const rows = limitedRows(options.input, 'csv', options.maxRowBytes, counted, skipped);
   // on_record hands over the line with the record (cheaper than `info: true`, which copies a whole object).
-  const parser = source.pipe(
+  const parser = rows.pipe(
     parse({
       columns: true,
       bom: true,
@@ -109,27 +200,28 @@ async function* csvRows(path: string, counted: (bytes: number) => void, emit: Em
       on_record: (record: Row, context: { lines: number }) => [record, context.lines],
     }),
   );
-  // The parser reads ahead of the rows consumed: skipped records wait here so reports come in line order.
-  const skipped: { line: number; reason: string }[] = [];
   parser.on('skip', (error: Error & { lines?: number }) => {
-    skipped.push({ line: error.lines ?? 0, reason: `malformed CSV row (${error.message.split(':')[0]})` });
+    skipped.add(error.lines ?? 0, `malformed CSV row (${error.message.split(':')[0]})`);
   });
-  source.on('error', (error) => parser.destroy(error));
+  rows.on('error', (error) => parser.destroy(error));
   for await (const [row, line] of parser as AsyncIterable<[Row, number]>) {
-    while (skipped.length > 0 && skipped[0]!.line < line) await emit({ kind: 'bad', ...skipped.shift()! });
+    await skipped.flush(emit, line);
     yield { row, line };
   }
-  for (const bad of skipped) await emit({ kind: 'bad', ...bad });
+  await skipped.flush(emit);
 }
 
-/** Rows of a JSON Lines file; a line that is not a JSON object is reported and skipped. */
-async function* jsonlRows(path: string, counted: (bytes: number) => void, emit: Emit) {
-  const source = createReadStream(path);
-  source.on('data', (chunk) => counted(chunk.length));
-  const lines = createInterface({ input: source, crlfDelay: Number.POSITIVE_INFINITY });
+/** Rows of a JSON Lines file; a line that is not a JSON object, or is over-long, is reported and skipped. */
+async function* jsonlRows(options: ReaderOptions, counted: (bytes: number) => void, emit: Emit) {
+  const tooLong = new BadRowQueue();
+  const lines = createInterface({
+    input: limitedRows(options.input, 'jsonl', options.maxRowBytes, counted, tooLong),
+    crlfDelay: Number.POSITIVE_INFINITY,
+  });
   let line = 0;
   for await (const text of lines) {
     line += 1;
+    await tooLong.flush(emit, line + 1);
     if (text.trim() === '') continue;
     let value: unknown;
     try {
@@ -144,6 +236,7 @@ async function* jsonlRows(path: string, counted: (bytes: number) => void, emit: 
     }
     yield { row: value as Row, line };
   }
+  await tooLong.flush(emit);
 }
 
 /** Reads the whole file, emitting batches of texts, bad rows and the end (or why it cannot be read). */
@@ -154,15 +247,20 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
   };
   try {
     const rows =
-      options.format === 'csv'
-        ? csvRows(options.input, counted, emit)
-        : jsonlRows(options.input, counted, emit);
+      options.format === 'csv' ? csvRows(options, counted, emit) : jsonlRows(options, counted, emit);
     let text: ((row: Row) => unknown) | undefined;
+    let keep: string[] = [];
     let lines: number[] = [];
     let texts: string[] = [];
+    let kept: unknown[][] = [];
     let chars = 0;
     for await (const { row, line } of rows) {
-      text ??= textOf(Object.keys(row), options.textColumn, options.input);
+      if (text === undefined) {
+        const fields = Object.keys(row);
+        text = textOf(fields, options.textColumn, options.input);
+        keep = keptColumns(fields, options.keepColumns, options.input);
+        await emit({ kind: 'columns', keep });
+      }
       const value = text(row);
       if (typeof value !== 'string' || value.trim() === '') {
         const reason =
@@ -172,15 +270,18 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
       }
       lines.push(line);
       texts.push(value);
+      kept.push(keep.map((name) => row[name]));
       chars += value.length;
       if (texts.length >= options.batchSize || chars >= MAX_BATCH_CHARS) {
-        await emit({ kind: 'rows', lines, texts, bytesRead });
+        await emit({ kind: 'rows', lines, texts, kept, bytesRead });
         lines = [];
         texts = [];
+        kept = [];
         chars = 0;
       }
     }
-    if (texts.length > 0) await emit({ kind: 'rows', lines, texts, bytesRead });
+    if (text === undefined) await emit({ kind: 'columns', keep: [...(options.keepColumns ?? [])] });
+    if (texts.length > 0) await emit({ kind: 'rows', lines, texts, kept, bytesRead });
     await emit({ kind: 'done', bytesRead });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -207,16 +308,46 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
 const csvField = (value: string): string =>
   /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 
+/** What a spreadsheet takes for the start of a formula (OWASP's CSV injection list). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * OWASP's defence against CSV (formula) injection: a value starting with `=`, `+`, `-`, `@`, tab or CR
+ * gets a leading `'`, so Excel, LibreOffice and Google Sheets show it as text instead of running it.
+ * The original is the value without its first character.
+ * @example neutraliseFormula('=HYPERLINK("http://x")') // "'=HYPERLINK(\"http://x\")"
+ */
+export const neutraliseFormula = (value: string): string => (FORMULA_START.test(value) ? `'${value}` : value);
+
+/**
+ * A CSV field a spreadsheet cannot run: neutralised as above, and also quoted when it holds a `;` or a
+ * tab, the separators spreadsheets use in some locales, so no cell can start inside it (OWASP).
+ */
+const safeCsvField = (value: string): string => {
+  const safe = neutraliseFormula(value);
+  return /[",;\t\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
+};
+
 /** The output's text for one batch (with the CSV header before the first). */
 export class RowFormatter {
   private headerWritten = false;
+  /** The input columns each row keeps, written after `line`. */
+  private keep: readonly string[] = [];
   private readonly tagFields: string[];
+  /** A text cell of the output (texts, tags, kept columns); numbers are written as they are. */
+  private readonly field: (value: string) => string;
+  /** The tags as the output names them (neutralised when formulas are escaped). */
+  private readonly tagNames: readonly string[];
   constructor(
     private readonly format: BatchFormat,
     private readonly tags: readonly string[],
     private readonly tagThresholds: readonly number[] | null = null,
+    escapeFormulas = false,
   ) {
-    this.tagFields = tags.map(csvField);
+    const text = escapeFormulas ? neutraliseFormula : (value: string) => value;
+    this.field = format === 'csv' ? (escapeFormulas ? safeCsvField : csvField) : text;
+    this.tagNames = tags.map(text);
+    this.tagFields = tags.map(this.field);
   }
 
   /** A multi-label row's tags over their thresholds, most probable first (as TagModel.predict lists them). */
@@ -224,15 +355,38 @@ export class RowFormatter {
     return tagsOverThresholds(this.tags, this.tagThresholds!, probabilities, base);
   }
 
+  /** Sets the input columns each row keeps (before the first batch). */
+  keepColumns(names: readonly string[]): void {
+    this.keep = names;
+  }
+
+  /** A kept value as a CSV cell: text as it is, other JSON values as JSON, nothing as an empty cell. */
+  private keptCell(value: unknown): string {
+    if (value === undefined || value === null) return '';
+    return this.field(typeof value === 'string' ? value : JSON.stringify(value));
+  }
+
+  /** A kept value in JSON Lines: as it was, a missing one null; text neutralised like the other fields. */
+  private keptValue(value: unknown): unknown {
+    if (value === undefined) return null;
+    return typeof value === 'string' ? this.field(value) : value;
+  }
+
   /** The CSV header when nothing was written yet (so an empty result still has one), else ''. */
   header(): string {
     if (this.format !== 'csv' || this.headerWritten) return '';
     this.headerWritten = true;
     const multi = this.tagThresholds === null ? '' : 'predicted_tags,';
-    return `line,text,predicted_tag,probability,${multi}${this.tags.map((tag) => csvField(`p_${tag}`)).join(',')}\n`;
+    const kept = this.keep.map((name) => `${this.field(name)},`).join('');
+    return `line,${kept}text,predicted_tag,probability,${multi}${this.tags.map((tag) => this.field(`p_${tag}`)).join(',')}\n`;
   }
 
-  batch(lines: readonly number[], texts: readonly string[], tagged: TaggedBatch): string {
+  batch(
+    lines: readonly number[],
+    texts: readonly string[],
+    tagged: TaggedBatch,
+    kept: readonly (readonly unknown[])[] = [],
+  ): string {
     const width = this.tags.length;
     const { predicted, probabilities } = tagged;
     let chunk = this.header();
@@ -240,20 +394,30 @@ export class RowFormatter {
       const top = predicted[i]!;
       const base = i * width;
       if (this.format === 'csv') {
-        chunk += `${lines[i]},${csvField(texts[i]!)},${this.tagFields[top]},${probabilities[base + top]}`;
+        chunk += `${lines[i]},`;
+        for (const value of kept[i] ?? []) chunk += `${this.keptCell(value)},`;
+        chunk += `${this.field(texts[i]!)},${this.tagFields[top]},${probabilities[base + top]}`;
         // Joined by `|`, as a training file's tags column takes them.
-        if (this.tagThresholds !== null) chunk += `,${csvField(this.passed(probabilities, base).join('|'))}`;
+        if (this.tagThresholds !== null)
+          chunk += `,${this.field(this.passed(probabilities, base).join('|'))}`;
         for (let t = 0; t < width; t++) chunk += `,${probabilities[base + t]}`;
         chunk += '\n';
       } else {
         const all: Record<string, number> = {};
-        for (let t = 0; t < width; t++) all[this.tags[t]!] = probabilities[base + t]!;
+        for (let t = 0; t < width; t++) all[this.tagNames[t]!] = probabilities[base + t]!;
+        const keptFields: Record<string, unknown> = {};
+        this.keep.forEach((name, k) => {
+          keptFields[name] = this.keptValue(kept[i]?.[k]);
+        });
         chunk += `${JSON.stringify({
           line: lines[i],
-          text: texts[i],
-          predicted_tag: this.tags[top],
+          ...keptFields,
+          text: this.field(texts[i]!),
+          predicted_tag: this.tagNames[top],
           probability: probabilities[base + top],
-          ...(this.tagThresholds === null ? {} : { predicted_tags: this.passed(probabilities, base) }),
+          ...(this.tagThresholds === null
+            ? {}
+            : { predicted_tags: this.passed(probabilities, base).map(this.field) }),
           predicted_probabilities: all,
         })}\n`;
       }
@@ -275,9 +439,9 @@ class WriteFailed extends Error {}
 async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOptions, writer: WriterOptions) {
   const output = createWriteStream(writer.path, { flags: 'wx' });
   let writeError: (Error & { code?: string }) | undefined;
-  const formatter = new RowFormatter(writer.format, writer.tags, writer.tagThresholds);
+  const formatter = new RowFormatter(writer.format, writer.tags, writer.tagThresholds, writer.escapeFormulas);
   /** Batches posted and not answered yet, oldest first. */
-  const out: { lines: number[]; texts: string[] }[] = [];
+  const out: { lines: number[]; texts: string[]; kept: unknown[][] }[] = [];
   // The reading loop and the writing chain may both wait; any change wakes both to check again.
   const waiting: (() => void)[] = [];
   const wake = (): void => {
@@ -297,7 +461,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOpt
   port.on('message', (tagged: TaggedBatch) => {
     const batch = out.shift()!;
     unwritten += 1;
-    const chunk = formatter.batch(batch.lines, batch.texts, tagged);
+    const chunk = formatter.batch(batch.lines, batch.texts, tagged, batch.kept);
     // Written in arrival order (the order batches were posted).
     writing = writing.then(async () => {
       if (!output.write(chunk) && writeError === undefined) await until(() => !output.writableNeedDrain);
@@ -318,9 +482,17 @@ async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOpt
         end = message;
         return;
       }
+      if (message.kind === 'columns') {
+        formatter.keepColumns(message.keep);
+        return;
+      }
       if (message.kind === 'rows') {
         await until(() => out.length + unwritten < READER_CREDITS);
-        out.push({ lines: message.lines, texts: message.texts });
+        const { kept, ...batch } = message;
+        out.push({ lines: batch.lines, texts: batch.texts, kept });
+        // The main thread gets the texts only.
+        port.postMessage(batch satisfies WorkerMessage);
+        return;
       }
       port.postMessage(message satisfies WorkerMessage);
     });

@@ -1,13 +1,15 @@
 /**
  * Batch tagging of a file (`tagger predict --input data.csv --output tags.csv`): rows are streamed in,
  * tagged in batches and streamed out in the input's order, so memory stays flat whatever the file's
- * size. A bad row (no text, malformed CSV or JSON) is reported with its line number and skipped; the
- * run goes on. The output is written to a temp file beside the target and renamed into place at the end,
- * so an interrupted run never leaves a half-written file under the requested name.
+ * size. A bad row (no text, malformed CSV or JSON, longer than `maxRowBytes`) is reported with its line
+ * number and skipped; the run goes on. The output is written to a temp file beside the target and
+ * renamed into place at the end, so an interrupted run never leaves a half-written file under the
+ * requested name. Each output row keeps the input's `id` (or the `keepColumns` named).
  *
  * Formats by extension: `.csv` (a header row; read with csv-parse) and `.jsonl` / `.ndjson` (one
  * JSON object per line). The text is `--text-column`, else a `text` column, else `title + " " +
- * description` (what `tagger train` reads).
+ * description` (what `tagger train` reads). CSV output is safe to open in a spreadsheet: cells that would
+ * start a formula are neutralised (`escapeFormulas`).
  */
 import { randomBytes } from 'node:crypto';
 import { rename, rm, stat } from 'node:fs/promises';
@@ -17,6 +19,7 @@ import type { TagModel } from '../model/index.js';
 import {
   BATCH_WORKER_MARK,
   type BatchFormat,
+  OUTPUT_COLUMNS,
   type ReaderOptions,
   type TaggedBatch,
   type WorkerMessage,
@@ -24,6 +27,7 @@ import {
 } from './batch-io.js';
 
 export type { BatchFormat } from './batch-io.js';
+export { DEFAULT_MAX_ROW_BYTES } from './batch-row-limit.js';
 
 export interface BadRow {
   /** 1-based line of the input where the row ends. */
@@ -44,8 +48,29 @@ export interface TagFileOptions {
   textColumn?: string | undefined;
   /** Texts per model call. */
   batchSize?: number;
+  /**
+   * Rows longer than this many bytes (line break excluded) are reported as bad rows and skipped without
+   * being read into memory (default 1 MiB, DEFAULT_MAX_ROW_BYTES); a CSV header over it fails the file.
+   */
+  maxRowBytes?: number | undefined;
+  /**
+   * Input columns (CSV) or fields (JSON Lines) copied into each output row after `line`, e.g. the
+   * input's own ids. Default: `id` when the input has one; [] for none. A name the output already uses
+   * (`text`, `p_<tag>`, …) is refused.
+   */
+  keepColumns?: readonly string[] | undefined;
+  /**
+   * Neutralise cells a spreadsheet would run as formulas (OWASP: a `'` before a leading `=`, `+`, `-`,
+   * `@`, tab or CR). Default: on for CSV output, off for JSON Lines (read by programs, not spreadsheets).
+   */
+  escapeFormulas?: boolean | undefined;
   onProgress?: (progress: BatchProgress) => void;
   onBadRow?: (bad: BadRow) => void;
+  /**
+   * Stops the tagging when aborted: the worker is stopped, the temporary output removed (the target is
+   * left as it was), and `signal.reason` is thrown.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 export interface TagFileResult {
@@ -84,8 +109,8 @@ function startWorker(reader: ReaderOptions, writer: WriterOptions): Worker {
   });
 }
 
-/** The worker's messages as an async sequence; its crash or early exit is an error. */
-async function* messagesOf(worker: Worker): AsyncGenerator<WorkerMessage> {
+/** The worker's messages as an async sequence; its crash or early exit is an error, and so is `signal`. */
+async function* messagesOf(worker: Worker, signal?: AbortSignal): AsyncGenerator<WorkerMessage> {
   const queue: WorkerMessage[] = [];
   let failure: Error | undefined;
   let ended = false;
@@ -106,7 +131,9 @@ async function* messagesOf(worker: Worker): AsyncGenerator<WorkerMessage> {
     ended = true;
     notify();
   });
+  signal?.addEventListener('abort', notify, { once: true });
   for (;;) {
+    signal?.throwIfAborted();
     const message = queue.shift();
     if (message !== undefined) {
       yield message;
@@ -152,6 +179,15 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   if (resolve(options.input) === resolve(options.output)) {
     throw new BatchInputError(`--output ${options.output} is the input file; write the tags to another file`);
   }
+  const keepColumns = options.keepColumns === undefined ? undefined : [...new Set(options.keepColumns)];
+  const taken = keepColumns?.filter(
+    (name) => OUTPUT_COLUMNS.includes(name) || model.tags.some((tag) => name === `p_${tag}`),
+  );
+  if (taken !== undefined && taken.length > 0) {
+    throw new BatchInputError(
+      `--keep-columns: ${taken.map((name) => `'${name}'`).join(', ')} ${taken.length === 1 ? 'is a column' : 'are columns'} of the output already (${[...OUTPUT_COLUMNS, 'p_<tag>'].join(', ')}); keep other columns`,
+    );
+  }
   let totalBytes: number;
   try {
     const info = await stat(options.input);
@@ -169,12 +205,26 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   const temp = join(dirname(target), `.${basename(target)}.tagger-${randomBytes(4).toString('hex')}.tmp`);
   const tagIndex = new Map(model.tags.map((tag, index) => [tag, index]));
   const worker = startWorker(
-    { input: options.input, format: inputFormat, textColumn: options.textColumn, batchSize },
-    { path: temp, format: outputFormat, tags: model.tags, tagThresholds: model.tagThresholds },
+    {
+      input: options.input,
+      format: inputFormat,
+      textColumn: options.textColumn,
+      batchSize,
+      maxRowBytes: options.maxRowBytes,
+      keepColumns,
+    },
+    {
+      path: temp,
+      format: outputFormat,
+      tags: model.tags,
+      tagThresholds: model.tagThresholds,
+      escapeFormulas: options.escapeFormulas ?? outputFormat === 'csv',
+    },
   );
   let tagged = 0;
   try {
-    for await (const message of messagesOf(worker)) {
+    options.signal?.throwIfAborted();
+    for await (const message of messagesOf(worker, options.signal)) {
       if (message.kind === 'bad') {
         bad += 1;
         progress.rows += 1;

@@ -8,7 +8,7 @@ import { type ModelUri, resolveModelUri, versionLabel } from '../tracking/model-
 import { type Run, TrackingError, type TrackingStore } from '../tracking/store.js';
 import { loadServedModel, type ServedModel } from './artifacts.js';
 import { StartupError } from './errors.js';
-import { gateFailure, type PromotionGates } from './gates.js';
+import { gateFailure, type PromotionGates, referenceRun } from './gates.js';
 import type { ServiceLog } from './log.js';
 import { readerFor, type ServedSnapshot, type ServedTarget, toRunLoadError } from './served-snapshot.js';
 
@@ -199,10 +199,11 @@ export async function pickBest(
 ): Promise<Picked> {
   const failures: string[] = [];
   const held: HeldRun[] = [];
-  const served = current === undefined ? undefined : runs.find((run) => run.info.runId === current.bestRunId);
+  // From the runs alone, never from what this process served: every process picks the same run.
+  const reference = referenceRun(runs, gates);
   for (const run of runs) {
     const runId = run.info.runId;
-    if (runId === current?.bestRunId) {
+    if (runId === current?.bestRunId && gateFailure(run, gates, reference) === null) {
       try {
         await loadServedModel(readerFor(store, runId));
       } catch (error) {
@@ -217,7 +218,7 @@ export async function pickBest(
       return { best: { runId, model: current.best }, failures, held };
     }
     if (!isCandidate(run)) continue;
-    const gate = gateFailure(run, gates, served);
+    const gate = gateFailure(run, gates, reference);
     if (gate !== null) {
       held.push({ runId, kind: 'gates', reason: gate });
       skips.warn(runId, gate, 'not serving a run that does not pass the promotion gates');

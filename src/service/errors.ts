@@ -1,4 +1,5 @@
 /** Errors of the serving layer; the HTTP layer maps each class to one status code. */
+import { TrackingError } from '../tracking/store.js';
 
 /**
  * Startup cannot complete (bad configuration, missing experiment, no loadable run). The message is meant
@@ -55,4 +56,14 @@ export class RunLoadError extends Error {
 /** Long attacker-supplied ids are shortened before they are echoed back. */
 function truncate(value: string, max = 200): string {
   return value.length <= max ? value : `${value.slice(0, max)}…`;
+}
+
+/** What to do when the store a command only reads is not there (it is never created for reading). */
+export const MISSING_STORE_HINT =
+  'point --tracking-uri (or MLFLOW_TRACKING_URI) at the store your runs are in, or train a model first: `tagger train --data <file.csv>`';
+
+/** A store that is not there, with what to do about it; other errors as they are. */
+export function withStoreHint(error: unknown): unknown {
+  if (!(error instanceof TrackingError) || error.code !== 'NOT_FOUND') return error;
+  return new TrackingError('NOT_FOUND', `${error.message}; ${MISSING_STORE_HINT}`, { cause: error });
 }

@@ -1,7 +1,8 @@
 /**
  * Promotion gates: which runs may go live. The contract still serves "the best run of `best` by f1",
  * but an f1 measured on a 9-row test split, on a model that learnt one tag, on another test set than
- * the served run's, or of a model that fails its behavioural tests is no reason to swap. Reads the
+ * the experiment's first finished run's (`referenceRun`), or of a model that fails its behavioural tests
+ * is no reason to serve it. The gates read only the store, so every process chooses the same run. Reads the
  * evaluation tags and metrics training writes (`EVALUATION_TAGS`, `EVALUATION_METRICS`); runs without
  * them (logged by older Tagger versions or by other tools) pass the gates they carry no figure for, so
  * that turning a gate on never leaves a store of older runs with nothing to serve.
@@ -33,11 +34,8 @@ function intTag(run: Run, key: string): number | null {
   return Number(text);
 }
 
-/**
- * Why `candidate` may not go live, or null when it passes. `served` is the run serving now (on a
- * reload), whose test set the candidate's must match.
- */
-export function gateFailure(candidate: Run, gates: PromotionGates, served?: Run): string | null {
+/** Why a run fails the gates that concern it alone (test size, tags learnt, behavioural tests), or null. */
+function ownFailure(candidate: Run, gates: PromotionGates): string | null {
   const testSize = intTag(candidate, EVALUATION_TAGS.testSetSize);
   if (testSize !== null && testSize < gates.minTestSize) {
     return `its test split has ${testSize} rows, fewer than the ${gates.minTestSize} required (TAGGER_MIN_TEST_SIZE)`;
@@ -50,12 +48,48 @@ export function gateFailure(candidate: Run, gates: PromotionGates, served?: Run)
   if (passRate !== undefined && passRate < gates.minBehaviouralPassRate) {
     return `its model passed ${(100 * passRate).toFixed(1)}% of its behavioural tests, fewer than the ${(100 * gates.minBehaviouralPassRate).toFixed(1)}% required (TAGGER_MIN_BEHAVIOURAL_PASS_RATE; the run's behavioural.json lists the failed cases)`;
   }
-  if (served !== undefined && !gates.allowIncomparable) {
+  return null;
+}
+
+const finishedAt = (run: Run): number => run.info.endTime ?? run.info.startTime;
+
+/**
+ * The run whose test set f1s are compared on: the experiment's first finished run (by end time) that
+ * passes the other gates and records its test set. A property of the store, not of a process — so a
+ * server running since the first run, one started now, and `tagger predict` choose the same run — and
+ * what a server that had watched the experiment from the start would be comparing with: it swaps only
+ * to runs measured on the served run's test set, so that test set is the first run's. Undefined when
+ * no run records one (older or foreign runs: nothing to compare).
+ */
+export function referenceRun(runs: readonly Run[], gates: PromotionGates): Run | undefined {
+  let reference: Run | undefined;
+  for (const run of runs) {
+    if (run.info.status !== 'FINISHED' || run.tags[EVALUATION_TAGS.testSetDigest] === undefined) continue;
+    if (ownFailure(run, gates) !== null) continue;
+    if (
+      reference === undefined ||
+      finishedAt(run) < finishedAt(reference) ||
+      (finishedAt(run) === finishedAt(reference) && run.info.runId < reference.info.runId)
+    ) {
+      reference = run;
+    }
+  }
+  return reference;
+}
+
+/**
+ * Why `candidate` may not go live, or null when it passes. `reference` (see `referenceRun`) is the run
+ * whose test set the candidate's must match, unless `allowIncomparable`.
+ */
+export function gateFailure(candidate: Run, gates: PromotionGates, reference?: Run): string | null {
+  const own = ownFailure(candidate, gates);
+  if (own !== null) return own;
+  if (reference !== undefined && !gates.allowIncomparable) {
     const mine = candidate.tags[EVALUATION_TAGS.testSetDigest];
-    const theirs = served.tags[EVALUATION_TAGS.testSetDigest];
+    const theirs = reference.tags[EVALUATION_TAGS.testSetDigest];
     // A run without a digest (an older or foreign run) cannot be checked: it is not held back for that.
     if (mine !== undefined && theirs !== undefined && mine !== theirs) {
-      return `its f1 was measured on another test set than the served run ${served.info.runId}'s, so the two are not comparable (TAGGER_ALLOW_INCOMPARABLE=true swaps anyway)`;
+      return `its f1 was measured on another test set than run ${reference.info.runId}'s, the experiment's first finished run, whose test set f1s are compared on (TAGGER_ALLOW_INCOMPARABLE=true takes the best f1 whatever its test set)`;
     }
   }
   return null;

@@ -11,8 +11,15 @@ export {
 } from './artifacts.js';
 export { SingleFlightLru } from './cache.js';
 export type { HeldRun, ServingProblems } from './candidates.js';
-export { NotLoggedError, RunLoadError, StartupError, UnknownRunError } from './errors.js';
-export { DEFAULT_GATES, gateFailure, type PromotionGates } from './gates.js';
+export {
+  MISSING_STORE_HINT,
+  NotLoggedError,
+  RunLoadError,
+  StartupError,
+  UnknownRunError,
+  withStoreHint,
+} from './errors.js';
+export { DEFAULT_GATES, gateFailure, type PromotionGates, referenceRun } from './gates.js';
 export {
   HISTORY_METRICS,
   type ServedConfusion,

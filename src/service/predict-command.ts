@@ -1,11 +1,14 @@
 /**
  * Model loading for `tagger predict`: the same choice of run as `tagger serve` (the best loadable run
- * of the experiment, via ServedRuns), a given run, or a saved model directory.
+ * of the experiment that passes the same promotion gates, via ServedRuns: the gates read only the
+ * store, so the CLI and a running server agree), a given run, or a saved model directory.
  */
 import type { TagModel } from '../model/index.js';
 import { openTrackingStore } from '../tracking/index.js';
 import { loadServedModel } from './artifacts.js';
-import { StartupError } from './errors.js';
+import type { HeldRun } from './candidates.js';
+import { StartupError, withStoreHint } from './errors.js';
+import type { PromotionGates } from './gates.js';
 import { ServedRuns } from './served-runs.js';
 import { loadModelDirectory } from './single-model.js';
 
@@ -16,29 +19,41 @@ export interface PredictionSource {
   runId?: string;
   experiment: string;
   trackingUri: string;
+  /** The promotion gates, as `tagger serve` is configured (default DEFAULT_GATES). */
+  gates?: PromotionGates;
 }
 
 export interface LoadedForPrediction {
   /** The run the model comes from, or null for a model directory. */
   runId: string | null;
   model: TagModel;
+  /** Runs that rank above the one used but are not used, and why (as `tagger serve` holds them back). */
+  heldBack: readonly HeldRun[];
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
 
 export async function loadModelForPrediction(source: PredictionSource): Promise<LoadedForPrediction> {
   if (source.modelDir !== undefined) {
-    return { runId: null, model: (await loadModelDirectory(source.modelDir)).model };
+    return { runId: null, model: (await loadModelDirectory(source.modelDir)).model, heldBack: [] };
   }
-  const store = await openTrackingStore(source.trackingUri);
+  // Predicting only reads: a store on a read-only volume works, and a wrong URI creates nothing.
+  const store = await openTrackingStore(source.trackingUri, { readOnly: true }).catch((error: unknown) => {
+    throw withStoreHint(error);
+  });
   try {
     if (source.runId === undefined) {
       const servedRuns = await ServedRuns.load(store, {
         experiment: source.experiment,
         modelCacheSize: 1,
         log: quiet,
+        ...(source.gates ? { gates: source.gates } : {}),
       });
-      return { runId: servedRuns.bestRunId, model: servedRuns.best.model };
+      return {
+        runId: servedRuns.bestRunId,
+        model: servedRuns.best.model,
+        heldBack: servedRuns.problems.heldBack,
+      };
     }
     const runId = source.runId;
     const run = await store.getRun(runId);
@@ -48,7 +63,7 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
       );
     try {
       const served = await loadServedModel((path) => store.readArtifact(runId, path));
-      return { runId, model: served.model };
+      return { runId, model: served.model, heldBack: [] };
     } catch (error) {
       throw new StartupError(`run ${runId} cannot be used for predictions: ${(error as Error).message}`, {
         cause: error,

@@ -308,9 +308,11 @@ export class ServedRuns {
     if (this.options.modelUri) return this.reloadTarget(before, this.options.modelUri);
     const read = await readRuns(this.store, this.experimentName);
     if (!read.ok) {
+      // Why, in words fit for clients (no paths or URIs: a vanished database file is "cannot be reached").
+      const why = read.cause === undefined ? '' : ` (${publicTrackingReason(read.cause)})`;
       this.problemsNow = {
         ...this.problemsNow,
-        store: 'the last reload could not read the tracking store; the runs loaded before keep serving',
+        store: `the last reload could not read the tracking store${why}; the runs loaded before keep serving`,
       };
       return this.failed(before, [read.reason]);
     }

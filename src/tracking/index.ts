@@ -5,9 +5,10 @@
  * file layout. Other schemes (`mysql:`, `databricks`, ...) are refused with a clear message rather than
  * guessed at.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-store.js';
+import { FileTrackingStore, type FileTrackingStoreOptions, storeRootFromUri } from './file/file-store.js';
+import { redactUri } from './redact.js';
 import { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
 import type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 import { TrackingError, type TrackingStore } from './store.js';
@@ -16,6 +17,7 @@ export { FileTrackingStore, type FileTrackingStoreOptions } from './file/file-st
 export * from './model-registry.js';
 export * from './model-uri.js';
 export { compareByMetric, compareNatural, sortRuns } from './order.js';
+export { maskQuery, redactUri } from './redact.js';
 export { RestTrackingStore, type RestTrackingStoreOptions } from './rest/rest-store.js';
 export type { SqlTrackingStoreOptions } from './sql/sql-store.js';
 export * from './store.js';
@@ -51,12 +53,56 @@ export interface OpenTrackingStoreOptions
     SqlTrackingStoreOptions,
     Omit<RestTrackingStoreOptions, 'uri'> {}
 
+/** The first bytes of every SQLite 3 database file. */
+const SQLITE_HEADER = 'SQLite format 3\u0000';
+
+function startsLikeSqlite(path: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const head = Buffer.alloc(SQLITE_HEADER.length);
+    readSync(fd, head, 0, head.length, 0);
+    return head.toString('latin1') === SQLITE_HEADER;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /**
- * The URI without credentials (`scheme://user:password@host` → `scheme://host`), for messages and logs.
- * @example redactUri('http://admin:secret@127.0.0.1:5000') // 'http://127.0.0.1:5000'
+ * A path given for a folder store (no scheme, or `file:`) that is a file, or a new path named like a
+ * database (`mlflow.db`): the `sqlite:` scheme was most likely forgotten. Says so, with the URI meant,
+ * instead of creating an mlruns folder under that name or failing to create folders inside a file.
  */
-export function redactUri(uri: string): string {
-  return uri.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/?#]*@/, '$1');
+function notAFolderStore(uri: string, fileScheme: boolean): TrackingError | null {
+  const root = storeRootFromUri(uri);
+  const meant = `sqlite:///${fileScheme ? root : uri}`;
+  const databaseName = /\.(db|sqlite3?)$/i.test(root);
+  let isFile: boolean;
+  let empty: boolean;
+  try {
+    const info = statSync(root);
+    isFile = !info.isDirectory();
+    empty = info.size === 0;
+  } catch {
+    if (fileScheme || !databaseName) return null;
+    return new TrackingError(
+      'INVALID_ARGUMENT',
+      `tracking: ${uri} (${root}) does not exist, and a path without a scheme names an mlruns folder, which would be created under this database-like name: did you mean \`${meant}\`? (For a folder of that name, give file://${root}.)`,
+    );
+  }
+  if (!isFile) return null;
+  // An empty file is an empty SQLite database to SQLite.
+  return startsLikeSqlite(root) || (empty && databaseName)
+    ? new TrackingError(
+        'INVALID_ARGUMENT',
+        `tracking: ${uri} (${root}) is a SQLite file, not an mlruns folder: did you mean \`${meant}\`?`,
+      )
+    : new TrackingError(
+        'INVALID_ARGUMENT',
+        `tracking: ${uri} (${root}) is a file, not an mlruns folder; give a folder (MLflow's mlruns layout), sqlite:///path.db for a SQLite database, or http(s)://host:port for a tracking server`,
+      );
 }
 
 /** The flag when given, else `MLFLOW_TRACKING_URI` (when non-empty), else MLflow's default (`defaultTrackingUri`). */
@@ -69,7 +115,10 @@ export function resolveTrackingUri(flag: string | undefined, env: NodeJS.Process
 
 /**
  * Opens the store for `uri`. A file store's folder is created (with MLflow's default experiment `0`)
- * if missing, so permission problems show up here rather than mid-training.
+ * if missing, so permission problems show up here rather than mid-training — unless `readOnly`, which
+ * creates nothing anywhere (a missing store is NOT_FOUND, naming the absolute path looked at). A path
+ * for a folder store that is a SQLite file (or a new one named like a database) is refused with the
+ * `sqlite:///…` URI that was most likely meant.
  */
 export async function openTrackingStore(
   uri: string,
@@ -77,7 +126,7 @@ export async function openTrackingStore(
 ): Promise<TrackingStore> {
   const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
   if (scheme === 'http' || scheme === 'https') {
-    const { onWarning: _unused, artifactRoot: _local, ...restOptions } = options;
+    const { onWarning: _unused, artifactRoot: _local, readOnly: _reads, ...restOptions } = options;
     return new RestTrackingStore({ ...restOptions, uri });
   }
   const dialect = scheme?.split('+')[0];
@@ -87,11 +136,17 @@ export async function openTrackingStore(
     return SqlTrackingStore.open(uri, redactUri(uri), {
       ...(options.artifactRoot !== undefined ? { artifactRoot: options.artifactRoot } : {}),
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      ...(options.readOnly ? { readOnly: true } : {}),
     });
   }
   // One-letter "schemes" are Windows drive letters (C:\mlruns), i.e. paths.
   if (scheme === undefined || scheme === 'file' || scheme.length === 1) {
-    return FileTrackingStore.open(uri, options.onWarning ? { onWarning: options.onWarning } : {});
+    const mistake = notAFolderStore(uri, scheme === 'file');
+    if (mistake) throw mistake;
+    return FileTrackingStore.open(uri, {
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+      ...(options.readOnly ? { readOnly: true } : {}),
+    });
   }
   throw new TrackingError(
     'UNSUPPORTED',

@@ -84,7 +84,8 @@ export class InterruptedError extends Error {
   readonly exitCode: number;
   constructor(
     readonly signal: 'SIGINT' | 'SIGTERM',
-    what = 'the run being logged was marked KILLED',
+    /** What was and was not kept, the message after `interrupted by <signal>; `. */
+    readonly what = 'the run being logged was marked KILLED',
   ) {
     super(`interrupted by ${signal}; ${what}`);
     this.exitCode = signal === 'SIGINT' ? 130 : 143;
@@ -303,6 +304,13 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     if (modelId !== undefined)
       await store.finalizeLoggedModel(modelId, 'UPLOAD_FAILED').catch(() => undefined);
     await store.updateRun(runId, { status, endTime: Date.now() }).catch(() => undefined);
+    if (error instanceof InterruptedError && signal.aborted) {
+      // Say which run, and what became of what it had stored.
+      throw new InterruptedError(
+        error.signal,
+        `the run being logged was marked KILLED (run ${runId}: what it stored before the signal stays with it; serving never picks a KILLED run)`,
+      );
+    }
     throw error;
   }
   return { runId, experimentId, modelId };

@@ -74,6 +74,25 @@ export interface OptimizeInput extends Omit<TrainingInput, 'onEpoch'> {
   datasets?: DatasetInput[];
 }
 
+/**
+ * The search was stopped by SIGINT/SIGTERM (`catchSignals`): its parent run is KILLED, and `trials` are
+ * the trials logged before the signal (each a FINISHED run), for the caller to report and keep.
+ */
+export class SearchInterruptedError extends InterruptedError {
+  constructor(
+    signal: 'SIGINT' | 'SIGTERM',
+    what: string,
+    readonly trials: readonly Trial[],
+    readonly parentRunId: string,
+  ) {
+    super(signal, what);
+  }
+}
+
+/** The trial with the best CV mean f1; ties keep the earlier trial (the base arguments first). */
+export const bestTrial = (trials: readonly Trial[]): Trial =>
+  trials.reduce((a, b) => (b.cv.mean > a.cv.mean ? b : a));
+
 export interface OptimizeResult {
   best: Trial;
   trials: Trial[];
@@ -155,17 +174,15 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
   });
   const parentRunId = parent.info.runId;
   let stopRequested: 'SIGINT' | 'SIGTERM' | undefined;
-  let trialsDone = 0;
+  const trials: Trial[] = [];
   const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
     if (stopRequested === undefined) input.onStopRequested?.(signal);
     stopRequested ??= signal;
   };
-  const stopIfRequested = (): void => {
+  /** Stops the search if a signal came; `unlogged` says what became of the trial under way. */
+  const stopIfRequested = (unlogged: string): void => {
     if (stopRequested !== undefined) {
-      throw new InterruptedError(
-        stopRequested,
-        `the search stopped after ${trialsDone} trial(s); its parent run ${parentRunId} was marked KILLED`,
-      );
+      throw new InterruptedError(stopRequested, `trial ${trials.length + 1} ${unlogged}`);
     }
   };
   if (input.catchSignals) {
@@ -176,17 +193,16 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     await store.logBatch(parentRunId, {
       params: { trials: String(input.trials), seed: String(input.seed), folds: String(folds) },
     });
-    const trials: Trial[] = [];
     for (let index = 0; index < input.trials; index++) {
       // The first trial is the base arguments themselves, so the search never does worse than them.
       const args = index === 0 ? input.args : sampleArgs(input.args, random);
-      stopIfRequested();
+      stopIfRequested('was not started');
       const cv = await validator.run(args);
-      stopIfRequested();
+      stopIfRequested('was cross-validated but not trained or logged');
       const outcome = trainAndEvaluate({ ...input, args });
       // A signal sent during the (synchronous) training is delivered now: no trial run was created yet.
       await new Promise<void>((resolve) => setImmediate(resolve));
-      stopIfRequested();
+      stopIfRequested('was trained but not logged');
       const logged: LoggedRun = await logTrainingRun(store, {
         experiment: input.experiment,
         runName: `${input.runNamePrefix}-${index + 1}`,
@@ -210,11 +226,9 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
         testF1: outcome.performance.overall.f1,
       };
       trials.push(trial);
-      trialsDone = trials.length;
       input.onTrial?.(trial);
     }
-    // Ties keep the earlier trial (the base arguments first).
-    const best = trials.reduce((a, b) => (b.cv.mean > a.cv.mean ? b : a));
+    const best = bestTrial(trials);
     const now = Date.now();
     await store.logBatch(parentRunId, {
       metrics: [
@@ -230,6 +244,18 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
   } catch (error) {
     const status = error instanceof InterruptedError ? 'KILLED' : 'FAILED';
     await store.updateRun(parentRunId, { status, endTime: Date.now() }).catch(() => undefined);
+    if (error instanceof InterruptedError) {
+      // What was kept: the trials logged so far; what was not: the trial under way (logged ones say so).
+      const underWay = error.what.startsWith('the run being logged')
+        ? `trial ${trials.length + 1} ${error.what.replace(/^the run being logged/, 'was being logged and')}`
+        : error.what;
+      throw new SearchInterruptedError(
+        error.signal,
+        `the search stopped after ${trials.length} of ${input.trials} trials; ${underWay}; the parent run ${parentRunId} was marked KILLED`,
+        [...trials],
+        parentRunId,
+      );
+    }
     throw error;
   } finally {
     await validator.close();

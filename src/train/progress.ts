@@ -1,21 +1,37 @@
 /**
  * Progress for long work: a live bar (cli-progress) when stderr is a terminal, and a plain line at most
  * every few seconds otherwise, so CI logs and pipes get a readable trail instead of escape codes.
- * Progress goes to stderr; stdout stays free for results (`--json`).
+ * Progress goes to stderr; stdout stays free for results (`--json`). Messages printed while a bar is
+ * shown (a bad row, a warning) go through `log`, which puts them on their own line above the bar.
  */
+import { clearLine, cursorTo } from 'node:readline';
 import cliProgress from 'cli-progress';
 
 export interface Progress {
   /** Sets the position (0..total) and an optional short status such as the current loss. */
   update(done: number, status?: string): void;
+  /**
+   * Prints `text` (whole lines, ending with a line break) to the stream: above the bar on a terminal,
+   * which is then drawn again below it; as it is otherwise, even when the progress is silent.
+   */
+  log(text: string): void;
   stop(): void;
+}
+
+export interface ProgressStream {
+  write(text: string): unknown;
+  readonly isTTY?: boolean | undefined;
+  readonly unfiltered?: ProgressStream | undefined;
 }
 
 export interface ProgressOptions {
   label: string;
   total: number;
-  /** Default process.stderr; a stream that is not a terminal gets plain lines. */
-  stream?: { write(text: string): unknown; readonly isTTY?: boolean | undefined };
+  /**
+   * Default process.stderr; a stream that is not a terminal gets plain lines. A bar writes its escape
+   * codes to `unfiltered` when the stream has one (a filter that escapes control characters).
+   */
+  stream?: ProgressStream;
   /** Minimum interval between plain lines (non-terminal output). */
   plainIntervalMs?: number;
   /** Silence entirely (e.g. `--quiet`). */
@@ -25,23 +41,43 @@ export interface ProgressOptions {
 }
 
 export function createProgress(options: ProgressOptions): Progress {
-  const stream = options.stream ?? process.stderr;
-  if (options.silent) return { update: () => undefined, stop: () => undefined };
+  const stream: ProgressStream = options.stream ?? process.stderr;
+  const log = (text: string): void => {
+    stream.write(text);
+  };
+  if (options.silent) return { update: () => undefined, log, stop: () => undefined };
   if (stream.isTTY) {
+    // A terminal is a real tty.WriteStream (process.stderr, or one a caller made).
+    const terminal = (stream.unfiltered ?? stream) as NodeJS.WriteStream;
     const bar = new cliProgress.SingleBar(
       {
         format: `${options.label} [{bar}] ${options.unit === '%' ? '{value}%' : '{value}/{total}'} {status}`,
-        // A terminal is a real tty.WriteStream (process.stderr, or one a caller made).
-        stream: stream as NodeJS.WriteStream,
+        stream: terminal,
         hideCursor: true,
         clearOnComplete: false,
+        // Drawn again on every tick even when unchanged, so a bar cleared for a message comes back.
+        forceRedraw: true,
       },
       cliProgress.Presets.shades_classic,
     );
     bar.start(options.total, 0, { status: '' });
+    let active = true;
     return {
       update: (done, status = '') => bar.update(done, { status }),
-      stop: () => bar.stop(),
+      log(text) {
+        if (!active) return log(text);
+        // The message replaces the bar's line, and the bar is drawn on the line after it. The bar
+        // remembers where it started (ESC 7) and returns there when it stops: that is now this line.
+        cursorTo(terminal, 0);
+        clearLine(terminal, 0);
+        stream.write(text);
+        terminal.write('\u001b7');
+        bar.render();
+      },
+      stop() {
+        active = false;
+        bar.stop();
+      },
     };
   }
   const interval = options.plainIntervalMs ?? 2000;
@@ -59,6 +95,7 @@ export function createProgress(options: ProgressOptions): Progress {
       last = { done, status };
       if (Date.now() - lastPrinted >= interval) print();
     },
+    log,
     stop() {
       // End on a line showing where the work stopped (nothing when it never started, e.g. bad input).
       if (lastPrintedDone !== -1 || last.done !== 0 || last.status !== '') {

@@ -14,7 +14,7 @@ import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
 import { minilmDir, SAMPLE_DATA } from '../support/components.js';
 
 const dir = minilmDir();
-const cli = cliFolder('tagger-cli-encoder-');
+const cli = cliFolder({ prefix: 'tagger-cli-encoder-' });
 const MODEL_SHA256 = '8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6';
 
 describe.skipIf(dir === null)('tagger train --encoder', () => {

@@ -4,27 +4,11 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { describe, expect, it } from 'vitest';
+import { cliFolder, expectCleanFailure } from '../support/cli.js';
 
-const cli = cliFolder();
+const cli = cliFolder({ trained: true });
 const tagger = cli.tagger;
-
-// The best run of experiment `best` in cli.store, as `tagger train` logs it.
-beforeAll(async () => {
-  const trained = await tagger([
-    'train',
-    '--data',
-    SAMPLE_DATA,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    cli.store,
-    '--quiet',
-  ]);
-  expect(trained.code, trained.stderr).toBe(0);
-});
 
 describe('tagger predict', () => {
   it('predicts with the best run, in order, one prediction per text', async () => {

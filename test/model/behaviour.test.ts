@@ -232,7 +232,7 @@ describe('parseBehaviourSuite', () => {
       [{ cases: 'x' }, /cases must be a list/],
       [
         { cases: good.cases, extra: 1 },
-        /suite.yaml: extra is not a known key; allowed here: name, seed, cases/,
+        /suite.yaml: extra is not a known key; allowed here: name, about, seed, cases/,
       ],
       [
         { cases: [{ ...good.cases[0], kind: 'mtf' }] },

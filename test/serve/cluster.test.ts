@@ -12,12 +12,13 @@ import { describe, expect, it } from 'vitest';
 import { MAX_WORKERS, resolveWorkerCount } from '../../src/serve/cluster.js';
 import { StartupError } from '../../src/serve/config.js';
 import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
-import { REPO_ROOT, redisServerPath, TSX_LOADER } from '../support/components.js';
+import { CLI_ENTRY } from '../support/cli.js';
+import { redisServerPath, TSX_LOADER } from '../support/components.js';
 import { redisServer } from '../support/redis-server.js';
 import { KeepAliveLoad, logServedRun } from '../support/serve-process.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
-const CLI = resolve(REPO_ROOT, 'src', 'cli', 'main.ts');
+const CLI = CLI_ENTRY;
 const hasProc = existsSync('/proc/self/task');
 const redisBinary = redisServerPath();
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { main } from '../../src/cli/index.js';
 import type { CliIo } from '../../src/cli/io.js';
-import { REPO_ROOT, TSX_LOADER } from './components.js';
+import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from './components.js';
 
 export interface CliResult {
   code: number;
@@ -104,12 +104,21 @@ export const FAST_ARGS = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
 
 /**
  * One test file's working folder for CLI cases, made before its tests and removed after them, and
- * `tagger` running there: in-process, or as a real process for another user (`uid`, `gid`).
+ * `tagger` running there: in-process, or as a real process for another user (`uid`, `gid`). With
+ * `trained`, its store (`folder.store`) holds one run trained on the sample data before the tests.
  */
-export function cliFolder(prefix = 'tagger-cli-') {
+export function cliFolder(options: { prefix?: string; trained?: boolean } = {}) {
   let dir: string | undefined;
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), prefix));
+    dir = await mkdtemp(join(tmpdir(), options.prefix ?? 'tagger-cli-'));
+    if (options.trained) {
+      // The best run of experiment `best` in the folder's store, as `tagger train` logs it.
+      const trained = await folder.tagger([
+        'train',
+        ...['--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', folder.store, '--quiet'],
+      ]);
+      expect(trained.code, trained.stderr).toBe(0);
+    }
   });
   afterAll(async () => {
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });

@@ -15,7 +15,8 @@ import { MODEL_FILES, MODEL_FORMAT } from '../../src/model/index.js';
 import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import { fileDigest } from '../../src/train/dataset-input.js';
-import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
+import { CLI_ENTRY } from '../support/cli.js';
+import { SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
 import { runInteropScript } from '../support/mlflow-interop.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
 
@@ -138,7 +139,7 @@ function taggerTrain(dir: string, trackingUri: string): Promise<TrainJson> {
       [
         '--import',
         TSX_LOADER,
-        join(REPO_ROOT, 'src', 'cli', 'main.ts'),
+        CLI_ENTRY,
         'train',
         '--data',
         SAMPLE_DATA,

@@ -29,6 +29,7 @@ import {
   validateExperimentName,
   validateKey,
 } from '../mlflow-rules.js';
+import { redactUri } from '../redact.js';
 import type {
   ArtifactEntry,
   CreateLoggedModelOptions,
@@ -68,6 +69,8 @@ export interface FileTrackingStoreOptions {
    * `meta.yaml`, bad metric file, ...). MLflow logs these and carries on; so do we.
    */
   onWarning?: (message: string) => void;
+  /** Read-only use: a missing folder is NOT_FOUND instead of created (with `Default` and `.trash`). */
+  readOnly?: boolean;
 }
 
 // Names from MLflow's FileStore.
@@ -131,7 +134,7 @@ export function storeRootFromUri(uri: string): string {
     } catch (error) {
       throw new TrackingError(
         'INVALID_ARGUMENT',
-        `tracking: '${uri}' is not a usable file URI (use file:///absolute/path or a plain path)`,
+        `tracking: '${redactUri(uri)}' is not a usable file URI (use file:///absolute/path or a plain path)`,
         { cause: error },
       );
     }
@@ -154,6 +157,7 @@ export class FileTrackingStore implements TrackingStore {
   readonly displayUri: string;
   readonly registry: FileModelRegistry;
   private readonly onWarning: (message: string) => void;
+  private readonly readOnly: boolean;
   private initialized: Promise<void> | undefined;
   /** Run id -> location; verified on use, since runs can move (experiment deleted to `.trash`). */
   private readonly runLocations = new Map<string, RunLocation>();
@@ -166,6 +170,7 @@ export class FileTrackingStore implements TrackingStore {
     this.displayUri = fileUri(this.root);
     this.registry = new FileModelRegistry(this.root, this.displayUri);
     this.onWarning = options.onWarning ?? (() => {});
+    this.readOnly = options.readOnly ?? false;
     this.io = new FileRunIo({
       displayUri: this.displayUri,
       onWarning: (message) => this.onWarning(message),
@@ -217,6 +222,15 @@ export class FileTrackingStore implements TrackingStore {
   }
 
   private async initialize(): Promise<void> {
+    if (this.readOnly) {
+      if (!(await exists(this.root))) {
+        throw new TrackingError(
+          'NOT_FOUND',
+          `tracking: there is no mlruns folder at ${this.root}; nothing was created`,
+        );
+      }
+      return;
+    }
     try {
       if (!(await exists(this.root))) {
         await mkdir(this.root, { recursive: true });

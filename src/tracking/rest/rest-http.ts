@@ -7,8 +7,30 @@
  * transient HTTP statuses. Messages never contain credentials: the base URL is stored without userinfo,
  * and every message is passed through `redact()` before it leaves this module.
  */
+import { channel } from 'node:diagnostics_channel';
+import { redactUri } from '../redact.js';
 import { TrackingError, type TrackingErrorCode } from '../store.js';
 import type { Answer } from './rest-json.js';
+
+/**
+ * The diagnostics channel each retry is published on (a RetryNotice), so whoever runs the store can say
+ * what it is waiting for (the CLI prints it); nothing is published without a subscriber.
+ */
+export const RETRY_CHANNEL = 'tagger:tracking:retry';
+const retryChannel = channel(RETRY_CHANNEL);
+
+/** One retry of a failed call to the tracking server, as published on RETRY_CHANNEL. */
+export interface RetryNotice {
+  /** The server (without credentials). */
+  uri: string;
+  /** Why the last attempt failed (the error a last failure would throw; never holds credentials). */
+  message: string;
+  /** This retry's number (1-based) and how many there may be (MLFLOW_HTTP_REQUEST_MAX_RETRIES). */
+  retry: number;
+  retries: number;
+  /** How long until it is sent. */
+  delayMs: number;
+}
 
 /** Statuses MLflow's client retries (`_TRANSIENT_FAILURE_RESPONSE_CODES`). */
 const TRANSIENT_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
@@ -95,14 +117,14 @@ export function parseTrackingUri(uri: string): { base: URL; username: string; pa
   try {
     parsed = new URL(uri);
   } catch (cause) {
-    throw new TrackingError('INVALID_ARGUMENT', `tracking: '${stripUserinfoText(uri)}' is not a valid URI`, {
+    throw new TrackingError('INVALID_ARGUMENT', `tracking: '${redactUri(uri)}' is not a valid URI`, {
       cause,
     });
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new TrackingError(
       'INVALID_ARGUMENT',
-      `tracking: the REST store needs an http(s) URI, got '${stripUserinfoText(uri)}'`,
+      `tracking: the REST store needs an http(s) URI, got '${redactUri(uri)}'`,
     );
   }
   const username = decodeURIComponent(parsed.username);
@@ -257,6 +279,15 @@ export class RestHttpClient {
       const jitter = Math.random() * backoff;
       const delay = outcome.retryAfterMs ?? backoff + jitter;
       attempt += 1;
+      if (retryChannel.hasSubscribers) {
+        retryChannel.publish({
+          uri: this.displayUri,
+          message: outcome.error.message,
+          retry: attempt,
+          retries: this.maxRetries,
+          delayMs: delay,
+        } satisfies RetryNotice);
+      }
       await this.sleep(delay);
     }
   }

@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pointsByModel } from '../dataset-and-model-rules.js';
 import { artifactSegments, collectPages, statusUpdate, validateBatch } from '../mlflow-rules.js';
+import { redactUri } from '../redact.js';
 import {
   type ArtifactEntry,
   type CreateLoggedModelOptions,
@@ -605,7 +606,7 @@ function encodePath(path: string): string {
 function unreachable(uri: string, runId: string): TrackingError {
   return new TrackingError(
     'UNSUPPORTED',
-    `tracking: the artifacts of run ${runId} live at ${uri}, which Tagger cannot read or write from this machine; ` +
+    `tracking: the artifacts of run ${runId} live at ${redactUri(uri)}, which Tagger cannot read or write from this machine; ` +
       'run the MLflow server with artifact proxying (`mlflow server` default, `--artifacts-destination`) so runs get ' +
       'mlflow-artifacts:/ URIs, or make that location available locally',
   );

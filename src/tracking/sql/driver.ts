@@ -5,7 +5,9 @@
  * them. Values are normalised both ways: booleans become 0/1 for SQLite, BIGINT columns come back as
  * numbers (epoch milliseconds fit in 2^53) rather than pg's strings.
  */
+import { existsSync, statSync } from 'node:fs';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { pathToFileURL } from 'node:url';
 import type pg from 'pg';
 import { TrackingError } from '../store.js';
 
@@ -46,6 +48,13 @@ export function databaseError(error: unknown, where: string): TrackingError {
   // SQLite: SQLITE_READONLY (8) and its extended codes, SQLITE_CANTOPEN (14), SQLITE_PERM (3);
   // PostgreSQL: insufficient_privilege (42501), invalid_password / authorization (28xxx).
   const errcode = typeof record.errcode === 'number' ? record.errcode & 0xff : undefined;
+  if (isConnectionLost(error)) {
+    return new TrackingError(
+      'UNAVAILABLE',
+      `tracking: ${where}: the connection to the database was lost (${reason}), so a write under way was rolled back; check that the database is up, then try again`,
+      { cause: error },
+    );
+  }
   if (errcode === 8 || errcode === 3 || record.code === '42501') {
     return new TrackingError('PERMISSION_DENIED', `tracking: ${where} cannot be written (${reason})`, {
       cause: error,
@@ -59,13 +68,75 @@ export function databaseError(error: unknown, where: string): TrackingError {
   return new TrackingError('UNAVAILABLE', `tracking: ${where}: ${reason}`, { cause: error });
 }
 
+/**
+ * True when a PostgreSQL connection died under a statement (reset, closed, the server shutting down or
+ * crashing): an open transaction is then rolled back by the server.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  // 57P01 admin_shutdown (pg_terminate_backend, fast shutdown), 57P02 crash_shutdown, class 08
+  // connection exceptions; socket errors; pg's own messages for a socket that closed under it.
+  if (typeof code === 'string' && (/^57P0[12]$/.test(code) || code.startsWith('08'))) return true;
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return true;
+  return typeof message === 'string' && /^Connection terminated unexpectedly|is not queryable/.test(message);
+}
+
+/** PostgreSQL is starting up, recovering from a crash or shutting down: its answer to a new connection. */
+const isStartingUp = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '57P03';
+
 const toSqlite = (params: readonly SqlValue[]): SQLInputValue[] =>
   params.map((value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value));
+
+/** SQLite's primary result code of an error (`errcode & 0xff`), or undefined. */
+const sqliteCode = (error: unknown): number | undefined => {
+  const errcode = (error as { errcode?: unknown } | null)?.errcode;
+  return typeof errcode === 'number' ? errcode & 0xff : undefined;
+};
+
+/** SQLITE_READONLY (8), SQLITE_CANTOPEN (14): what reading a WAL database gives when -shm cannot be made. */
+const cannotMakeWalFiles = (error: unknown): boolean => {
+  const code = sqliteCode(error);
+  return code === 8 || code === 14;
+};
+
+export interface SqliteOpenOptions {
+  busyTimeoutMs?: number;
+  /**
+   * Read only: never writes the file or creates anything beside it (a server or `tagger predict` on a
+   * read-only volume). A WAL database whose `-shm`/`-wal` files cannot be created there is read as
+   * immutable, and reopened whenever the file changes (see `SqliteDriver`).
+   */
+  readOnly?: boolean;
+}
+
+/** What identifies the database file on disk, to notice it changing under an open connection. */
+interface FileState {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+
+function fileState(file: string): FileState {
+  const { dev, ino, size, mtimeMs } = statSync(file);
+  return { dev, ino, size, mtimeMs };
+}
 
 /**
  * SQLite in WAL mode (readers never wait for the one writer) with a busy timeout (writers from other
  * processes wait their turn instead of failing). `node:sqlite` is synchronous; statements are short, and
  * a transaction holds the process only for its own statements.
+ *
+ * Read-only (`readOnly`): WAL needs `<db>-shm` (and `<db>-wal`) even to read. When they exist or can be
+ * created, the database is read normally; on a read-only folder without them (a read-only volume whose
+ * writer closed cleanly) it is opened `immutable` — SQLite reads the file without locks or WAL — and,
+ * since SQLite then never looks for changes, reopened before a statement whenever the file's size,
+ * time or inode changed or a `-wal` appeared (a writer elsewhere started).
+ *
+ * Every connection checks before a statement (one `stat`) that the path still names the file it opened:
+ * a deleted database fails, a replaced one is reopened (see `refresh`).
  */
 export class SqliteDriver implements SqlDriver {
   readonly dialect = 'sqlite' as const;
@@ -74,22 +145,46 @@ export class SqliteDriver implements SqlDriver {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
-  private constructor(private readonly db: DatabaseSync) {}
+  private constructor(
+    private db: DatabaseSync,
+    private readonly file: string,
+    private readonly options: SqliteOpenOptions,
+    private immutable: boolean,
+    private state: FileState,
+  ) {}
 
-  /** Opens (creating when `create`) the database file; WAL and the busy timeout are set here. */
-  static open(file: string, options: { busyTimeoutMs?: number; readOnly?: boolean } = {}): SqliteDriver {
-    const db = new DatabaseSync(file, {
-      timeout: options.busyTimeoutMs ?? 10_000,
-      readOnly: options.readOnly ?? false,
-    });
+  /** Opens (creating unless `readOnly`) the database file; WAL and the busy timeout are set here. */
+  static open(file: string, options: SqliteOpenOptions = {}): SqliteDriver {
+    const { db, immutable } = SqliteDriver.connect(file, options);
+    return new SqliteDriver(db, file, options, immutable, fileState(file));
+  }
+
+  private static connect(file: string, options: SqliteOpenOptions): { db: DatabaseSync; immutable: boolean } {
+    const timeout = options.busyTimeoutMs ?? 10_000;
+    const readOnly = options.readOnly ?? false;
+    let db = new DatabaseSync(file, { timeout, readOnly });
+    let immutable = false;
     try {
-      if (!options.readOnly) {
+      if (readOnly) {
+        try {
+          // The first read is what needs -shm: try it now, while another way in can still be taken.
+          db.prepare('SELECT count(*) AS n FROM sqlite_master').get();
+        } catch (error) {
+          if (!cannotMakeWalFiles(error)) throw error;
+          db.close();
+          const url = pathToFileURL(file);
+          url.searchParams.set('immutable', '1');
+          db = new DatabaseSync(url, { timeout, readOnly: true });
+          db.prepare('SELECT count(*) AS n FROM sqlite_master').get();
+          immutable = true;
+        }
+      } else {
         try {
           db.exec('PRAGMA journal_mode = WAL');
         } catch (error) {
-          // A database this process may only read (a server on a read-only mount) is still served;
-          // writing to it fails later with a clear PERMISSION_DENIED (checkWritable).
-          if (((error as { errcode?: number }).errcode ?? 0) % 256 !== 8) throw error;
+          // A database this process may only read is still opened; writing to it fails later with a
+          // clear PERMISSION_DENIED (checkWritable).
+          if (sqliteCode(error) !== 8) throw error;
         }
       }
       // MLflow's SQLAlchemy connections do not enforce foreign keys; Tagger does not need them to read
@@ -99,7 +194,67 @@ export class SqliteDriver implements SqlDriver {
       db.close();
       throw error;
     }
-    return new SqliteDriver(db);
+    return { db, immutable };
+  }
+
+  /** Whether the database is read as immutable (a read-only folder without -shm/-wal files). */
+  get readsImmutable(): boolean {
+    return this.immutable;
+  }
+
+  /**
+   * Called once a replaced file has been reopened, before it is used further (the store checks it is
+   * MLflow's); a failure leaves the check to be done again at the next statement.
+   */
+  onReplaced: (() => Promise<void>) | undefined;
+  private replacedUnchecked = false;
+  private checkingReplaced = false;
+
+  /**
+   * Before a statement outside a transaction. An open connection keeps reading the inode it opened, so
+   * a database deleted or replaced under it (a backup restored with `mv`) would go unnoticed: a file that
+   * is gone is an UNAVAILABLE error (nothing is created in its place), another file at the path is
+   * opened instead of the old one. An immutable connection is also reopened when the file changed, as
+   * SQLite itself will not look.
+   */
+  private async refresh(): Promise<void> {
+    if (this.closed || this.db.isTransaction) return;
+    let now: FileState;
+    try {
+      now = fileState(this.file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      throw new TrackingError(
+        'UNAVAILABLE',
+        `tracking: the database file ${this.file} is gone (deleted or moved away); put it back — a database moved to that path is read from the next call on — or point the tracking URI at where it is now`,
+        { cause: error },
+      );
+    }
+    const replaced = now.dev !== this.state.dev || now.ino !== this.state.ino;
+    const changed =
+      replaced ||
+      (this.immutable &&
+        (now.size !== this.state.size ||
+          now.mtimeMs !== this.state.mtimeMs ||
+          existsSync(`${this.file}-wal`)));
+    if (changed) {
+      const { db, immutable } = SqliteDriver.connect(this.file, this.options);
+      this.statements.clear();
+      this.db.close();
+      this.db = db;
+      this.immutable = immutable;
+      this.state = now;
+      if (replaced) this.replacedUnchecked = true;
+    }
+    if (this.replacedUnchecked && !this.checkingReplaced && this.onReplaced) {
+      this.checkingReplaced = true;
+      try {
+        await this.onReplaced();
+        this.replacedUnchecked = false;
+      } finally {
+        this.checkingReplaced = false;
+      }
+    }
   }
 
   private statement(sql: string): StatementSync {
@@ -117,7 +272,8 @@ export class SqliteDriver implements SqlDriver {
     exec: async (script) => this.db.exec(script),
   };
 
-  all(sql: string, params?: readonly SqlValue[]): Promise<SqlRow[]> {
+  async all(sql: string, params?: readonly SqlValue[]): Promise<SqlRow[]> {
+    await this.refresh();
     return this.executor.all(sql, params);
   }
 
@@ -127,6 +283,7 @@ export class SqliteDriver implements SqlDriver {
 
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const next = this.queue.then(async () => {
+      await this.refresh();
       // IMMEDIATE takes the write lock up front, so two processes never deadlock upgrading read locks.
       this.db.exec('BEGIN IMMEDIATE');
       try {
@@ -173,10 +330,30 @@ export class PostgresDriver implements SqlDriver {
   private readonly pool: pg.Pool;
   private closed = false;
 
-  private constructor(pool: pg.Pool) {
+  private constructor(
+    pool: pg.Pool,
+    private readonly startupWaitMs: number,
+  ) {
     this.pool = pool;
     // An idle client losing its connection (server restart) must not crash the process.
     this.pool.on('error', () => undefined);
+  }
+
+  /**
+   * Runs `fn`, again while PostgreSQL answers new connections with "starting up" / "in recovery"
+   * (57P03, sent before anything runs): after a crash the server is back within seconds, and a run's
+   * last status update (FAILED) should reach it. A server that refuses connections fails at once.
+   */
+  private async connecting<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.startupWaitMs;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (!isStartingUp(error) || Date.now() + wait > deadline || this.closed) throw error;
+        await new Promise((done) => setTimeout(done, wait));
+      }
+    }
   }
 
   /**
@@ -185,7 +362,7 @@ export class PostgresDriver implements SqlDriver {
    */
   static async open(
     connectionString: string,
-    options: { connectTimeoutMs?: number; maxConnections?: number } = {},
+    options: { connectTimeoutMs?: number; maxConnections?: number; startupWaitMs?: number } = {},
   ): Promise<PostgresDriver> {
     const { default: driver } = await import('pg');
     return new PostgresDriver(
@@ -197,19 +374,33 @@ export class PostgresDriver implements SqlDriver {
         // A replica keeps a couple of connections, not one per burst.
         idleTimeoutMillis: 30_000,
       }),
+      options.startupWaitMs ?? 10_000,
     );
   }
 
+  // pool.query listens for the checked-out client's 'error' event itself, and releases it as broken.
   async all(sql: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {
-    return (await this.pool.query(numbered(sql), params as unknown[])).rows as SqlRow[];
+    return this.connecting(
+      async () => (await this.pool.query(numbered(sql), params as unknown[])).rows as SqlRow[],
+    );
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    return (await this.pool.query(numbered(sql), params as unknown[])).rowCount ?? 0;
+    return this.connecting(
+      async () => (await this.pool.query(numbered(sql), params as unknown[])).rowCount ?? 0,
+    );
   }
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.connecting(() => this.pool.connect());
+    // A checked-out client has no listener of the pool's: its connection dying (reset, the server
+    // terminating it or crashing) would be an unhandled 'error' event and end the process. The
+    // statement under way (or the next one) fails instead, and the client is dropped, not reused.
+    let lost: unknown;
+    const onError = (error: unknown): void => {
+      lost ??= error;
+    };
+    client.on('error', onError);
     const tx: SqlExecutor = {
       all: async (sql, params = []) =>
         (await client.query(numbered(sql), params as unknown[])).rows as SqlRow[],
@@ -228,14 +419,18 @@ export class PostgresDriver implements SqlDriver {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
-      throw error;
+      // The statement's own error may be a generic one ("not queryable"): the lost connection says why.
+      throw lost !== undefined && !isConnectionLost(error) && !(error instanceof TrackingError)
+        ? lost
+        : error;
     } finally {
-      client.release(broken);
+      client.release(broken || lost !== undefined);
+      client.removeListener('error', onError);
     }
   }
 
   async exec(script: string): Promise<void> {
-    await this.pool.query(script);
+    await this.connecting(() => this.pool.query(script));
   }
 
   async close(): Promise<void> {

@@ -81,6 +81,8 @@ export interface SchemaOptions {
   /** For messages. */
   displayUri: string;
   onWarning: (message: string) => void;
+  /** Only check: a database without MLflow's schema is refused instead of given one. */
+  readOnly?: boolean;
 }
 
 /**
@@ -89,6 +91,12 @@ export interface SchemaOptions {
  */
 export async function ensureSchema(driver: SqlDriver, options: SchemaOptions): Promise<void> {
   if (await checkExisting(driver, driver.dialect, options)) return;
+  if (options.readOnly) {
+    throw new TrackingError(
+      'NOT_FOUND',
+      `tracking: ${options.displayUri} has no MLflow tables: nothing was ever logged there, and nothing was created`,
+    );
+  }
   await driver.transaction(async (tx) => {
     if (driver.dialect === 'postgresql')
       await tx.all('SELECT pg_advisory_xact_lock(?)', [POSTGRES_SCHEMA_LOCK]);

@@ -8,7 +8,7 @@
  * experiment's artifact location, like MLflow's client does without a server.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LocalArtifacts, localArtifactPath, probeWritable } from '../local-artifacts.js';
 import {
@@ -25,6 +25,7 @@ import {
   validateBatch,
   validateExperimentName,
 } from '../mlflow-rules.js';
+import { redactUri } from '../redact.js';
 import {
   type ArtifactEntry,
   type CreateLoggedModelOptions,
@@ -66,6 +67,11 @@ export interface SqlTrackingStoreOptions {
   artifactRoot?: string;
   /** Problems that do not stop the store (a run with an unknown status is skipped, a newer schema). */
   onWarning?: (message: string) => void;
+  /**
+   * Read-only use (serving, `tagger predict`): nothing is created — no folder, no database file, no
+   * schema — and a SQLite file is opened read-only, so a store on a read-only volume can be read.
+   */
+  readOnly?: boolean;
 }
 
 /** MLflow's SQL store clamps infinities to the largest double (`sanitize_metric_value`). */
@@ -84,7 +90,7 @@ export function parseSqlUri(
     if (!match?.[1] || match[1] === ':memory:') {
       throw new TrackingError(
         'INVALID_ARGUMENT',
-        `tracking: '${uri}' names no database file; use sqlite:///relative/path.db or sqlite:////absolute/path.db`,
+        `tracking: '${redactUri(uri)}' names no database file; use sqlite:///relative/path.db or sqlite:////absolute/path.db`,
       );
     }
     return { dialect: 'sqlite', file: resolve(match[1]) };
@@ -152,10 +158,20 @@ export class SqlTrackingStore implements TrackingStore {
     const target = parseSqlUri(uri);
     let db: SqlDriver;
     let artifactRoot: string;
+    const readOnly = options.readOnly ?? false;
     try {
       if (target.dialect === 'sqlite') {
-        mkdirSync(dirname(target.file), { recursive: true });
-        db = SqliteDriver.open(target.file);
+        if (readOnly) {
+          if (!existsSync(target.file)) {
+            throw new TrackingError(
+              'NOT_FOUND',
+              `tracking: there is no SQLite database at ${target.file} (${displayUri}); nothing was created`,
+            );
+          }
+        } else {
+          mkdirSync(dirname(target.file), { recursive: true });
+        }
+        db = SqliteDriver.open(target.file, { readOnly });
         artifactRoot = resolve(options.artifactRoot ?? resolve(dirname(target.file), 'mlruns'));
       } else {
         db = await PostgresDriver.open(target.url);
@@ -165,8 +181,23 @@ export class SqlTrackingStore implements TrackingStore {
       throw databaseError(error, `cannot open ${displayUri}`);
     }
     const store = new SqlTrackingStore(db, displayUri, artifactRoot, options);
+    if (db instanceof SqliteDriver) {
+      // A file moved over the database (a backup restored) must be MLflow's too; it is only checked.
+      db.onReplaced = () =>
+        ensureSchema(db, {
+          defaultArtifactRoot: artifactRoot,
+          displayUri,
+          onWarning: store.onWarning,
+          readOnly: true,
+        });
+    }
     try {
-      await ensureSchema(db, { defaultArtifactRoot: artifactRoot, displayUri, onWarning: store.onWarning });
+      await ensureSchema(db, {
+        defaultArtifactRoot: artifactRoot,
+        displayUri,
+        onWarning: store.onWarning,
+        readOnly,
+      });
     } catch (error) {
       await db.close().catch(() => undefined);
       throw databaseError(error, displayUri);

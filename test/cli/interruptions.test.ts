@@ -1,0 +1,185 @@
+/**
+ * Ctrl-C (SIGINT) and SIGTERM on real `tagger` processes (issue 27, item 10): each interruption says
+ * what was and was not kept, and leaves nothing half-written. Before, `predict --input/--output` left a
+ * hidden partial `.tmp` file beside the target and printed nothing, `train` stopped silently mid-training,
+ * and an interrupted `optimize` printed no trials and wrote no `--output` for the trials it had logged.
+ * Each process is signalled at a known point — when it prints its first progress line — not after a
+ * sleep. (`test/train/log-run-signals.test.ts` covers a signal while a run is being logged.)
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { FileTrackingStore } from '../../src/tracking/index.js';
+import { CLI_ENTRY, cliFolder, FAST_ARGS } from '../support/cli.js';
+import { SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+
+const cli = cliFolder({ prefix: 'tagger-interrupt-' });
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Whether the signal was sent (at the first progress line matching `at`). */
+  sent: boolean;
+}
+
+/** `tagger <args>` as a process, sent `signal` when its stderr first matches `at`. */
+function interrupt(args: readonly string[], at: RegExp, signal: 'SIGINT' | 'SIGTERM'): Promise<Exit> {
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    ['--import', TSX_LOADER, CLI_ENTRY, ...args],
+    { cwd: cli.dir, env: { ...process.env, MLFLOW_TRACKING_URI: '' } },
+  );
+  let stdout = '';
+  let stderr = '';
+  let sent = false;
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    if (!sent && at.test(stderr)) {
+      sent = true;
+      child.kill(signal);
+    }
+  });
+  return new Promise((done) =>
+    child.once('close', (code, exitSignal) => done({ code, signal: exitSignal, stdout, stderr, sent })),
+  );
+}
+
+const hidden = async (): Promise<string[]> =>
+  (await readdir(cli.dir)).filter((name) => name.endsWith('.tmp'));
+
+beforeAll(async () => {
+  const trained = await cli.tagger([
+    'train',
+    '--data',
+    SAMPLE_DATA,
+    '--args',
+    FAST_ARGS,
+    '--tracking-uri',
+    cli.store,
+    '--quiet',
+  ]);
+  expect(trained.code, trained.stderr).toBe(0);
+  // Enough rows that tagging takes seconds after its first progress line.
+  const rows = Array.from(
+    { length: 300_000 },
+    (_, i) =>
+      `${i},Project ${i} on ${i % 3 ? 'object detection in drone images' : 'sentiment of product reviews'}`,
+  );
+  await writeFile(join(cli.dir, 'many.csv'), `id,text\n${rows.join('\n')}\n`);
+}, 60_000);
+
+describe('tagger predict --input interrupted', () => {
+  it('SIGINT: the partial output is removed, the target not created, and the message says so (exit 130)', async () => {
+    const output = join(cli.dir, 'tags.csv');
+    const exit = await interrupt(
+      ['predict', '--input', 'many.csv', '--output', output, '--tracking-uri', cli.store],
+      /^tagging: /m,
+      'SIGINT',
+    );
+    expect(exit.sent, exit.stderr).toBe(true);
+    expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
+    expect(exit.stderr).toMatch(
+      /^tagger: interrupted by SIGINT; tagging stopped after [\d,]+ rows of many\.csv; nothing was written: the partial output was removed, and .*tags\.csv was not created$/m,
+    );
+    expect(exit.stdout).not.toMatch(/Tagged/);
+    expect(await hidden()).toEqual([]);
+    expect((await readdir(cli.dir)).includes('tags.csv')).toBe(false);
+  }, 60_000);
+
+  it('SIGTERM: an existing target is left as it was (exit 143)', async () => {
+    const output = join(cli.dir, 'existing.jsonl');
+    await writeFile(output, 'the previous tags\n');
+    const exit = await interrupt(
+      ['predict', '--input', 'many.csv', '--output', output, '--tracking-uri', cli.store],
+      /^tagging: /m,
+      'SIGTERM',
+    );
+    expect(exit.sent, exit.stderr).toBe(true);
+    expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 143, signal: null });
+    expect(exit.stderr).toMatch(
+      /nothing was written: the partial output was removed, and .*existing\.jsonl is as it was$/m,
+    );
+    expect(await readFile(output, 'utf8')).toBe('the previous tags\n');
+    expect(await hidden()).toEqual([]);
+  }, 60_000);
+});
+
+describe('tagger train interrupted during the training', () => {
+  it('SIGINT stops it at once and says that nothing was logged (exit 130)', async () => {
+    const store = join(cli.dir, 'mlruns-train');
+    // About 10 s of epochs: the signal, sent at the first epoch's progress line, lands long before logging.
+    const slow = JSON.stringify({ num_epochs: 2_000, ngram_max_range: 4 });
+    const started = Date.now();
+    const exit = await interrupt(
+      ['train', '--data', SAMPLE_DATA, '--args', slow, '--tracking-uri', store],
+      /^training: 1\//m,
+      'SIGINT',
+    );
+    expect(exit.sent, exit.stderr).toBe(true);
+    expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
+    expect(exit.stderr).toMatch(
+      /^tagger: interrupted by SIGINT; the training stopped after \d+ of 4000 epochs; nothing was logged \(no run was created in .*mlruns-train\)$/m,
+    );
+    // At once: not after the remaining epochs.
+    expect(Date.now() - started).toBeLessThan(8_000);
+    const tracking = await FileTrackingStore.open(store);
+    try {
+      const experiment = await tracking.getExperimentByName('best');
+      if (experiment) expect(await tracking.searchRuns(experiment.experimentId)).toEqual([]);
+    } finally {
+      await tracking.close();
+    }
+  }, 60_000);
+});
+
+describe('tagger optimize interrupted', () => {
+  it('SIGINT after a trial is logged: the logged trials are printed and the best one saved to --output (exit 130)', async () => {
+    const store = join(cli.dir, 'mlruns-optimize');
+    const output = join(cli.dir, 'best-args.json');
+    const exit = await interrupt(
+      [
+        'optimize',
+        '--data',
+        SAMPLE_DATA,
+        '--args',
+        FAST_ARGS,
+        '--trials',
+        '40',
+        '--output',
+        output,
+        '--tracking-uri',
+        store,
+      ],
+      /^optimizing: 1\//m,
+      'SIGINT',
+    );
+    expect(exit.sent, exit.stderr).toBe(true);
+    expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
+    // The table of the trials logged before the signal, and the line that says the search was cut short.
+    const table = exit.stdout.split('\n').filter((line) => /^\d+ /.test(line));
+    expect(table.length).toBeGreaterThanOrEqual(1);
+    expect(table.length).toBeLessThan(40);
+    expect(exit.stdout).toMatch(
+      new RegExp(
+        `^Interrupted after ${table.length} of 40 trials; best of those by 5-fold cross-validated f1: trial \\d+ `,
+        'm',
+      ),
+    );
+    expect(exit.stderr).toMatch(
+      new RegExp(
+        `^tagger: interrupted by SIGINT; the search stopped after ${table.length} of 40 trials; trial ${table.length + 1} .*; the parent run [0-9a-f]{32} was marked KILLED\\. Kept: the ${table.length} logged trial\\(s\\) \\(the table above\\) and the best of them, trial \\d+, saved to .*best-args\\.json$`,
+        'm',
+      ),
+    );
+    // The saved arguments are one of the logged trials' (trial 1's are the base arguments).
+    const saved = JSON.parse(await readFile(output, 'utf8')) as Record<string, unknown>;
+    expect(saved).toMatchObject(JSON.parse(FAST_ARGS) as Record<string, unknown>);
+    expect(await hidden()).toEqual([]);
+  }, 120_000);
+});
