@@ -229,7 +229,7 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
     if (!options.withEncoder) {
       // Not `bad`: the model is fine, re-saving or retraining would not help.
       throw new ModelFormatError(
-        `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${MODEL_FORMAT}), and this reader does not compute them (tagger serve, predict and evaluate do not run encoder models yet)`,
+        `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${MODEL_FORMAT}), and this reader does not compute them`,
       );
     }
   } else if (m.encoder !== undefined) {
