@@ -4,7 +4,7 @@
  *   tracking -> nothing of ours
  *   encoder -> nothing of ours (sentence encoders: files, ONNX Runtime, tokenizers; loaded by import())
  *   train  -> model, tracking
- *   service -> model, tracking
+ *   service -> model, tracking; encoder only by import() (encoder runs' encoders, in a worker thread)
  *   http   -> model, service (never tracking or train directly)
  *   app (the app factory) -> http, service, model, tracking
  *   serve (the serving process) -> app and everything below; never cli
@@ -81,6 +81,17 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/(model|tracking|http|app\\.ts)' },
       to: { path: '^src/encoder/' },
+    },
+    {
+      name: 'encoder-loaded-lazily',
+      comment:
+        'the service layer loads src/encoder with import() (or imports its types): a process serving TF-IDF runs never loads ONNX Runtime',
+      severity: 'error',
+      from: { path: '^src/(service|serve)/' },
+      to: {
+        path: '^src/encoder/',
+        dependencyTypesNot: ['dynamic-import', 'type-only', 'pre-compilation-only'],
+      },
     },
     {
       name: 'train-deps',

@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import { selectTags, type TagSelection } from '../model/index.js';
 import type { RunSummary, ServedModel } from '../service/index.js';
-import { tracePredict } from './observability.js';
+import { traceEncoder, tracePredict } from './observability.js';
 import {
   ErrorEnvelope,
   EXPLAIN_TOP,
@@ -19,18 +19,35 @@ export interface PredictOptions {
   threshold?: number | undefined;
 }
 
-/** One prediction per text, in the order of the texts; timed (Server-Timing) and counted (metrics). */
+/**
+ * One prediction per text, in the order of the texts; timed (Server-Timing) and counted (metrics). A
+ * TF-IDF model answers synchronously; an encoder model first waits for the texts' embeddings (computed
+ * in the encoder's thread, batched with other requests' texts; QueueFullError when its queue is full).
+ */
 export function predict(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
   options: PredictOptions = {},
+): PredictionItem[] | Promise<PredictionItem[]> {
+  if (served.embedder === undefined) return predictWith(request, served, texts, undefined, options);
+  return traceEncoder(request, served.embedder.embed(texts)).then((embeddings) =>
+    predictWith(request, served, texts, embeddings, options),
+  );
+}
+
+function predictWith(
+  request: FastifyRequest,
+  served: ServedModel,
+  texts: readonly string[],
+  embeddings: readonly Float32Array[] | undefined,
+  options: PredictOptions,
 ): PredictionItem[] {
   const explain = options.explain === true;
   const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
   const multiLabel = served.model.args.multi_label;
   return tracePredict(request, () => {
-    const predictions = served.model.predict(texts).map((prediction, i) => ({
+    const predictions = served.model.predict(texts, embeddings).map((prediction, i) => ({
       input_text: texts[i]!,
       predicted_tag: prediction.predicted_tag,
       predicted_tags: selectTags(prediction, selection, multiLabel),
@@ -39,7 +56,7 @@ export function predict(
     if (!explain) return predictions;
     return predictions.map((item, i) => ({
       ...item,
-      explanation: served.model.explain(texts[i]!, EXPLAIN_TOP),
+      explanation: served.model.explain(texts[i]!, EXPLAIN_TOP, embeddings?.[i]),
     }));
   });
 }

@@ -235,12 +235,19 @@ export const ExplanationSchema = Type.Object(
       { description: `The ${EXPLAIN_TOP} largest contributions by absolute value, largest first` },
     ),
     rest: Type.Number({ description: 'The sum of every other feature’s contribution' }),
-    features: Type.Integer({ description: 'How many of the model’s features the text has' }),
+    features: Type.Integer({ description: 'How many of the model’s n-gram features the text has' }),
+    encoder: Type.Optional(
+      Type.Number({
+        description:
+          "Encoder runs only: the sentence embedding's whole contribution to the score (Σ weight × value over its dimensions), one aggregate term: the embedding's dimensions have no meaning one by one",
+      }),
+    ),
   },
   {
     title: 'Explanation',
     additionalProperties: false,
-    description: 'Exact for the linear model: `bias + Σ contributions + rest = score`',
+    description:
+      'Exact for the linear model: `bias + Σ contributions + rest = score`, and `bias + Σ contributions + rest + encoder = score` for an encoder run',
   },
 );
 

@@ -23,6 +23,7 @@ import { pino } from 'pino';
 import { createApp, createHttpMetrics } from '../app.js';
 import type { TaggerApp } from '../http/index.js';
 import {
+  EncoderPool,
   loadModelDirectory,
   pollReloads,
   type ReloadOutcome,
@@ -90,11 +91,12 @@ async function loadServing(
   config: ServeConfig,
   options: StartOptions,
   logger: pino.Logger,
+  encoders: EncoderPool,
 ): Promise<{ serving: ServingState; servedRuns?: ServedRuns; store?: TrackingStore }> {
   const lifecycle = new ServingLifecycle();
   if (config.mode === 'model') {
     const source = resolve(config.modelDir);
-    const model = await loadModelDirectory(source);
+    const model = await loadModelDirectory(source, encoders);
     logger.info({ model: source }, 'serving one saved model');
     return { serving: { mode: 'model', model, source, lifecycle } };
   }
@@ -135,6 +137,7 @@ async function loadServing(
       preferRunId: options.preferRunId,
       reportsSkips: options.reportsSkips ?? true,
       ...(options.onReload ? { onReload: options.onReload } : {}),
+      encoders,
     });
     return { serving: { mode: 'runs', servedRuns, lifecycle }, servedRuns, store };
   } catch (error) {
@@ -180,7 +183,24 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
     options.onReload?.(outcome, runId);
     options.onServing?.(runId);
   };
-  const { serving, servedRuns, store } = await loadServing(config, { ...options, onReload }, logger);
+  // Encoder runs' encoders, each in its own thread behind a dynamic batcher; opened only by encoder runs.
+  const encoders = new EncoderPool(config.encoders, {
+    ...metrics.encoderObserver(),
+    opened: (spec, seconds) =>
+      logger.info({ encoder: spec.name, seconds: Number(seconds.toFixed(2)) }, 'sentence encoder loaded'),
+    closed: (spec) =>
+      logger.info({ encoder: spec.name }, 'sentence encoder closed (no served model uses it)'),
+  });
+  metrics.trackEncoders(() => ({ queued: encoders.queued, open: encoders.size }));
+  const { serving, servedRuns, store } = await loadServing(
+    config,
+    { ...options, onReload },
+    logger,
+    encoders,
+  ).catch(async (error: unknown) => {
+    await encoders.close();
+    throw error;
+  });
   if (servedRuns) options.onServing?.(servedRuns.bestRunId);
   const lifecycle = serving.lifecycle ?? new ServingLifecycle();
   const app = createApp({ serving, logger, http: config.http, metrics });
@@ -190,6 +210,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   } catch (error) {
     await app.close().catch(() => undefined);
     await store?.close().catch(() => undefined);
+    await encoders.close();
     throw listenError(error, config);
   }
   const address = app.server.address();
@@ -227,6 +248,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
           // retries and back-off sleeps), so shutdown never waits for the store to come back.
           await store?.close();
           await servedRuns?.settled();
+          await encoders.close();
         }
       })();
       return closing;

@@ -15,7 +15,7 @@ import {
   serveUntilSignalled,
   startServer,
 } from '../../src/serve/server.js';
-import { defaultWorkers } from '../../src/serve/worker-count.js';
+import { defaultEncoderThreads, defaultWorkers } from '../../src/serve/worker-count.js';
 import type { ReloadResult } from '../../src/service/index.js';
 import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT } from '../support/components.js';
@@ -45,6 +45,13 @@ describe('resolveServeConfig', () => {
       shutdownDelayMs: 5_000,
       shutdownGraceMs: 10_000,
       workers: defaultWorkers().workers,
+      http: undefined,
+      encoders: {
+        threads: defaultEncoderThreads(defaultWorkers().workers),
+        maxBatch: 32,
+        maxWaitMs: 2,
+        maxQueue: 1024,
+      },
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');
   });
