@@ -2,6 +2,8 @@
  * The worker of `thread.ts`: loads the encoder once, then embeds the texts of each call in order and
  * posts the vectors back as one transferred buffer (texts × dim values).
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { SentenceEncoder } from './encoder.js';
 import { EncoderError } from './errors.js';
@@ -22,6 +24,20 @@ const data = workerData as {
 
 const firstLine = (error: unknown): string => String((error as Error)?.message ?? error).split('\n')[0]!;
 
+/**
+ * Gives this thread (and the ONNX Runtime threads it starts afterwards, which inherit it) a nice value:
+ * on Linux a thread id given to setpriority(2) sets that thread only. Elsewhere, or when refused, nothing
+ * changes.
+ */
+function lowerPriority(nice: number): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, nice);
+  } catch {
+    // Not Linux, or not allowed: the encoder runs at the process's priority.
+  }
+}
+
 async function serve(
   port: NonNullable<typeof parentPort>,
   spec: EncoderThreadSpec,
@@ -29,6 +45,7 @@ async function serve(
 ) {
   const post = (message: FromEncoderWorker, transfer: ArrayBuffer[] = []): void =>
     port.postMessage(message, transfer);
+  if (options.nice) lowerPriority(options.nice);
   let encoder: SentenceEncoder;
   try {
     encoder = await openEncoderFor(spec, { threads: options.threads });

@@ -26,6 +26,11 @@ export interface EncoderThreadOptions {
   threads: number;
   /** Forward passes: most texts and most padded tokens each (SentenceEncoder.embed's length-aware batches). */
   forward?: Pick<EmbedOptions, 'maxBatch' | 'maxBatchTokens'>;
+  /**
+   * Linux nice value of the encoder's threads (this worker thread and the ONNX Runtime threads it
+   * starts), 0–19: above 0, the event loop gets the CPU first when both want it. Default 0.
+   */
+  nice?: number;
 }
 
 /** The thread ended while calls were under way, or a call came after it ended. */

@@ -390,6 +390,7 @@ export function resolveServeConfig(
       maxBatch: values.encoder_max_batch,
       maxWaitMs: values.encoder_max_wait_ms,
       maxQueue: values.encoder_max_queue,
+      nice: values.encoder_nice,
     },
   };
 

@@ -235,6 +235,18 @@ const SETTINGS = {
     default: DEFAULT_ENCODER_SETTINGS.maxQueue,
     what: 'a number of texts (0: no bound)',
   }),
+  encoder_nice: row({
+    flag: '--encoder-nice',
+    arg: '<n>',
+    env: 'TAGGER_ENCODER_NICE',
+    schema: integer(
+      0,
+      19,
+      'encoder runs: Linux nice value of the encoder threads, so that the event loop (probes, /metrics, TF-IDF requests) gets the CPU first while the encoder is saturated (0: the same priority)',
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.nice,
+    what: 'a nice value from 0 to 19',
+  }),
   min_test_size: row({
     flag: '--min-test-size',
     arg: '<rows>',

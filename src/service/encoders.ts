@@ -30,6 +30,11 @@ export interface EncoderSettings {
   maxWaitMs: number;
   /** Most texts waiting per encoder before requests are shed with 503 (0: no bound). */
   maxQueue: number;
+  /**
+   * Linux nice value of the encoder threads (0–19): above 0 the event loop, which answers
+   * probes, /metrics and TF-IDF requests, gets the CPU first when the encoder is saturated.
+   */
+  nice: number;
 }
 
 /** Defaults for a process that serves requests (threads: one; src/serve computes the real default). */
@@ -38,6 +43,7 @@ export const DEFAULT_ENCODER_SETTINGS: Readonly<EncoderSettings> = Object.freeze
   maxBatch: 32,
   maxWaitMs: 2,
   maxQueue: 1024,
+  nice: 10,
 });
 
 /** What the pool reports, for metrics and logs (all optional). */
@@ -212,7 +218,9 @@ export class EncoderPool implements EncoderProvider {
   private startThread(spec: EncoderSpec): Promise<EncoderThread> {
     const started = performance.now();
     const thread = import('../encoder/thread.js')
-      .then(({ EncoderThread }) => EncoderThread.open(spec, { threads: this.settings.threads }))
+      .then(({ EncoderThread }) =>
+        EncoderThread.open(spec, { threads: this.settings.threads, nice: this.settings.nice }),
+      )
       .then(
         (opened) => {
           this.observer.opened?.(spec, (performance.now() - started) / 1000);

@@ -51,6 +51,7 @@ describe('resolveServeConfig', () => {
         maxBatch: 32,
         maxWaitMs: 2,
         maxQueue: 1024,
+        nice: 10,
       },
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');

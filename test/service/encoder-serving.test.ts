@@ -59,7 +59,7 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
   const runs: Record<string, string> = {};
   const batches: number[] = [];
   const closed: string[] = [];
-  const settings: EncoderSettings = { threads: 1, maxBatch: 8, maxWaitMs: 2, maxQueue: 256 };
+  const settings: EncoderSettings = { threads: 1, maxBatch: 8, maxWaitMs: 2, maxQueue: 256, nice: 0 };
   let pool: EncoderPool;
   let servedRuns: ServedRuns;
   let app: TaggerApp;
@@ -173,7 +173,7 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
   });
 
   it('sheds requests with 503 + Retry-After when the queue is full, and answers the others', async () => {
-    const small = new EncoderPool({ threads: 1, maxBatch: 2, maxWaitMs: 0, maxQueue: 4 }, {}, 0);
+    const small = new EncoderPool({ threads: 1, maxBatch: 2, maxWaitMs: 0, maxQueue: 4, nice: 0 }, {}, 0);
     const shedRuns = await ServedRuns.load(store, {
       experiment: 'best',
       modelCacheSize: 0,
