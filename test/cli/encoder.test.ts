@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { EncoderError, openEncoderFor } from '../../src/encoder/index.js';
 import { decodeModel, MODEL_FILES } from '../../src/model/index.js';
@@ -77,12 +78,56 @@ describe.skipIf(dir === null)('tagger train --encoder', () => {
         /this model needs the encoder minilm \(model\.onnx sha256 0{64}, .*model\.onnx has sha256 8199be6f.*, but the model was trained with 0{64}/,
       );
       await expect(openEncoderFor({ ...model.encoder!, dim: 512 })).rejects.toBeInstanceOf(EncoderError);
-      // Until predict/evaluate/serve run encoders, asking for the run by id is one clear line.
-      const predict = await cli.tagger(['predict', '--tracking-uri', cli.store, '--run-id', runId, 'GANs']);
-      expectCleanFailure(
-        predict,
-        /takes sentence embeddings from the encoder minilm .* does not compute them/,
-      );
+      // predict (texts, --explain, a file) and evaluate run the encoder run with its encoder.
+      const predict = await cli.tagger([
+        'predict',
+        '--tracking-uri',
+        cli.store,
+        '--run-id',
+        runId,
+        'Object detection with YOLO on drone images',
+      ]);
+      expect(predict.code, predict.stderr).toBe(0);
+      expect(JSON.parse(predict.stdout).predictions[0].predicted_tag).toBe('computer-vision');
+      const explained = await cli.tagger([
+        'predict',
+        '--tracking-uri',
+        cli.store,
+        '--explain',
+        'Fine-tuning BERT for sentiment analysis',
+      ]);
+      expect(explained.code, explained.stderr).toBe(0);
+      expect(explained.stdout).toContain(`run ${runId}`);
+      expect(explained.stdout).toMatch(/\(sentence embedding\) +encoder +-?\d\.\d{4}/);
+      const evaluated = await cli.tagger([
+        'evaluate',
+        '--tracking-uri',
+        cli.store,
+        '--data',
+        SAMPLE_DATA,
+        '--json',
+      ]);
+      expect(evaluated.code, evaluated.stderr).toBe(0);
+      const report = JSON.parse(evaluated.stdout);
+      expect(report.run_id).toBe(runId);
+      expect(report.performance.overall.f1).toBeGreaterThan(0.8);
+      expect(report.behavioural.passed).toBeGreaterThan(0);
+      const tags = join(cli.dir, 'encoder-tags.csv');
+      const batch = await cli.tagger([
+        'predict',
+        '--tracking-uri',
+        cli.store,
+        '--input',
+        SAMPLE_DATA,
+        '--output',
+        tags,
+        '--quiet',
+      ]);
+      expect(batch.code, batch.stderr).toBe(0);
+      const written = parse(await readFile(tags, 'utf8'), { columns: true }) as Record<string, string>[];
+      expect(Object.keys(written[0]!)).toContain('predicted_tag');
+      expect(written).toHaveLength(report.rows);
+      expect(written.filter((row) => row.predicted_tag === 'computer-vision').length).toBeGreaterThan(10);
       const [logged] = await store.searchLoggedModels(run.info.experimentId, { sourceRunId: runId });
       const mlmodel = new TextDecoder().decode(
         await store.readLoggedModelArtifact(logged!.modelId, 'MLmodel'),
