@@ -143,6 +143,14 @@ function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel
             score {explanation.score.toFixed(3)} = bias {explanation.bias.toFixed(3)} + these + the other{' '}
             {Math.max(0, explanation.features - explanation.contributions.length)} n-grams (
             {explanation.rest.toFixed(3)})
+            {explanation.encoder !== undefined && (
+              <>
+                {' '}
+                + the sentence embedding ({explanation.encoder >= 0 ? '+' : ''}
+                {explanation.encoder.toFixed(3)}, the encoder's whole contribution: its dimensions mean
+                nothing one by one)
+              </>
+            )}
           </p>
         </details>
       )}
