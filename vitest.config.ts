@@ -21,7 +21,7 @@ const NOT_UNIT = [
   'test/tracking/{rest,sql}/**', // MLflow tracking servers, loopback HTTP fakes, PostgreSQL
   'test/model/tfidf-parity.test.ts', // scikit-learn in Python
   'test/train/log-run-signals.test.ts', // `tagger train` in a child process
-  'test/serve/{server,cluster}.test.ts', // listening servers, serve processes and their workers
+  'test/serve/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
   'test/http/shared-rate-limit.test.ts', // redis-server
   'test/hardening/{hostile,load,schemathesis}.test.ts', // real sockets, autocannon, schemathesis
 ];
@@ -39,5 +39,8 @@ export default defineConfig(({ mode }) => ({
     maxWorkers: 2,
     // The summary reporter prints the plain closing line `tests: N passed, N failed, N skipped`.
     reporters: ['default', './test/support/summary-reporter.ts'],
+    // The full suite builds the container image once, in the background, when a selected test needs it
+    // (test/support/image-setup.ts); the unit subset never builds one.
+    globalSetup: mode === 'unit' ? [] : ['./test/support/image-setup.ts'],
   },
 }));

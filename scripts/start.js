@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm start`: serve the best run of the tracking store. On a fresh clone the embedded store
-// (./mlruns) is empty, so a first model is trained on the bundled sample data before serving.
+// `npm start`: serve the best run of the tracking store. On a fresh clone the default store
+// (sqlite:///mlflow.db, MLflow's default: ./mlflow.db; ./mlruns instead when that folder already holds
+// experiments) has no runs, so a first model is trained on the bundled sample data before serving.
 // Honours the same settings as `tagger serve` (variables such as MLFLOW_TRACKING_URI, TAGGER_PORT, a
 // TAGGER_CONFIG file; docs/configuration.md).
 import { spawn, spawnSync } from 'node:child_process';
@@ -17,7 +18,8 @@ if (!existsSync(cli)) {
 const { openTrackingStore, redactUri } = await import('../dist/tracking/index.js');
 const { resolveSettings } = await import('../dist/serve/config.js');
 const { serveExecArgv } = await import('../dist/serve/node-flags.js');
-const { watchParent } = await import('../dist/serve/parent-watch.js');
+const { PARENT_FORWARDS_SIGNALS_ENV, watchParent } = await import('../dist/serve/parent-watch.js');
+const { StopSignalClassifier } = await import('../dist/serve/stop-signals.js');
 // The same settings `tagger serve` will use (variables, then TAGGER_CONFIG's file, then defaults).
 let settings;
 try {
@@ -68,15 +70,24 @@ if (!(await hasRuns())) {
 }
 // The server runs as a child so that it is the same `tagger serve` users run, started with the serve
 // flags (src/serve/node-flags.ts); signals are forwarded so a process manager stopping `npm start` gets a
-// graceful shutdown.
+// graceful shutdown. It watches only us (we forward, and watch npm above us: src/serve/parent-watch.ts).
 const server = spawn(process.execPath, [...serveExecArgv([]), cli, 'serve', ...process.argv.slice(2)], {
   stdio: 'inherit',
   cwd: root,
+  env: { ...process.env, [PARENT_FORWARDS_SIGNALS_ENV]: String(process.pid) },
 });
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(signal, () => server.kill(signal));
+// A signal to the process group (Ctrl-C, systemd's KillMode=control-group) reaches the server directly
+// too; a copy of the first stop signal is not passed on, or the server would take it for a second one
+// and skip its drain. A person's second signal is (src/serve/stop-signals.ts).
+const stops = new StopSignalClassifier();
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    if (stops.classify(signal) !== 'repeat') server.kill(signal);
+  });
 }
-// npm runs this script through `sh -c`; stopping npm ends npm and that shell without signalling us, so
-// losing the parent counts as SIGTERM (src/serve/parent-watch.ts). The server child watches us the same way.
+process.on('SIGHUP', () => server.kill('SIGHUP'));
+// npm runs this script through `sh -c`; stopping npm ends npm and that shell without signalling us, and
+// killing npm leaves the shell behind, so losing npm or the shell counts as SIGTERM
+// (src/serve/parent-watch.ts) — unless a stop signal already came, which npm's exit then follows.
 watchParent(() => server.kill('SIGTERM'));
 server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

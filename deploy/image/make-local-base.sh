@@ -8,8 +8,10 @@
 #   deploy/image/make-local-base.sh [image-ref]     # default: localhost/tagger-base:node-<version>
 #
 # Environment: NODE_VERSION (default: the version `npm run setup` pins), NPM_VERSION, DEBIAN_MIRROR,
-# CONTAINERS_CONF (default: deploy/containers.conf). Needs root (debootstrap, chroot) and podman.
+# CONTAINERS_CONF (default: deploy/containers.conf; a relative path is taken from where you run the
+# script). Needs root (debootstrap, chroot) and podman.
 set -euo pipefail
+if [ -n "${CONTAINERS_CONF:-}" ]; then CONTAINERS_CONF="$(realpath "$CONTAINERS_CONF")"; fi
 cd "$(dirname "$0")/../.."
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$PWD/deploy/containers.conf}"
 

@@ -25,6 +25,8 @@ import { pino } from 'pino';
 import { serveClusterMetrics } from './cluster-metrics.js';
 import { resolveServeConfig, type ServeFlags, StartupError } from './config.js';
 import { serveExecArgv } from './node-flags.js';
+import { PARENT_FORWARDS_SIGNALS_ENV } from './parent-watch.js';
+import { forceSecondSignal, STOP_SIGNALS, StopSignalClassifier } from './stop-signals.js';
 
 export { MAX_WORKERS } from './config.js';
 
@@ -44,7 +46,11 @@ export function resolveWorkerCount(flag: string | number | undefined, env: NodeJ
 type ToPrimary = { tagger: 'startup-failed'; message: string; expected: boolean };
 /** A worker serves this run now (sent after loading and after every reload that swapped). */
 type ServingReport = { tagger: 'serving'; runId: string };
-type ToWorker = { tagger: 'signal'; signal: NodeJS.Signals };
+/**
+ * A stop signal forwarded to a worker; `second`: the primary took it for a person's second signal (the
+ * worker acts on it as such, whatever its own clock says about copies).
+ */
+type ToWorker = { tagger: 'signal'; signal: NodeJS.Signals; second?: boolean };
 
 const isToPrimary = (value: unknown): value is ToPrimary =>
   typeof value === 'object' &&
@@ -94,16 +100,16 @@ const isToWorker = (value: unknown): value is ToWorker =>
   (value as { tagger?: unknown }).tagger === 'signal' &&
   typeof (value as { signal?: unknown }).signal === 'string';
 
-const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
-
 /**
  * The worker side: runs the serve path. A failure goes to the primary, which prints a startup failure
  * once for all workers (instead of every worker printing it) and logs any other one.
  *
  * Stop signals reach a worker two ways: from the primary (forwarded over IPC) and, for Ctrl+C in a
- * terminal, straight from the terminal, since workers share the primary's process group. A second stop
- * signal makes the serve path give up on in-flight requests, so the worker raises a forwarded signal on
- * itself only when it has not already received that kind of signal directly.
+ * terminal or a signal to the process group, straight from the sender, since workers share the primary's
+ * process group. A second stop signal makes the serve path give up on in-flight requests, so the worker
+ * raises a forwarded signal on itself only when it has not already received that kind of signal directly
+ * (and the serve path takes a copy arriving within a second for what it is, src/serve/stop-signals.ts); a
+ * signal the primary took for a person's second one is acted on as such.
  */
 export async function runClusterWorker(
   serve: () => Promise<void>,
@@ -116,8 +122,8 @@ export async function runClusterWorker(
   for (const signal of STOP_SIGNALS) process.on(signal, remember);
   process.on('message', (message: unknown) => {
     if (!isToWorker(message)) return;
-    if (seen.has(message.signal)) return;
-    process.kill(process.pid, message.signal);
+    if (message.second) forceSecondSignal(message.signal);
+    else if (!seen.has(message.signal)) process.kill(process.pid, message.signal);
   });
   try {
     await serve();
@@ -203,6 +209,8 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
       // The first worker reports skips; when it exits, its replacement (or the next fork) takes over.
       const reportsSkips = ![...slots.values()].some((slot) => slot.reportsSkips);
       const worker = cluster.fork({
+        // The worker watches only us: we forward every signal and watch npm above us (parent-watch.ts).
+        [PARENT_FORWARDS_SIGNALS_ENV]: String(process.pid),
         ...(prefer ? { [PREFER_RUN_ENV]: prefer } : {}),
         ...(reportsSkips ? { [REPORTS_SKIPS_ENV]: '1' } : {}),
       });
@@ -236,11 +244,11 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
       for (const timer of pendingRestarts) clearTimeout(timer);
       pendingRestarts.clear();
       for (const { worker } of slots.values()) {
-        if (again) {
+        if (worker.isConnected()) {
           // A second signal: the workers' own second-signal handling ends them without waiting.
+          worker.send({ tagger: 'signal', signal, ...(again ? { second: true } : {}) } satisfies ToWorker);
+        } else if (again) {
           if (worker.process.pid !== undefined) process.kill(worker.process.pid, signal);
-        } else if (worker.isConnected()) {
-          worker.send({ tagger: 'signal', signal } satisfies ToWorker);
         } else {
           worker.process.kill(signal);
         }
@@ -294,9 +302,19 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
       pendingRestarts.add(timer);
     };
 
+    // A copy of the first stop signal (the process group's, forwarded by npm or `npm start`) is not a
+    // second one: passing it on as such would cut every worker's drain (src/serve/stop-signals.ts).
+    const stops = new StopSignalClassifier();
+    const onStop = (signal: NodeJS.Signals): void => {
+      if (stops.classify(signal) === 'repeat') {
+        logger.info({ signal }, 'the same stop signal again within the window: taken as a copy of the first');
+        return;
+      }
+      stopAll(signal, 'signal');
+    };
     const handlers = {
-      SIGTERM: () => stopAll('SIGTERM', 'signal'),
-      SIGINT: () => stopAll('SIGINT', 'signal'),
+      SIGTERM: () => onStop('SIGTERM'),
+      SIGINT: () => onStop('SIGINT'),
       SIGHUP: () => {
         // Reload is per worker; a worker still starting loads the current runs anyway.
         for (const { worker } of slots.values()) {

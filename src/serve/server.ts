@@ -38,6 +38,7 @@ import { openTrackingStore, redactUri, type TrackingStore } from '../tracking/in
 import { clusterWorkerHooks } from './cluster.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
 import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
+import { listenForStopSignals, REPEAT_WINDOW_MS, type StopSignals } from './stop-signals.js';
 
 export { type ServeFlags, StartupError } from './config.js';
 
@@ -315,19 +316,6 @@ async function drainConnections(
   return drained;
 }
 
-/** Resolves with the first SIGINT or SIGTERM. */
-function firstSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolveSignal) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolveSignal(signal);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
-}
-
 /** How long closing may take after the grace period (closing the app and the store) before giving up. */
 const CLOSE_BACKSTOP_MS = 5_000;
 
@@ -335,20 +323,53 @@ export interface SignalHandling {
   logger: pino.Logger;
   /** Ends the process (tests pass a recorder); default process.exit. */
   exit?: (code: number) => void;
+  /** How long the same stop signal again counts as a copy of the first (default REPEAT_WINDOW_MS). */
+  repeatWindowMs?: number;
+}
+
+/**
+ * Listens for SIGTERM/SIGINT (src/serve/stop-signals.ts): copies of the first signal within the window,
+ * which a process group gets from npm or `npm start` forwarding it, are logged and ignored; a second
+ * signal exits at once with 1.
+ */
+export function listenForStop(handling: SignalHandling): StopSignals {
+  const { logger } = handling;
+  const exit = handling.exit ?? ((code: number) => process.exit(code));
+  const windowMs = handling.repeatWindowMs ?? REPEAT_WINDOW_MS;
+  return listenForStopSignals(
+    {
+      onRepeat: (signal) =>
+        logger.info(
+          { signal, windowMs },
+          'the same stop signal again within the window: taken as a copy of the first (a process group gets it directly and forwarded); still shutting down, send it again to exit at once',
+        ),
+      onSecond: (signal) => {
+        logger.error({ signal }, 'second signal: exiting without waiting for requests');
+        exit(1);
+      },
+    },
+    windowMs,
+  );
 }
 
 /**
  * Runs a started server until SIGTERM/SIGINT: SIGHUP reloads the runs meanwhile; the first stop signal
  * drains (see RunningServer.close), a second one exits at once with 1, as does a drain whose grace period
- * ran out (requests were cut) or a close that hangs. Resolves after a clean drain.
+ * ran out (requests were cut) or a close that hangs. The same signal again within a second of the first is
+ * the process group's copy of it, not a second signal. Resolves after a clean drain.
  */
 export async function serveUntilSignalled(
   server: RunningServer,
   handling: SignalHandling,
-  /** The first stop signal; pass one installed before startup so no signal falls into a gap. */
-  stopSignal: Promise<NodeJS.Signals> = firstSignal(),
+  /**
+   * The stop-signal listener; pass one installed before startup (`listenForStop`) so no signal falls
+   * into a gap. It stays installed after a clean drain, so a late copy cannot kill the exiting process.
+   */
+  stopSignals?: StopSignals,
 ): Promise<void> {
   const { logger } = handling;
+  const own = stopSignals === undefined ? listenForStop(handling) : undefined;
+  const signals = stopSignals ?? own!;
   const exit = handling.exit ?? ((code: number) => process.exit(code));
   let stopping = false;
   // Installed for the whole life of the server: SIGHUP's default action would kill the process.
@@ -365,18 +386,12 @@ export async function serveUntilSignalled(
   };
   process.on('SIGHUP', onHangup);
   try {
-    const signal = await stopSignal;
+    const signal = await signals.first;
     stopping = true;
     logger.info(
       { signal, delayMs: server.shutdownDelayMs, graceMs: server.shutdownGraceMs },
       'shutting down: not ready, then finishing in-flight requests',
     );
-    const force = (second: NodeJS.Signals): void => {
-      logger.error({ signal: second }, 'second signal: exiting without waiting for requests');
-      exit(1);
-    };
-    process.once('SIGINT', force);
-    process.once('SIGTERM', force);
     const backstop = setTimeout(
       () => {
         logger.error({ graceMs: server.shutdownGraceMs }, 'graceful shutdown hangs; exiting');
@@ -394,11 +409,10 @@ export async function serveUntilSignalled(
       logger.info('stopped');
     } finally {
       clearTimeout(backstop);
-      process.off('SIGINT', force);
-      process.off('SIGTERM', force);
     }
   } finally {
     process.off('SIGHUP', onHangup);
+    own?.close();
   }
 }
 
@@ -425,15 +439,21 @@ export async function runServeCommand(flags: ServeFlags, env: NodeJS.ProcessEnv)
   const duringStartup = (): void => logger.info('SIGHUP ignored: the runs are being loaded');
   process.on('SIGHUP', duringStartup);
   // Listening for SIGTERM/SIGINT from the start: the port opens inside startServer, and a stop signal
-  // arriving before serveUntilSignalled took over must still mean a graceful shutdown, not sudden death.
-  const stopSignal = firstSignal();
+  // arriving before serveUntilSignalled took over (or its copy from npm) must still mean a graceful
+  // shutdown, not sudden death.
+  const stopSignals = listenForStop({ logger, exit });
   let server: RunningServer;
   try {
     server = await startServer(config, { logger, ...clusterWorkerHooks() });
+  } catch (error) {
+    stopSignals.close();
+    throw error;
   } finally {
     process.off('SIGHUP', duringStartup);
   }
-  await serveUntilSignalled(server, { logger, exit }, stopSignal);
+  // The listener stays after the drain: the process is about to exit, and a late copy of the signal
+  // must not end it by Node's default action (status 143 instead of 0).
+  await serveUntilSignalled(server, { logger, exit }, stopSignals);
 }
 
 function isMainModule(): boolean {

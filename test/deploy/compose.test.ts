@@ -4,7 +4,8 @@
  * MLflow server and Redis, and haproxy and nginx accept their configurations (`haproxy -c`, `nginx -t`,
  * with the replicas' names replaced by loopback addresses, since nothing resolves them here). The
  * stack itself, with containers, runs in test/deploy/stack.test.ts; `podman-compose up` needs images from
- * registries these machines cannot reach.
+ * registries these machines cannot reach (docs/deploy.md lists them; test/deploy/image.test.ts builds the
+ * replicas' image with podman-compose on the local base).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ const run = promisify(execFile);
 const DEPLOY = resolve(REPO_ROOT, 'deploy');
 type Service = {
   image?: string;
-  build?: { context: string; dockerfile: string };
+  build?: { context: string; dockerfile: string; args?: Record<string, string> };
   environment?: Record<string, string>;
   depends_on?: string[] | Record<string, { condition: string }>;
   volumes?: string[];
@@ -34,15 +35,21 @@ const compose = parse(readFileSync(resolve(DEPLOY, 'compose.yaml'), 'utf8'), { m
 const replicas = ['tagger-1', 'tagger-2', 'tagger-3'];
 const haproxyBin = locateBinary('haproxy', '/usr/sbin/haproxy', 'install it with `apt-get install haproxy`');
 const nginxBin = locateBinary('nginx', '/usr/sbin/nginx', 'install it with `apt-get install nginx`');
+const podmanCompose = locateBinary(
+  'podman-compose',
+  '/usr/bin/podman-compose',
+  'install it with `apt-get install podman-compose`',
+);
 
 describe('deploy/compose.yaml', () => {
   it('runs three identical replicas from the root Containerfile, read-only, on the stack’s MLflow and Redis', () => {
     for (const name of replicas) {
       const service = compose.services[name]!;
-      expect(service.build).toEqual({ context: '..', dockerfile: 'Containerfile' });
+      expect(service.build).toEqual(compose.services['tagger-1']!.build);
       expect(service.read_only).toBe(true);
       expect(service.environment).toEqual(compose.services['tagger-1']!.environment);
     }
+    expect(compose.services['tagger-1']!.build).toMatchObject({ context: '..', dockerfile: 'Containerfile' });
     const env = compose.services['tagger-1']!.environment!;
     expect(new URL(env.MLFLOW_TRACKING_URI!).hostname).toBe('mlflow');
     expect(new URL(env.TAGGER_REDIS_URL!).hostname).toBe('redis');
@@ -73,6 +80,47 @@ describe('deploy/compose.yaml', () => {
       ]),
     );
     expect(mlflow.environment!.MLFLOW_S3_ENDPOINT_URL).toBe('http://minio:9000');
+  });
+
+  it('builds the replicas on the Containerfile’s base, or on the local base TAGGER_BASE_IMAGE names', async () => {
+    // Without a build argument `up --build` could only build on the official Node image, which a machine
+    // without a registry cannot pull: the local base of deploy/image/make-local-base.sh was out of reach.
+    const containerfileBase = /^ARG BASE=(\S+)$/m.exec(
+      readFileSync(resolve(REPO_ROOT, 'Containerfile'), 'utf8'),
+    )![1];
+    expect(compose.services['tagger-1']!.build!.args).toEqual({
+      BASE: `\${TAGGER_BASE_IMAGE:-${containerfileBase}}`,
+    });
+    if (podmanCompose === null) return;
+    // What podman-compose makes of it (--dry-run prints the podman commands without running them).
+    const dryRun = async (env: Record<string, string>) =>
+      (
+        await run(podmanCompose, ['--dry-run', '-f', 'deploy/compose.yaml', 'build', 'tagger-1'], {
+          cwd: REPO_ROOT,
+          env: { ...process.env, ...env },
+        })
+      ).stdout;
+    const local = 'localhost/tagger-base:node-24.21.0';
+    expect(await dryRun({ TAGGER_BASE_IMAGE: local })).toContain(`--build-arg BASE=${local} `);
+    const env = { ...process.env };
+    delete env.TAGGER_BASE_IMAGE;
+    expect(await dryRun(env as Record<string, string>)).toContain(`--build-arg BASE=${containerfileBase} `);
+  });
+
+  it('lists in docs/deploy.md, beside its commands, every image the stack pulls', () => {
+    const docs = readFileSync(resolve(REPO_ROOT, 'docs', 'deploy.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('## A local production stack'), docs.indexOf('\n## Kubernetes'));
+    const pulled = new Set<string>();
+    for (const service of Object.values(compose.services)) {
+      // localhost/…: built by the stack itself (the train job runs the replicas' image).
+      if (!service.build && !service.image!.startsWith('localhost/')) pulled.add(service.image!);
+    }
+    // The bases of the images the stack builds: MLflow's, and Tagger's default one.
+    pulled.add(/^FROM (\S+)$/m.exec(readFileSync(resolve(DEPLOY, 'mlflow', 'Containerfile'), 'utf8'))![1]!);
+    pulled.add(/^ARG BASE=(\S+)$/m.exec(readFileSync(resolve(REPO_ROOT, 'Containerfile'), 'utf8'))![1]!);
+    for (const image of pulled) expect(section, `docs/deploy.md names ${image}`).toContain(image);
+    // …before the command that needs them.
+    expect(section.indexOf('podman pull')).toBeLessThan(section.indexOf('up -d --build'));
   });
 
   it.skipIf(haproxyBin === null)(

@@ -2,18 +2,23 @@
  * The container image, built from the root Containerfile on the locally made base and run with podman
  * as a user would run it in production: read-only root filesystem, its own non-root user, configured by
  * environment only, a tracking store mounted read-only. Prints the image size and the time from
- * `podman run` to a ready server.
+ * `podman run` to a ready server. Also runs the build command the docs give, as written (the build
+ * itself is the suite's global setup: test/support/image-setup.ts).
  */
-import { chmodSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { chmodSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
+import { REPO_ROOT } from '../support/components.js';
 import { sampleTexts } from '../support/fixtures.js';
 import { freePort } from '../support/free-port.js';
-import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
+import { BASE_IMAGE, type BuiltImage, ensureTaggerImage, IMAGE_WAIT_MS, podman } from '../support/image.js';
 import { predictBody, runAutocannon } from '../support/serve-process.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
+const run = promisify(execFile);
 const building = ensureTaggerImage();
 let image: BuiltImage;
 const fx = useServingFixture({ enabled: building !== null });
@@ -26,11 +31,12 @@ function readableByAll(path: string): void {
   if (statSync(path).isDirectory()) for (const entry of readdirSync(path)) readableByAll(join(path, entry));
 }
 
+// The timeout covers waiting for the image, which the build's own time limit ends first if it hangs.
 beforeAll(async () => {
   if (building === null) return;
   image = await building;
   readableByAll(fx.dir);
-}, 900_000);
+}, IMAGE_WAIT_MS + 300_000);
 
 afterAll(async () => {
   for (const id of containers) await podman(['rm', '--force', '--time', '0', id]).catch(() => undefined);
@@ -182,4 +188,42 @@ describe.skipIf(building === null)('the container image', () => {
     expect(peakKiB).toBeGreaterThan(0);
     expect(peakKiB).toBeLessThan(200 * 1024);
   }, 300_000);
+
+  it('builds with the command the docs give for a machine without a registry, as written', async () => {
+    // The build of docs/deploy.md and deploy/image/README.md (the same command in both), run in a shell
+    // from the repository's root with only the tag changed; the base it names is the one the tests make.
+    const commands = ['docs/deploy.md', 'deploy/image/README.md'].map(documentedBuild);
+    expect(commands[1]).toBe(commands[0]);
+    expect(commands[0]).toContain(`BASE=${BASE_IMAGE} `);
+    const tag = `localhost/tagger:docs-${process.pid}`;
+    const command = commands[0]!.replace(/ -t tagger \.$/, ` -t ${tag} .`);
+    expect(command).toContain(tag);
+    const env = { ...process.env };
+    delete env.CONTAINERS_CONF; // as a user's shell has it: the command sets it
+    const built = await run('bash', ['-c', command], {
+      cwd: REPO_ROOT,
+      env,
+      maxBuffer: 64 * 1024 * 1024,
+    }).then(
+      () => '',
+      (error: { stderr?: string; message: string }) =>
+        error.stderr?.trim().split('\n').slice(-5).join('\n') ?? error.message,
+    );
+    await podman(['rmi', tag]).catch(() => undefined);
+    expect(built, `${command}\nfailed`).toBe('');
+  }, 300_000);
 });
+
+/** The local-base build command in a markdown file (`CONTAINERS_CONF=… podman build …`), lines joined. */
+function documentedBuild(file: string): string {
+  const lines = readFileSync(resolve(REPO_ROOT, file), 'utf8').split('\n');
+  const start = lines.findIndex((line) => /^CONTAINERS_CONF=\S+ podman build /.test(line));
+  expect(start, `${file} gives the build command on the local base`).toBeGreaterThan(-1);
+  const parts: string[] = [];
+  for (let i = start; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    parts.push(line.replace(/\\$/, '').trim());
+    if (!line.endsWith('\\')) break;
+  }
+  return parts.join(' ');
+}

@@ -3,13 +3,15 @@
  * Helm's own lint and render (helm-python-sdk: Helm's Go SDK as a library, no binary, no cluster) for
  * several value sets, strict schema validation of every rendered object against Kubernetes 1.30 and 1.37
  * (kubernetes-validate), `kubectl kustomize` where kubectl exists, and the rules that make the objects
- * work together. No cluster runs here: nothing in this file claims the chart was deployed.
+ * work together — through deploy/helm/check.py, which users run as `npm run chart:lint` / `chart:render`
+ * (tested here too). No cluster runs here: nothing in this file claims the chart was deployed.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT, venvPython } from '../support/components.js';
 
 const python = venvPython();
@@ -100,7 +102,7 @@ function runPython(
   command: unknown,
 ): Promise<{ sets: Record<string, SetResult>; manifests: Record<string, SetResult> }> {
   return new Promise((done, fail) => {
-    const child = spawn(python!, [resolve(REPO_ROOT, 'test', 'deploy', 'kubernetes.py')], {
+    const child = spawn(python!, [resolve(CHART, '..', 'check.py'), '--json'], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
@@ -112,7 +114,7 @@ function runPython(
       err += chunk.toString('utf8');
     });
     child.once('exit', (code) => {
-      if (code !== 0) fail(new Error(`kubernetes.py exited ${code}: ${err}`));
+      if (code !== 0) fail(new Error(`deploy/helm/check.py exited ${code}: ${err}`));
       else done(JSON.parse(out));
     });
     child.stdin.end(JSON.stringify(command));
@@ -241,6 +243,49 @@ describe.skipIf(python === null)('the Helm chart', () => {
   it('refuses values that cannot work, naming them', () => {
     expect(result.sets['no tracking server']!.render_error).toMatch(/mlflow\.trackingUri is required/);
     expect(result.sets['negative delay']!.render_error).toMatch(/delayMs/);
+  });
+});
+
+describe.skipIf(python === null)('npm run chart:lint and chart:render (the same checks, for users)', () => {
+  const npmRun = (args: string[]) =>
+    spawnSync('npm', ['run', '--silent', ...args], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        PATH: `${resolve(REPO_ROOT, 'node_modules', '.bin')}:${process.env.PATH ?? ''}`,
+      },
+      timeout: 60_000,
+    });
+
+  it('lints and validates the chart with the values given, and fails naming what is wrong', () => {
+    const ok = npmRun([
+      'chart:lint',
+      '--',
+      '--set',
+      'mlflow.trackingUri=http://mlflow:5000',
+      '--set',
+      'redis.bundled=true',
+    ]);
+    expect(ok.status, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/render: \d+ objects \(.*Deployment\/tagger.*Deployment\/tagger-redis/);
+    expect(ok.stdout).toMatch(/Kubernetes 1\.30\.0, 1\.37\.0: ok/);
+    const missing = npmRun(['chart:lint']);
+    expect(missing.status).toBe(1);
+    expect(missing.stdout).toMatch(/mlflow\.trackingUri is required/);
+  });
+
+  it('renders the manifests as `helm template` prints them', () => {
+    const rendered = npmRun(['chart:render', '--', '--set', 'mlflow.trackingUri=http://mlflow:5000']);
+    expect(rendered.status, rendered.stderr).toBe(0);
+    const objects = parseAllDocuments(rendered.stdout).map((doc) => doc.toJS() as K8sObject);
+    expect(objects.map((o) => o.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'PodDisruptionBudget',
+      'Service',
+    ]);
+    expect(one(objects, 'ConfigMap').data!.MLFLOW_TRACKING_URI).toBe('http://mlflow:5000');
   });
 });
 

@@ -12,7 +12,7 @@ import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.
 import { locateBinary, redisServerPath, venvPython } from '../support/components.js';
 import { type TrainedModel, trainModel } from '../support/fixtures.js';
 import { freePort } from '../support/free-port.js';
-import { type BuiltImage, ensureTaggerImage, podman } from '../support/image.js';
+import { type BuiltImage, ensureTaggerImage, IMAGE_WAIT_MS, podman } from '../support/image.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
 import { type RedisServer, redisServer } from '../support/redis-server.js';
 import { KeepAliveLoad, logServedRun, predictBody, type RequestOutcome } from '../support/serve-process.js';
@@ -77,6 +77,7 @@ async function removeReplicas(): Promise<void> {
   replicas = [];
 }
 
+// The timeout covers waiting for the image, which the build's own time limit ends first if it hangs.
 beforeAll(async () => {
   if (missing) return;
   const started = performance.now();
@@ -100,7 +101,7 @@ beforeAll(async () => {
   haproxy = await startHaproxy(haproxyBin!, ports);
   await untilReady(haproxy.url);
   console.log(`deployment stack up in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-}, 900_000);
+}, IMAGE_WAIT_MS + 300_000);
 
 afterAll(async () => {
   await removeReplicas();

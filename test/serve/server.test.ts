@@ -606,6 +606,38 @@ describe('serveUntilSignalled', () => {
     await serving;
   });
 
+  it('takes the same signal again within the window for the process group’s copy: the drain goes on', async () => {
+    // `kill -TERM -- -<pgid>` and Ctrl-C reach the server directly and again from npm or `npm start`.
+    const { server, calls, finishClose } = fakeServer();
+    const exits: number[] = [];
+    const serving = serveUntilSignalled(server, { logger, exit: (code) => exits.push(code) });
+    process.emit('SIGTERM');
+    await until(() => calls.close === 1);
+    process.emit('SIGTERM');
+    process.emit('SIGTERM');
+    expect(exits).toEqual([]);
+    finishClose(true);
+    await serving;
+    expect(exits).toEqual([]);
+  });
+
+  it('exits 1 at once on the same signal again after the window: a person’s second Ctrl-C', async () => {
+    const { server, calls, finishClose } = fakeServer();
+    const exits: number[] = [];
+    const serving = serveUntilSignalled(server, {
+      logger,
+      exit: (code) => exits.push(code),
+      repeatWindowMs: 50,
+    });
+    process.emit('SIGINT');
+    await until(() => calls.close === 1);
+    await new Promise((done) => setTimeout(done, 80));
+    process.emit('SIGINT');
+    expect(exits).toEqual([1]);
+    finishClose(true);
+    await serving;
+  });
+
   it('exits 1 when the grace period ran out and requests were cut', async () => {
     const { server, calls, finishClose } = fakeServer();
     const exits: number[] = [];

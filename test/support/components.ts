@@ -47,7 +47,7 @@ export function venvPython(): string | null {
   return locate(
     'the Python venv',
     [process.env.TAGGER_PYTHON ?? resolve(REPO_ROOT, '.venv', 'bin', 'python')],
-    'create it with `python3 -m venv .venv && .venv/bin/pip install -r python/requirements.txt`',
+    'create it with `bash scripts/setup-python.sh`',
   );
 }
 

@@ -13,7 +13,7 @@ export function venvBin(name: string): string | null {
   if (python === null) return null;
   const bin = join(dirname(python), name);
   if (!existsSync(bin)) {
-    throw new Error(`${bin} is missing; run \`.venv/bin/pip install -r python/requirements.txt\``);
+    throw new Error(`${bin} is missing; run \`bash scripts/setup-python.sh\``);
   }
   return bin;
 }

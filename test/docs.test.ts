@@ -1,0 +1,108 @@
+/**
+ * What the documentation says about behaviour the code decides, checked against the code, for the facts
+ * that drifted once (issue 27, item 16): the two timestamp formats of the API, the `/performance`
+ * filters, the hint a skipped test prints, the default store `npm start` uses, the memory figures the
+ * deployment sizing rests on, and where the behaviour-suite format is described.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { timestamp } from '../src/http/envelope.js';
+import { PERFORMANCE_FILTERS } from '../src/http/schemas.js';
+import { SERVE_DEFAULTS } from '../src/serve/settings.js';
+import { REPO_ROOT, venvPython } from './support/components.js';
+
+const read = (path: string): string => readFileSync(resolve(REPO_ROOT, path), 'utf8');
+/** The text of a markdown section, from its heading to the next heading of the same or a higher level. */
+function section(path: string, heading: string): string {
+  const text = read(path);
+  const start = text.indexOf(`\n${heading}\n`);
+  expect(start, `${path} has "${heading}"`).toBeGreaterThan(-1);
+  const level = heading.split(' ')[0]!;
+  const rest = text.slice(start + heading.length + 2);
+  const next = rest.search(new RegExp(`\\n#{1,${level.length}} `));
+  return next === -1 ? rest : rest.slice(0, next);
+}
+
+describe('the docs say what the code does', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.restoreAllMocks();
+  });
+
+  it('timestamps: the envelope’s has no zone, a run’s start and end times end in Z — and the docs say which', () => {
+    expect(timestamp(new Date('2026-11-21T21:19:00.123Z'))).toBe('2026-11-21T21:19:00.123');
+    const schemas = read('src/http/schemas.ts');
+    expect(schemas).toMatch(/start_time:[\s\S]{0,200}with `Z`/);
+    for (const path of ['docs/api.md', 'src/http/README.md']) {
+      const text = read(path).replace(/\s+/g, ' ');
+      // "timestamps are UTC without a zone" alone reads as if it covered the run records too.
+      expect(text, path).not.toMatch(/timestamps are UTC without a zone(?![^.;]*(timestamp|envelope))/);
+      expect(text, `${path}: the envelope's timestamp`).toMatch(/`timestamp`[^.;]* without a zone/);
+      expect(text, `${path}: run times`).toMatch(/(`start_time`|run times)[^.;]*`Z`/);
+    }
+  });
+
+  it('every list of the /performance filters names them all', () => {
+    for (const path of ['README.md', 'docs/api.md', 'src/http/README.md']) {
+      const lists = read(path)
+        .split('\n')
+        .filter((line) => /overall/.test(line) && /class/.test(line) && /slices/.test(line));
+      expect(lists.length, `${path} lists the filters`).toBeGreaterThan(0);
+      for (const line of lists)
+        for (const filter of PERFORMANCE_FILTERS) expect(line, path).toContain(filter);
+    }
+  });
+
+  it('a test skipped for want of the Python venv names the command the docs give to make it', () => {
+    expect(read('README.md')).toContain('bash scripts/setup-python.sh');
+    expect(read('CONTRIBUTING.md')).toContain('bash scripts/setup-python.sh');
+    vi.stubEnv('TAGGER_PYTHON', '/nonexistent/python');
+    vi.stubEnv('CI', '');
+    const printed: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    expect(venvPython()).toBeNull();
+    expect(printed.join('')).toMatch(
+      /\[skip\] the Python venv not found .*; create it with `bash scripts\/setup-python\.sh`/,
+    );
+    expect(read('test/support/venv.ts')).toContain('bash scripts/setup-python.sh');
+  });
+
+  it('scripts/start.js names the store it uses by default', () => {
+    const header = read('scripts/start.js')
+      .split('\n')
+      .filter((line) => line.startsWith('//'))
+      .join('\n');
+    expect(SERVE_DEFAULTS.trackingUri).toBe('sqlite:///mlflow.db');
+    expect(header).toContain(SERVE_DEFAULTS.trackingUri);
+    expect(header).not.toMatch(/embedded store \(\.\/mlruns\)/);
+  });
+
+  it('the sizing of a pod quotes the peaks measured with the serve flags, not those before them', () => {
+    // docs/benchmarks.md: with --heap-growing-percent=20, "no run past N MB in 27".
+    const highest = /no run past (\d+) MB/.exec(read('docs/benchmarks.md'))![1]!;
+    const texts = {
+      'docs/deploy.md': section('docs/deploy.md', '## Sizing'),
+      'deploy/helm/README.md': read('deploy/helm/README.md'),
+      'deploy/helm/tagger/values.yaml': read('deploy/helm/tagger/values.yaml'),
+    };
+    for (const [path, text] of Object.entries(texts)) {
+      const flat = text.replace(/\s+#?\s*/g, ' ');
+      expect(flat, path).toContain(`${highest} MB`);
+      // The Node 24 peaks before the serve flags (245 MB) and the Node 20 ones, given as a pod's peak.
+      expect(flat, path).not.toMatch(/142–245 MB|~120–130 MB|not yet explained/);
+    }
+  });
+
+  it('samples/README.md points where the behaviour-suite format is described', () => {
+    const samples = read('samples/README.md');
+    expect(samples).not.toMatch(/main README/);
+    expect(samples).toContain('[docs/cli.md](../docs/cli.md#behavioural-tests-and-slices)');
+    const described = section('docs/cli.md', '## Behavioural tests and slices');
+    expect(described).toContain('```yaml');
+    for (const key of ['kind: mft', 'kind: inv', 'kind: dir']) expect(described).toContain(key);
+  });
+});
