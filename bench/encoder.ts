@@ -35,6 +35,7 @@ import {
 } from '../src/model/index.js';
 import { CrossValidator, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import { textsToEmbed } from '../src/train/embeddings.js';
+import { servingRows } from './encoder-serving.js';
 import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
 
 const REPO = resolve(import.meta.dirname, '..');
@@ -178,6 +179,7 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
   } catch (error) {
     return { rows: [], notes: [`skipped: ${(error as Error).message}`] };
   }
+  let closed = false;
   try {
     const started = performance.now();
     const embedded = await embeddingsOf(encoder, textsToEmbed({ data: dataset, testData: holdout }));
@@ -241,12 +243,33 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
         `${embedded.embeddings.size} distinct texts`,
       ),
     ];
+    // The serving measurements open their own encoders: this one's threads would only compete.
+    await encoder.close();
+    closed = true;
+    const serving = process.argv.includes('--no-serving')
+      ? null
+      : await servingRows({
+          encoderName: ENCODER,
+          embedded,
+          chosen,
+          dataset,
+          holdout,
+          quick: opts.quick,
+          row,
+        });
     return {
-      rows,
-      details: { args: chosen, encoder: embedded.spec, holdout: { encoder: withEncoder, tfidf }, speed },
+      rows: [...rows, ...(serving?.rows ?? [])],
+      ...(serving && serving.breakage.length > 0 ? { breakage: serving.breakage } : {}),
+      details: {
+        args: chosen,
+        encoder: embedded.spec,
+        holdout: { encoder: withEncoder, tfidf },
+        speed,
+        serving: serving?.details ?? null,
+      },
     };
   } finally {
-    await encoder.close();
+    if (!closed) await encoder.close();
   }
 }
 

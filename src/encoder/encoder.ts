@@ -12,8 +12,9 @@
  * Batches are length-aware: texts are sorted by token count and cut into batches of at most `maxBatch`
  * texts and `maxBatchTokens` padded tokens, so a batch pads to a length close to each of its texts'
  * (padding every text to the longest of a random batch was measured slower per text than single texts).
- * `session.run` is asynchronous in onnxruntime-node: the forward pass runs on ONNX Runtime's own threads,
- * not on the event loop.
+ * `session.run` returns a promise in onnxruntime-node, but runs the forward pass synchronously on the
+ * calling thread (from a `setImmediate`): on a server's main thread it would block the event loop for the
+ * whole pass. Serving therefore runs the encoder in a worker thread (./thread.ts).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -122,6 +123,9 @@ export class SentenceEncoder {
         interOpNumThreads: 1,
         executionMode: 'sequential',
         graphOptimizationLevel: 'all',
+        // Without ONNX Runtime's arena each forward pass frees what it allocated: ~145 MB less resident
+        // memory after batches of long texts, at the same speed in batches (+2 % for single texts).
+        enableCpuMemArena: false,
       });
     } catch (error) {
       throw new EncoderError(`${what}: ${files.model} is not a loadable ONNX model (${firstLine(error)})`);

@@ -41,7 +41,9 @@ export interface EncoderSettings {
 export const DEFAULT_ENCODER_SETTINGS: Readonly<EncoderSettings> = Object.freeze({
   threads: 1,
   maxBatch: 32,
-  maxWaitMs: 2,
+  // Texts that arrive while the encoder works batch anyway; waiting when it is idle only adds latency
+  // unless requests come in bursts (Triton's and TEI's default too).
+  maxWaitMs: 0,
   maxQueue: 1024,
   nice: 10,
 });

@@ -135,10 +135,10 @@ describe('where a setting comes from', () => {
 
   it('gives encoder runs the encoder settings, threads shared out between the workers by default', () => {
     const config = resolveServeConfig(
-      { workers: '1', encoderMaxWait: '0' },
+      { workers: '1', encoderMaxWait: '3' },
       { TAGGER_ENCODER_MAX_QUEUE: '64' },
     );
-    expect(config.encoders).toMatchObject({ maxBatch: 32, maxWaitMs: 0, maxQueue: 64 });
+    expect(config.encoders).toMatchObject({ maxBatch: 32, maxWaitMs: 3, maxQueue: 64, nice: 10 });
     expect(config.encoders.threads).toBeGreaterThanOrEqual(1);
     const many = resolveServeConfig({ workers: '256' }, {});
     expect(many.encoders.threads).toBe(1);

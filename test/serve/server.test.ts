@@ -49,7 +49,7 @@ describe('resolveServeConfig', () => {
       encoders: {
         threads: defaultEncoderThreads(defaultWorkers().workers),
         maxBatch: 32,
-        maxWaitMs: 2,
+        maxWaitMs: 0,
         maxQueue: 1024,
         nice: 10,
       },
