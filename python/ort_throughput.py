@@ -5,7 +5,8 @@ the texts in chunks of `batch` in input order, each chunk sorted by token count 
 passes of at most 32 texts and 4,096 padded tokens (src/encoder/encoder.ts), mean pooling over the
 attention mask, the same truncation (a text cut to max_tokens × 64 characters, then at most max_tokens
 pieces with [CLS] and [SEP]). Same session options as onnxruntime-node's in Tagger: `threads` intra-op
-threads, one inter-op thread, sequential execution, every graph optimisation.
+threads, one inter-op thread, sequential execution, every graph optimisation, no CPU memory arena, intra-op
+threads that do not spin.
 
 Usage: python ort_throughput.py <in.json> <out.json>
 in.json: {"model", "tokenizer", "texts", "batch", "threads", "rounds", "max_tokens"}
@@ -38,6 +39,8 @@ def main():
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.enable_cpu_mem_arena = False
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(cfg["model"], options, providers=["CPUExecutionProvider"])
     inputs = {i.name for i in session.get_inputs()}
     tokenizer = Tokenizer.from_file(cfg["tokenizer"])
