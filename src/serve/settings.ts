@@ -242,7 +242,7 @@ const SETTINGS = {
     schema: integer(
       0,
       19,
-      'encoder runs: Linux nice value of the encoder threads, so that the event loop (probes, /metrics, TF-IDF requests) gets the CPU first while the encoder is saturated (0: the same priority)',
+      'encoder runs: Linux nice value of the encoder threads (0: the event loop’s priority; higher: the event loop — probes, /metrics, TF-IDF requests — gets the CPU first while the encoder is saturated, at the cost of the encoder’s share when the host is shared)',
     ),
     default: DEFAULT_ENCODER_SETTINGS.nice,
     what: 'a nice value from 0 to 19',

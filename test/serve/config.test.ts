@@ -138,7 +138,7 @@ describe('where a setting comes from', () => {
       { workers: '1', encoderMaxWait: '3' },
       { TAGGER_ENCODER_MAX_QUEUE: '64' },
     );
-    expect(config.encoders).toMatchObject({ maxBatch: 32, maxWaitMs: 3, maxQueue: 64, nice: 10 });
+    expect(config.encoders).toMatchObject({ maxBatch: 32, maxWaitMs: 3, maxQueue: 64, nice: 0 });
     expect(config.encoders.threads).toBeGreaterThanOrEqual(1);
     const many = resolveServeConfig({ workers: '256' }, {});
     expect(many.encoders.threads).toBe(1);

@@ -50,8 +50,8 @@ describe('resolveServeConfig', () => {
         threads: defaultEncoderThreads(defaultWorkers().workers),
         maxBatch: 32,
         maxWaitMs: 0,
-        maxQueue: 1024,
-        nice: 10,
+        maxQueue: 256,
+        nice: 0,
       },
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');
