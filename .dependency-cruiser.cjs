@@ -5,8 +5,9 @@
  *   encoder -> nothing of ours (sentence encoders: files, ONNX Runtime, tokenizers; loaded by import())
  *   train  -> model, tracking
  *   service -> model, tracking; encoder only by import() (encoder runs' encoders, in a worker thread)
- *   http   -> model, service (never tracking or train directly)
- *   app (the app factory) -> http, service, model, tracking
+ *   monitoring -> model; of tracking only the SQL driver plumbing it reuses (never service, http, train)
+ *   http   -> model, service, monitoring (never tracking or train directly)
+ *   app (the app factory) -> http, service, model, tracking, monitoring
  *   serve (the serving process) -> app and everything below; never cli
  *   cli (the command line) -> anything; nothing imports it
  */
@@ -77,9 +78,9 @@ module.exports = {
     {
       name: 'encoder-users',
       comment:
-        'the encoder is loaded by the layers that compute embeddings (train, cli; service and serve when they serve encoder runs), never by model, tracking, http or the app factory',
+        'the encoder is loaded by the layers that compute embeddings (train, cli; service and serve when they serve encoder runs), never by model, tracking, monitoring, http or the app factory',
       severity: 'error',
-      from: { path: '^src/(model|tracking|http|app\\.ts)' },
+      from: { path: '^src/(model|tracking|monitoring|http|app\\.ts)' },
       to: { path: '^src/encoder/' },
     },
     {
@@ -97,13 +98,29 @@ module.exports = {
       name: 'train-deps',
       severity: 'error',
       from: { path: '^src/train' },
-      to: { path: '^src/(http|service|app|serve|cli)' },
+      to: { path: '^src/(http|service|app|serve|cli|monitoring)' },
     },
     {
       name: 'service-deps',
       severity: 'error',
       from: { path: '^src/service' },
-      to: { path: '^src/(http|train|app|serve|cli)' },
+      to: { path: '^src/(http|train|app|serve|cli|monitoring)' },
+    },
+    {
+      name: 'monitoring-deps',
+      comment:
+        'src/monitoring records and judges live traffic: pure statistics from model, nothing served or trained',
+      severity: 'error',
+      from: { path: '^src/monitoring' },
+      to: { path: '^src/(http|service|train|app|serve|cli)' },
+    },
+    {
+      name: 'monitoring-reuses-only-the-sql-driver',
+      comment:
+        'of src/tracking, src/monitoring reuses only the SQL driver, the SQL URI parser and URI redaction: records are not runs',
+      severity: 'error',
+      from: { path: '^src/monitoring' },
+      to: { path: '^src/tracking/', pathNot: '^src/tracking/(sql/(driver|sql-store)|redact)\\.ts$' },
     },
     {
       name: 'http-deps',

@@ -7,7 +7,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  */
 const UNIT = [
   'test/*.test.ts',
-  'test/{model,train,tracking,http,service,serve,hardening,ui}/**/*.test.ts',
+  'test/{model,train,tracking,http,service,serve,hardening,ui,monitoring}/**/*.test.ts',
 ] as const;
 /**
  * …less the tests in them that do start one. A test added to those folders is a unit test unless it is
@@ -24,6 +24,7 @@ const NOT_UNIT = [
   'test/serve/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
   'test/http/shared-rate-limit.test.ts', // redis-server
   'test/hardening/{hostile,load,schemathesis}.test.ts', // real sockets, autocannon, schemathesis
+  'test/monitoring/{record-stores,cloudevents}.test.ts', // PostgreSQL, a listening CloudEvents receiver
 ];
 
 export default defineConfig(({ mode }) => ({

@@ -23,6 +23,7 @@ const SECTIONS: Section[] = [
   { name: 'http', load: () => import('./http.js') },
   { name: 'tracking', load: () => import('./tracking.js') },
   { name: 'batch', load: () => import('./batch.js') },
+  { name: 'monitoring', load: () => import('./monitoring.js') },
   { name: 'ui', load: () => import('./ui.js') },
 ];
 

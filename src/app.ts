@@ -17,6 +17,7 @@ import {
   resolveHttpOptions,
   type TaggerApp,
 } from './http/index.js';
+import type { Monitoring } from './monitoring/index.js';
 import type { ServingState } from './service/index.js';
 
 export { createHttpMetrics, type HttpMetrics } from './http/index.js';
@@ -37,6 +38,12 @@ export interface AppDeps {
   ready?: (() => boolean) | undefined;
   /** The built inspection page (/ui/); default: this package's dist/ui (`npm run build`). */
   uiDir?: string | undefined;
+  /**
+   * Prediction records, feedback and live figures (src/monitoring; create it with the registry of
+   * `metrics` so its gauges are in /metrics). Without it predictions still carry a `prediction_id`, and
+   * /feedback and /monitoring answer 404.
+   */
+  monitoring?: Monitoring | undefined;
 }
 
 function serverOptions(http: HttpOptions): FastifyServerOptions {
@@ -82,6 +89,7 @@ export function createApp(deps: AppDeps): TaggerApp {
     documentAuth: http.apiKeys.length > 0,
     ready: deps.ready,
     uiDir: deps.uiDir,
+    monitoring: deps.monitoring,
   });
   return app;
 }

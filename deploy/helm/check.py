@@ -20,16 +20,35 @@ import os
 import sys
 
 import helm_python as helm
+import jsonschema
 import kubernetes_validate
 import yaml
 
 CHART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tagger")
 KUBE_VERSIONS = ["1.30.0", "1.37.0"]
+OPERATOR_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prometheus-operator.schema.json")
 
 
-def validate_all(objects, versions):
+def operator_schemas():
+    """The Prometheus Operator's PrometheusRule and ServiceMonitor, as the chart writes them: custom
+    resources kubernetes-validate has no schema for (prometheus-operator.schema.json, from the
+    operator's API reference), keyed by apiVersion/kind."""
+    with open(OPERATOR_SCHEMA, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    return {
+        f"monitoring.coreos.com/v1/{kind}": {**schema, "$ref": f"#/{kind}"}
+        for kind in ("PrometheusRule", "ServiceMonitor")
+    }
+
+
+def validate_all(objects, versions, crd_schemas):
     problems = []
     for obj in objects:
+        schema = crd_schemas.get(f"{obj.get('apiVersion')}/{obj.get('kind')}")
+        if schema is not None:
+            for error in jsonschema.Draft7Validator(schema).iter_errors(obj):
+                problems.append(f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}: {error.message} at {list(error.path)}")
+            continue
         for version in versions:
             try:
                 kubernetes_validate.validate(obj, version, strict=True)
@@ -40,7 +59,7 @@ def validate_all(objects, versions):
     return problems
 
 
-def check_set(chart_path, values, versions, name="tagger", namespace="tagger"):
+def check_set(chart_path, values, versions, crd_schemas, name="tagger", namespace="tagger"):
     """Lint, render and validate one set of values: the report the test and `lint` read."""
     chart = helm.Chart.load(chart_path)
     entry = {"lint": None, "objects": [], "rendered": {}, "problems": [], "render_error": None}
@@ -53,7 +72,7 @@ def check_set(chart_path, values, versions, name="tagger", namespace="tagger"):
                 continue
             entry["rendered"][path] = text
             entry["objects"].extend(doc for doc in yaml.safe_load_all(text) if doc)
-        entry["problems"] = validate_all(entry["objects"], versions)
+        entry["problems"] = validate_all(entry["objects"], versions, crd_schemas)
     except Exception as error:  # noqa: BLE001 - reported to the caller, which decides
         entry["render_error"] = f"{type(error).__name__}: {error}"
     return entry
@@ -62,12 +81,13 @@ def check_set(chart_path, values, versions, name="tagger", namespace="tagger"):
 def run_json():
     command = json.load(sys.stdin)
     versions = command["kube_versions"]
+    crd_schemas = command.get("crd_schemas") or operator_schemas()
     out = {"sets": {}, "manifests": {}}
     for name, values in command["sets"].items():
-        out["sets"][name] = check_set(command["chart"], values, versions)
+        out["sets"][name] = check_set(command["chart"], values, versions, crd_schemas)
     for name, text in command.get("manifests", {}).items():
         objects = [doc for doc in yaml.safe_load_all(text) if doc]
-        out["manifests"][name] = {"objects": objects, "problems": validate_all(objects, versions)}
+        out["manifests"][name] = {"objects": objects, "problems": validate_all(objects, versions, crd_schemas)}
     json.dump(out, sys.stdout)
     return 0
 
@@ -124,7 +144,7 @@ def main():
         print(f"chart: {error}", file=sys.stderr)
         return 2
     versions = args.kube_version or KUBE_VERSIONS
-    entry = check_set(CHART, values, versions, args.name, args.namespace)
+    entry = check_set(CHART, values, versions, operator_schemas(), args.name, args.namespace)
 
     if args.command == "render":
         if entry["render_error"]:

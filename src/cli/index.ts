@@ -7,6 +7,7 @@
 import { Command, CommanderError } from 'commander';
 import { EncoderError } from '../encoder/errors.js';
 import { ModelFormatError, ModelInputError } from '../model/index.js';
+import { ExportError, RecordStoreError } from '../monitoring/index.js';
 import { StartupError } from '../serve/server.js';
 import { BatchInputError } from '../service/batch-predict.js';
 import { TrackingError } from '../tracking/store.js';
@@ -14,6 +15,7 @@ import { DataError } from '../train/data.js';
 import { InterruptedError } from '../train/log-run.js';
 import { registerAlias } from './alias.js';
 import { registerEvaluate } from './evaluate.js';
+import { registerFeedback } from './feedback.js';
 import { UsageError } from './inputs.js';
 import { type CliIo, processIo } from './io.js';
 import { registerOptimize } from './optimize.js';
@@ -28,12 +30,14 @@ const EXPECTED_ERRORS = [
   BatchInputError,
   DataError,
   EncoderError,
+  ExportError,
   InterruptedError,
   ModelInputError,
   ModelFormatError,
   TrackingError,
   StartupError,
   RangeError,
+  RecordStoreError,
   UsageError,
 ];
 
@@ -70,6 +74,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
   registerOptimize(program, io);
   registerPredict(program, io);
   registerEvaluate(program, io);
+  registerFeedback(program, io);
   registerServe(program, io, explain);
   return program;
 }

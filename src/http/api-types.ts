@@ -13,6 +13,7 @@
  * contradicts it, and a renamed field is still an error.
  */
 import type { Static } from 'typebox';
+import type * as MonitoringSchemas from './monitoring-schemas.js';
 import type * as Schemas from './schemas.js';
 
 /**
@@ -119,3 +120,18 @@ export type ValidationErrorBody = Schemas.ValidationErrorBody;
 
 /** One validation issue of a 422. */
 export type ValidationIssue = Schemas.ValidationIssue;
+
+/** GET /monitoring: the served run's live figures (window, tag shares, live metrics, drift, history). */
+export type MonitoringReport = Refine<
+  Static<typeof MonitoringSchemas.MonitoringReport>,
+  { live_class: MapOf<Metrics> }
+>;
+
+/** GET /monitoring's data. */
+export type MonitoringData = { monitoring: MonitoringReport };
+
+/** One drift signal's figures. */
+export type DriftFigures = MonitoringReport['drift'][keyof MonitoringReport['drift']];
+
+/** POST /feedback: one answer per item. */
+export type FeedbackData = Static<typeof MonitoringSchemas.FeedbackData>;

@@ -37,6 +37,10 @@ export const OPENAPI_TAGS = [
     name: 'Operations',
     description: 'Liveness and readiness probes for orchestrators, and Prometheus metrics',
   },
+  {
+    name: 'Monitoring',
+    description: 'Feedback labels for recorded predictions, and the served run’s live quality and drift',
+  },
 ];
 
 /** The API-key security schemes (documented when the server has keys, and in the committed document). */

@@ -33,10 +33,13 @@ function sendValidation(reply: FastifyReply, body: ValidationErrorBody): Fastify
 const isClientError = (error: FastifyError): boolean =>
   typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500;
 
-/** A `maxItems` failure of `texts`: a size limit of the server, so a 413 rather than a 422. */
+/** The body lists whose `maxItems` is a size limit of the server (so a 413 rather than a 422), by path. */
+const LIMITED_LISTS: Readonly<Record<string, string>> = { '/texts': 'texts', '/feedback': 'feedback items' };
+
+/** A `maxItems` failure of `texts` (or of `feedback`): a size limit of the server, so a 413 rather than a 422. */
 const tooManyTexts = (errors: readonly ErrorObject[], context: string): ErrorObject | undefined =>
   context === 'body'
-    ? errors.find((e) => e.keyword === 'maxItems' && e.instancePath === '/texts')
+    ? errors.find((e) => e.keyword === 'maxItems' && Object.hasOwn(LIMITED_LISTS, e.instancePath))
     : undefined;
 
 export function installErrorHandling(
@@ -58,16 +61,16 @@ export function installErrorHandling(
       const context = error.validationContext ?? 'body';
       const overLimit = tooManyTexts(error.validation as unknown as ErrorObject[], context);
       if (overLimit) {
-        const given = Array.isArray((request.body as { texts?: unknown } | undefined)?.texts)
-          ? (request.body as { texts: unknown[] }).texts.length
-          : 'more';
+        const key = overLimit.instancePath.slice(1);
+        const list = (request.body as Record<string, unknown> | undefined)?.[key];
+        const given = Array.isArray(list) ? list.length : 'more';
         return reply
           .code(413)
           .send(
             errorEnvelope(
               request,
               413,
-              `too many texts: ${given} given, the limit is ${limits.texts} per request (TAGGER_MAX_TEXTS); split the request`,
+              `too many ${LIMITED_LISTS[overLimit.instancePath]}: ${given} given, the limit is ${limits.texts} per request (TAGGER_MAX_TEXTS); split the request`,
             ),
           );
       }

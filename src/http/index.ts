@@ -1,10 +1,12 @@
 /** Public surface of src/http: installs the whole API (validation, errors, protection, routes, docs). */
 import type { RouteOptions } from 'fastify';
+import type { Monitoring } from '../monitoring/index.js';
 import type { ServingState } from '../service/index.js';
 import { registerDocsRoutes, registerOpenApi } from './docs.js';
 import { installErrorHandling } from './errors.js';
 import { HttpError } from './http-error.js';
 import { installJsonBodyParser } from './json-body.js';
+import { monitoredRun } from './monitored.js';
 import { type HttpMetrics, installObservability } from './observability.js';
 import type { HttpOptions } from './options.js';
 import { protectionPlugin, routeClass } from './protection.js';
@@ -12,6 +14,7 @@ import { errorResponses } from './responses.js';
 import { generalRoutes } from './routes/general.js';
 import { inspectionRoutes } from './routes/inspection.js';
 import { modelRoutes } from './routes/model.js';
+import { monitoringRoutes } from './routes/monitoring.js';
 import { operationsRoutes } from './routes/operations.js';
 import { runRoutes } from './routes/runs.js';
 import { servedNow, takesTraffic } from './served.js';
@@ -44,6 +47,8 @@ export interface ApiSetup {
   ready?: (() => boolean) | undefined;
   /** Where the built inspection page is (default: this package's dist/ui). */
   uiDir?: string | undefined;
+  /** Prediction records, feedback and live figures (src/monitoring); without it /feedback and /monitoring answer 404. */
+  monitoring?: Monitoring | null | undefined;
 }
 
 /**
@@ -53,6 +58,8 @@ export interface ApiSetup {
  * cost ~2% of single-text /predict.
  */
 const STORE_ROUTES = new Set([
+  '/feedback',
+  '/monitoring',
   '/runs/:run_id',
   '/runs/:run_id/predict',
   '/runs/:run_id/history',
@@ -149,6 +156,15 @@ export function installApi(
       return null;
     }
   });
+  // Decorated on the root, so every route's instance (and predict()) reaches it as request.server.
+  app.decorate('taggerMonitoring', setup.monitoring ?? null);
+  setup.monitoring?.watch(() => {
+    try {
+      return monitoredRun(current());
+    } catch {
+      return null;
+    }
+  });
   registerOpenApi(app, setup.documentAuth);
   app.register(protectionPlugin(options, metrics));
   app.register(async (api: TaggerApp) => {
@@ -166,6 +182,7 @@ export function installApi(
     }
     modelRoutes(api, () => servedNow(current()).served);
     operationsRoutes(api, current, metrics, { ready: setup.ready, closing: () => closing });
+    monitoringRoutes(api, current, options.limits, options.retryAfterSeconds);
   });
   registerDocsRoutes(app);
   registerUiRoutes(app, setup.uiDir);

@@ -1,7 +1,9 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
 import { selectTags, type TagSelection } from '../model/index.js';
-import type { RunSummary, ServedModel } from '../service/index.js';
+import { predictionId } from '../monitoring/ids.js';
+import type { RunSummary, ServedModel, ServingState } from '../service/index.js';
+import { originFor } from './monitored.js';
 import { traceEncoder, tracePredict } from './observability.js';
 import {
   ErrorEnvelope,
@@ -19,20 +21,29 @@ export interface PredictOptions {
   threshold?: number | undefined;
 }
 
+/** Which run answers (null: the served one, or single-model mode), for the prediction records. */
+export interface PredictOrigin {
+  state: ServingState;
+  runId: string | null;
+}
+
 /**
- * One prediction per text, in the order of the texts; timed (Server-Timing) and counted (metrics). A
- * TF-IDF model answers synchronously; an encoder model first waits for the texts' embeddings (computed
- * in the encoder's thread, batched with other requests' texts; QueueFullError when its queue is full).
+ * One prediction per text, in the order of the texts, each with its `prediction_id`; timed
+ * (Server-Timing), counted (metrics) and, when the app monitors, handed to the recorder (sampled and
+ * written off the request path; see src/monitoring/recorder.ts). A TF-IDF model answers synchronously;
+ * an encoder model first waits for the texts' embeddings (computed in the encoder's thread, batched with
+ * other requests' texts; QueueFullError when its queue is full).
  */
 export function predict(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
   options: PredictOptions = {},
+  origin?: PredictOrigin,
 ): PredictionItem[] | Promise<PredictionItem[]> {
-  if (served.embedder === undefined) return predictWith(request, served, texts, undefined, options);
+  if (served.embedder === undefined) return predictWith(request, served, texts, undefined, options, origin);
   return traceEncoder(request, served.embedder.embed(texts)).then((embeddings) =>
-    predictWith(request, served, texts, embeddings, options),
+    predictWith(request, served, texts, embeddings, options, origin),
   );
 }
 
@@ -42,12 +53,21 @@ function predictWith(
   texts: readonly string[],
   embeddings: readonly Float32Array[] | undefined,
   options: PredictOptions,
+  origin: PredictOrigin | undefined,
 ): PredictionItem[] {
   const explain = options.explain === true;
   const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
   const multiLabel = served.model.args.multi_label;
   return tracePredict(request, () => {
-    const predictions = served.model.predict(texts, embeddings).map((prediction, i) => ({
+    const raw = served.model.predict(texts, embeddings);
+    const now = Date.now();
+    const ids = raw.map(() => predictionId(now));
+    const monitoring = request.server.taggerMonitoring;
+    if (origin !== undefined && monitoring?.recording) {
+      monitoring.capture(originFor(origin.state, origin.runId, served), ids, texts, raw);
+    }
+    const predictions = raw.map((prediction, i) => ({
+      prediction_id: ids[i]!,
       input_text: texts[i]!,
       predicted_tag: prediction.predicted_tag,
       predicted_tags: selectTags(prediction, selection, multiLabel),

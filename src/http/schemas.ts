@@ -253,6 +253,11 @@ export const ExplanationSchema = Type.Object(
 
 export const PredictionItem = Type.Object(
   {
+    prediction_id: Type.String({
+      format: 'uuid',
+      description:
+        'Names this prediction for `POST /feedback` (not part of the original contract; an added field, which clients ignore)',
+    }),
     input_text: Type.String({ description: 'The submitted text' }),
     predicted_tag: Type.String({
       description:

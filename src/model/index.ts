@@ -22,6 +22,17 @@ export {
   runBehaviourSuite,
 } from './behaviour.js';
 export { DEFAULT_BEHAVIOUR_SUITE } from './behaviour-suite.js';
+export {
+  chiSquareSurvival,
+  compareCategories,
+  compareCounts,
+  DEFAULT_DRIFT_OPTIONS,
+  type DriftOptions,
+  type DriftResult,
+  type LabelledPrediction,
+  type LiveQuality,
+  liveQuality,
+} from './drift.js';
 export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './embeddings.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
 export type { Explanation, FeatureContribution } from './explain.js';
@@ -35,6 +46,26 @@ export {
 } from './labels.js';
 export type { Metrics, Performance } from './metrics.js';
 export { cleanText, STOPWORDS } from './preprocess.js';
+export {
+  binOf,
+  buildReferenceProfile,
+  confidenceOf,
+  DEFAULT_BINS,
+  DRIFT_SIGNALS,
+  type DriftSignal,
+  type HashedVocabulary,
+  type Histogram,
+  hashVocabulary,
+  NUMERIC_SIGNALS,
+  type NumericSignal,
+  PROFILE_FORMAT,
+  type PredictionSignals,
+  parseReferenceProfile,
+  type ReferenceProfile,
+  signalsOf,
+  unseenShare,
+  unseenShareHashed,
+} from './profile.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';

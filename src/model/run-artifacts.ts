@@ -16,4 +16,9 @@ export const RUN_ARTIFACTS = {
   behavioural: 'behavioural.json',
   /** The slice definitions the performance report used, with each one's row count (not read by serving). */
   slices: 'slices.json',
+  /**
+   * What the model's inputs and answers looked like on the test split, for drift monitoring (profile.ts;
+   * optional: runs logged before it existed have none, and serving then judges no drift).
+   */
+  referenceProfile: 'reference_profile.json',
 } as const;

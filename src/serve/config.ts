@@ -16,6 +16,9 @@ import { parse as parseYaml } from 'yaml';
 import { parseApiKeys } from '../http/auth.js';
 import type { HttpOptionsInput } from '../http/options.js';
 import { redactRedisUrl } from '../http/shared-rate-limit.js';
+// Not the layer's index: every command loads this module, and the index loads prom-client and more.
+import type { MonitoringConfig } from '../monitoring/monitoring.js';
+import { checkRecordStoreUri, defaultRecordStoreUri } from '../monitoring/open.js';
 import { type EncoderSettings, type PromotionGates, StartupError } from '../service/index.js';
 import { defaultTrackingUri, type ModelUri, parseModelUri, redactUri } from '../tracking/index.js';
 import {
@@ -260,6 +263,8 @@ interface Common {
   http: HttpOptionsInput | undefined;
   /** How encoder runs' sentence encoders run: threads per process, the dynamic batcher, its queue. */
   encoders: EncoderSettings;
+  /** Prediction records, feedback and live figures (src/monitoring). */
+  monitoring: MonitoringConfig;
 }
 
 export type ServeConfig =
@@ -363,6 +368,39 @@ function httpOptions(
   };
 }
 
+/** The monitoring settings; the record store defaults to the tracking database (see open.ts). */
+function monitoringConfig(
+  settings: Map<SettingKey, Resolved>,
+  values: SettingValues,
+  trackingUri: string | null,
+): MonitoringConfig {
+  const storeUri = values.record_store ?? defaultRecordStoreUri(trackingUri);
+  if (values.record_store !== null) {
+    try {
+      checkRecordStoreUri(storeUri);
+    } catch (error) {
+      const setting = settings.get('record_store')!;
+      throw new StartupError(`serve: ${setting.source}: ${(error as Error).message}`);
+    }
+  }
+  return {
+    storeUri,
+    storeDisplayUri: redactUri(storeUri),
+    sampleRate: values.record_sample_rate,
+    keepText: values.record_text === 'full',
+    bufferSize: values.record_buffer,
+    flushMs: values.record_flush_ms,
+    retentionDays: values.record_retention_days,
+    sinkUrl: values.record_sink_url,
+    windowSeconds: values.monitoring_window_s,
+    windowPredictions: values.monitoring_window,
+    feedbackWindowSeconds: values.feedback_window_s,
+    minPredictions: values.monitoring_min_predictions,
+    driftThreshold: values.drift_threshold,
+    intervalMs: values.monitoring_interval_ms,
+  };
+}
+
 /**
  * Resolves and validates the serve configuration; throws StartupError with a message for a person.
  * @example resolveServeConfig({ port: '8080' }, process.env).port // 8080
@@ -392,6 +430,7 @@ export function resolveServeConfig(
       maxQueue: values.encoder_max_queue,
       nice: values.encoder_nice,
     },
+    monitoring: monitoringConfig(settings, values, values.model === null ? values.tracking_uri : null),
   };
 
   const model = settings.get('model')!;

@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { createApp, createHttpMetrics } from '../app.js';
 import type { TaggerApp } from '../http/index.js';
+import { Monitoring } from '../monitoring/index.js';
 import {
   EncoderPool,
   loadModelDirectory,
@@ -204,12 +205,16 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   });
   if (servedRuns) options.onServing?.(servedRuns.bestRunId);
   const lifecycle = serving.lifecycle ?? new ServingLifecycle();
-  const app = createApp({ serving, logger, http: config.http, metrics });
+  // Records, feedback and live figures; the record store opens on first use, so a store that is down
+  // never keeps the server from starting.
+  const monitoring = new Monitoring(config.monitoring, { log: logger, registry: metrics.registry });
+  const app = createApp({ serving, logger, http: config.http, metrics, monitoring });
   const inFlight = trackResponses(app, lifecycle);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
     await app.close().catch(() => undefined);
+    await monitoring.close().catch(() => undefined);
     await store?.close().catch(() => undefined);
     await encoders.close();
     throw listenError(error, config);
@@ -245,6 +250,9 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
           await app.close();
           return { drained };
         } finally {
+          // The records still waiting are written (for at most 2 s, well within the shutdown backstop)
+          // once requests have drained.
+          await monitoring.close(2_000).catch(() => undefined);
           // Closing the store first aborts a reload that is waiting on an unreachable store (its
           // retries and back-off sleeps), so shutdown never waits for the store to come back.
           await store?.close();

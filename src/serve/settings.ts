@@ -10,6 +10,7 @@
  */
 import Type, { type Static, type TSchema } from 'typebox';
 import { HTTP_DEFAULTS } from '../http/options.js';
+import { MONITORING_DEFAULTS } from '../monitoring/defaults.js';
 import { DEFAULT_ENCODER_SETTINGS, DEFAULT_GATES } from '../service/index.js';
 import { DEFAULT_TRACKING_URI } from '../tracking/index.js';
 
@@ -462,6 +463,137 @@ const SETTINGS = {
     default: HTTP_DEFAULTS.retryAfterSeconds,
     what: 'seconds',
     http: true,
+  }),
+  record_store: row({
+    flag: '--record-store',
+    arg: '<uri>',
+    env: 'TAGGER_RECORD_STORE',
+    schema: text(
+      'where prediction records and feedback are kept, shared by every replica that reads it: sqlite:///file.db, postgresql://… or memory: (this process only); default: the tracking database when it is SQLite or PostgreSQL, else sqlite:///tagger-records.db in the working directory',
+      '^\\S+$',
+    ),
+    default: null,
+    what: 'sqlite:///path.db, postgresql://… or memory:',
+    secret: 'url-password',
+  }),
+  record_sample_rate: row({
+    flag: '--record-sample-rate',
+    arg: '<rate>',
+    env: 'TAGGER_RECORD_SAMPLE_RATE',
+    schema: fraction('share of predictions recorded, 0 to 1 (0: none; feedback then finds nothing to label)'),
+    default: MONITORING_DEFAULTS.sampleRate,
+    what: 'a share of predictions',
+  }),
+  record_text: row({
+    flag: '--record-text',
+    arg: '<full|hash>',
+    env: 'TAGGER_RECORD_TEXT',
+    schema: Type.Enum(['full', 'hash'], {
+      description:
+        'full: records keep the text as sent (feedback export needs it); hash: only its SHA-256 and length',
+    }),
+    default: 'full' as 'full' | 'hash',
+  }),
+  record_retention_days: row({
+    flag: '--record-retention',
+    arg: '<days>',
+    env: 'TAGGER_RECORD_RETENTION_DAYS',
+    schema: integer(1, 36_500, 'prediction records (and their feedback) older than this are deleted'),
+    default: MONITORING_DEFAULTS.retentionDays,
+    what: 'a number of days',
+  }),
+  record_buffer: row({
+    flag: '--record-buffer',
+    arg: '<n>',
+    env: 'TAGGER_RECORD_BUFFER',
+    schema: integer(
+      100,
+      10_000_000,
+      'most records waiting to be written, per sink; beyond it records are dropped and counted (tagger_prediction_records_dropped_total)',
+    ),
+    default: MONITORING_DEFAULTS.bufferSize,
+    what: 'a number of records',
+  }),
+  record_flush_ms: row({
+    flag: '--record-flush',
+    arg: '<ms>',
+    env: 'TAGGER_RECORD_FLUSH_MS',
+    schema: integer(
+      10,
+      600_000,
+      'records are written in batches at least this often (and whenever 128 wait)',
+    ),
+    default: MONITORING_DEFAULTS.flushMs,
+    what: 'an interval in milliseconds',
+  }),
+  record_sink_url: row({
+    flag: '--record-sink',
+    arg: '<url>',
+    env: 'TAGGER_RECORD_SINK_URL',
+    schema: text(
+      "also send every record as CloudEvents over HTTP in KServe's inference-logger format (request and response events) to this URL",
+      '^https?://\\S+$',
+    ),
+    default: null,
+    what: 'an http:// or https:// URL',
+    secret: 'url-password',
+  }),
+  monitoring_window: row({
+    flag: '--monitoring-window',
+    arg: '<n>',
+    env: 'TAGGER_MONITORING_WINDOW',
+    schema: integer(1, 10_000_000, 'live figures count at most this many of the most recent predictions'),
+    default: MONITORING_DEFAULTS.windowPredictions,
+    what: 'a number of predictions',
+  }),
+  monitoring_window_s: row({
+    flag: '--monitoring-window-seconds',
+    arg: '<s>',
+    env: 'TAGGER_MONITORING_WINDOW_S',
+    schema: integer(1, 31_536_000, 'live figures count no prediction older than this'),
+    default: MONITORING_DEFAULTS.windowSeconds,
+    what: 'seconds',
+  }),
+  feedback_window_s: row({
+    flag: '--feedback-window-seconds',
+    arg: '<s>',
+    env: 'TAGGER_FEEDBACK_WINDOW_S',
+    schema: integer(
+      1,
+      31_536_000,
+      'live precision, recall and f1 come from the feedback received within this',
+    ),
+    default: MONITORING_DEFAULTS.feedbackWindowSeconds,
+    what: 'seconds',
+  }),
+  monitoring_min_predictions: row({
+    flag: '--monitoring-min-predictions',
+    arg: '<n>',
+    env: 'TAGGER_MONITORING_MIN_PREDICTIONS',
+    schema: integer(1, 10_000_000, 'drift is judged once the window holds this many predictions'),
+    default: MONITORING_DEFAULTS.minPredictions,
+    what: 'a number of predictions',
+  }),
+  drift_threshold: row({
+    flag: '--drift-threshold',
+    arg: '<psi>',
+    env: 'TAGGER_DRIFT_THRESHOLD',
+    schema: Type.Number({
+      minimum: 0.001,
+      maximum: 10,
+      description:
+        'population stability index at which a signal counts as drifted (when also significant at p < 0.01); 0.1: some shift, 0.25: a large one',
+    }),
+    default: MONITORING_DEFAULTS.driftThreshold,
+    what: 'a PSI',
+  }),
+  monitoring_interval_ms: row({
+    flag: '--monitoring-interval',
+    arg: '<ms>',
+    env: 'TAGGER_MONITORING_INTERVAL_MS',
+    schema: integer(100, 3_600_000, 'live figures (GET /monitoring, the gauges) are recomputed this often'),
+    default: MONITORING_DEFAULTS.intervalMs,
+    what: 'an interval in milliseconds',
   }),
 };
 

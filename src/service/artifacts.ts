@@ -3,7 +3,15 @@
  * contract described in docs/ARCHITECTURE.md. The same code reads a run through a tracking store and a
  * saved model directory through the file system; only the `ArtifactReader` differs.
  */
-import { decodeModel, MODEL_FILES, parseTrainingArgs, RUN_ARTIFACTS, type TagModel } from '../model/index.js';
+import {
+  decodeModel,
+  MODEL_FILES,
+  parseReferenceProfile,
+  parseTrainingArgs,
+  type ReferenceProfile,
+  RUN_ARTIFACTS,
+  type TagModel,
+} from '../model/index.js';
 import type { EncoderLease, EncoderProvider } from './encoders.js';
 
 /** Reads one artifact by its run-relative POSIX path; rejects when it cannot be read. */
@@ -36,6 +44,13 @@ export interface ServedModel {
    * requests'); absent for a TF-IDF model. Released when the model leaves the served runs.
    */
   readonly embedder?: EncoderLease;
+  /**
+   * The test split's reference profile for drift monitoring; null when the run has none (logged before
+   * Tagger wrote it) or it cannot be read — `referenceProblem` then says which. Absent in models built
+   * by hand (tests): read as null.
+   */
+  readonly reference?: ReferenceProfile | null;
+  readonly referenceProblem?: string;
 }
 
 export interface LoadOptions {
@@ -134,17 +149,37 @@ function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
 }
 
 /**
+ * The optional reference profile: never a reason not to serve the run, so every failure becomes a
+ * problem to report instead (a missing file is an older run, anything else a broken artifact).
+ */
+async function readReference(
+  read: ArtifactReader,
+): Promise<{ reference: ReferenceProfile | null; referenceProblem?: string }> {
+  try {
+    return { reference: parseReferenceProfile(await readJsonArtifact(read, RUN_ARTIFACTS.referenceProfile)) };
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const reason =
+      code === 'NOT_FOUND' || code === 'ENOENT'
+        ? `the run has no ${RUN_ARTIFACTS.referenceProfile} (trained before Tagger logged one); train it again to monitor drift`
+        : `${RUN_ARTIFACTS.referenceProfile} cannot be used: ${(error as Error).message}`;
+    return { reference: null, referenceProblem: reason };
+  }
+}
+
+/**
  * Reads and checks every serving artifact, and opens an encoder model's encoder (options.encoders);
  * rejects with the reader's error, an ArtifactFormatError, or an EncoderLoadError when the encoder cannot
  * be used on this machine.
  */
 export async function loadServedModel(read: ArtifactReader, options: LoadOptions = {}): Promise<ServedModel> {
-  const [rawArgs, performance, modelFiles] = await Promise.all([
+  const [rawArgs, performance, modelFiles, reference] = await Promise.all([
     readJsonArtifact(read, RUN_ARTIFACTS.args),
     readPerformance(read),
     Promise.all(
       MODEL_FILES.map(async (name) => [name, await read(`${RUN_ARTIFACTS.modelDir}/${name}`)] as const),
     ),
+    readReference(read),
   ]);
   const args = parseArgs(rawArgs);
   let model: TagModel;
@@ -156,9 +191,9 @@ export async function loadServedModel(read: ArtifactReader, options: LoadOptions
     throw new ArtifactFormatError(`${RUN_ARTIFACTS.modelDir}/: ${(error as Error).message}`);
   }
   if (!model.encoder || options.checkOnly || options.encoders === undefined) {
-    return { model, args, performance };
+    return { model, args, performance, ...reference };
   }
-  // Last: everything else is checked before an encoder is opened (a thread, ONNX Runtime, ~100 MB).
+  // Last: everything else is checked before an encoder is opened (a thread, ONNX Runtime, ~200 MB).
   const embedder = await options.encoders.acquire(model.encoder);
-  return { model, args, performance, embedder };
+  return { model, args, performance, ...reference, embedder };
 }

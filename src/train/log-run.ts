@@ -2,7 +2,8 @@
  * Logging one training as an MLflow run: params, metrics (final and per-epoch history), the usual
  * MLflow system tags, the artifacts serving needs (`args.json`, `performance.json`, `model/`) and those a
  * person reads (`behavioural.json`, `slices.json`, and what the test split got wrong for the inspection
- * page: `confusion_matrix.json`, `test_mistakes.json`), the behavioural pass rates as metrics, the data
+ * page: `confusion_matrix.json`, `test_mistakes.json`), the test split's reference profile for drift
+ * monitoring (`reference_profile.json`), the behavioural pass rates as metrics, the data
  * files as dataset inputs, and the model as an MLflow 3 logged model (READY, with the params and final
  * metrics, recorded as the run's output; see `logged-model.ts`).
  * The run is marked FINISHED only after every artifact is stored, FAILED if anything throws, and KILLED
@@ -265,6 +266,8 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
         : [[RUN_ARTIFACTS.confusion, json(outcome.testErrors.confusion)] as [string, Uint8Array]]),
       [RUN_ARTIFACTS.mistakes, json(outcome.testErrors.mistakes)],
       [RUN_ARTIFACTS.behavioural, json(outcome.behaviour)],
+      // Compact: the vocabulary makes it the largest JSON artifact, and no person reads it.
+      [RUN_ARTIFACTS.referenceProfile, encoder.encode(`${JSON.stringify(outcome.reference)}\n`)],
       [
         RUN_ARTIFACTS.slices,
         json({

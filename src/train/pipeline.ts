@@ -7,6 +7,7 @@ import {
   type BehaviourReport,
   type BehaviourSuite,
   bindEmbeddings,
+  buildReferenceProfile,
   compileSlices,
   DEFAULT_BEHAVIOUR_SUITE,
   DEFAULT_SLICE_DEFINITIONS,
@@ -14,6 +15,7 @@ import {
   evaluateWithErrors,
   type LabelledText,
   type Performance,
+  type ReferenceProfile,
   rowsPerTag,
   runBehaviourSuite,
   type SliceDefinition,
@@ -97,6 +99,8 @@ export interface TrainingOutcome {
   behaviour: BehaviourReport;
   /** The slice definitions used and how many test rows fell into each (empty ones are not in `performance`). */
   slices: { definitions: readonly SliceDefinition[]; rows: Record<string, number> };
+  /** The test split as live traffic is compared with it (drift monitoring; logged as reference_profile.json). */
+  reference: ReferenceProfile;
 }
 
 /** SHA-256 of the rows as `text \0 tag` lines, sorted: the same rows in any order give the same digest. */
@@ -265,5 +269,15 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     warnings,
     behaviour: runBehaviourSuite(scored, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
     slices: { definitions: sliceDefinitions, rows: sliceRows },
+    // The vocabulary is that of the rows the returned model learnt from; the test split is predicted
+    // once more (it is small) rather than threading the predictions out of the evaluation.
+    reference: buildReferenceProfile({
+      trainTexts: fitRows.map((row) => row.text),
+      testTexts: test.map((row) => row.text),
+      // `scored`: an encoder model predicts with the test texts' embeddings.
+      testPredictions: scored.predict(test.map((row) => row.text)),
+      tags: trained.model.tags,
+      multiLabel: trained.model.args.multi_label,
+    }),
   };
 }

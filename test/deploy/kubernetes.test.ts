@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { REPO_ROOT, venvPython } from '../support/components.js';
 
 const python = venvPython();
@@ -80,6 +80,26 @@ const SETS: Record<string, unknown> = {
     batch: { enabled: true, input: 's3://b/in.csv', output: 's3://b/out.csv', shards: 3 },
   },
   'batch without input': { ...TRACKING, batch: { enabled: true, output: 's3://b/part-{index}.csv' } },
+  // The Prometheus Operator's objects (docs/monitoring.md), with API keys and shared prediction records.
+  monitoring: {
+    ...TRACKING,
+    apiKeys: { existingSecret: 'tagger-keys' },
+    records: { existingSecret: 'tagger-records', sampleRate: 0.5 },
+    metrics: {
+      prometheusRule: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+      serviceMonitor: {
+        enabled: true,
+        interval: '15s',
+        labels: { release: 'kube-prometheus-stack' },
+        apiKeySecret: { name: 'tagger-scrape-key', key: 'key' },
+      },
+    },
+  },
+  'scraping without a key': {
+    ...TRACKING,
+    apiKeys: { existingSecret: 'tagger-keys' },
+    metrics: { serviceMonitor: { enabled: true } },
+  },
 };
 
 /** Names of the environment variables Tagger reads: every TAGGER_* and MLFLOW_* its sources mention. */
@@ -131,7 +151,12 @@ beforeAll(async () => {
   const manifests = hasKubectl
     ? { base: await kustomize('base'), production: await kustomize('overlays/production') }
     : {};
-  result = await runPython({ chart: CHART, sets: SETS, kube_versions: KUBE_VERSIONS, manifests });
+  result = await runPython({
+    chart: CHART,
+    sets: SETS,
+    kube_versions: KUBE_VERSIONS,
+    manifests,
+  });
 }, 120_000);
 
 const only = (objects: K8sObject[], kind: string): K8sObject[] => objects.filter((o) => o.kind === kind);
@@ -199,7 +224,7 @@ function checkServing(objects: K8sObject[], deploymentName: string): void {
 }
 
 describe.skipIf(python === null)('the Helm chart', () => {
-  it.each(['defaults', 'everything', 'existing'])(
+  it.each(['defaults', 'everything', 'existing', 'monitoring'])(
     'lints, renders and validates strictly against Kubernetes 1.30 and 1.37: %s',
     (name) => {
       const set = result.sets[name]!;
@@ -238,6 +263,51 @@ describe.skipIf(python === null)('the Helm chart', () => {
       'redis://redis.cache.svc:6379/0',
     );
     expect(only(result.sets.defaults!.objects, 'ConfigMap')[0]!.data!.TAGGER_REDIS_URL).toBeUndefined();
+  });
+
+  it('installs the alerting rules of deploy/prometheus as a PrometheusRule, unchanged, when asked', () => {
+    const { objects } = result.sets.monitoring!;
+    const rule = one(objects, 'PrometheusRule', 'tagger');
+    expect(rule.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack' });
+    const rules = parseYaml(
+      readFileSync(resolve(REPO_ROOT, 'deploy', 'prometheus', 'tagger.rules.yml'), 'utf8'),
+    );
+    expect(rule.spec).toEqual(rules);
+    // Off by default: a cluster without the Prometheus Operator's CRDs would refuse the objects.
+    expect(only(result.sets.defaults!.objects, 'PrometheusRule')).toEqual([]);
+    expect(only(result.sets.defaults!.objects, 'ServiceMonitor')).toEqual([]);
+  });
+
+  it('scrapes every pod through the Service with a ServiceMonitor, sending a key when keys are on', () => {
+    const { objects } = result.sets.monitoring!;
+    const monitor = one(objects, 'ServiceMonitor', 'tagger');
+    const service = one(objects, 'Service', 'tagger');
+    expect(matches(monitor.spec!.selector.matchLabels, service.metadata.labels)).toBe(true);
+    expect(monitor.spec!.namespaceSelector).toEqual({ matchNames: ['tagger'] });
+    expect(monitor.spec!.endpoints).toEqual([
+      {
+        port: service.spec!.ports[0].name,
+        path: '/metrics',
+        interval: '15s',
+        scrapeTimeout: '10s',
+        authorization: { type: 'Bearer', credentials: { name: 'tagger-scrape-key', key: 'key' } },
+      },
+    ]);
+    expect(result.sets['scraping without a key']!.render_error).toMatch(
+      /metrics\.serviceMonitor\.apiKeySecret/,
+    );
+  });
+
+  it('keeps prediction records in memory per pod, or in the database of a Secret the pods share', () => {
+    expect(one(result.sets.defaults!.objects, 'ConfigMap', 'tagger').data!.TAGGER_RECORD_STORE).toBe(
+      'memory:',
+    );
+    const { objects } = result.sets.monitoring!;
+    const config = one(objects, 'ConfigMap', 'tagger').data!;
+    expect(config.TAGGER_RECORD_STORE).toBeUndefined();
+    expect(config.TAGGER_RECORD_SAMPLE_RATE).toBe('0.5');
+    const container = one(objects, 'Deployment', 'tagger').spec!.template.spec.containers[0];
+    expect(container.envFrom).toContainEqual({ secretRef: { name: 'tagger-records' } });
   });
 
   it('refuses values that cannot work, naming them', () => {

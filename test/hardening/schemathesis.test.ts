@@ -10,9 +10,12 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
+import { Monitoring } from '../../src/monitoring/index.js';
 import { REPO_ROOT } from '../support/components.js';
-import { runsApp } from '../support/http.js';
+import { captureLog, runsApp } from '../support/http.js';
+import { testMonitoringConfig } from '../support/monitoring.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 import { venvBin } from '../support/venv.js';
 
@@ -23,16 +26,21 @@ const MAX_EXAMPLES = 100;
 
 const fx = useServingFixture({ enabled: schemathesis !== null });
 let app: TaggerApp;
+let monitoring: Monitoring | undefined;
 let base: string;
 
 beforeAll(async () => {
   if (schemathesis === null) return;
-  ({ app } = await runsApp(fx.store, { deps: { http: { apiKeys: [KEY] } } }));
+  // With monitoring (records in memory), so POST /feedback and GET /monitoring are fuzzed as served.
+  const metrics = createHttpMetrics({ defaultMetrics: false });
+  monitoring = new Monitoring(testMonitoringConfig(), { log: captureLog(), registry: metrics.registry });
+  ({ app } = await runsApp(fx.store, { deps: { http: { apiKeys: [KEY] }, metrics, monitoring } }));
   base = await app.listen({ host: '127.0.0.1', port: 0 });
 });
 
 afterAll(async () => {
   await app?.close();
+  await monitoring?.close();
 });
 
 function run(
@@ -129,6 +137,8 @@ describe.skipIf(schemathesis === null)('schemathesis against the running server'
       'GET /health/live',
       'GET /health/ready',
       'GET /metrics',
+      'POST /feedback',
+      'GET /monitoring',
     ]) {
       expect(routes, route).toContain(route);
     }

@@ -238,6 +238,8 @@ describe('GET /runs/{run_id}', () => {
 
 const expectedPredictions = (model: ServingFixture['modelA'], texts: string[]) =>
   model.model.predict(texts).map((p, i) => ({
+    // Every prediction's own id, for POST /feedback (test/http/feedback.test.ts checks them).
+    prediction_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
     input_text: texts[i],
     predicted_tag: p.predicted_tag,
     predicted_tags: p.predicted_tags,

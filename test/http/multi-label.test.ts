@@ -75,6 +75,7 @@ describe('a multi-label run', () => {
     expect(run_id).toBe(runId);
     expect(predictions).toEqual(
       model.predict(TEXTS).map((p, i) => ({
+        prediction_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         input_text: TEXTS[i],
         predicted_tag: p.predicted_tag,
         predicted_tags: p.predicted_tags,

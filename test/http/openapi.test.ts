@@ -31,6 +31,8 @@ const ENDPOINTS: [string, string, string][] = [
   ['get', '/health/live', 'Operations'],
   ['get', '/health/ready', 'Operations'],
   ['get', '/metrics', 'Operations'],
+  ['post', '/feedback', 'Monitoring'],
+  ['get', '/monitoring', 'Monitoring'],
 ];
 
 /** Operations whose success is the envelope (all but the Prometheus text of /metrics). */
@@ -48,10 +50,16 @@ describe('openapi.json', () => {
     expect(committed).toBe(formatOpenApi(document));
   });
 
-  it('declares title, description, version 0.1 and the four tags', () => {
+  it('declares title, description, version 0.1 and the five tags', () => {
     expect(document.info).toMatchObject({ title: 'Tagger', version: '0.1' });
     expect(document.info.description).toContain('envelope');
-    expect(document.tags.map((t: Json) => t.name)).toEqual(['General', 'Runs', 'Model', 'Operations']);
+    expect(document.tags.map((t: Json) => t.name)).toEqual([
+      'General',
+      'Runs',
+      'Model',
+      'Operations',
+      'Monitoring',
+    ]);
   });
 
   it('describes exactly the API endpoints, each under its tag (docs and helpers are hidden)', () => {
@@ -67,6 +75,22 @@ describe('openapi.json', () => {
       const schema = document.paths[path][method].responses['200'].content['application/json'].schema;
       expect(schema.required).toEqual(['message', 'method', 'status-code', 'timestamp', 'url', 'data']);
     }
+  });
+
+  it('documents the feedback body, each item answered on its own in a 200', () => {
+    const operation = document.paths['/feedback'].post;
+    const body = operation.requestBody.content['application/json'].schema;
+    expect(body.required).toEqual(['feedback']);
+    expect(body.properties.feedback).toMatchObject({ minItems: 1, maxItems: 1000 });
+    expect(body.properties.feedback.items.required).toEqual(['prediction_id']);
+    const answered = operation.responses['200'].content['application/json'].schema.properties.data;
+    expect(answered.properties.feedback.items.properties.status.anyOf.map((s: Json) => s.enum[0])).toEqual([
+      200, 404, 409, 422,
+    ]);
+    expect(operation.responses['422'].content['application/json'].schema.title).toBe('ValidationError');
+    expect(operation.responses['413']).toBeDefined();
+    const item = document.paths['/predict'].post.responses['200'].content['application/json'].schema;
+    expect(item.properties.data.properties.predictions.items.required).toContain('prediction_id');
   });
 
   it('documents the predict request body and the 422 body', () => {

@@ -36,6 +36,7 @@ describe('single-model mode', () => {
     const body = expectEnvelope(response, { method: 'POST', url: '/predict' });
     expect(body.data).toEqual({
       predictions: fx.modelA.model.predict(texts).map((p, i) => ({
+        prediction_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         input_text: texts[i],
         predicted_tag: p.predicted_tag,
         predicted_tags: p.predicted_tags,
@@ -113,9 +114,11 @@ describe('single-model mode', () => {
       '/',
       '/args',
       '/args/{param}',
+      '/feedback',
       '/health/live',
       '/health/ready',
       '/metrics',
+      '/monitoring',
       '/performance',
       '/predict',
     ]);

@@ -361,6 +361,7 @@ describe('RUN_ARTIFACTS', () => {
       mistakes: 'test_mistakes.json',
       behavioural: 'behavioural.json',
       slices: 'slices.json',
+      referenceProfile: 'reference_profile.json',
     });
   });
 });

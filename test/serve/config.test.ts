@@ -71,6 +71,19 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   max_in_flight: ['32', 32],
   max_event_loop_delay_ms: ['250', 250],
   retry_after_s: ['9', 9],
+  record_store: ['postgresql://records.internal/tagger', 'postgresql://records.internal/tagger'],
+  record_sample_rate: ['0.25', 0.25],
+  record_text: ['HASH', 'hash'],
+  record_retention_days: ['7', 7],
+  record_buffer: ['5000', 5000],
+  record_flush_ms: ['250', 250],
+  record_sink_url: ['http://sink.internal/events', 'http://sink.internal/events'],
+  monitoring_window: ['1000', 1000],
+  monitoring_window_s: ['600', 600],
+  feedback_window_s: ['86400', 86400],
+  monitoring_min_predictions: ['100', 100],
+  drift_threshold: ['0.25', 0.25],
+  monitoring_interval_ms: ['5000', 5000],
 };
 const SAMPLE_KEYS = Object.keys(SAMPLES) as (keyof typeof SAMPLES)[];
 

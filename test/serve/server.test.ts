@@ -53,6 +53,29 @@ describe('resolveServeConfig', () => {
         maxQueue: 256,
         nice: 0,
       },
+      // Records go into the tracking database when it is one (src/monitoring/open.ts).
+      monitoring: {
+        storeUri:
+          defaultTrackingUri() === 'sqlite:///mlflow.db'
+            ? 'sqlite:///mlflow.db'
+            : 'sqlite:///tagger-records.db',
+        storeDisplayUri:
+          defaultTrackingUri() === 'sqlite:///mlflow.db'
+            ? 'sqlite:///mlflow.db'
+            : 'sqlite:///tagger-records.db',
+        sampleRate: 1,
+        keepText: true,
+        bufferSize: 10_000,
+        flushMs: 1_000,
+        retentionDays: 30,
+        sinkUrl: null,
+        windowSeconds: 3_600,
+        windowPredictions: 5_000,
+        feedbackWindowSeconds: 604_800,
+        minPredictions: 200,
+        driftThreshold: 0.2,
+        intervalMs: 10_000,
+      },
     });
     expect(SERVE_DEFAULTS.host).toBe('127.0.0.1');
   });

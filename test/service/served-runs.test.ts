@@ -11,8 +11,8 @@ const fx = useServingFixture();
 const load = (experiment: string, modelCacheSize = 4, store = fx.store) =>
   ServedRuns.load(store, { experiment, modelCacheSize, log: captureLog() });
 
-/** Reads of a full model load: args.json, performance.json and every model file. */
-const FULL_LOAD = 2 + MODEL_FILES.length;
+/** Reads of a full model load: args.json, performance.json, every model file and the (optional) reference profile. */
+const FULL_LOAD = 3 + MODEL_FILES.length;
 
 describe('ServedRuns.load', () => {
   it('orders runs by f1 descending (NaN, then no f1, last) and serves the best loadable one', async () => {

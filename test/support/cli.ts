@@ -104,10 +104,12 @@ export const FAST_ARGS = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
 
 /**
  * One test file's working folder for CLI cases, made before its tests and removed after them, and
- * `tagger` running there: in-process, or as a real process for another user (`uid`, `gid`). With
- * `trained`, its store (`folder.store`) holds one run trained on the sample data before the tests.
+ * `tagger` running there: in-process, or as a real process for another user (`uid`, `gid`). `given` is
+ * the folder's name prefix, or options: with `trained`, its store (`folder.store`) holds one run trained
+ * on the sample data before the tests.
  */
-export function cliFolder(options: { prefix?: string; trained?: boolean } = {}) {
+export function cliFolder(given: string | { prefix?: string; trained?: boolean } = {}) {
+  const options = typeof given === 'string' ? { prefix: given } : given;
   let dir: string | undefined;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), options.prefix ?? 'tagger-cli-'));

@@ -71,6 +71,9 @@ export async function spawnServer(
       TAGGER_RELOAD_INTERVAL_MS: '0',
       // Tests about the shutdown delay set their own; the others stop at once.
       TAGGER_SHUTDOWN_DELAY_MS: '0',
+      // Prediction records in memory unless a test says where: the default beside a file or REST store
+      // is a SQLite file in the working directory, which is the repository here.
+      TAGGER_RECORD_STORE: 'memory:',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

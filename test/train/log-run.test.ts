@@ -224,8 +224,8 @@ describe('logTrainingRun', () => {
       source: 't',
     });
     expect(calls.at(-1)).toBe('status FINISHED');
-    // args, performance, confusion matrix, mistakes, behavioural, slices and the model files.
-    expect(calls.filter((call) => call.startsWith('artifact '))).toHaveLength(6 + MODEL_FILES.length);
+    // args, performance, confusion matrix, mistakes, behavioural, reference profile, slices and the model files.
+    expect(calls.filter((call) => call.startsWith('artifact '))).toHaveLength(7 + MODEL_FILES.length);
   });
 
   it('an interruption while artifacts are written leaves the run KILLED, never FINISHED', async () => {
@@ -318,6 +318,7 @@ describe('the dataset input and the MLflow 3 logged model of a run', () => {
       RUN_ARTIFACTS.confusion,
       RUN_ARTIFACTS.modelDir,
       RUN_ARTIFACTS.performance,
+      RUN_ARTIFACTS.referenceProfile,
       RUN_ARTIFACTS.slices,
       RUN_ARTIFACTS.mistakes,
     ]);
@@ -328,6 +329,17 @@ describe('the dataset input and the MLflow 3 logged model of a run', () => {
     expect(await artifactJson(RUN_ARTIFACTS.mistakes)).toEqual(outcome.testErrors.mistakes);
     const { matrix } = outcome.testErrors.confusion!;
     expect(matrix.flat().reduce((a, b) => a + b, 0)).toBe(outcome.sizes.test);
+    // The test split's reference profile, for drift monitoring: every test row counted once per signal.
+    const reference = await artifactJson(RUN_ARTIFACTS.referenceProfile);
+    expect(reference).toEqual(JSON.parse(JSON.stringify(outcome.reference)));
+    expect(reference.rows).toBe(outcome.sizes.test);
+    for (const signal of ['confidence', 'unseen_ngrams', 'text_length'] as const) {
+      expect(reference[signal].counts.reduce((a: number, b: number) => a + b, 0)).toBe(outcome.sizes.test);
+    }
+    expect(Object.values(reference.predicted_tag).reduce((a, b) => Number(a) + Number(b), 0)).toBe(
+      outcome.sizes.test,
+    );
+    expect(reference.vocabulary.length).toBeGreaterThan(100);
 
     const model = await store.getLoggedModel(logged.modelId);
     expect(model).toMatchObject({

@@ -7,6 +7,7 @@
 import type {
   ArgsData,
   Envelope,
+  MonitoringData,
   PredictData,
   RunErrorsData,
   RunHistoryData,
@@ -109,6 +110,8 @@ export const api = {
   history: (runId: string) =>
     call<RunHistoryData>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
   errors: (runId: string) => call<RunErrorsData>(`/runs/${encodeURIComponent(runId)}/errors`),
+  /** The served run's live figures (GET /monitoring). */
+  monitoring: () => call<MonitoringData>('/monitoring').then((data) => data.monitoring),
   /** With the served model, or with one run's model when `runId` is given. */
   predict: (texts: string[], runId?: string) =>
     call<PredictAnswer>(runId === undefined ? '/predict' : `/runs/${encodeURIComponent(runId)}/predict`, {

@@ -7,6 +7,7 @@ import type { RunRecord } from '../../src/http/api-types.js';
 import { AuthError, api, apiKey } from './api';
 import { CompareView } from './compare';
 import { shortId } from './format';
+import { LiveView } from './live';
 import { Failure, useLoad } from './load';
 import { isMultiLabel } from './multi-label';
 import { ArgsTable, MetricCards, MetricsTable, MultiLabelBadge, PerTag, RunView } from './run';
@@ -20,7 +21,8 @@ type Route =
   | { view: 'runs' }
   | { view: 'run'; runId: string }
   | { view: 'compare'; left: string; right: string }
-  | { view: 'try'; runId?: string };
+  | { view: 'try'; runId?: string }
+  | { view: 'live' };
 
 function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
@@ -28,6 +30,7 @@ function parseRoute(hash: string): Route {
   if (parts[0] === 'compare' && parts[1] && parts[2])
     return { view: 'compare', left: parts[1], right: parts[2] };
   if (parts[0] === 'try') return parts[1] ? { view: 'try', runId: parts[1] } : { view: 'try' };
+  if (parts[0] === 'live') return { view: 'live' };
   return { view: 'runs' };
 }
 
@@ -154,6 +157,8 @@ export function App() {
     );
   } else if (runs === undefined) {
     body = failure ? <Failure error={failure} /> : <p class="loading">Loading runs…</p>;
+  } else if (route.view === 'live') {
+    body = <LiveView />;
   } else if (route.view === 'try') {
     // A run's own model (`#/try/<run id>`); single-model mode has no runs, only the served model.
     const run = route.runId !== undefined && runs !== null ? byId(route.runId) : undefined;
@@ -227,6 +232,7 @@ export function App() {
         <nav aria-label="Views">
           {link('runs', 'Runs', '#/')}
           {link('try', 'Try it', '#/try')}
+          {link('live', 'Live', '#/live')}
           <a href="../docs">API docs</a>
         </nav>
         {failure && runs !== undefined && <p class="warn">Run list not refreshed: {failure.message}</p>}

@@ -47,8 +47,9 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState, limit
     async (request) => {
       const texts = request.body.texts.map((entry) => entry.text);
       // One read of the served run, so run_id and the predictions agree even if a reload swaps it.
-      const { runId, served, modelVersion } = servedNow(current());
-      const predictions = await predict(request, served, texts, request.body);
+      const state = current();
+      const { runId, served, modelVersion } = servedNow(state);
+      const predictions = await predict(request, served, texts, request.body, { state, runId });
       if (runId === null) return envelope(request, 200, { predictions });
       return envelope(
         request,

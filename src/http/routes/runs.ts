@@ -93,11 +93,15 @@ export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: Htt
     async (request) => {
       const { run_id } = request.params;
       // The run is resolved before the body is used, so an unknown run is a 404 even for a valid body.
-      const served = await current().model(run_id);
+      const servedRuns = current();
+      const served = await servedRuns.model(run_id);
       const texts = request.body.texts.map((entry) => entry.text);
       return envelope(request, 200, {
         run_id,
-        predictions: await predict(request, served, texts, request.body),
+        predictions: await predict(request, served, texts, request.body, {
+          state: { mode: 'runs', servedRuns },
+          runId: run_id,
+        }),
       });
     },
   );

@@ -109,6 +109,12 @@ export interface SqliteOpenOptions {
    * immutable, and reopened whenever the file changes (see `SqliteDriver`).
    */
   readOnly?: boolean;
+  /**
+   * SQLite's `synchronous` for this connection's writes. Default FULL (an fsync at every commit, as the
+   * tracking store wants); NORMAL fsyncs at checkpoints only — still never corrupt in WAL mode, but the
+   * last commits may be lost on power failure, which a stream of prediction records can afford.
+   */
+  synchronous?: 'full' | 'normal';
 }
 
 /** What identifies the database file on disk, to notice it changing under an open connection. */
@@ -186,6 +192,7 @@ export class SqliteDriver implements SqlDriver {
           // clear PERMISSION_DENIED (checkWritable).
           if (sqliteCode(error) !== 8) throw error;
         }
+        if (options.synchronous === 'normal') db.exec('PRAGMA synchronous = NORMAL');
       }
       // MLflow's SQLAlchemy connections do not enforce foreign keys; Tagger does not need them to read
       // what MLflow wrote, and its own writes respect them anyway.

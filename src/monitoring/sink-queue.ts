@@ -1,0 +1,202 @@
+/**
+ * One bounded queue per place records go (the record store, the CloudEvents sink): batches are handed
+ * on off the request path — one at a time, or up to the sink's `concurrency` at once; a failed batch is retried with back-off a few times, then
+ * dropped; beyond `capacity` waiting records new ones are dropped. Every drop is counted, and an outage
+ * is logged twice — when it starts and when writing works again, with what it cost — never once per
+ * failed write.
+ */
+import type { Counter } from 'prom-client';
+import { batchSize } from './batch.js';
+import type { CapturedBatch } from './record-store.js';
+
+/** Somewhere records are written to. */
+export interface RecordSink {
+  /** `store` or `cloudevents`: the metrics' `sink` label. */
+  readonly name: string;
+  /** Where, for logs (no credentials). */
+  readonly target: string;
+  write(batch: CapturedBatch): Promise<void>;
+  /**
+   * Batches it may be handed before the first is written (default 1). A store whose writes queue in its
+   * worker thread takes several: a batch handed over is copied there at once, so this thread keeps no
+   * reference to it — records kept waiting here outlive the young generation and make the collector
+   * copy and promote them (measured: more collector time than the records' own writing).
+   */
+  readonly concurrency?: number;
+}
+
+/** The subset of pino the monitoring layer writes to. */
+export interface MonitoringLog {
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+}
+
+export type DropReason = 'buffer_full' | 'write_failed';
+
+export interface SinkCounters {
+  written: Counter<'sink'>;
+  dropped: Counter<'sink' | 'reason'>;
+}
+
+export interface SinkQueueOptions {
+  /** Most records waiting. */
+  capacity: number;
+  /** The first retry's delay; doubled up to MAX_BACKOFF_MS. */
+  retryMs: number;
+  log: MonitoringLog;
+  counters: SinkCounters;
+}
+
+/** Attempts at one batch before it is dropped (a batch the store refuses for its content must not block the rest). */
+export const ATTEMPTS = 4;
+const MAX_BACKOFF_MS = 30_000;
+
+export class SinkQueue {
+  private queue: CapturedBatch[] = [];
+  private waiting = 0;
+  /** Writes under way, and the records they hold. */
+  private readonly writing = new Set<Promise<void>>();
+  private inFlight = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  /** Set while writes fail: when the outage began and what was dropped since. */
+  private outage: { since: number; dropped: number; error: string } | undefined;
+  private closed = false;
+
+  constructor(
+    readonly sink: RecordSink,
+    private readonly options: SinkQueueOptions,
+  ) {}
+
+  /** Records waiting, and being written. */
+  get pending(): number {
+    return this.waiting + this.inFlight;
+  }
+
+  /** Queues a batch (dropped and counted whole when it does not fit) and starts writing if idle. */
+  offer(batch: CapturedBatch): void {
+    const size = batchSize(batch);
+    if (this.waiting + this.inFlight + size > this.options.capacity) {
+      this.drop(size, 'buffer_full');
+      return;
+    }
+    this.queue.push(batch);
+    this.waiting += size;
+    this.pump();
+  }
+
+  /** Counts records dropped (here, or before they reached this queue: the recorder's buffer was full). */
+  drop(count: number, reason: DropReason): void {
+    if (count <= 0) return;
+    this.options.counters.dropped.inc({ sink: this.sink.name, reason }, count);
+    if (this.outage) this.outage.dropped += count;
+  }
+
+  private pump(): void {
+    const concurrency = this.sink.concurrency ?? 1;
+    while (this.writing.size < concurrency && this.retryTimer === undefined && this.queue.length > 0) {
+      const batch = this.queue.shift()!;
+      const size = batchSize(batch);
+      this.waiting -= size;
+      this.inFlight += size;
+      const write: Promise<void> = this.sink.write(batch).then(
+        () => this.succeeded(size),
+        (error: unknown) => this.failed(batch, error),
+      );
+      this.writing.add(write);
+      void write.finally(() => {
+        this.writing.delete(write);
+        this.inFlight -= size;
+        this.pump();
+      });
+    }
+  }
+
+  private succeeded(count: number): void {
+    this.options.counters.written.inc({ sink: this.sink.name }, count);
+    this.failures = 0;
+    if (this.outage) {
+      this.options.log.info(
+        {
+          sink: this.sink.name,
+          target: this.sink.target,
+          outageMs: Date.now() - this.outage.since,
+          dropped: this.outage.dropped,
+        },
+        'prediction records are written again',
+      );
+      this.outage = undefined;
+    }
+  }
+
+  private failed(batch: CapturedBatch, error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    const size = batchSize(batch);
+    this.failures++;
+    if (this.outage === undefined) {
+      this.outage = { since: Date.now(), dropped: 0, error: message };
+      this.options.log.warn(
+        { sink: this.sink.name, target: this.sink.target, error: message, keeping: this.options.capacity },
+        'prediction records cannot be written; keeping them in memory up to the buffer size, dropping (and counting) beyond it, until writing works again',
+      );
+    }
+    if (this.failures % ATTEMPTS === 0 || this.closed) {
+      // Tried enough: this batch goes, so one that can never be written does not hold up the rest.
+      this.drop(size, 'write_failed');
+    } else if (this.waiting + this.inFlight > this.options.capacity) {
+      // (The batch still counts in `inFlight` here; back in the queue it would count the same.)
+      this.drop(size, 'buffer_full');
+    } else {
+      // Back to the front: it is older than what waits behind it.
+      this.queue.unshift(batch);
+      this.waiting += size;
+    }
+    // One retry timer at a time, whichever of the batches under way failed first.
+    if (this.closed || this.retryTimer !== undefined) return;
+    const delay = Math.min(MAX_BACKOFF_MS, this.options.retryMs * 2 ** Math.min(10, this.failures - 1));
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.pump();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  /** Resolves once nothing is queued or being written (or after `withinMs`); false if time ran out. */
+  async idle(withinMs: number): Promise<boolean> {
+    const deadline = Date.now() + withinMs;
+    while (this.queue.length > 0 || this.writing.size > 0) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((done) => setTimeout(done, 5));
+    }
+    return true;
+  }
+
+  /**
+   * Writes what is queued (retrying failures at once, without back-off) for at most `withinMs`, then
+   * drops and counts the rest; for shutdown.
+   */
+  async drain(withinMs: number): Promise<void> {
+    const deadline = Date.now() + withinMs;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    while (Date.now() < deadline && (this.queue.length > 0 || this.writing.size > 0)) {
+      this.pump();
+      if (this.writing.size === 0) break;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.race(this.writing),
+        new Promise((done) => {
+          timer = setTimeout(done, Math.max(0, deadline - Date.now()));
+        }),
+      ]);
+      clearTimeout(timer);
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+    }
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    this.drop(this.waiting, 'write_failed');
+    this.queue = [];
+    this.waiting = 0;
+  }
+}

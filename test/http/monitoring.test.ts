@@ -1,0 +1,187 @@
+/**
+ * GET /monitoring and the monitoring gauges of /metrics, through the app: a run trained on part of the
+ * sample data and served with monitoring, held-out texts of the same kind (no drift), texts of another
+ * domain (drift in the unseen-word share), feedback whose live metrics must equal what training's
+ * metrics code computes, and a record store that cannot be opened (predictions unaffected, feedback a
+ * 503, drops counted, one warning).
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MonitoringData } from '../../src/http/api-types.js';
+import { weightedMetrics } from '../../src/model/metrics.js';
+import { RecordStoreError } from '../../src/monitoring/index.js';
+import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
+import { SAMPLE_DATA } from '../support/components.js';
+import { expectEnvelope, postJson } from '../support/http.js';
+import { type MonitoredApp, monitoredApp, OTHER_DOMAIN_TEXTS, trainRun } from '../support/monitoring.js';
+
+let dir: string;
+let store: TrackingStore;
+let served: MonitoredApp;
+/** Sample rows the model never saw: (text, tag). */
+let heldOut: { text: string; tag: string }[];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tagger-monitoring-'));
+  const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true }) as Record<string, string>[];
+  const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
+  const train = rows.slice(0, 200);
+  heldOut = rows.slice(200).map((row) => ({ text: `${row.title} ${row.description}`, tag: row.tag! }));
+  const file = join(dir, 'train.csv');
+  await writeFile(
+    file,
+    `title,description,tag\n${train.map((row) => [row.title!, row.description!, row.tag!].map(quote).join(',')).join('\n')}\n`,
+  );
+  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  await trainRun(uri, { data: file });
+  store = await openTrackingStore(uri, { readOnly: true });
+  served = await monitoredApp(store, { config: { minPredictions: 40 } });
+}, 120_000);
+
+afterAll(async () => {
+  await served?.close();
+  await store?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function predict(
+  on: MonitoredApp,
+  texts: string[],
+): Promise<{ prediction_id: string; predicted_tag: string }[]> {
+  const response = await postJson(on.app, '/predict', { texts: texts.map((text) => ({ text })) });
+  expect(response.statusCode).toBe(200);
+  await on.monitoring.recorder.settle();
+  return response.json().data.predictions;
+}
+
+async function figures(on: MonitoredApp) {
+  const response = await on.app.inject({ method: 'GET', url: '/monitoring' });
+  expect(response.statusCode, response.body).toBe(200);
+  const body = expectEnvelope(response, { method: 'GET', url: '/monitoring' });
+  return (body.data as MonitoringData).monitoring;
+}
+
+const metricLines = async (on: MonitoredApp): Promise<string> =>
+  (await on.app.inject({ method: 'GET', url: '/metrics' })).body;
+
+describe('GET /monitoring', () => {
+  it('shows the served run’s window beside its test split, and no drift for texts like the training data', async () => {
+    const before = await figures(served);
+    expect(before.predictions).toBe(0);
+    expect(before.drift.unseen_ngrams).toMatchObject({
+      value: null,
+      drifted: false,
+      reason: expect.stringMatching(/judged from 40/),
+    });
+    const predictions = await predict(
+      served,
+      heldOut.map((row) => row.text),
+    );
+    const now = await figures(served);
+    expect(now.run_id).toBe(served.servedRuns.bestRunId);
+    expect(now.predictions).toBe(heldOut.length);
+    const counted = Object.fromEntries(now.tags.map((t) => [t.tag, t.count]));
+    for (const p of predictions) expect(counted[p.predicted_tag]).toBeGreaterThan(0);
+    expect(now.tags.reduce((sum, t) => sum + (t.reference ?? 0), 0)).toBeCloseTo(1);
+    for (const signal of ['predicted_tag', 'confidence', 'unseen_ngrams', 'text_length']) {
+      expect(now.drift[signal as keyof typeof now.drift], signal).toMatchObject({
+        threshold: 0.2,
+        drifted: false,
+        live: heldOut.length,
+      });
+      expect(typeof now.drift[signal as keyof typeof now.drift].value).toBe('number');
+    }
+    expect(now.recording).toEqual({ store: 'memory:', sample_rate: 1, text: 'full', retention_days: 30 });
+    expect(now.problems).toEqual([]);
+    expect(now.history.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('computes live precision, recall and f1 from feedback exactly as training computes its metrics', async () => {
+    const predictions = await predict(
+      served,
+      heldOut.map((row) => row.text),
+    );
+    const response = await postJson(served.app, '/feedback', {
+      feedback: predictions.map((p, i) => ({ prediction_id: p.prediction_id, tag: heldOut[i]!.tag })),
+    });
+    expect(response.json().data.accepted).toBe(heldOut.length);
+    const now = await figures(served);
+    const expected = weightedMetrics(
+      heldOut.map((row) => row.tag),
+      predictions.map((p) => p.predicted_tag),
+    );
+    expect(now.feedback).toBe(heldOut.length);
+    expect(now.live).toEqual(expected);
+    expect(Object.keys(now.live_class).sort()).toEqual(now.tags.map((t) => t.tag).sort());
+    expect(now.last_feedback_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    const metrics = await metricLines(served);
+    expect(metrics).toContain(`tagger_live_f1 ${expected.f1}`);
+    expect(metrics).toContain(`tagger_monitoring_window_feedback ${heldOut.length}`);
+    expect(metrics).toContain(`tagger_feedback_received_total{result="accepted"} ${heldOut.length}`);
+  });
+
+  it('detects drift when texts of another domain arrive, in the report and in the gauges', async () => {
+    const texts = Array.from({ length: 120 }, (_, i) => OTHER_DOMAIN_TEXTS[i % OTHER_DOMAIN_TEXTS.length]!);
+    await predict(served, texts);
+    const now = await figures(served);
+    expect(now.drift.unseen_ngrams.drifted).toBe(true);
+    expect(now.drift.unseen_ngrams.value).toBeGreaterThan(0.2);
+    expect(now.drift.unseen_ngrams.p_value).toBeLessThan(0.01);
+    const metrics = await metricLines(served);
+    expect(metrics).toContain('tagger_drift_detected{signal="unseen_ngrams"} 1');
+    expect(metrics).toMatch(/tagger_drift_value\{signal="unseen_ngrams"\} \d/);
+    expect(metrics).toContain('tagger_drift_threshold{signal="unseen_ngrams"} 0.2');
+    expect(metrics).toMatch(/tagger_prediction_records_written_total\{sink="store"\} \d+/);
+    expect(metrics).toContain('tagger_reference_profile_available 1');
+  });
+});
+
+describe('an unavailable record store', () => {
+  it('leaves predictions alone, answers feedback and figures with what it knows, counts drops, warns once', async () => {
+    let attempts = 0;
+    const broken = await monitoredApp(store, {
+      config: { bufferSize: 20, flushMs: 10 },
+      openStore: async () => {
+        attempts++;
+        throw new RecordStoreError('UNAVAILABLE', 'records: the database is down');
+      },
+    });
+    try {
+      for (let i = 0; i < 5; i++) {
+        const response = await postJson(broken.app, '/predict', {
+          texts: heldOut.slice(0, 10).map((row) => ({ text: row.text })),
+        });
+        expect(response.statusCode).toBe(200);
+      }
+      await broken.monitoring.recorder.settle(300);
+      const feedback = await postJson(broken.app, '/feedback', {
+        feedback: [{ prediction_id: '00000000-0000-4000-8000-000000000000', tag: 'mlops' }],
+      });
+      expect(feedback.statusCode).toBe(503);
+      expect(feedback.headers['retry-after']).toBeDefined();
+      expect(feedback.json().detail).toMatch(/the database is down; retry later/);
+      const now = await figures(broken);
+      expect(now.problems.join(' ')).toMatch(/record store is unavailable/);
+      const metrics = await metricLines(broken);
+      const dropped = Number(
+        /tagger_prediction_records_dropped_total\{sink="store",reason="buffer_full"\} (\d+)/.exec(
+          metrics,
+        )?.[1],
+      );
+      expect(dropped).toBeGreaterThanOrEqual(30);
+      const warnings = broken.log.lines.filter((line) => line.level === 'warn');
+      expect(warnings.map((line) => line.msg)).toEqual([
+        expect.stringMatching(/record store cannot be opened/),
+        expect.stringMatching(/prediction records cannot be written/),
+      ]);
+      // Opening is retried at most every 10 s, not at every write.
+      expect(attempts).toBeLessThanOrEqual(2);
+    } finally {
+      await broken.close();
+    }
+  });
+});

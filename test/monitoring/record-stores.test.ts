@@ -1,0 +1,122 @@
+/**
+ * Every prediction-record store adapter through the contract (memory, SQLite in its worker thread,
+ * PostgreSQL on a real server), and what only the SQL adapter has: its own tables beside MLflow's in a
+ * tracking database without touching MLflow's, a newer layout refused, a read-only open that creates
+ * nothing.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryRecordStore } from '../../src/monitoring/memory-record-store.js';
+import { defaultRecordStoreUri, openRecordStore } from '../../src/monitoring/open.js';
+import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
+import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+import { newScope, record, runRecordStoreContract } from './contract.js';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tagger-records-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+runRecordStoreContract(
+  'memory',
+  async () => {
+    const store = new MemoryRecordStore();
+    return { open: async () => store, cleanup: async () => undefined };
+  },
+  { shared: false },
+);
+
+let n = 0;
+runRecordStoreContract(
+  'SQLite (worker thread)',
+  async () => {
+    const uri = `sqlite:///${join(dir, `contract-${++n}.db`)}`;
+    return { open: () => openRecordStore(uri), cleanup: async () => undefined };
+  },
+  { shared: true },
+);
+
+const pgBin = postgresBin();
+let postgresPromise: Promise<Postgres> | undefined;
+afterAll(async () => {
+  if (postgresPromise) await (await postgresPromise).stop();
+});
+if (pgBin) {
+  runRecordStoreContract(
+    'PostgreSQL',
+    async () => {
+      postgresPromise ??= startPostgres(pgBin);
+      const uri = (await postgresPromise).sqlalchemyUri('records');
+      return { open: () => openRecordStore(uri), cleanup: async () => undefined };
+    },
+    { shared: true },
+  );
+} else {
+  it.skip('RecordStore contract: PostgreSQL [skipped: PostgreSQL not installed]', () => {});
+}
+
+describe('the SQL adapter beside MLflow', () => {
+  it('adds its own tables to a tracking database and leaves MLflow’s exactly as they were', async () => {
+    const file = join(dir, 'mlflow.db');
+    const uri = `sqlite:///${file}`;
+    const tracking = await SqlTrackingStore.open(uri, 'mlflow.db');
+    await tracking.close();
+    const schemaOf = (where: string) => {
+      const db = new DatabaseSync(file, { readOnly: true });
+      try {
+        return db.prepare(`SELECT type, name, sql FROM sqlite_master WHERE ${where} ORDER BY name`).all();
+      } finally {
+        db.close();
+      }
+    };
+    const mlflowBefore = schemaOf("tbl_name NOT LIKE 'tagger_%'");
+    expect(defaultRecordStoreUri(uri)).toBe(uri);
+    const records = await openRecordStore(uri);
+    await records.append([record(newScope())]);
+    await records.close();
+    expect(schemaOf("tbl_name NOT LIKE 'tagger_%'")).toEqual(mlflowBefore);
+    expect(schemaOf("type = 'table' AND name LIKE 'tagger_%'").map((row) => row.name)).toEqual([
+      'tagger_feedback',
+      'tagger_predictions',
+      'tagger_records_meta',
+    ]);
+    // And MLflow's store still opens it as its own.
+    await (await SqlTrackingStore.open(uri, 'mlflow.db', { readOnly: true })).close();
+  });
+
+  it('refuses a layout newer than it knows, and a read-only open creates nothing', async () => {
+    const file = join(dir, 'newer.db');
+    const store = await openRecordStore(`sqlite:///${file}`);
+    await store.close();
+    const db = new DatabaseSync(file);
+    db.exec("UPDATE tagger_records_meta SET value = '99' WHERE key = 'schema'");
+    db.close();
+    await expect(openRecordStore(`sqlite:///${file}`)).rejects.toThrow(
+      /layout 99, newer than this Tagger's 1/,
+    );
+    await expect(openRecordStore(`sqlite:///${join(dir, 'none.db')}`, { readOnly: true })).rejects.toThrow(
+      /there is no database at .*none\.db.*no server recorded predictions there/,
+    );
+    const empty = join(dir, 'empty.db');
+    new DatabaseSync(empty).close();
+    await expect(openRecordStore(`sqlite:///${empty}`, { readOnly: true })).rejects.toThrow(
+      /holds no prediction records/,
+    );
+  });
+
+  it('names the forms a record store URI can take', async () => {
+    await expect(openRecordStore('mysql://x/y')).rejects.toThrow(
+      /use sqlite:\/\/\/path\.db, postgresql:\/\/… or memory:/,
+    );
+    await expect(openRecordStore('sqlite://')).rejects.toThrow(/^records: .*names no database file/);
+    expect(defaultRecordStoreUri('./mlruns')).toBe('sqlite:///tagger-records.db');
+    expect(defaultRecordStoreUri('http://mlflow:5000')).toBe('sqlite:///tagger-records.db');
+    expect(defaultRecordStoreUri('postgresql+psycopg2://u@h/db')).toBe('postgresql+psycopg2://u@h/db');
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * The inspection page's Live view (`#/live`) in Debian's Chromium against a real server on 127.0.0.1 with
+ * monitoring: the page built from ui/ by Vite, a run trained on part of the sample data. It must show the
+ * window and the test split's figures side by side, turn to "drifted" once texts of another domain
+ * arrive (it reads GET /monitoring every few seconds), show live metrics once feedback is given, and pass
+ * the same checks as the other views: nothing cut off sideways at a phone's width, no serious axe-core
+ * violation, nothing loaded from outside 127.0.0.1. Screenshots go beside the other views'.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import axe from 'axe-core';
+import { parse } from 'csv-parse/sync';
+import type { Browser, Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
+import { launchOfflineChromium } from '../support/chromium.js';
+import { chromiumPath, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
+import { type MonitoredApp, monitoredApp, OTHER_DOMAIN_TEXTS, trainRun } from '../support/monitoring.js';
+
+/* The page's globals as the page.evaluate callbacks use them (this test program has no DOM lib). */
+declare const document: {
+  documentElement: { clientWidth: number; scrollWidth: number };
+  querySelectorAll(selector: string): Iterable<{
+    closest(s: string): unknown;
+    getBoundingClientRect(): { left: number; right: number };
+    offsetParent: unknown;
+    tagName: string;
+  }>;
+};
+declare const window: { axe: typeof axe };
+
+const executablePath = chromiumPath();
+const SCREENSHOTS = process.env.TAGGER_SCREENSHOT_DIR ?? join(REPO_ROOT, 'test-results', 'ui');
+
+let dir: string;
+let store: TrackingStore;
+let served: MonitoredApp;
+let base: string;
+let browser: Browser;
+let heldOut: { text: string; tag: string }[];
+
+beforeAll(async () => {
+  if (executablePath === null) return;
+  dir = await mkdtemp(join(tmpdir(), 'tagger-ui-live-'));
+  const uiDir = join(dir, 'ui');
+  await build({
+    configFile: join(REPO_ROOT, 'ui', 'vite.config.ts'),
+    build: { outDir: uiDir, emptyOutDir: true },
+    logLevel: 'warn',
+  });
+  const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true }) as Record<string, string>[];
+  const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
+  heldOut = rows.slice(200).map((row) => ({ text: `${row.title} ${row.description}`, tag: row.tag! }));
+  const train = join(dir, 'train.csv');
+  await writeFile(
+    train,
+    `title,description,tag\n${rows
+      .slice(0, 200)
+      .map((row) => [row.title!, row.description!, row.tag!].map(quote).join(','))
+      .join('\n')}\n`,
+  );
+  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  await trainRun(uri, { data: train });
+  store = await openTrackingStore(uri, { readOnly: true });
+  served = await monitoredApp(store, { config: { minPredictions: 40 }, deps: { uiDir } });
+  base = await served.app.listen({ host: '127.0.0.1', port: 0 });
+  browser = await launchOfflineChromium(executablePath);
+  await mkdir(SCREENSHOTS, { recursive: true });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await served?.close();
+  await store?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function post(path: string, body: unknown): Promise<{ data: Record<string, unknown> }> {
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(response.status, path).toBe(200);
+  return (await response.json()) as { data: Record<string, unknown> };
+}
+
+async function predict(texts: string[]): Promise<{ prediction_id: string }[]> {
+  const answer = await post('/predict', { texts: texts.map((text) => ({ text })) });
+  await served.monitoring.recorder.settle();
+  return answer.data.predictions as { prediction_id: string }[];
+}
+
+async function open(
+  width: number,
+  height: number,
+): Promise<{ page: Page; external: string[]; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width, height } });
+  const external: string[] = [];
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.route('**/*', async (route) => {
+    const target = new URL(route.request().url());
+    if (target.protocol === 'data:' || target.hostname === '127.0.0.1') await route.continue();
+    else {
+      external.push(target.href);
+      await route.abort();
+    }
+  });
+  await page.goto(`${base}/ui/#/live`);
+  return { page, external, errors };
+}
+
+async function checks(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  const width = await page.evaluate(() => [
+    document.documentElement.clientWidth,
+    document.documentElement.scrollWidth,
+  ]);
+  expect(width[1], `${name}: the page scrolls sideways`).toBeLessThanOrEqual(width[0]! + 1);
+  await page.evaluate(axe.source);
+  const result = (await page.evaluate(() =>
+    window.axe.run(document as never, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+    }),
+  )) as axe.AxeResults;
+  const serious = result.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.help}`);
+  expect(serious, name).toEqual([]);
+}
+
+describe.skipIf(executablePath === null)('the Live view', () => {
+  it('shows the window beside the test split, with no drift for texts like the training data', async () => {
+    await predict(heldOut.map((row) => row.text));
+    const { page, external, errors } = await open(1280, 800);
+    await page.getByRole('heading', { name: 'Live', exact: true }).waitFor();
+    await page.getByText(`latest ${heldOut.length} predictions`).waitFor();
+    const row = page.locator('tr[data-signal="unseen_ngrams"]');
+    await expect.poll(async () => row.locator('td').last().textContent()).toBe('no');
+    expect(await page.locator('[data-live="f1"] dd.sub').textContent()).toMatch(/^test split 0\.\d{3}$/);
+    await checks(page, 'live-desktop');
+    expect(external).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it('turns to drifted when texts of another domain arrive, and shows live metrics once labelled', async () => {
+    const { page } = await open(1280, 800);
+    await page.getByRole('heading', { name: 'Live', exact: true }).waitFor();
+    await predict(Array.from({ length: 120 }, (_, i) => OTHER_DOMAIN_TEXTS[i % OTHER_DOMAIN_TEXTS.length]!));
+    const row = page.locator('tr[data-signal="unseen_ngrams"]');
+    // The view reads the figures again every 5 s.
+    await expect.poll(async () => row.locator('td').last().textContent(), { timeout: 15_000 }).toBe('yes');
+    expect(await row.getAttribute('class')).toBe('drifted');
+    const ids = await predict(heldOut.map((row) => row.text));
+    await post('/feedback', {
+      feedback: ids.map((p, i) => ({ prediction_id: p.prediction_id, tag: heldOut[i]!.tag })),
+    });
+    await expect
+      .poll(async () => page.locator('[data-live="f1"] dd').first().textContent(), { timeout: 15_000 })
+      .toMatch(/^0\.\d{3}$|^1$/);
+    await checks(page, 'live-drifted-desktop');
+    await page.close();
+    const phone = await open(390, 844);
+    await phone.page.getByRole('heading', { name: 'Live', exact: true }).waitFor();
+    await phone.page.locator('tr[data-signal="unseen_ngrams"].drifted').waitFor();
+    await checks(phone.page, 'live-drifted-phone');
+    await phone.page.close();
+  }, 90_000);
+});
