@@ -3,7 +3,9 @@
  * skipped without `npm run setup:encoder`): predictions equal the model's own with the same embeddings,
  * explanations carry the encoder term and still sum to the score, concurrent requests share batches, a
  * full queue sheds with 503 + Retry-After, a run whose encoder differs is held back with the reason in
- * /health/ready, and a reload to a run with another encoder closes the old one without failing a request.
+ * /health/ready, predictions that come through the batcher carry their prediction_id and are recorded
+ * like any other (feedback finds them), and a reload to a run with another encoder closes the old one
+ * without failing a request.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import type { TrainEncoder } from '../../src/model/index.js';
+import { Monitoring } from '../../src/monitoring/index.js';
 import {
   EncoderPool,
   type EncoderSettings,
@@ -28,6 +31,7 @@ import {
 } from '../support/encoder-fixture.js';
 import { type TrainedModel, trainModel } from '../support/fixtures.js';
 import { captureLog, postJson } from '../support/http.js';
+import { testMonitoringConfig } from '../support/monitoring.js';
 import { logServedRun } from '../support/serve-process.js';
 
 const dir = minilmDir();
@@ -225,6 +229,46 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
     }
     // The same encoder as the served run's: shared, not opened twice.
     expect(pool.size).toBe(1);
+  });
+
+  it('gives batched encoder predictions their prediction_id and records them, as for TF-IDF runs', async () => {
+    const metrics = createHttpMetrics({ defaultMetrics: false });
+    const monitoring = new Monitoring(testMonitoringConfig(), {
+      log: captureLog(),
+      registry: metrics.registry,
+    });
+    const monitored = createApp({ serving: { mode: 'runs', servedRuns }, metrics, monitoring });
+    try {
+      batches.length = 0;
+      // Concurrent requests, so their texts share the batcher's batches.
+      const responses = await Promise.all([
+        ...TEXTS.map((text) => postJson(monitored, '/predict', { texts: [{ text }] })),
+        postJson(monitored, `/runs/${runs.enc}/predict`, { texts: [{ text: TEXTS[0] }], explain: true }),
+      ]);
+      expect(responses.map((r) => r.statusCode)).toEqual(Array(TEXTS.length + 1).fill(200));
+      expect(batches.length).toBeLessThan(TEXTS.length + 1);
+      const ids = responses.map(
+        (r) => (r.json().data.predictions[0] as { prediction_id: string }).prediction_id,
+      );
+      for (const id of ids)
+        expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(new Set(ids).size).toBe(ids.length);
+      await monitoring.recorder.settle();
+      const tag = encoderModel.model.tags[0]!;
+      const feedback = await postJson(monitored, '/feedback', {
+        feedback: ids.map((prediction_id) => ({ prediction_id, tag })),
+      });
+      expect(feedback.statusCode, feedback.body).toBe(200);
+      const items = feedback.json().data.feedback as { status: number; run_id: string }[];
+      expect(items.map((item) => [item.status, item.run_id])).toEqual(ids.map(() => [200, runs.enc]));
+      const figures = await monitored.inject({ method: 'GET', url: '/monitoring' });
+      expect(figures.statusCode, figures.body).toBe(200);
+      // The served run's window: the /predict answers (the /runs/{id}/predict one is the same run).
+      expect(figures.json().data.monitoring).toMatchObject({ run_id: runs.enc, predictions: ids.length });
+    } finally {
+      await monitored.close();
+      await monitoring.close();
+    }
   });
 
   it('swaps to a run with another encoder under requests, failing none, and closes the old encoder', async () => {
