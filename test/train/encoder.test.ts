@@ -1,8 +1,9 @@
 /**
  * Encoder runs in src/train, with synthetic embeddings (one per text, computed before anything trains):
- * the split, evaluation and behavioural tests find every text's embedding; cross-validation gives the same
- * numbers serially and in worker threads (which receive the embeddings once); the texts to embed are each
- * distinct text once. The real encoder is tested in test/encoder and test/cli/encoder.test.ts.
+ * the split, evaluation, behavioural tests and drift reference profile find every text's embedding;
+ * cross-validation gives the same numbers serially and in worker threads (which receive the embeddings
+ * once); the texts to embed are each distinct text once. The real encoder is tested in test/encoder and
+ * test/cli/encoder.test.ts.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -65,6 +66,13 @@ describe('encoder runs in src/train', () => {
     expect(outcome.model.encoder).toEqual(SPEC);
     expect(outcome.performance.overall.f1).toBeGreaterThan(0.5);
     expect(outcome.behaviour.passed + outcome.behaviour.failed).toBeGreaterThan(0);
+    // The drift reference profile counts what the model predicted on the test split with the embeddings:
+    // each tag as often as its column of the confusion matrix.
+    const { labels, matrix } = outcome.testErrors.confusion!;
+    expect(outcome.reference.rows).toBe(outcome.testSet.size);
+    labels.forEach((tag, j) => {
+      expect(outcome.reference.predicted_tag[tag] ?? 0).toBe(matrix.reduce((sum, row) => sum + row[j]!, 0));
+    });
     expect(() => trainAndEvaluate({ data, args: ARGS, seed: 3 })).toThrow(/no embeddings were given/);
   });
 
