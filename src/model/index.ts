@@ -35,6 +35,7 @@ export {
 } from './drift.js';
 export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './embeddings.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
+export { evaluate, evaluateWithErrors } from './evaluate.js';
 export type { Explanation, FeatureContribution } from './explain.js';
 export {
   modelTags,
@@ -81,8 +82,6 @@ export { stratifiedSplit } from './split.js';
 export {
   bindEmbeddings,
   type EpochReport,
-  evaluate,
-  evaluateWithErrors,
   type LabelledText,
   type Prediction,
   type TagModel,

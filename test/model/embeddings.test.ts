@@ -20,8 +20,9 @@ import {
   parseEncoderSpec,
 } from '../../src/model/embeddings.js';
 import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
+import { evaluate } from '../../src/model/evaluate.js';
 import { createRng } from '../../src/model/rng.js';
-import { bindEmbeddings, evaluate, type LabelledText, trainTagger } from '../../src/model/tagger.js';
+import { bindEmbeddings, type LabelledText, trainTagger } from '../../src/model/tagger.js';
 
 const DIM = 8;
 const TAGS = ['alpha', 'beta', 'gamma'];
