@@ -14,7 +14,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openEncoder, resolveEncoder } from '../src/encoder/index.js';
@@ -31,6 +30,7 @@ import {
   trainTagger,
 } from '../src/model/index.js';
 import { serveExecArgv } from '../src/serve/node-flags.js';
+import { body, chunks, cosine, median, peakRssMb, probeLive, quantile, sendAll } from './encoder-http.js';
 import { resolveCli } from './fixture.js';
 import { runLoad } from './load.js';
 import { freePort, installCleanup, type Proc, start, stopAll, waitForPort } from './procs.js';
@@ -42,114 +42,6 @@ const PYTHON = process.env.TAGGER_PYTHON ?? resolve(REPO, '.venv', 'bin', 'pytho
 const log = (message: string): void => {
   process.stderr.write(`[bench/encoder] ${message}\n`);
 };
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-const quantile = (values: readonly number[], q: number): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
-const chunks = <T>(items: readonly T[], size: number): T[][] =>
-  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
-const body = (texts: readonly string[]): string => JSON.stringify({ texts: texts.map((text) => ({ text })) });
-
-/** Peak resident memory of a process (the kernel's high-water mark, VmHWM), in MB. */
-function peakRssMb(pid: number): number | null {
-  try {
-    const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : null;
-  } catch {
-    return null;
-  }
-}
-
-// ---- a small keep-alive HTTP client (the encoder's requests take milliseconds: its cost is noise) ----
-
-interface Answer {
-  status: number;
-  ms: number;
-  retryAfter?: string;
-}
-
-function send(agent: Agent, url: string, method: 'GET' | 'POST', payload?: string): Promise<Answer> {
-  const started = performance.now();
-  return new Promise((done, fail) => {
-    const req = request(
-      url,
-      {
-        method,
-        agent,
-        headers: payload
-          ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
-          : {},
-      },
-      (response) => {
-        response.resume();
-        response.once('end', () =>
-          done({
-            status: response.statusCode ?? 0,
-            ms: performance.now() - started,
-            ...(response.headers['retry-after']
-              ? { retryAfter: String(response.headers['retry-after']) }
-              : {}),
-          }),
-        );
-      },
-    );
-    req.once('error', fail);
-    req.end(payload);
-  });
-}
-
-/**
- * Sends every body once over `connections` keep-alive connections (each takes the next body when its
- * previous answer arrived); resolves with the answers and the seconds it all took.
- */
-async function sendAll(
-  url: string,
-  bodies: readonly string[],
-  connections: number,
-): Promise<{ answers: Answer[]; seconds: number }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: connections });
-  const answers: Answer[] = [];
-  let next = 0;
-  const started = performance.now();
-  try {
-    await Promise.all(
-      Array.from({ length: connections }, async () => {
-        while (next < bodies.length) {
-          const payload = bodies[next++]!;
-          answers.push(await send(agent, `${url}/predict`, 'POST', payload));
-        }
-      }),
-    );
-  } finally {
-    agent.destroy();
-  }
-  return { answers, seconds: (performance.now() - started) / 1000 };
-}
-
-/** /health/live answered once every `everyMs` until `until` resolves; the latencies in ms. */
-async function probeLive(url: string, until: Promise<unknown>, everyMs = 10): Promise<number[]> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  let done = false;
-  void until.finally(() => {
-    done = true;
-  });
-  const latencies: number[] = [];
-  try {
-    while (!done) {
-      latencies.push((await send(agent, `${url}/health/live`, 'GET')).ms);
-      await new Promise((resume) => setTimeout(resume, everyMs));
-    }
-  } finally {
-    agent.destroy();
-  }
-  return latencies;
-}
 
 // ---- the pieces -----------------------------------------------------------------------------------
 
@@ -253,18 +145,6 @@ let encoderFiles: { model: string; tokenizer: string; maxTokens: number } | unde
 const resolveEncoderFiles = () => {
   if (encoderFiles === undefined) throw new Error('bench/encoder: encoder files not resolved');
   return encoderFiles;
-};
-
-const cosine = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
 };
 
 export interface ServingBenchInput {
