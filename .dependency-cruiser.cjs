@@ -2,8 +2,9 @@
  * Architecture rules (see docs/ARCHITECTURE.md): dependencies point one way.
  *   model  -> nothing of ours (pure text/ML code, no I/O)
  *   tracking -> nothing of ours
+ *   encoder -> nothing of ours (sentence encoders: files, ONNX Runtime, tokenizers; loaded by import())
  *   train  -> model, tracking
- *   service -> model, tracking
+ *   service -> model, tracking; encoder only by import() (encoder runs' encoders, in a worker thread)
  *   monitoring -> model; of tracking only the SQL driver plumbing it reuses (never service, http, train)
  *   http   -> model, service, monitoring (never tracking or train directly)
  *   app (the app factory) -> http, service, model, tracking, monitoring
@@ -66,6 +67,32 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/tracking' },
       to: { path: '^src/(?!tracking)' },
+    },
+    {
+      name: 'encoder-is-independent',
+      comment: 'src/encoder (tokenizer + ONNX model) imports nothing else of Tagger, like src/tracking',
+      severity: 'error',
+      from: { path: '^src/encoder' },
+      to: { path: '^src/(?!encoder)' },
+    },
+    {
+      name: 'encoder-users',
+      comment:
+        'the encoder is loaded by the layers that compute embeddings (train, cli; service and serve when they serve encoder runs), never by model, tracking, monitoring, http or the app factory',
+      severity: 'error',
+      from: { path: '^src/(model|tracking|monitoring|http|app\\.ts)' },
+      to: { path: '^src/encoder/' },
+    },
+    {
+      name: 'encoder-loaded-lazily',
+      comment:
+        'the service layer loads src/encoder with import() (or imports its types): a process serving TF-IDF runs never loads ONNX Runtime',
+      severity: 'error',
+      from: { path: '^src/(service|serve)/' },
+      to: {
+        path: '^src/encoder/',
+        dependencyTypesNot: ['dynamic-import', 'type-only', 'pre-compilation-only'],
+      },
     },
     {
       name: 'train-deps',

@@ -19,6 +19,7 @@ type Section = {
 const SECTIONS: Section[] = [
   { name: 'model', load: () => import('./model.js') },
   { name: 'multilabel', load: () => import('./multi-label.js') },
+  { name: 'encoder', load: () => import('./encoder.js') },
   { name: 'http', load: () => import('./http.js') },
   { name: 'tracking', load: () => import('./tracking.js') },
   { name: 'batch', load: () => import('./batch.js') },

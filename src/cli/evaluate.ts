@@ -1,6 +1,7 @@
 /** `tagger evaluate`: a run or a saved model scored on new labelled data, with training's report. */
 import type { Command } from 'commander';
 import {
+  behaviourTexts,
   compileSlices,
   DEFAULT_BEHAVIOUR_SUITE,
   DEFAULT_SLICE_DEFINITIONS,
@@ -10,7 +11,7 @@ import {
   tagsOf,
 } from '../model/index.js';
 import { readDataset } from '../train/data.js';
-import { loadModelOfFlags, readDefinitions, trackingOption } from './inputs.js';
+import { loadModelOfFlags, modelFor, readDefinitions, trackingOption } from './inputs.js';
 import type { CliIo } from './io.js';
 import { behaviourSummary, formatMetric, textTable } from './output.js';
 
@@ -30,14 +31,22 @@ async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
   const definitions = await readDefinitions(flags);
   const data = await readDataset(flags.data);
   const loaded = await loadModelOfFlags(flags, io);
+  const suite = definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE;
+  // An encoder run: every text scored (the data's, the suite's) is embedded once, first.
+  let model: Awaited<ReturnType<typeof modelFor>>;
+  try {
+    model = await modelFor(loaded, [...data.map((row) => row.text), ...behaviourTexts(suite)]);
+  } finally {
+    await loaded.close();
+  }
   const classes = new Set(loaded.model.tags);
   const unknown: Record<string, number> = {};
   for (const row of data) {
     for (const tag of tagsOf(row)) if (!classes.has(tag)) unknown[tag] = (unknown[tag] ?? 0) + 1;
   }
   const sliceDefinitions = definitions.slices ?? DEFAULT_SLICE_DEFINITIONS;
-  const performance = evaluate(loaded.model, data, compileSlices(sliceDefinitions));
-  const behaviour = runBehaviourSuite(loaded.model, definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE);
+  const performance = evaluate(model, data, compileSlices(sliceDefinitions));
+  const behaviour = runBehaviourSuite(model, suite);
   if (flags.json) {
     io.stdout.write(
       `${JSON.stringify({ run_id: loaded.runId, data: flags.data, rows: data.length, unknown_tags: unknown, performance, behavioural: behaviour })}\n`,

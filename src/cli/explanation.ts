@@ -1,6 +1,7 @@
 /**
  * `tagger predict --explain`'s text: one block per text. A linear model's block is one table whose
- * contributions, the other features, the bias add up to the tag's score. A soft vote's block says how the
+ * contributions, the other features, the bias (and an encoder model's sentence embedding) add up to the
+ * tag's score. A soft vote's block says how the
  * vote combined its members' probabilities of the tag (a table of weight and probability per member), then
  * each member's own table of its score; there is no table for the vote itself, which has no per-feature
  * split.
@@ -19,6 +20,9 @@ function scoreTable(explanation: Omit<LinearTagExplanation, 'tag'>, tag: string)
   ]);
   const others = explanation.features - explanation.contributions.length;
   rows.push([`(${others} other feature${others === 1 ? '' : 's'})`, '', number(explanation.rest)]);
+  // An encoder run: the sentence embedding's whole contribution, one term (its dimensions mean nothing alone).
+  if (explanation.encoder !== undefined)
+    rows.push(['(sentence embedding)', 'encoder', number(explanation.encoder)]);
   rows.push(['(bias)', '', number(explanation.bias)]);
   rows.push([`= score of ${tag}`, '', number(explanation.score)]);
   return textTable(['feature', 'analyzer', 'contribution'], rows, [2]);

@@ -5,6 +5,7 @@
  * the commands in-process with captured output.
  */
 import { Command, CommanderError } from 'commander';
+import { EncoderError } from '../encoder/errors.js';
 import { ModelFormatError, ModelInputError } from '../model/index.js';
 import { ExportError, RecordStoreError } from '../monitoring/index.js';
 import { StartupError } from '../serve/server.js';
@@ -29,6 +30,7 @@ import { registerTrain } from './train.js';
 const EXPECTED_ERRORS = [
   BatchInputError,
   DataError,
+  EncoderError,
   ExportError,
   InterruptedError,
   ModelInputError,

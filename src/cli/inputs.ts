@@ -8,14 +8,18 @@ import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import {
+  bindEmbeddings,
   parseBehaviourSuite,
   parseSliceDefinitions,
   parseTrainingArgs,
+  type TagModel,
   type TrainingArgs,
 } from '../model/index.js';
 import { resolveSettings } from '../serve/config.js';
+import { defaultEncoderThreads } from '../serve/worker-count.js';
+import { EncoderPool } from '../service/encoders.js';
 import type { PromotionGates } from '../service/gates.js';
-import { loadModelForPrediction } from '../service/predict-command.js';
+import { type LoadedForPrediction, loadModelForPrediction } from '../service/predict-command.js';
 import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
 import type { TrackingStore } from '../tracking/store.js';
 import { readDataWithInput } from '../train/dataset-input.js';
@@ -182,8 +186,32 @@ function servingGates(): PromotionGates {
 }
 
 /**
+ * How `tagger predict` and `evaluate` run an encoder run's encoder: in its own thread, with every CPU
+ * the quota allows (TAGGER_ENCODER_THREADS to choose), in large batches sorted by length inside, with no
+ * queue bound (a file is read ahead by at most a few batches anyway).
+ */
+function cliEncoderPool(): EncoderPool {
+  const threads = Number(process.env.TAGGER_ENCODER_THREADS);
+  return new EncoderPool(
+    {
+      threads: Number.isInteger(threads) && threads >= 1 ? threads : defaultEncoderThreads(1),
+      maxBatch: 256,
+      maxWaitMs: 0,
+      maxQueue: 0,
+      nice: 0,
+    },
+    {},
+    0,
+  );
+}
+
+/** A model loaded for a command, with its encoder when it is an encoder run's; `close()` when done. */
+export type CommandModel = LoadedForPrediction & { close(): Promise<void> };
+
+/**
  * The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. The best
  * run is the one `tagger serve` serves (same gates); better-ranked runs it holds back are named on stderr.
+ * An encoder run comes with its encoder (`embedder`), loaded and checked like serving loads it.
  */
 export async function loadModelOfFlags(
   flags: {
@@ -193,15 +221,24 @@ export async function loadModelOfFlags(
     trackingUri?: string;
   },
   io: CliIo,
-): ReturnType<typeof loadModelForPrediction> {
+): Promise<CommandModel> {
   const chooses = flags.model === undefined && flags.runId === undefined;
-  const loaded = await loadModelForPrediction({
-    ...(flags.model === undefined ? {} : { modelDir: flags.model }),
-    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
-    experiment: flags.experiment,
-    trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
-    ...(chooses ? { gates: servingGates() } : {}),
-  });
+  const encoders = cliEncoderPool();
+  let found: LoadedForPrediction;
+  try {
+    found = await loadModelForPrediction({
+      ...(flags.model === undefined ? {} : { modelDir: flags.model }),
+      ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+      experiment: flags.experiment,
+      trackingUri: resolveTrackingUri(flags.trackingUri, process.env),
+      ...(chooses ? { gates: servingGates() } : {}),
+      encoders,
+    });
+  } catch (error) {
+    await encoders.close();
+    throw error;
+  }
+  const loaded: CommandModel = { ...found, close: () => encoders.close() };
   const shown = loaded.heldBack.slice(0, 5);
   for (const held of shown) {
     io.stderr.write(
@@ -212,4 +249,15 @@ export async function loadModelOfFlags(
     io.stderr.write(`tagger: … and ${loaded.heldBack.length - shown.length} more runs held back\n`);
   }
   return loaded;
+}
+
+/**
+ * The loaded model, ready for `texts`: an encoder run's with the embeddings of those texts computed first
+ * (each distinct text once, in its encoder's thread); a TF-IDF model as it is.
+ */
+export async function modelFor(loaded: CommandModel, texts: Iterable<string>): Promise<TagModel> {
+  if (loaded.embedder === undefined) return loaded.model;
+  const distinct = [...new Set(texts)];
+  const vectors = await loaded.embedder.embed(distinct);
+  return bindEmbeddings(loaded.model, new Map(distinct.map((text, i) => [text, vectors[i]!])));
 }

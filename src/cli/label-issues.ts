@@ -14,6 +14,7 @@ import {
 } from '../train/label-issues.js';
 import { argsForData } from '../train/pipeline.js';
 import { createProgress, type Progress } from '../train/progress.js';
+import { embedForTraining, encoderArgs } from './embeddings.js';
 import { DEFAULT_SEED, parseInteger, readArgs, readTrainingFiles } from './inputs.js';
 import type { CliIo } from './io.js';
 import { textTable } from './output.js';
@@ -100,7 +101,9 @@ export function labelIssuesText(report: LabelIssuesReport, file: string): string
 async function labelIssuesCommand(flags: LabelIssuesFlags, io: CliIo): Promise<void> {
   const given = await readArgs(flags.args);
   const { data } = await readTrainingFiles({ data: flags.data });
-  const args = argsForData(given.args, data, given.explicit);
+  const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
+  // Args that name an encoder: every row's embedding, once, before the folds train (all rows are predicted).
+  const encoder = await embedForTraining({ ...args, subset: null }, { data }, io, flags.quiet === true);
   const progress = createProgress({
     label: 'label issues',
     total: flags.folds,
@@ -115,6 +118,7 @@ async function labelIssuesCommand(flags: LabelIssuesFlags, io: CliIo): Promise<v
       folds: flags.folds,
       ...(flags.top === undefined ? {} : { top: flags.top }),
       onFold: (done) => progress.update(done, 'out-of-fold models trained'),
+      ...(encoder ? { encoder } : {}),
     });
   } finally {
     progress.stop();

@@ -12,6 +12,7 @@ import {
 } from '../train/optimize.js';
 import { argsForData } from '../train/pipeline.js';
 import { createProgress } from '../train/progress.js';
+import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
   DEFAULT_SEED,
@@ -35,10 +36,17 @@ interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
 }
 
 async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
-  const given = await readArgs(flags.args);
+  const given = withEncoderFlag(await readArgs(flags.args), flags.encoder);
   const definitions = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
-  const args = argsForData(given.args, data, given.explicit);
+  const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
+  // Once for every trial and fold, before the search starts (a bad encoder is one line).
+  const encoder = await embedForTraining(
+    args,
+    { data, ...(testData ? { testData } : {}), ...definitions },
+    io,
+    flags.quiet === true,
+  );
   const progress = createProgress({
     label: 'optimizing',
     total: flags.trials,
@@ -58,6 +66,7 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
             data,
             ...(testData ? { testData } : {}),
             ...definitions,
+            ...(encoder ? { encoder } : {}),
             args,
             seed: flags.seed,
             trials: flags.trials,
@@ -216,6 +225,10 @@ export function registerOptimize(program: Command, io: CliIo): void {
     )
     .option('--test-data <csv>', 'separate test CSV (reported, never used to choose)')
     .option('--args <json>', 'base training arguments (JSON file or inline object)')
+    .option(
+      '--encoder <name|dir>',
+      'every trial adds this sentence encoder (minilm, a directory, a Hugging Face id) and the search also varies encoder_weight; embeddings are computed once',
+    )
     .option('--experiment <name>', 'experiment for the trial runs', 'optimization')
     .addOption(trackingOption())
     .addOption(artifactRootOption())

@@ -1,11 +1,12 @@
 /** `tagger predict`: tags for texts given on the command line (optionally explained), or for a whole file. */
 import { stat } from 'node:fs/promises';
-import type { Command } from 'commander';
-import { DEFAULT_MAX_ROW_BYTES, type TagFileResult, tagFile } from '../service/batch-predict.js';
+import { type Command, InvalidArgumentError } from 'commander';
+import { DEFAULT_MAX_ROW_BYTES, type Shard, type TagFileResult, tagFile } from '../service/batch-predict.js';
+import { isS3Url } from '../service/object-store.js';
 import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
 import { explanationBlock } from './explanation.js';
-import { loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
+import { loadModelOfFlags, modelFor, parseInteger, trackingOption, UsageError } from './inputs.js';
 import type { CliIo } from './io.js';
 
 interface PredictFlags {
@@ -20,7 +21,21 @@ interface PredictFlags {
   escapeFormulas?: boolean;
   maxRowBytes?: number;
   keepColumns?: string;
+  shard?: Shard;
   quiet?: boolean;
+}
+
+/** `--shard <i>/<n>`: share i (0-based) of n. */
+function parseShard(value: string): Shard {
+  const match = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(value);
+  const index = Number(match?.[1]);
+  const count = Number(match?.[2]);
+  if (match === null || !(count >= 1) || !(index < count)) {
+    throw new InvalidArgumentError(
+      `--shard must be <i>/<n> with 0 ≤ i < n (e.g. 0/4 … 3/4 for four processes), got '${value}'`,
+    );
+  }
+  return { index, count };
 }
 
 /** Bad rows printed one by one before only their count is reported. */
@@ -45,10 +60,12 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   let rowsSoFar = 0;
   let result: TagFileResult;
   // SIGINT/SIGTERM stop the tagging cleanly: the partial output is removed, and the message says so.
-  const existed = await stat(flags.output).then(
-    () => true,
-    () => false,
-  );
+  const existed =
+    !isS3Url(flags.output) &&
+    (await stat(flags.output).then(
+      () => true,
+      () => false,
+    ));
   const stop = new AbortController();
   const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
     stop.abort(
@@ -64,6 +81,8 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
     result = await tagFile(loaded.model, {
       input: flags.input,
       output: flags.output,
+      shard: flags.shard,
+      embedder: loaded.embedder,
       textColumn: flags.textColumn,
       escapeFormulas: flags.escapeFormulas,
       maxRowBytes: flags.maxRowBytes,
@@ -96,12 +115,13 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     progress.stop();
+    await loaded.close();
   }
   if (result.bad > SHOWN_BAD_ROWS) {
     io.stderr.write(`tagger: … and ${result.bad - SHOWN_BAD_ROWS} more bad rows (not shown)\n`);
   }
   io.stdout.write(
-    `Tagged ${result.tagged.toLocaleString('en-US')} of ${result.rows.toLocaleString('en-US')} rows of ${flags.input} into ${flags.output}` +
+    `Tagged ${result.tagged.toLocaleString('en-US')} of ${result.rows.toLocaleString('en-US')} rows of ${flags.input}${flags.shard ? ` (shard ${flags.shard.index}/${flags.shard.count})` : ''} into ${flags.output}` +
       `${result.bad > 0 ? ` (${result.bad} bad row${result.bad === 1 ? '' : 's'} skipped)` : ''} in ${result.seconds.toFixed(1)} s` +
       ` with run ${loaded.runId ?? '(model directory)'}.\n`,
   );
@@ -117,10 +137,11 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
     flags.textColumn !== undefined ||
     flags.escapeFormulas !== undefined ||
     flags.maxRowBytes !== undefined ||
-    flags.keepColumns !== undefined
+    flags.keepColumns !== undefined ||
+    flags.shard !== undefined
   ) {
     throw new UsageError(
-      'predict: --output, --text-column, --keep-columns, --max-row-bytes and --(no-)escape-formulas go with --input <file>',
+      'predict: --output, --text-column, --keep-columns, --max-row-bytes, --shard and --(no-)escape-formulas go with --input <file>',
     );
   }
   if (texts.length === 0)
@@ -128,7 +149,14 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
   const empty = texts.findIndex((text) => text.trim() === '');
   if (empty >= 0) throw new UsageError(`predict: text ${empty + 1} is empty`);
   const loaded = await loadModelOfFlags(flags, io);
-  const predictions = loaded.model.predict(texts).map((prediction, index) => ({
+  let model: Awaited<ReturnType<typeof modelFor>>;
+  try {
+    // An encoder run: the texts' embeddings first, in the encoder's thread.
+    model = await modelFor(loaded, texts);
+  } finally {
+    await loaded.close();
+  }
+  const predictions = model.predict(texts).map((prediction, index) => ({
     input_text: texts[index],
     predicted_tag: prediction.predicted_tag,
     predicted_tags: prediction.predicted_tags,
@@ -137,7 +165,7 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
   if (flags.explain) {
     const tables = texts.map((text, index) => {
       const prediction = predictions[index]!;
-      const explanation = loaded.model.explain(text, 10);
+      const explanation = model.explain(text, 10);
       return explanationBlock(
         text,
         prediction.predicted_tag,
@@ -167,11 +195,16 @@ export function registerPredict(program: Command, io: CliIo): void {
     )
     .option(
       '--input <file>',
-      'tag every row of a .csv or .jsonl file (streamed: any size), in order; bad rows are reported by line and skipped',
+      'tag every row of a .csv or .jsonl file or s3://bucket/key object (streamed: any size), in order; bad rows are reported by line and skipped',
     )
     .option(
       '--output <file>',
-      'with --input: where the tags go (.csv or .jsonl: line, the kept columns, text, predicted_tag, probabilities; predicted_tags too for a multi-label model)',
+      'with --input: where the tags go, a file or an s3://bucket/key object (.csv or .jsonl: line, the kept columns, text, predicted_tag, probabilities; predicted_tags too for a multi-label model)',
+    )
+    .option(
+      '--shard <i>/<n>',
+      'with --input: tag only share i of n (0-based): the rows at positions i, i+n, i+2n, … of the file (bad rows counted); n processes over one input write n parts whose rows, merged by line, are one process’s output',
+      parseShard,
     )
     .option(
       '--text-column <name>',

@@ -6,6 +6,7 @@ import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { InterruptedError, logTrainingRun } from '../train/log-run.js';
 import { argsForData } from '../train/pipeline.js';
 import { trainingProgress } from '../train/train-progress.js';
+import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
   DEFAULT_SEED,
@@ -41,6 +42,8 @@ export interface TrainFlags {
   slices?: string;
   /** Look for label issues in the data and log them (`--no-label-issues`: false). */
   labelIssues?: boolean;
+  /** A sentence encoder whose embeddings join the TF-IDF features (the `encoder` training arg). */
+  encoder?: string;
 }
 
 export function registerTrain(program: Command, io: CliIo): void {
@@ -52,6 +55,10 @@ export function registerTrain(program: Command, io: CliIo): void {
     .option(
       '--args <json>',
       'training arguments: a JSON file or inline JSON object (unset keys keep defaults)',
+    )
+    .option(
+      '--encoder <name|dir>',
+      'add sentence embeddings to the TF-IDF features: minilm (npm run setup:encoder), a directory with an ONNX model and tokenizer.json, or a Hugging Face model id',
     )
     .option('--experiment <name>', 'experiment to log the run to', 'best')
     .addOption(trackingOption())
@@ -90,10 +97,17 @@ export function registerTrain(program: Command, io: CliIo): void {
 async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
-  const given = await readArgs(flags.args);
+  const given = withEncoderFlag(await readArgs(flags.args), flags.encoder);
   const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
-  const args = argsForData(given.args, data, given.explicit);
+  const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
+  // Before the store and the training: a bad encoder is one line, and the embeddings are computed once.
+  const encoder = await embedForTraining(
+    args,
+    { data, ...(testData ? { testData } : {}), ...(behaviour ? { behaviour } : {}) },
+    io,
+    flags.quiet === true,
+  );
   const { outcome, logged, runName, registered } = await withStore(
     flags.trackingUri,
     async (store) => {
@@ -120,6 +134,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
             ...(testData ? { testData } : {}),
             ...(behaviour ? { behaviour } : {}),
             ...(slices ? { slices } : {}),
+            ...(encoder ? { encoder } : {}),
             args,
             seed: flags.seed,
             onEpoch: progress.onEpoch,

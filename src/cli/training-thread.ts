@@ -88,7 +88,8 @@ export function trainInThread(input: ThreadInput, signal?: AbortSignal): Promise
       else if (message.kind === 'done') {
         let model: TagModel;
         try {
-          model = decodeModel(message.model);
+          // An encoder model is decoded for the embeddings the training computed (its encoder is loaded).
+          model = decodeModel(message.model, { withEncoder: request.encoder !== undefined });
         } catch (error) {
           settle(() => reject(error));
           return;

@@ -22,8 +22,12 @@ if (!isMainThread && parentPort && data?.mark === TRAINING_WORKER_MARK) {
       onMember: (report) => post({ kind: 'member', report }),
     });
     const issues = labelIssues
-      ? trainingLabelIssues(request.data, request.args, request.seed, (done, folds) =>
-          post({ kind: 'label-issues-fold', done, folds }),
+      ? trainingLabelIssues(
+          request.data,
+          request.args,
+          request.seed,
+          (done, folds) => post({ kind: 'label-issues-fold', done, folds }),
+          request.encoder,
         )
       : undefined;
     post({

@@ -7,7 +7,13 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { NotLoggedError, RunLoadError, UnknownRunError } from '../service/index.js';
+import {
+  EncoderUnavailableError,
+  NotLoggedError,
+  QueueFullError,
+  RunLoadError,
+  UnknownRunError,
+} from '../service/index.js';
 import { errorEnvelope, timestamp } from './envelope.js';
 import { HttpError } from './http-error.js';
 import { JsonDecodeError } from './json-body.js';
@@ -36,7 +42,12 @@ const tooManyTexts = (errors: readonly ErrorObject[], context: string): ErrorObj
     ? errors.find((e) => e.keyword === 'maxItems' && Object.hasOwn(LIMITED_LISTS, e.instancePath))
     : undefined;
 
-export function installErrorHandling(app: FastifyInstance, limits: HttpLimits): void {
+export function installErrorHandling(
+  app: FastifyInstance,
+  limits: HttpLimits,
+  /** Retry-After of the encoder's 503s (a full queue, an encoder that failed while answering). */
+  retryAfterSeconds = 5,
+): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // A request no route matched fails body handling (e.g. a QUERY without Content-Type) before the
     // not-found handler runs; what the client needs to hear is still 404/405, not a body complaint.
@@ -95,6 +106,15 @@ export function installErrorHandling(app: FastifyInstance, limits: HttpLimits): 
     }
     if (error instanceof UnknownRunError || error instanceof NotLoggedError) {
       return reply.code(404).send(errorEnvelope(request, 404, error.message));
+    }
+    if (error instanceof QueueFullError || error instanceof EncoderUnavailableError) {
+      // An encoder run's load shedding: the encoder's queue is full (the texts would wait too long), or
+      // its thread failed and is being replaced. Like the other load shedding, a 503 to retry later.
+      if (error instanceof EncoderUnavailableError) request.log.warn({ err: error }, 'encoder failed');
+      return reply
+        .code(503)
+        .header('retry-after', String(retryAfterSeconds))
+        .send(errorEnvelope(request, 503, error.message));
     }
     if (error instanceof RunLoadError) {
       // 503 when the tracking store could not be reached (retry later); 409 when the run's artifacts are

@@ -33,19 +33,25 @@ const scoreSplit = {
     description: `The ${EXPLAIN_TOP} largest contributions by absolute value, largest first`,
   }),
   rest: Type.Number({ description: 'The sum of every other feature’s contribution' }),
-  features: Type.Integer({ description: 'How many of the model’s features the text has' }),
+  features: Type.Integer({ description: 'How many of the model’s n-gram features the text has' }),
 };
 
 export const LinearExplanationSchema = Type.Object(
   {
     tag: Type.String({ description: 'The tag explained: the one with the highest score' }),
     ...scoreSplit,
+    encoder: Type.Optional(
+      Type.Number({
+        description:
+          "Encoder runs only: the sentence embedding's whole contribution to the score (Σ weight × value over its dimensions), one aggregate term: the embedding's dimensions have no meaning one by one",
+      }),
+    ),
   },
   {
     title: 'LinearExplanation',
     additionalProperties: false,
     description:
-      'A linear model (SGD, or one member classifier alone): its score of the tag, split exactly, `bias + Σ contributions + rest = score`',
+      'A linear model (SGD, or one member classifier alone): its score of the tag, split exactly, `bias + Σ contributions + rest = score`, and `bias + Σ contributions + rest + encoder = score` for an encoder run',
   },
 );
 

@@ -140,7 +140,7 @@ export function installApi(
   });
   app.setValidatorCompiler(validatorCompiler);
   installJsonBodyParser(app, options.limits);
-  installErrorHandling(app, options.limits);
+  installErrorHandling(app, options.limits, options.retryAfterSeconds);
   installObservability(app, metrics, () => {
     if (closing || setup.ready?.() === false) return true;
     try {

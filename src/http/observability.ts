@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { EncoderObserver } from '../service/index.js';
 import type { ServedNow } from './served.js';
 import type { TaggerApp } from './types.js';
 
@@ -65,6 +66,10 @@ export class HttpMetrics {
   private readonly reloads: Counter<'outcome'>;
   /** Rate-limit checks that could not reach the shared store (Redis) and let the request through. */
   readonly rateLimitStoreErrors: Counter;
+  private encoderSource: (() => { queued: number; open: number }) | undefined;
+  private readonly encoderBatchTexts: Histogram;
+  private readonly encoderBatchSeconds: Histogram;
+  private readonly encoderShed: Counter;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -163,7 +168,63 @@ export class HttpMetrics {
       help: 'Requests let through without a rate-limit check because the shared store (Redis) failed (fail open)',
       registers,
     });
+    const encoders = () => this.encoderSource?.() ?? null;
+    new Gauge({
+      name: 'tagger_encoder_queue_texts',
+      help: 'Texts waiting for a sentence encoder (encoder runs; their requests are shed with 503 beyond TAGGER_ENCODER_MAX_QUEUE)',
+      registers,
+      aggregator: 'sum',
+      collect() {
+        this.reset();
+        const now = encoders();
+        if (now) this.set(now.queued);
+      },
+    });
+    new Gauge({
+      name: 'tagger_encoders_open',
+      help: 'Sentence encoders loaded (one thread each; models that name the same encoder share it)',
+      registers,
+      aggregator: 'sum',
+      collect() {
+        this.reset();
+        const now = encoders();
+        if (now) this.set(now.open);
+      },
+    });
+    this.encoderBatchTexts = new Histogram({
+      name: 'tagger_encoder_batch_texts',
+      help: 'Texts per batch sent to a sentence encoder (the dynamic batcher joins concurrent requests)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+      registers,
+    });
+    this.encoderBatchSeconds = new Histogram({
+      name: 'tagger_encoder_batch_seconds',
+      help: 'Time a sentence encoder took for one batch (tokenizing, the forward passes, pooling)',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.encoderShed = new Counter({
+      name: 'tagger_encoder_shed_requests_total',
+      help: "Requests refused with 503 because their encoder's queue was full",
+      registers,
+    });
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the encoder gauges read from (src/serve wires the served runs' encoder pool). */
+  trackEncoders(source: () => { queued: number; open: number }): void {
+    this.encoderSource = source;
+  }
+
+  /** What the encoder pool reports to, for the encoder metrics. */
+  encoderObserver(): EncoderObserver {
+    return {
+      batch: (texts, seconds) => {
+        this.encoderBatchTexts.observe(texts);
+        this.encoderBatchSeconds.observe(seconds);
+      },
+      shed: () => this.encoderShed.inc(),
+    };
   }
 
   private expositionSource: (() => Promise<string>) | undefined;
@@ -224,6 +285,8 @@ interface RequestTrace {
   parseEnd?: bigint;
   inferenceNs: bigint;
   predicted: boolean;
+  /** An encoder run's wait for its embeddings (queue + encoder), when there was one. */
+  encoderNs?: bigint;
 }
 
 const traces = new WeakMap<FastifyRequest, RequestTrace>();
@@ -247,6 +310,19 @@ export function tracePredict<T extends { predicted_tag: string }>(
     trace.metrics.recordPredictions(result.map((item) => item.predicted_tag));
   }
   return result;
+}
+
+/**
+ * Waits for an encoder run's embeddings, timing the wait (queue + encoder thread) for Server-Timing's
+ * `encoder` entry. The event loop is free meanwhile: the encoder runs in its own thread.
+ */
+export function traceEncoder<T>(request: FastifyRequest, embeddings: Promise<T>): Promise<T> {
+  const trace = traces.get(request);
+  if (trace === undefined) return embeddings;
+  const start = process.hrtime.bigint();
+  return embeddings.finally(() => {
+    trace.encoderNs = (trace.encoderNs ?? 0n) + (process.hrtime.bigint() - start);
+  });
 }
 
 /** Routes whose responses carry Server-Timing. */
@@ -288,6 +364,7 @@ export function installObservability(
       const parts: string[] = [];
       if (trace.parseStart !== undefined && trace.parseEnd !== undefined)
         parts.push(`parse;dur=${ms(trace.parseEnd - trace.parseStart)}`);
+      if (trace.encoderNs !== undefined) parts.push(`encoder;dur=${ms(trace.encoderNs)}`);
       if (trace.predicted) parts.push(`inference;dur=${ms(trace.inferenceNs)}`);
       parts.push(`total;dur=${reply.elapsedTime.toFixed(3)}`);
       reply.header('server-timing', parts.join(', '));

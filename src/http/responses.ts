@@ -5,7 +5,7 @@ import { predictionId } from '../monitoring/ids.js';
 import type { RunSummary, ServedModel, ServingState } from '../service/index.js';
 import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { originFor } from './monitored.js';
-import { tracePredict } from './observability.js';
+import { traceEncoder, tracePredict } from './observability.js';
 import {
   ErrorEnvelope,
   type ModelVersionRef,
@@ -30,7 +30,9 @@ export interface PredictOrigin {
 /**
  * One prediction per text, in the order of the texts, each with its `prediction_id`; timed
  * (Server-Timing), counted (metrics) and, when the app monitors, handed to the recorder (sampled and
- * written off the request path; see src/monitoring/recorder.ts).
+ * written off the request path; see src/monitoring/recorder.ts). A TF-IDF model answers synchronously;
+ * an encoder model first waits for the texts' embeddings (computed in the encoder's thread, batched with
+ * other requests' texts; QueueFullError when its queue is full).
  */
 export function predict(
   request: FastifyRequest,
@@ -38,12 +40,26 @@ export function predict(
   texts: readonly string[],
   options: PredictOptions = {},
   origin?: PredictOrigin,
+): PredictionItem[] | Promise<PredictionItem[]> {
+  if (served.embedder === undefined) return predictWith(request, served, texts, undefined, options, origin);
+  return traceEncoder(request, served.embedder.embed(texts)).then((embeddings) =>
+    predictWith(request, served, texts, embeddings, options, origin),
+  );
+}
+
+function predictWith(
+  request: FastifyRequest,
+  served: ServedModel,
+  texts: readonly string[],
+  embeddings: readonly Float32Array[] | undefined,
+  options: PredictOptions,
+  origin: PredictOrigin | undefined,
 ): PredictionItem[] {
   const explain = options.explain === true;
   const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
   const multiLabel = served.model.args.multi_label;
   return tracePredict(request, () => {
-    const raw = served.model.predict(texts);
+    const raw = served.model.predict(texts, embeddings);
     const now = Date.now();
     const ids = raw.map(() => predictionId(now));
     const monitoring = request.server.taggerMonitoring;
@@ -60,7 +76,7 @@ export function predict(
     if (!explain) return predictions;
     return predictions.map((item, i) => ({
       ...item,
-      explanation: served.model.explain(texts[i]!, EXPLAIN_TOP),
+      explanation: served.model.explain(texts[i]!, EXPLAIN_TOP, embeddings?.[i]),
     }));
   });
 }

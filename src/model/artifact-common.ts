@@ -4,6 +4,7 @@
  * vectorizer's part of the manifest and of weights.bin (its idf comes first).
  */
 import type { TrainingArgs } from './args.js';
+import type { EncoderSpec } from './embeddings.js';
 import { ModelFormatError } from './errors.js';
 import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './features.js';
 import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
@@ -30,6 +31,8 @@ export interface Manifest {
   trained_tags?: string[];
   /** Member classifiers (format 1.4): each member's classifier, vote weight, inputs, link and Platt sigmoids. */
   members?: ManifestMember[];
+  /** Encoder models (format 1.5): the encoder whose embeddings the model takes. */
+  encoder?: EncoderSpec;
 }
 
 export interface ManifestMember {

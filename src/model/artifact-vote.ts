@@ -1,5 +1,5 @@
 /**
- * The member classifiers' model in the saved format (`tagger-model/1.4`, see artifact.ts): the manifest's
+ * The member classifiers' model in the saved format (since `tagger-model/1.4`, see artifact.ts): the manifest's
  * `trained_tags` and `members`, and weights.bin as idf[V] then, per member, weights[V × trained tags]
  * (feature-major) and bias[trained tags]. Decoding checks the members against the args they were trained
  * with (classifier, weight, inputs, link, calibration), so a manifest edited by hand cannot pass for

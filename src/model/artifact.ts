@@ -1,6 +1,7 @@
 /**
  * Versioned model artifact: `tagger-model.json` (format, tags, args, threshold, vocabulary, checksum)
- * plus `weights.bin` (little-endian float64: idf[V], weights[V*K] feature-major, bias[K]).
+ * plus `weights.bin` (little-endian float64: idf[V], weights[F*K] feature-major, bias[K]; F = V, or V + the
+ * embedding size for an encoder model).
  * Decoding validates everything and reports problems as ModelFormatError, never as a crash.
  *
  * Format history: `tagger-model/1` — one TfidfVectorizer; `tagger-model/1.1` (additive) — the
@@ -17,8 +18,17 @@
  * multinomial_nb, complement_nb) and their soft vote (`classifier` one of them or `soft_vote`): the
  * manifest adds `trained_tags` (the tags the members score, in column order) and `members` (each one's
  * classifier, vote weight, inputs, link and Platt sigmoids), and weights.bin holds, after the idf, each
- * member's weights[V × trained tags] (feature-major) and bias; SGD models keep 1.3's layout under 1.4.
- * All five are read; a model without an arg loads with the behaviour it was trained with: `/1` without
+ * member's weights[V × trained tags] (feature-major) and bias; SGD models keep 1.3's layout under 1.4;
+ * `tagger-model/1.5` — the `encoder`, `encoder_weight` and `encoder_normalize` args (SGD classifiers only):
+ * an encoder model's manifest adds `encoder` (the EncoderSpec: name, source, sha256 of the ONNX model and
+ * of tokenizer.json, pooling, max tokens, dim) and its weights hold (V + dim) × K values, the embedding
+ * block's rows after the vocabulary's. Older readers refuse every 1.5 model by its format (a TF-IDF one
+ * too: its args have keys they do not know). Decoding an encoder model needs `{ withEncoder: true }`, a
+ * promise that the caller computes the embeddings with that encoder (checked against the spec's digests
+ * when it loads it).
+ * Every model is written in the current format; a reader checks that the format is at least the one that
+ * introduced what the model uses (multi-label 1.3, member classifiers 1.4, an encoder 1.5).
+ * All six are read; a model without an arg loads with the behaviour it was trained with: `/1` without
  * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
  * 1 and `ngram_min_range` 2.
  */
@@ -35,7 +45,8 @@ import {
   writeFloats,
 } from './artifact-common.js';
 import { type CheckedManifest, decodeVoteModel, encodeVoteModel } from './artifact-vote.js';
-import { ModelInputError } from './errors.js';
+import { type EncoderSpec, parseEncoderSpec } from './embeddings.js';
+import { ModelFormatError, ModelInputError } from './errors.js';
 import { OTHER_TAG } from './labels.js';
 import { type LinearModel, linkOf } from './sgd.js';
 import { SoftVoteTagModel } from './soft-vote.js';
@@ -43,16 +54,29 @@ import { LinearTagModel, type TagModel } from './tagger.js';
 
 export { crc32 } from './artifact-common.js';
 
-export const MODEL_FORMAT = 'tagger-model/1.4';
+export const MODEL_FORMAT = 'tagger-model/1.5';
 /** Every format this version reads (older first). */
 export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
   'tagger-model/1',
   'tagger-model/1.1',
   'tagger-model/1.2',
   'tagger-model/1.3',
+  'tagger-model/1.4',
   MODEL_FORMAT,
 ]);
 export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS]);
+
+/** Whether a readable `format` is `min` or newer. */
+const formatAtLeast = (format: string, min: string): boolean =>
+  READABLE_MODEL_FORMATS.indexOf(format) >= READABLE_MODEL_FORMATS.indexOf(min);
+
+export interface DecodeOptions {
+  /**
+   * The caller will give the model the embeddings of its encoder (it loads the encoder the manifest names
+   * and checks its digests). Without it an encoder model is refused: nothing else could predict with it.
+   */
+  withEncoder?: boolean;
+}
 
 /** Serialises a model trained by trainTagger into its files (name → bytes). */
 export function encodeModel(model: TagModel): Record<string, Uint8Array> {
@@ -75,7 +99,14 @@ export function encodeModel(model: TagModel): Record<string, Uint8Array> {
   }
   const { vectorizer, linear } = model;
   const bytes = writeFloats([vectorizer.idf, linear.weights, linear.bias]);
-  return files({ ...common(bytes), ...vectorizerManifest(vectorizer) }, bytes);
+  return files(
+    {
+      ...common(bytes),
+      ...vectorizerManifest(vectorizer),
+      ...(model.encoder === null ? {} : { encoder: { ...model.encoder } }),
+    },
+    bytes,
+  );
 }
 
 function files(manifest: Manifest, bytes: Uint8Array): Record<string, Uint8Array> {
@@ -83,7 +114,7 @@ function files(manifest: Manifest, bytes: Uint8Array): Record<string, Uint8Array
 }
 
 /** Loads files produced by encodeModel; checks the format version, shapes, checksum and values. */
-export function decodeModel(files: Record<string, Uint8Array>): TagModel {
+export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOptions = {}): TagModel {
   if (files === null || typeof files !== 'object') bad(`expected a map of model files, got ${String(files)}`);
   for (const name of MODEL_FILES) {
     if (!(files[name] instanceof Uint8Array))
@@ -142,7 +173,7 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   const tagThresholds = m.tag_thresholds;
   if (args!.multi_label) {
     const fits =
-      (m.format === 'tagger-model/1.3' || m.format === MODEL_FORMAT) &&
+      formatAtLeast(m.format!, 'tagger-model/1.3') &&
       Array.isArray(tagThresholds) &&
       tagThresholds.length === tags!.length &&
       tagThresholds.every((t) => typeof t === 'number' && t >= 0 && t <= 1);
@@ -176,16 +207,22 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
     tagThresholds: tagThresholds ?? null,
     vocabulary: vocabulary!,
   };
+  // parseTrainingArgs refuses an encoder with the member classifiers, so only an SGD model has one.
+  if (args!.encoder === null && m.encoder !== undefined) {
+    bad('the manifest names an encoder, but args.encoder is null');
+  }
   if (!isSgdClassifier(args!.classifier)) {
-    if (m.format !== MODEL_FORMAT)
-      bad(`classifier ${args!.classifier} needs format ${MODEL_FORMAT}, got ${m.format}`);
+    if (!formatAtLeast(m.format!, 'tagger-model/1.4'))
+      bad(`classifier ${args!.classifier} needs format tagger-model/1.4 or later, got ${m.format}`);
     return decodeVoteModel(checked, bytes);
   }
+  const encoder = decodeEncoder(m, args!, options);
+  const F = V + (encoder?.dim ?? 0);
   const K = tags!.length;
-  const expected = 8 * (V + V * K + K);
+  const expected = 8 * (V + F * K + K);
   if (bytes.byteLength !== expected) {
     bad(
-      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${V} features and ${K} tags (truncated?)`,
+      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${F} features and ${K} tags (truncated?)`,
     );
   }
   if (m.weights_crc32 !== crc32(bytes))
@@ -193,12 +230,35 @@ export function decodeModel(files: Record<string, Uint8Array>): TagModel {
   const read = floatReader(bytes);
   const idf = read(0, V);
   const linear: LinearModel = {
-    nFeatures: V,
+    nFeatures: F,
     nClasses: K,
-    weights: read(V, V * K),
-    bias: read(V + V * K, K),
+    weights: read(V, F * K),
+    bias: read(V + F * K, K),
     link: linkOf(args!.classifier as 'ovr' | 'softmax', args!.loss, args!.multi_label),
   };
   const vectorizer = decodeVectorizer(m, args!, vocabulary!, idf);
-  return new LinearTagModel(tags!, args!, threshold ?? null, vectorizer, linear, tagThresholds ?? null);
+  return new LinearTagModel(
+    tags!,
+    args!,
+    threshold ?? null,
+    vectorizer,
+    linear,
+    tagThresholds ?? null,
+    encoder,
+  );
+}
+
+/** An SGD model's encoder spec (format 1.5 and later), null for a TF-IDF model. */
+function decodeEncoder(m: Partial<Manifest>, args: TrainingArgs, options: DecodeOptions): EncoderSpec | null {
+  if (args.encoder === null) return null;
+  if (!formatAtLeast(m.format!, 'tagger-model/1.5'))
+    bad(`an encoder model needs format tagger-model/1.5 or later, got ${m.format}`);
+  const encoder = parseEncoderSpec(m.encoder);
+  if (!options.withEncoder) {
+    // Not `bad`: the model is fine, re-saving or retraining would not help.
+    throw new ModelFormatError(
+      `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${m.format}), and this reader does not compute them`,
+    );
+  }
+  return encoder;
 }

@@ -315,6 +315,21 @@ function runCase(model: BehaviourModel, c: BehaviourCase, seed: number): CaseRes
 }
 
 /**
+ * Every text the suite can ask a model to predict (each case's text, its perturbed variants, the text with
+ * its added phrase), whatever the model's tags: what an encoder model needs embeddings for beforehand.
+ */
+export function behaviourTexts(suite: BehaviourSuite): string[] {
+  const texts = suite.cases.flatMap((c) =>
+    c.kind === 'mft'
+      ? [c.text]
+      : c.kind === 'inv'
+        ? [c.text, ...perturbedVariants(c, suite.seed)]
+        : [c.text, `${c.text} ${c.add}`],
+  );
+  return [...new Set(texts)];
+}
+
+/**
  * Why the suite does not fit the model, or null when it does: a suite that names tags — other than
  * `other`, which every model has — and none of them is the model's was written for other data. Its
  * `other` and invariance cases would then test texts of another domain, and its pass rate would say

@@ -1,9 +1,11 @@
 /**
  * Exact explanations of a linear tagger's prediction: the tag's linear score is its bias plus, for
  * every feature of the text, weight × tf-idf value. The largest contributions are listed; the others are
- * summed into `rest`, so `bias + Σ contributions + rest = score` holds for every explanation (tested).
+ * summed into `rest`, so `bias + Σ contributions + rest = score` holds for every explanation (tested); an
+ * encoder model's embedding block adds one more term, `encoder`.
  * Written here because it needs the model's own weights and vocabulary; no library explains this model.
  */
+import { embeddingScale } from './embeddings.js';
 import { FeatureUnion, type TaggerVectorizer } from './features.js';
 import { cleanText } from './preprocess.js';
 import type { LinearModel } from './sgd.js';
@@ -42,10 +44,18 @@ export interface LinearExplanation {
  */
 export type Explanation = LinearTagExplanation | VoteTagExplanation;
 
-/** The tag's linear score split exactly: `bias + Σ contributions + rest = score`. */
+/**
+ * The tag's linear score split exactly: `bias + Σ contributions + rest = score`, plus `encoder` for an
+ * encoder model.
+ */
 export interface LinearTagExplanation extends LinearExplanation {
   /** The tag explained: the one with the highest score (the predicted tag, unless the threshold fell back to `other`). */
   tag: string;
+  /**
+   * An encoder model only: the whole embedding block's contribution (Σ weight × value over its
+   * dimensions), one aggregate term, so `bias + Σ contributions + rest + encoder = score`.
+   */
+  encoder?: number;
   vote?: undefined;
 }
 
@@ -94,7 +104,12 @@ export interface MemberExplanation extends LinearExplanation {
 
 export interface ExplainableParts {
   readonly tags: readonly string[];
-  readonly args: { readonly lower: boolean; readonly stem: boolean };
+  readonly args: {
+    readonly lower: boolean;
+    readonly stem: boolean;
+    readonly encoder_weight?: number;
+    readonly encoder_normalize?: boolean;
+  };
   readonly vectorizer: TaggerVectorizer;
   readonly linear: LinearModel;
 }
@@ -189,10 +204,16 @@ export function splitScore(
 }
 
 /**
- * Explains the top-scoring tag of `text`: its score, bias and the `top` features that moved it most.
+ * Explains the top-scoring tag of `text`: its score, bias and the `top` features that moved it most, and
+ * for an encoder model (`embedding` given) the embedding block's contribution as one `encoder` term.
  * @example explainLinear(model, 'Transformers for NER', 5).contributions[0] // { feature: 'transformers', … }
  */
-export function explainLinear(model: ExplainableParts, text: string, top = 10): LinearTagExplanation {
+export function explainLinear(
+  model: ExplainableParts,
+  text: string,
+  top = 10,
+  embedding?: Float32Array,
+): LinearTagExplanation {
   const { linear, vectorizer } = model;
   const K = linear.nClasses;
   const w = linear.weights;
@@ -201,6 +222,24 @@ export function explainLinear(model: ExplainableParts, text: string, top = 10): 
   for (let j = 0; j < features.indices.length; j++) {
     const base = features.indices[j]! * K;
     for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * features.values[j]!;
+  }
+  // The embedding block's columns follow the vectorizer's; its per-tag sums are one term each. Added to
+  // the scores as predict adds them, so the score still matches predict's.
+  const encoderScores = new Float64Array(K);
+  if (embedding !== undefined) {
+    const scale = embeddingScale(embedding, {
+      weight: model.args.encoder_weight ?? 1,
+      normalize: model.args.encoder_normalize ?? true,
+    });
+    for (let d = 0; d < embedding.length; d++) {
+      const base = (vectorizer.size + d) * K;
+      const v = embedding[d]! * scale;
+      for (let k = 0; k < K; k++) {
+        const c = w[base + k]! * v;
+        scores[k]! += c;
+        encoderScores[k]! += c;
+      }
+    }
   }
   let best = 0;
   for (let k = 1; k < K; k++) if (scores[k]! > scores[best]!) best = k;
@@ -212,5 +251,10 @@ export function explainLinear(model: ExplainableParts, text: string, top = 10): 
     featureNames(vectorizer),
   );
   // The score as predict computes it (the same sum in the same order), so it matches predict bit for bit.
-  return { tag: model.tags[best]!, ...split, score: scores[best]! };
+  return {
+    tag: model.tags[best]!,
+    ...split,
+    score: scores[best]!,
+    ...(embedding === undefined ? {} : { encoder: encoderScores[best]! }),
+  };
 }

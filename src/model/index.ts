@@ -1,10 +1,12 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
 export {
   type Analyzer,
+  argsForEncoder,
   type Calibration,
   type Classifier,
   DEFAULT_TRAINING_ARGS,
   DEFAULT_VOTE_MEMBERS,
+  ENCODER_DEFAULT_ARGS,
   isSgdClassifier,
   type LearningRateSchedule,
   type MemberClassifier,
@@ -14,13 +16,14 @@ export {
   type TrainingArgs,
   type VoteMemberArgs,
 } from './args.js';
-export { decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
+export { type DecodeOptions, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
 export {
   BEHAVIOUR_KINDS,
   type BehaviourCase,
   type BehaviourKind,
   type BehaviourReport,
   type BehaviourSuite,
+  behaviourTexts,
   parseBehaviourSuite,
   runBehaviourSuite,
 } from './behaviour.js';
@@ -36,7 +39,9 @@ export {
   type LiveQuality,
   liveQuality,
 } from './drift.js';
+export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './embeddings.js';
 export { ModelFormatError, ModelInputError } from './errors.js';
+export { evaluate, evaluateWithErrors } from './evaluate.js';
 export {
   type Explanation,
   type FeatureContribution,
@@ -91,13 +96,13 @@ export {
 } from './slices.js';
 export { stratifiedSplit } from './split.js';
 export {
+  bindEmbeddings,
   type EpochReport,
-  evaluate,
-  evaluateWithErrors,
   type LabelledText,
   type MemberReport,
   type Prediction,
   type TagModel,
+  type TrainEncoder,
   type TrainOptions,
   tagSetKey,
   tagsOf,

@@ -68,7 +68,8 @@ export class SoftVoteTagModel implements TagModel, VoteParts {
     return this.probabilities;
   }
 
-  predict(texts: readonly string[]): Prediction[] {
+  /** The member classifiers take no sentence embeddings (only the SGD ones do): `_embeddings` is ignored. */
+  predict(texts: readonly string[], _embeddings?: readonly Float32Array[]): Prediction[] {
     const thresholds = this.tagThresholds;
     return texts.map((text) => {
       const p = this.vote(text);
@@ -86,7 +87,7 @@ export class SoftVoteTagModel implements TagModel, VoteParts {
     });
   }
 
-  explain(text: string, top = 10): Explanation {
+  explain(text: string, top = 10, _embedding?: Float32Array): Explanation {
     return explainVote(this, text, top);
   }
 }

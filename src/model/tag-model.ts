@@ -4,6 +4,7 @@
  * coordinate descent, naive Bayes and soft-vote models) can share them without importing each other.
  */
 import type { TrainingArgs } from './args.js';
+import type { EmbeddingLookup, EncoderSpec } from './embeddings.js';
 import type { Explanation } from './explain.js';
 
 export interface LabelledText {
@@ -43,10 +44,18 @@ export interface TagModel {
   readonly threshold: number | null;
   /** Multi-label: each tag's probability threshold, in `tags` order; null for a single-label model. */
   readonly tagThresholds: readonly number[] | null;
-  /** One prediction per text, in order; never throws for any string. */
-  predict(texts: readonly string[]): Prediction[];
-  /** Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed). */
-  explain(text: string, top?: number): Explanation;
+  /** The sentence encoder whose embeddings the model takes beside the texts; null or absent: none. */
+  readonly encoder?: EncoderSpec | null;
+  /**
+   * One prediction per text, in order; never throws for any string. A model with an `encoder` needs
+   * `embeddings`, one per text (src/encoder computes them); without one it ignores them.
+   */
+  predict(texts: readonly string[], embeddings?: readonly Float32Array[]): Prediction[];
+  /**
+   * Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed), and
+   * for an encoder model the embedding block's whole contribution as `encoder`.
+   */
+  explain(text: string, top?: number, embedding?: Float32Array): Explanation;
 }
 
 /**
@@ -83,8 +92,16 @@ export interface MemberReport {
   seconds: number;
 }
 
+/** The embeddings an encoder model trains on: the encoder's spec and every training text's embedding. */
+export interface TrainEncoder {
+  spec: EncoderSpec;
+  embeddings: EmbeddingLookup;
+}
+
 export interface TrainOptions {
   seed: number;
+  /** Needed when `args.encoder` is set: the embeddings of every training and validation text. */
+  encoder?: TrainEncoder;
   /**
    * Epoch losses of the validated fit (the one whose validation loss means something). The exact solvers
    * report once, after the fit (epoch 1 of 1).

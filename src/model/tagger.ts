@@ -4,17 +4,20 @@
  * or, with `multi_label`, one-vs-rest binary problems whose tags each pass their own probability threshold.
  */
 import { isSgdClassifier, type TrainingArgs } from './args.js';
+import {
+  appendEmbeddingBlock,
+  checkEmbeddings,
+  type EmbeddingBlock,
+  type EmbeddingLookup,
+  type EncoderSpec,
+  embeddingScale,
+  embeddingsOf,
+} from './embeddings.js';
 import { ModelInputError } from './errors.js';
 import { explainLinear, type LinearTagExplanation } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
-import {
-  multiLabelModelTags,
-  normalizeTag,
-  normalizeTagSet,
-  OTHER_TAG,
-  tagsOverThresholds,
-} from './labels.js';
-import { multiLabelMetrics, multiLabelReport, type Performance, performanceReport } from './metrics.js';
+import { multiLabelModelTags, OTHER_TAG, tagsOverThresholds } from './labels.js';
+import { multiLabelMetrics } from './metrics.js';
 import { cleanText } from './preprocess.js';
 import { createRng, randomInt } from './rng.js';
 import {
@@ -29,17 +32,16 @@ import {
   trainOvrSgd,
   trainSoftmaxSgd,
 } from './sgd.js';
-import type { Slice } from './slices.js';
 import {
   type EpochReport,
   type LabelledText,
   type Prediction,
   type TagModel,
+  type TrainEncoder,
   type TrainedTagger,
   type TrainOptions,
   tagsOf,
 } from './tag-model.js';
-import { multiLabelTestErrors, type TestErrors, testErrors } from './test-errors.js';
 import { chooseTagThresholds, chooseThreshold, f1WithThreshold } from './thresholds.js';
 import { trainVoteTagger } from './train-vote.js';
 import { labelArrays, oversampledOrder } from './training-rows.js';
@@ -51,6 +53,7 @@ export {
   type MemberReport,
   type Prediction,
   type TagModel,
+  type TrainEncoder,
   type TrainedTagger,
   type TrainOptions,
   tagSetKey,
@@ -82,6 +85,7 @@ export class LinearTagModel implements TagModel {
   readonly tagThresholds: readonly number[] | null;
   readonly vectorizer: TaggerVectorizer;
   readonly linear: LinearModel;
+  readonly encoder: EncoderSpec | null;
   // Scratch scores for predict(); overwritten by every call (JS is single-threaded).
   private readonly scores: Float64Array;
 
@@ -92,6 +96,7 @@ export class LinearTagModel implements TagModel {
     vectorizer: TaggerVectorizer,
     linear: LinearModel,
     tagThresholds: readonly number[] | null = null,
+    encoder: EncoderSpec | null = null,
   ) {
     if (args.multi_label !== (tagThresholds !== null)) {
       throw new ModelInputError(
@@ -104,11 +109,28 @@ export class LinearTagModel implements TagModel {
     this.tagThresholds = tagThresholds === null ? null : Object.freeze([...tagThresholds]);
     this.vectorizer = vectorizer;
     this.linear = linear;
+    if ((args.encoder !== null) !== (encoder !== null)) {
+      throw new ModelInputError(
+        'model/tagger: an encoder model needs its encoder spec, and a TF-IDF model none',
+      );
+    }
+    const expected = vectorizer.size + (encoder?.dim ?? 0);
+    if (linear.nFeatures !== expected) {
+      throw new ModelInputError(
+        `model/tagger: the linear model has ${linear.nFeatures} features, the features give ${expected}`,
+      );
+    }
+    this.encoder = encoder === null ? null : Object.freeze({ ...encoder });
     this.scores = new Float64Array(linear.nClasses);
   }
 
-  /** Linear scores of one text into `this.scores`. */
-  private score(text: string): Float64Array {
+  /** The embedding block's settings (an encoder model's). */
+  get embeddingBlock(): EmbeddingBlock {
+    return { weight: this.args.encoder_weight, normalize: this.args.encoder_normalize };
+  }
+
+  /** Linear scores of one text (and its embedding, for an encoder model) into `this.scores`. */
+  private score(text: string, embedding?: Float32Array): Float64Array {
     const scores = this.scores;
     const K = scores.length;
     const w = this.linear.weights;
@@ -122,17 +144,29 @@ export class LinearTagModel implements TagModel {
       const v = values[j]!;
       for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
     }
+    if (embedding !== undefined) {
+      const offset = this.vectorizer.size;
+      const scale = embeddingScale(embedding, this.embeddingBlock);
+      for (let d = 0; d < embedding.length; d++) {
+        const base = (offset + d) * K;
+        const v = embedding[d]! * scale;
+        for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
+      }
+    }
     return scores;
   }
 
-  explain(text: string, top = 10): LinearTagExplanation {
-    return explainLinear(this, text, top);
+  explain(text: string, top = 10, embedding?: Float32Array): LinearTagExplanation {
+    const block =
+      this.encoder === null ? undefined : checkEmbeddings([text], embedding && [embedding], this.encoder)[0];
+    return explainLinear(this, text, top, block);
   }
 
-  predict(texts: readonly string[]): Prediction[] {
+  predict(texts: readonly string[], embeddings?: readonly Float32Array[]): Prediction[] {
     const thresholds = this.tagThresholds;
-    return texts.map((text) => {
-      const p = this.score(text);
+    const blocks = this.encoder === null ? undefined : checkEmbeddings(texts, embeddings, this.encoder);
+    return texts.map((text, i) => {
+      const p = this.score(text, blocks?.[i]);
       const best = argmax(p);
       probabilitiesInPlace(p, this.linear.link);
       const probabilities: Record<string, number> = {};
@@ -168,6 +202,7 @@ function fitTagger(
   args: TrainingArgs,
   seed: number,
   onEpoch: ((r: EpochReport) => void) | undefined,
+  encoder: TrainEncoder | undefined,
   fixedTags?: readonly string[],
 ): FittedTagger {
   // A single-label row's tag list is its one tag, so one rule counts both kinds of rows.
@@ -178,8 +213,18 @@ function fitTagger(
     rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
   const trainTexts = clean(train);
   const vectorizer = fitVectorizer(trainTexts, args);
+  const block: EmbeddingBlock = { weight: args.encoder_weight, normalize: args.encoder_normalize };
+  const features = (rows: LabelledText[], texts: string[]) => {
+    const x = vectorizer.transform(texts);
+    if (encoder === undefined) return x;
+    const embeddings = embeddingsOf(
+      rows.map((r) => r.text),
+      encoder.embeddings,
+    );
+    return appendEmbeddingBlock(x, checkEmbeddings(texts, embeddings, encoder.spec), encoder.spec.dim, block);
+  };
   const labelled = (rows: LabelledText[], texts: string[]): LabelledMatrix => ({
-    x: vectorizer.transform(texts),
+    x: features(rows, texts),
     ...labelArrays(rows, tags, args.multi_label),
   });
   const trainData = labelled(train, trainTexts);
@@ -263,8 +308,23 @@ export function trainTagger(
     );
   }
   // The dual coordinate descent, naive Bayes and soft-vote classifiers have their own trainer.
-  if (!isSgdClassifier(args.classifier)) return trainVoteTagger(train, validation, args, options);
-  const first = fitTagger(train, validation, args, options.seed, options.onEpoch);
+  if ((args.encoder !== null) !== (options.encoder !== undefined)) {
+    throw new ModelInputError(
+      args.encoder === null
+        ? 'model/tagger: embeddings were given, but the args name no encoder'
+        : `model/tagger: the args name the encoder ${args.encoder}, but no embeddings were given; compute them with src/encoder first`,
+    );
+  }
+  if (!isSgdClassifier(args.classifier)) {
+    // parseTrainingArgs refuses an encoder with these; args built by hand are checked here as well.
+    if (args.encoder !== null) {
+      throw new ModelInputError(
+        `model/tagger: the encoder needs classifier ovr or softmax (SGD); ${args.classifier} does not take embeddings`,
+      );
+    }
+    return trainVoteTagger(train, validation, args, options);
+  }
+  const first = fitTagger(train, validation, args, options.seed, options.onEpoch, options.encoder);
   if (args.multi_label) return finishMultiLabel(first, train, validation, args, options);
   const { tags, linear, valData } = first;
   const p = new Float64Array(tags.length);
@@ -283,10 +343,11 @@ export function trainTagger(
     validation.length === 0 ? Number.NaN : f1WithThreshold(top, predicted, yVal, threshold);
   const final =
     args.refit && validation.length > 0
-      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch)
+      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, options.encoder)
       : first;
+  const spec = options.encoder?.spec ?? null;
   return {
-    model: new LinearTagModel(final.tags, args, threshold, final.vectorizer, final.linear),
+    model: new LinearTagModel(final.tags, args, threshold, final.vectorizer, final.linear, null, spec),
     history: first.history,
     threshold,
     validationF1,
@@ -325,10 +386,26 @@ function finishMultiLabel(
   // threshold was never chosen, and `other` would change meaning under its tuned threshold.
   const final =
     args.refit && validation.length > 0
-      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, tags)
+      ? fitTagger(
+          [...train, ...validation],
+          [],
+          args,
+          options.seed,
+          options.onRefitEpoch,
+          options.encoder,
+          tags,
+        )
       : first;
   return {
-    model: new LinearTagModel(final.tags, args, null, final.vectorizer, final.linear, tagThresholds),
+    model: new LinearTagModel(
+      final.tags,
+      args,
+      null,
+      final.vectorizer,
+      final.linear,
+      tagThresholds,
+      options.encoder?.spec ?? null,
+    ),
     history: first.history,
     threshold: null,
     validationF1,
@@ -337,49 +414,18 @@ function finishMultiLabel(
 }
 
 /**
- * Scores a model on labelled texts: weighted overall metrics, per-class metrics for every model tag and
- * the slices (tagifai's nlp_cnn / short_text unless others are given; empty ones left out). True tags the
- * model does not know count as `other`.
+ * A model whose predictions take each text's embedding from `lookup` (an encoder model scored where the
+ * embeddings were computed beforehand: evaluation, behavioural tests); a TF-IDF model is returned as it is.
  */
-export function evaluate(model: TagModel, data: LabelledText[], slices?: readonly Slice[]): Performance {
-  return evaluateWithErrors(model, data, slices).performance;
-}
-
-/** The performance report and what the model got wrong (confusion matrix, mistakes), from one prediction pass. */
-export function evaluateWithErrors(
-  model: TagModel,
-  data: readonly LabelledText[],
-  slices?: readonly Slice[],
-): { performance: Performance; errors: TestErrors } {
-  const classes = new Set(model.tags);
-  const texts = data.map((r) => r.text);
-  if (model.args.multi_label) {
-    const trueSets = data.map((row) => normalizeTagSet(tagsOf(row), classes));
-    const predicted = model.predict(texts);
-    return {
-      performance: multiLabelReport(
-        texts,
-        trueSets,
-        predicted.map((p) => p.predicted_tags),
-        model.tags,
-        slices,
-      ),
-      errors: multiLabelTestErrors(texts, trueSets, predicted),
-    };
-  }
-  if (data.some((row) => row.tags !== undefined && row.tags.length > 1)) {
-    throw new ModelInputError(
-      'model/tagger: this model gives one tag per text, but the data gives several tags per row; score it on single-label data (a `tag` column)',
-    );
-  }
-  const yTrue = data.map((r) => normalizeTag(r.tag, classes));
-  const predictions = model.predict(texts).map((p) => ({
-    tag: p.predicted_tag,
-    confidence: p.probabilities[p.predicted_tag] ?? 0,
-  }));
-  const yPred = predictions.map((p) => p.tag);
+export function bindEmbeddings(model: TagModel, lookup: EmbeddingLookup): TagModel {
+  if (!model.encoder) return model;
   return {
-    performance: performanceReport(texts, yTrue, yPred, model.tags, slices),
-    errors: testErrors(texts, yTrue, predictions, model.tags),
+    tags: model.tags,
+    args: model.args,
+    threshold: model.threshold,
+    tagThresholds: model.tagThresholds,
+    encoder: model.encoder,
+    predict: (texts) => model.predict(texts, embeddingsOf(texts, lookup)),
+    explain: (text, top) => model.explain(text, top, embeddingsOf([text], lookup)[0]),
   };
 }

@@ -19,7 +19,7 @@ import { redactRedisUrl } from '../http/shared-rate-limit.js';
 // Not the layer's index: every command loads this module, and the index loads prom-client and more.
 import type { MonitoringConfig } from '../monitoring/monitoring.js';
 import { checkRecordStoreUri, defaultRecordStoreUri } from '../monitoring/open.js';
-import { type PromotionGates, StartupError } from '../service/index.js';
+import { type EncoderSettings, type PromotionGates, StartupError } from '../service/index.js';
 import { defaultTrackingUri, type ModelUri, parseModelUri, redactUri } from '../tracking/index.js';
 import {
   byKey,
@@ -33,7 +33,7 @@ import {
   type SettingKey,
   type SettingValues,
 } from './settings.js';
-import { defaultWorkers, describeWorkers } from './worker-count.js';
+import { defaultEncoderThreads, defaultWorkers, describeWorkers } from './worker-count.js';
 
 export { StartupError } from '../service/index.js';
 export * from './settings.js';
@@ -261,6 +261,8 @@ interface Common {
   shutdownGraceMs: number;
   /** Limits, API keys, rate limiting and load shedding of the HTTP layer; undefined: all defaults. */
   http: HttpOptionsInput | undefined;
+  /** How encoder runs' sentence encoders run: threads per process, the dynamic batcher, its queue. */
+  encoders: EncoderSettings;
   /** Prediction records, feedback and live figures (src/monitoring). */
   monitoring: MonitoringConfig;
 }
@@ -412,14 +414,22 @@ export function resolveServeConfig(
   const settings = resolveSettings(flags, env, { readFile });
   // Validated against each setting's schema above, so the values have the table's types.
   const values = Object.fromEntries([...settings].map(([key, r]) => [key, r.value])) as SettingValues;
+  const workers = values.workers ?? defaultWorkers().workers;
   const common: Common = {
     host: values.host,
     port: values.port,
-    workers: values.workers ?? defaultWorkers().workers,
+    workers,
     logLevel: values.log_level,
     shutdownDelayMs: values.shutdown_delay_ms,
     shutdownGraceMs: values.shutdown_grace_ms,
     http: httpOptions(settings, values, readFile),
+    encoders: {
+      threads: values.encoder_threads ?? defaultEncoderThreads(workers),
+      maxBatch: values.encoder_max_batch,
+      maxWaitMs: values.encoder_max_wait_ms,
+      maxQueue: values.encoder_max_queue,
+      nice: values.encoder_nice,
+    },
     monitoring: monitoringConfig(settings, values, values.model === null ? values.tracking_uri : null),
   };
 
@@ -457,9 +467,13 @@ export function resolveServeConfig(
 }
 
 /** A value as `--print-config` shows it: secrets masked. */
-function shown({ setting, value }: Resolved): string {
+function shown({ setting, value }: Resolved, config: ServeConfig): string {
   if (value === null) {
-    return setting.key === 'workers' ? `(unset: ${describeWorkers(defaultWorkers())})` : '(unset)';
+    if (setting.key === 'workers') return `(unset: ${describeWorkers(defaultWorkers())})`;
+    if (setting.key === 'encoder_threads') {
+      return `(unset: ${config.encoders.threads}, the CPUs allowed shared by ${config.workers} worker${config.workers === 1 ? '' : 's'})`;
+    }
+    return '(unset)';
   }
   if (setting.secret === 'value') {
     const count = keyList(value).length;
@@ -481,8 +495,8 @@ export function printableConfig(
   env: NodeJS.ProcessEnv,
   options: ResolveOptions = {},
 ): string {
-  resolveServeConfig(flags, env, options);
+  const config = resolveServeConfig(flags, env, options);
   const settings = resolveSettings(flags, env, options);
   const width = Math.max(...SERVE_SETTINGS.map((s) => s.key.length));
-  return `${[...settings.values()].map((r) => `${r.setting.key.padEnd(width)} = ${shown(r)}  # ${r.source}`).join('\n')}\n`;
+  return `${[...settings.values()].map((r) => `${r.setting.key.padEnd(width)} = ${shown(r, config)}  # ${r.source}`).join('\n')}\n`;
 }

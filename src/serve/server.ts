@@ -24,6 +24,7 @@ import { createApp, createHttpMetrics } from '../app.js';
 import type { TaggerApp } from '../http/index.js';
 import { Monitoring } from '../monitoring/index.js';
 import {
+  EncoderPool,
   loadModelDirectory,
   pollReloads,
   type ReloadOutcome,
@@ -92,11 +93,12 @@ async function loadServing(
   config: ServeConfig,
   options: StartOptions,
   logger: pino.Logger,
+  encoders: EncoderPool,
 ): Promise<{ serving: ServingState; servedRuns?: ServedRuns; store?: TrackingStore }> {
   const lifecycle = new ServingLifecycle();
   if (config.mode === 'model') {
     const source = resolve(config.modelDir);
-    const model = await loadModelDirectory(source);
+    const model = await loadModelDirectory(source, encoders);
     logger.info({ model: source }, 'serving one saved model');
     return { serving: { mode: 'model', model, source, lifecycle } };
   }
@@ -137,6 +139,7 @@ async function loadServing(
       preferRunId: options.preferRunId,
       reportsSkips: options.reportsSkips ?? true,
       ...(options.onReload ? { onReload: options.onReload } : {}),
+      encoders,
     });
     return { serving: { mode: 'runs', servedRuns, lifecycle }, servedRuns, store };
   } catch (error) {
@@ -182,7 +185,24 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
     options.onReload?.(outcome, runId);
     options.onServing?.(runId);
   };
-  const { serving, servedRuns, store } = await loadServing(config, { ...options, onReload }, logger);
+  // Encoder runs' encoders, each in its own thread behind a dynamic batcher; opened only by encoder runs.
+  const encoders = new EncoderPool(config.encoders, {
+    ...metrics.encoderObserver(),
+    opened: (spec, seconds) =>
+      logger.info({ encoder: spec.name, seconds: Number(seconds.toFixed(2)) }, 'sentence encoder loaded'),
+    closed: (spec) =>
+      logger.info({ encoder: spec.name }, 'sentence encoder closed (no served model uses it)'),
+  });
+  metrics.trackEncoders(() => ({ queued: encoders.queued, open: encoders.size }));
+  const { serving, servedRuns, store } = await loadServing(
+    config,
+    { ...options, onReload },
+    logger,
+    encoders,
+  ).catch(async (error: unknown) => {
+    await encoders.close();
+    throw error;
+  });
   if (servedRuns) options.onServing?.(servedRuns.bestRunId);
   const lifecycle = serving.lifecycle ?? new ServingLifecycle();
   // Records, feedback and live figures; the record store opens on first use, so a store that is down
@@ -196,6 +216,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
     await app.close().catch(() => undefined);
     await monitoring.close().catch(() => undefined);
     await store?.close().catch(() => undefined);
+    await encoders.close();
     throw listenError(error, config);
   }
   const address = app.server.address();
@@ -236,6 +257,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
           // retries and back-off sleeps), so shutdown never waits for the store to come back.
           await store?.close();
           await servedRuns?.settled();
+          await encoders.close();
         }
       })();
       return closing;

@@ -11,7 +11,7 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { HTTP_DEFAULTS } from '../http/options.js';
 import { MONITORING_DEFAULTS } from '../monitoring/defaults.js';
-import { DEFAULT_GATES } from '../service/index.js';
+import { DEFAULT_ENCODER_SETTINGS, DEFAULT_GATES } from '../service/index.js';
 import { DEFAULT_TRACKING_URI } from '../tracking/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -187,6 +187,66 @@ const SETTINGS = {
     ),
     default: SERVE_DEFAULTS.modelCacheSize,
     what: 'the number of run models to keep loaded',
+  }),
+  encoder_threads: row({
+    flag: '--encoder-threads',
+    arg: '<n>',
+    env: 'TAGGER_ENCODER_THREADS',
+    schema: integer(
+      1,
+      MAX_WORKERS,
+      "encoder runs: ONNX Runtime threads of the sentence encoder in each serving process (default: the CPUs the container's quota allows, divided by the worker count, at least 1)",
+    ),
+    default: null,
+    what: 'a number of threads',
+  }),
+  encoder_max_batch: row({
+    flag: '--encoder-max-batch',
+    arg: '<texts>',
+    env: 'TAGGER_ENCODER_MAX_BATCH',
+    schema: integer(
+      1,
+      4_096,
+      "encoder runs: most texts the dynamic batcher sends to the encoder at once (concurrent requests' texts together, sorted by length inside)",
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.maxBatch,
+    what: 'a number of texts',
+  }),
+  encoder_max_wait_ms: row({
+    flag: '--encoder-max-wait',
+    arg: '<ms>',
+    env: 'TAGGER_ENCODER_MAX_WAIT_MS',
+    schema: integer(
+      0,
+      10_000,
+      'encoder runs: how long a text reaching an idle encoder waits for others to batch with (0: none; texts that arrive while the encoder works always wait for it)',
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.maxWaitMs,
+    what: 'a delay in milliseconds',
+  }),
+  encoder_max_queue: row({
+    flag: '--encoder-max-queue',
+    arg: '<texts>',
+    env: 'TAGGER_ENCODER_MAX_QUEUE',
+    schema: integer(
+      0,
+      10_000_000,
+      'encoder runs: most texts waiting for the encoder; a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; 0: no bound)',
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.maxQueue,
+    what: 'a number of texts (0: no bound)',
+  }),
+  encoder_nice: row({
+    flag: '--encoder-nice',
+    arg: '<n>',
+    env: 'TAGGER_ENCODER_NICE',
+    schema: integer(
+      0,
+      19,
+      'encoder runs: Linux nice value of the encoder threads (0: the event loop’s priority; higher: the event loop — probes, /metrics, TF-IDF requests — gets the CPU first while the encoder is saturated, at the cost of the encoder’s share when the host is shared)',
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.nice,
+    what: 'a nice value from 0 to 19',
   }),
   min_test_size: row({
     flag: '--min-test-size',

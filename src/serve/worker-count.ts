@@ -73,6 +73,20 @@ export function defaultWorkers(
   };
 }
 
+/**
+ * The default ONNX Runtime threads of an encoder run's encoder in each of `workers` serving processes:
+ * the CPUs the quota allows (whole ones, at most the cores) shared out between the processes, at least
+ * one each, so n workers never run more encoder threads than the container has CPUs.
+ * @example defaultEncoderThreads(2, { cores: 16, cpuQuota: 4, … }) // 2
+ */
+export function defaultEncoderThreads(workers: number, budget: WorkerBudget = defaultWorkers()): number {
+  const cpus =
+    budget.cpuQuota === null
+      ? budget.cores
+      : Math.max(1, Math.min(budget.cores, Math.floor(budget.cpuQuota)));
+  return Math.max(1, Math.floor(cpus / Math.max(1, workers)));
+}
+
 /** How --print-config explains the default: `2 (cores 16, CPU quota 2, memory limit 512 MiB)`. */
 export function describeWorkers(budget: WorkerBudget): string {
   const parts = [`cores ${budget.cores}`];

@@ -12,6 +12,7 @@ import {
   RUN_ARTIFACTS,
   type TagModel,
 } from '../model/index.js';
+import type { EncoderLease, EncoderProvider } from './encoders.js';
 
 /** Reads one artifact by its run-relative POSIX path; rejects when it cannot be read. */
 export type ArtifactReader = (path: string) => Promise<Uint8Array>;
@@ -39,12 +40,30 @@ export interface ServedModel {
   readonly args: Readonly<Record<string, unknown>>;
   readonly performance: ServedPerformance;
   /**
+   * An encoder model's encoder (its embeddings, computed off the event loop and batched with other
+   * requests'); absent for a TF-IDF model. Released when the model leaves the served runs.
+   */
+  readonly embedder?: EncoderLease;
+  /**
    * The test split's reference profile for drift monitoring; null when the run has none (logged before
    * Tagger wrote it) or it cannot be read — `referenceProblem` then says which. Absent in models built
    * by hand (tests): read as null.
    */
   readonly reference?: ReferenceProfile | null;
   readonly referenceProblem?: string;
+}
+
+export interface LoadOptions {
+  /**
+   * Opens the encoder of an encoder model. Without it an encoder model is refused (decodeModel's reason),
+   * as by a reader that cannot compute embeddings.
+   */
+  encoders?: EncoderProvider | undefined;
+  /**
+   * Only check that the artifacts load (a reload's look at the run already served): an encoder model is
+   * decoded but its encoder is not opened.
+   */
+  checkOnly?: boolean;
 }
 
 /** An artifact that is present but unusable (not JSON, wrong shape, undecodable model). */
@@ -148,8 +167,12 @@ async function readReference(
   }
 }
 
-/** Reads and checks every serving artifact; rejects with the reader's error or an ArtifactFormatError. */
-export async function loadServedModel(read: ArtifactReader): Promise<ServedModel> {
+/**
+ * Reads and checks every serving artifact, and opens an encoder model's encoder (options.encoders);
+ * rejects with the reader's error, an ArtifactFormatError, or an EncoderLoadError when the encoder cannot
+ * be used on this machine.
+ */
+export async function loadServedModel(read: ArtifactReader, options: LoadOptions = {}): Promise<ServedModel> {
   const [rawArgs, performance, modelFiles, reference] = await Promise.all([
     readJsonArtifact(read, RUN_ARTIFACTS.args),
     readPerformance(read),
@@ -161,9 +184,16 @@ export async function loadServedModel(read: ArtifactReader): Promise<ServedModel
   const args = parseArgs(rawArgs);
   let model: TagModel;
   try {
-    model = decodeModel(Object.fromEntries(modelFiles));
+    model = decodeModel(Object.fromEntries(modelFiles), {
+      withEncoder: options.encoders !== undefined || options.checkOnly === true,
+    });
   } catch (error) {
     throw new ArtifactFormatError(`${RUN_ARTIFACTS.modelDir}/: ${(error as Error).message}`);
   }
-  return { model, args, performance, ...reference };
+  if (!model.encoder || options.checkOnly || options.encoders === undefined) {
+    return { model, args, performance, ...reference };
+  }
+  // Last: everything else is checked before an encoder is opened (a thread, ONNX Runtime, ~200 MB).
+  const embedder = await options.encoders.acquire(model.encoder);
+  return { model, args, performance, ...reference, embedder };
 }

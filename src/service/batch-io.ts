@@ -12,6 +12,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse';
 import { tagsOverThresholds } from '../model/index.js';
 import { DEFAULT_MAX_ROW_BYTES, RowLimiter } from './batch-row-limit.js';
+import { isS3Url, s3ReadStream } from './object-store.js';
 
 export type BatchFormat = 'csv' | 'jsonl';
 
@@ -30,6 +31,17 @@ export interface ReaderOptions {
    * `id` when the input has one (checked on its first row), else none.
    */
   keepColumns?: readonly string[] | undefined;
+  /**
+   * Tag only shard `index` of `count` (0 ≤ index < count): the rows whose position in the file (0-based,
+   * in line order, bad rows counted) is `index` modulo `count`. The other rows are read and skipped.
+   */
+  shard?: Shard | undefined;
+}
+
+/** One of `count` deterministic shares of a file's rows (see ReaderOptions.shard). */
+export interface Shard {
+  index: number;
+  count: number;
 }
 
 export interface WriterOptions {
@@ -170,8 +182,9 @@ function limitedRows(
   counted: (bytes: number) => void,
   queue: BadRowQueue,
 ) {
-  const source = createReadStream(path);
-  source.on('data', (chunk) => counted(chunk.length));
+  // A local file, or an object streamed from an S3 API (s3://bucket/key).
+  const source = isS3Url(path) ? s3ReadStream(path) : createReadStream(path);
+  source.on('data', (chunk: Buffer) => counted(chunk.length));
   const limiter = new RowLimiter({
     maxBytes: maxRowBytes,
     format,
@@ -181,7 +194,7 @@ function limitedRows(
       queue.add(row.line, `the row is ${size}`);
     },
   });
-  source.on('error', (error) => limiter.destroy(error));
+  source.on('error', (error: Error) => limiter.destroy(error));
   return source.pipe(limiter);
 }
 
@@ -239,15 +252,27 @@ async function* jsonlRows(options: ReaderOptions, counted: (bytes: number) => vo
   await tooLong.flush(emit);
 }
 
-/** Reads the whole file, emitting batches of texts, bad rows and the end (or why it cannot be read). */
+/**
+ * Reads the whole file, emitting batches of texts, bad rows and the end (or why it cannot be read); with
+ * a shard, only that shard's rows (good and bad) are emitted.
+ */
 export async function readBatches(options: ReaderOptions, emit: Emit): Promise<void> {
   let bytesRead = 0;
   const counted = (bytes: number): void => {
     bytesRead += bytes;
   };
+  // Every row, good or bad, takes the next position, in line order: the same in every shard's process.
+  let position = 0;
+  const { shard } = options;
+  const mine = (): boolean => {
+    const at = position++;
+    return shard === undefined || at % shard.count === shard.index;
+  };
+  // Bad rows found while parsing are rows too: reported by the shard they fall to.
+  const emitRow: Emit = (message) => (message.kind !== 'bad' || mine() ? emit(message) : undefined);
   try {
     const rows =
-      options.format === 'csv' ? csvRows(options, counted, emit) : jsonlRows(options, counted, emit);
+      options.format === 'csv' ? csvRows(options, counted, emitRow) : jsonlRows(options, counted, emitRow);
     let text: ((row: Row) => unknown) | undefined;
     let keep: string[] = [];
     let lines: number[] = [];
@@ -261,6 +286,7 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
         keep = keptColumns(fields, options.keepColumns, options.input);
         await emit({ kind: 'columns', keep });
       }
+      if (!mine()) continue;
       const value = text(row);
       if (typeof value !== 'string' || value.trim() === '') {
         const reason =

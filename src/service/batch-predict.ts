@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { rename, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TagModel } from '../model/index.js';
@@ -21,12 +22,15 @@ import {
   type BatchFormat,
   OUTPUT_COLUMNS,
   type ReaderOptions,
+  type Shard,
   type TaggedBatch,
   type WorkerMessage,
   type WriterOptions,
 } from './batch-io.js';
+import type { Embedder } from './encoders.js';
+import { checkS3Bucket, isS3Url, parseS3Url, s3Reason, s3Size, uploadToS3 } from './object-store.js';
 
-export type { BatchFormat } from './batch-io.js';
+export type { BatchFormat, Shard } from './batch-io.js';
 export { DEFAULT_MAX_ROW_BYTES } from './batch-row-limit.js';
 
 export interface BadRow {
@@ -64,6 +68,17 @@ export interface TagFileOptions {
    * `@`, tab or CR). Default: on for CSV output, off for JSON Lines (read by programs, not spreadsheets).
    */
   escapeFormulas?: boolean | undefined;
+  /**
+   * Tag one deterministic share of the rows: row k of the file (0-based, in line order, bad rows
+   * counted) belongs to shard k mod count. n processes with shards 0…n−1 of n tag every row once; their
+   * outputs, merged by `line`, are one process's output.
+   */
+  shard?: Shard | undefined;
+  /**
+   * An encoder model's embeddings (its encoder, in its own thread): each batch's texts are embedded,
+   * then predicted, in order, while the file worker reads ahead. Required for an encoder model.
+   */
+  embedder?: Embedder | undefined;
   onProgress?: (progress: BatchProgress) => void;
   onBadRow?: (bad: BadRow) => void;
   /**
@@ -87,7 +102,7 @@ export class BatchInputError extends Error {
 }
 
 export function formatOf(path: string): BatchFormat | null {
-  const extension = extname(path).toLowerCase();
+  const extension = extname(isS3Url(path) ? parseS3Url(path).key : path).toLowerCase();
   if (extension === '.csv') return 'csv';
   if (extension === '.jsonl' || extension === '.ndjson') return 'jsonl';
   return null;
@@ -154,9 +169,10 @@ function tagBatch(
   model: TagModel,
   texts: readonly string[],
   tagIndex: ReadonlyMap<string, number>,
+  embeddings?: readonly Float32Array[],
 ): TaggedBatch {
   const width = model.tags.length;
-  const predictions = model.predict(texts);
+  const predictions = model.predict(texts, embeddings);
   const predicted = new Int32Array(texts.length);
   const probabilities = new Float64Array(texts.length * width);
   for (let i = 0; i < predictions.length; i++) {
@@ -179,8 +195,25 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
     const which = inputFormat === null ? options.input : options.output;
     throw new BatchInputError(`${which}: use a .csv, .jsonl or .ndjson file`);
   }
-  if (resolve(options.input) === resolve(options.output)) {
+  const same = (path: string) => (isS3Url(path) ? path : resolve(path));
+  if (same(options.input) === same(options.output)) {
     throw new BatchInputError(`--output ${options.output} is the input file; write the tags to another file`);
+  }
+  const { shard } = options;
+  if (
+    shard &&
+    !(
+      Number.isInteger(shard.count) &&
+      shard.count >= 1 &&
+      Number.isInteger(shard.index) &&
+      shard.index >= 0 &&
+      shard.index < shard.count
+    )
+  ) {
+    throw new BatchInputError(`shard ${shard.index}/${shard.count}: give <i>/<n> with 0 ≤ i < n`);
+  }
+  if (model.encoder && options.embedder === undefined) {
+    throw new BatchInputError(`this model needs its sentence encoder (${model.encoder.name}) to tag texts`);
   }
   const keepColumns = options.keepColumns === undefined ? undefined : [...new Set(options.keepColumns)];
   const taken = keepColumns?.filter(
@@ -193,19 +226,34 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   }
   let totalBytes: number;
   try {
-    const info = await stat(options.input);
-    if (!info.isFile()) throw new BatchInputError(`${options.input} is not a file`);
-    totalBytes = info.size;
+    if (isS3Url(options.input)) totalBytes = await s3Size(options.input);
+    else {
+      const info = await stat(options.input);
+      if (!info.isFile()) throw new BatchInputError(`${options.input} is not a file`);
+      totalBytes = info.size;
+    }
   } catch (error) {
     if (error instanceof BatchInputError) throw error;
-    throw new BatchInputError(`cannot read ${options.input}: ${(error as Error).message}`, { cause: error });
+    const reason = isS3Url(options.input) ? s3Reason(error) : (error as Error).message;
+    throw new BatchInputError(`cannot read ${options.input}: ${reason}`, { cause: error });
+  }
+  const toS3 = isS3Url(options.output);
+  if (toS3) {
+    // Before any input is read, as for a local output that cannot be created.
+    await checkS3Bucket(options.output).catch((error: unknown) => {
+      throw new BatchInputError(`cannot write ${options.output}: ${s3Reason(error)}`, { cause: error });
+    });
   }
   const batchSize = options.batchSize ?? 512;
   const progress: BatchProgress = { bytesRead: 0, totalBytes, rows: 0 };
   let bad = 0;
 
-  const target = resolve(options.output);
-  const temp = join(dirname(target), `.${basename(target)}.tagger-${randomBytes(4).toString('hex')}.tmp`);
+  // A local output is written beside its target and renamed into place; an S3 one is written to a
+  // local temporary file and uploaded whole at the end.
+  const target = toS3 ? options.output : resolve(options.output);
+  const temp = toS3
+    ? join(tmpdir(), `tagger-${randomBytes(6).toString('hex')}${extname(parseS3Url(target).key)}.tmp`)
+    : join(dirname(target), `.${basename(target)}.tagger-${randomBytes(4).toString('hex')}.tmp`);
   const tagIndex = new Map(model.tags.map((tag, index) => [tag, index]));
   const worker = startWorker(
     {
@@ -215,6 +263,7 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
       batchSize,
       maxRowBytes: options.maxRowBytes,
       keepColumns,
+      shard,
     },
     {
       path: temp,
@@ -225,6 +274,11 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
     },
   );
   let tagged = 0;
+  const { embedder } = options;
+  // An encoder model's batches: each one's embeddings are asked for as it arrives (the encoder's queue
+  // keeps them in order), and answered in order; a failure stops the worker and is the error thrown.
+  let answered = Promise.resolve();
+  let encoderFailure: unknown;
   try {
     options.signal?.throwIfAborted();
     for await (const message of messagesOf(worker, options.signal)) {
@@ -233,25 +287,52 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
         progress.rows += 1;
         options.onBadRow?.({ line: message.line, reason: message.reason });
       } else if (message.kind === 'rows') {
-        // The one thing this thread does per row: predict. The worker formats and writes the answer.
-        const answer = tagBatch(model, message.texts, tagIndex);
-        worker.postMessage(answer, [answer.predicted.buffer, answer.probabilities.buffer]);
-        tagged += message.texts.length;
-        progress.rows += message.texts.length;
-        progress.bytesRead = message.bytesRead;
-        options.onProgress?.({ ...progress });
+        const answer = (embeddings?: readonly Float32Array[]): void => {
+          // The one thing this thread does per row: predict. The worker formats and writes the answer.
+          const tags = tagBatch(model, message.texts, tagIndex, embeddings);
+          worker.postMessage(tags, [tags.predicted.buffer, tags.probabilities.buffer]);
+          tagged += message.texts.length;
+          progress.rows += message.texts.length;
+          progress.bytesRead = message.bytesRead;
+          options.onProgress?.({ ...progress });
+        };
+        if (embedder === undefined) answer();
+        else {
+          const embedded = embedder.embed(message.texts);
+          embedded.catch(() => undefined);
+          answered = answered.then(async () => answer(await embedded));
+          answered.catch((error: unknown) => {
+            encoderFailure ??= error;
+            void worker.terminate();
+          });
+        }
       } else if (message.kind === 'failed') {
         throw new BatchInputError(message.message);
       } else if (message.kind === 'write-failed') {
         throw new BatchInputError(`cannot tag ${options.input} into ${options.output}: ${message.message}`);
       }
     }
-    // A signal handled with the last batch still stops the job: nothing is renamed into place.
+    // A signal handled with the last batch still stops the job: nothing is renamed (or uploaded) into place.
     options.signal?.throwIfAborted();
-    await rename(temp, target);
-  } catch (error) {
+    if (toS3) {
+      try {
+        await uploadToS3(temp, target);
+      } catch (error) {
+        throw new BatchInputError(`cannot write ${target}: ${s3Reason(error)}`, { cause: error });
+      }
+      await rm(temp, { force: true });
+    } else await rename(temp, target);
+  } catch (caught) {
     await worker.terminate();
     await rm(temp, { force: true }).catch(() => undefined);
+    // The worker was stopped because an encoder batch failed: that failure is the story.
+    if (encoderFailure !== undefined) {
+      throw new BatchInputError(
+        `cannot tag ${options.input}: the sentence encoder failed (${(encoderFailure as Error).message})`,
+        { cause: encoderFailure },
+      );
+    }
+    const error = caught;
     if (error instanceof BatchInputError) throw error;
     // File system failures (ENOENT, EACCES, … on the rename): about the files, not a bug.
     const code = (error as NodeJS.ErrnoException).code;

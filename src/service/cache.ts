@@ -1,7 +1,8 @@
 /**
  * A bounded least-recently-used cache with single-flight loading: concurrent `get`s of one key share one
  * load, a failed load is not remembered (the next request tries again), and at most `capacity` loaded
- * values are kept.
+ * values are kept. `onDrop` is told each loaded value the cache lets go of (evicted, replaced, or not
+ * kept at all with capacity 0), e.g. to release what it holds.
  */
 export class SingleFlightLru<V> {
   /** Loaded values; Map iteration order is insertion order, so the first key is the least recently used. */
@@ -10,7 +11,10 @@ export class SingleFlightLru<V> {
   private readonly pending = new Map<string, Promise<V>>();
 
   /** @param capacity how many loaded values to keep; 0 keeps none (every request loads, still single-flight). */
-  constructor(readonly capacity: number) {
+  constructor(
+    readonly capacity: number,
+    private readonly onDrop?: (value: V) => void,
+  ) {
     if (!Number.isInteger(capacity) || capacity < 0) {
       throw new RangeError(`service/cache: capacity must be an integer >= 0, got ${capacity}`);
     }
@@ -60,12 +64,19 @@ export class SingleFlightLru<V> {
   }
 
   private remember(key: string, value: V): void {
-    if (this.capacity === 0) return;
+    if (this.capacity === 0) {
+      this.onDrop?.(value);
+      return;
+    }
+    const before = this.values.get(key);
     this.values.delete(key);
     this.values.set(key, value);
+    if (before !== undefined && before !== value) this.onDrop?.(before);
     while (this.values.size > this.capacity) {
       const oldest = this.values.keys().next().value as string;
+      const dropped = this.values.get(oldest) as V;
       this.values.delete(oldest);
+      this.onDrop?.(dropped);
     }
   }
 }

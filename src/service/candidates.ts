@@ -7,6 +7,7 @@
 import { type ModelUri, resolveModelUri, versionLabel } from '../tracking/model-uri.js';
 import { type Run, TrackingError, type TrackingStore } from '../tracking/store.js';
 import { loadServedModel, type ServedModel } from './artifacts.js';
+import type { EncoderProvider } from './encoders.js';
 import { StartupError } from './errors.js';
 import { gateFailure, type PromotionGates, referenceRun } from './gates.js';
 import type { ServiceLog } from './log.js';
@@ -54,6 +55,7 @@ export async function loadPinned(
   runs: readonly Run[],
   runId: string,
   experiment: string,
+  encoders?: EncoderProvider,
 ): Promise<ServedModel> {
   const run = runs.find((candidate) => candidate.info.runId === runId);
   if (run === undefined) {
@@ -62,7 +64,7 @@ export async function loadPinned(
     );
   }
   try {
-    return await loadServedModel(readerFor(store, runId));
+    return await loadServedModel(readerFor(store, runId), { encoders });
   } catch (error) {
     throw new StartupError(
       `--run-id ${runId} (status ${run.info.status}) cannot be served: ${toRunLoadError(runId, error).reason}`,
@@ -153,11 +155,15 @@ export async function loadPreferred(
   runs: readonly Run[],
   runId: string | undefined,
   log: ServiceLog,
+  encoders?: EncoderProvider,
 ): Promise<Picked | undefined> {
   if (runId === undefined || !runs.some((run) => run.info.runId === runId && isCandidate(run)))
     return undefined;
   try {
-    return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures: [] };
+    return {
+      best: { runId, model: await loadServedModel(readerFor(store, runId), { encoders }) },
+      failures: [],
+    };
   } catch (error) {
     log.warn(
       { runId, reason: toRunLoadError(runId, error).reason },
@@ -196,6 +202,7 @@ export async function pickBest(
   skips: SkipLog,
   current: ServedSnapshot | undefined,
   gates: PromotionGates,
+  encoders?: EncoderProvider,
 ): Promise<Picked> {
   const failures: string[] = [];
   const held: HeldRun[] = [];
@@ -205,7 +212,8 @@ export async function pickBest(
     const runId = run.info.runId;
     if (runId === current?.bestRunId && gateFailure(run, gates, reference) === null) {
       try {
-        await loadServedModel(readerFor(store, runId));
+        // A check only: the served model (and its encoder) stays as it is.
+        await loadServedModel(readerFor(store, runId), { encoders, checkOnly: true });
       } catch (error) {
         const reason = toRunLoadError(runId, error).reason;
         failures.push(`${runId}: ${reason}`);
@@ -225,7 +233,11 @@ export async function pickBest(
       continue;
     }
     try {
-      return { best: { runId, model: await loadServedModel(readerFor(store, runId)) }, failures, held };
+      return {
+        best: { runId, model: await loadServedModel(readerFor(store, runId), { encoders }) },
+        failures,
+        held,
+      };
     } catch (error) {
       const loadError = toRunLoadError(runId, error);
       failures.push(`${runId}: ${loadError.reason}`);

@@ -2,6 +2,7 @@
 export {
   ArtifactFormatError,
   type ArtifactReader,
+  type LoadOptions,
   loadServedModel,
   parsePerformance,
   readPerformance,
@@ -9,8 +10,26 @@ export {
   type ServedModel,
   type ServedPerformance,
 } from './artifacts.js';
+export {
+  type BatcherObserver,
+  type BatcherOptions,
+  DynamicBatcher,
+  QueueFullError,
+} from './batcher.js';
 export { SingleFlightLru } from './cache.js';
 export type { HeldRun, ServingProblems } from './candidates.js';
+export {
+  DEFAULT_ENCODER_SETTINGS,
+  type Embedder,
+  type EncoderLease,
+  EncoderLoadError,
+  type EncoderObserver,
+  EncoderPool,
+  type EncoderProvider,
+  type EncoderSettings,
+  EncoderUnavailableError,
+  releaseEncoder,
+} from './encoders.js';
 export {
   MISSING_STORE_HINT,
   NotLoggedError,

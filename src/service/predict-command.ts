@@ -7,6 +7,7 @@ import type { TagModel } from '../model/index.js';
 import { openTrackingStore } from '../tracking/index.js';
 import { loadServedModel } from './artifacts.js';
 import type { HeldRun } from './candidates.js';
+import type { EncoderLease, EncoderProvider } from './encoders.js';
 import { StartupError, withStoreHint } from './errors.js';
 import type { PromotionGates } from './gates.js';
 import { ServedRuns } from './served-runs.js';
@@ -21,21 +22,29 @@ export interface PredictionSource {
   trackingUri: string;
   /** The promotion gates, as `tagger serve` is configured (default DEFAULT_GATES). */
   gates?: PromotionGates;
+  /** Opens an encoder run's encoder; without it encoder runs are not used (held back, as by a server). */
+  encoders?: EncoderProvider;
 }
 
 export interface LoadedForPrediction {
   /** The run the model comes from, or null for a model directory. */
   runId: string | null;
   model: TagModel;
+  /** An encoder model's embeddings (its encoder, opened by `source.encoders`); absent for TF-IDF. */
+  embedder?: EncoderLease;
   /** Runs that rank above the one used but are not used, and why (as `tagger serve` holds them back). */
   heldBack: readonly HeldRun[];
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
 
+const embedderOf = (served: { embedder?: EncoderLease }): { embedder?: EncoderLease } =>
+  served.embedder ? { embedder: served.embedder } : {};
+
 export async function loadModelForPrediction(source: PredictionSource): Promise<LoadedForPrediction> {
   if (source.modelDir !== undefined) {
-    return { runId: null, model: (await loadModelDirectory(source.modelDir)).model, heldBack: [] };
+    const served = await loadModelDirectory(source.modelDir, source.encoders);
+    return { runId: null, model: served.model, ...embedderOf(served), heldBack: [] };
   }
   // Predicting only reads: a store on a read-only volume works, and a wrong URI creates nothing.
   const store = await openTrackingStore(source.trackingUri, { readOnly: true }).catch((error: unknown) => {
@@ -48,10 +57,12 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
         modelCacheSize: 1,
         log: quiet,
         ...(source.gates ? { gates: source.gates } : {}),
+        encoders: source.encoders,
       });
       return {
         runId: servedRuns.bestRunId,
         model: servedRuns.best.model,
+        ...embedderOf(servedRuns.best),
         heldBack: servedRuns.problems.heldBack,
       };
     }
@@ -62,8 +73,10 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
         `run ${runId} not found in ${store.displayUri}; \`tagger serve\` and GET /runs list the runs`,
       );
     try {
-      const served = await loadServedModel((path) => store.readArtifact(runId, path));
-      return { runId, model: served.model, heldBack: [] };
+      const served = await loadServedModel((path) => store.readArtifact(runId, path), {
+        encoders: source.encoders,
+      });
+      return { runId, model: served.model, ...embedderOf(served), heldBack: [] };
     } catch (error) {
       throw new StartupError(`run ${runId} cannot be used for predictions: ${(error as Error).message}`, {
         cause: error,

@@ -23,6 +23,7 @@ import {
   SkipLog,
   TRAIN_HINT,
 } from './candidates.js';
+import type { EncoderProvider } from './encoders.js';
 import { StartupError } from './errors.js';
 import { DEFAULT_GATES, type PromotionGates } from './gates.js';
 import type { ServiceLog } from './log.js';
@@ -93,6 +94,11 @@ export interface ServedRunsOptions {
    * all reload on their own; only one of them reports, the others log those lines at debug level.
    */
   reportsSkips?: boolean | undefined;
+  /**
+   * Opens the encoders of encoder runs (src/service/encoders.ts). Without it encoder runs are not
+   * loadable (held back with the reason) and the other runs serve.
+   */
+  encoders?: EncoderProvider | undefined;
 }
 
 export class ServedRuns {
@@ -128,7 +134,7 @@ export class ServedRuns {
     const { runs } = read;
     const skips = new SkipLog(log, options.reportsSkips ?? true);
     if (options.pinRunId) {
-      const model = await loadPinned(store, runs, options.pinRunId, name);
+      const model = await loadPinned(store, runs, options.pinRunId, name, options.encoders);
       log.info(
         { runId: options.pinRunId, experiment: name, runs: runs.length },
         'serving the pinned run (--run-id)',
@@ -139,12 +145,14 @@ export class ServedRuns {
         options.pinRunId,
         model,
         options.modelCacheSize,
+        null,
+        options.encoders,
       );
       return new ServedRuns(store, name, snapshot, options, skips);
     }
     const picked =
-      (await loadPreferred(store, runs, options.preferRunId, log)) ??
-      (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES));
+      (await loadPreferred(store, runs, options.preferRunId, log, options.encoders)) ??
+      (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES, options.encoders));
     if (picked.best === undefined) {
       const finished = runs.filter(isCandidate).length;
       if (finished === 0) {
@@ -171,7 +179,15 @@ export class ServedRuns {
         ? 'serving the run the other workers serve (a newer best run follows at the next reload)'
         : 'serving the best loadable run',
     );
-    const snapshot = new ServedSnapshot(store, runs.map(summarize), runId, model, options.modelCacheSize);
+    const snapshot = new ServedSnapshot(
+      store,
+      runs.map(summarize),
+      runId,
+      model,
+      options.modelCacheSize,
+      null,
+      options.encoders,
+    );
     const servedRuns = new ServedRuns(store, name, snapshot, options, skips);
     servedRuns.problemsNow = { store: null, heldBack: picked.held ?? [] };
     return servedRuns;
@@ -189,7 +205,7 @@ export class ServedRuns {
     });
     let model: ServedModel;
     try {
-      model = await loadServedModel(readerFor(store, found.runId));
+      model = await loadServedModel(readerFor(store, found.runId), { encoders: options.encoders });
     } catch (error) {
       throw new StartupError(
         `${where} points at run ${found.runId}, which cannot be served: ${toRunLoadError(found.runId, error).reason}`,
@@ -212,6 +228,7 @@ export class ServedRuns {
       model,
       options.modelCacheSize,
       found.target,
+      options.encoders,
     );
     return new ServedRuns(
       store,
@@ -320,7 +337,14 @@ export class ServedRuns {
     const picked = this.options.pinRunId
       ? // Pinned: the list is refreshed, the model never changes.
         { best: { runId: before.bestRunId, model: before.best }, failures: [] }
-      : await pickBest(this.store, read.runs, this.skips, before, this.options.gates ?? DEFAULT_GATES);
+      : await pickBest(
+          this.store,
+          read.runs,
+          this.skips,
+          before,
+          this.options.gates ?? DEFAULT_GATES,
+          this.options.encoders,
+        );
     this.problemsNow = { store: null, heldBack: picked.held ?? [] };
     if (picked.best === undefined) {
       return this.failed(before, [
@@ -369,7 +393,9 @@ export class ServedRuns {
     let model = before.best;
     if (found.runId !== before.bestRunId) {
       try {
-        model = await loadServedModel(readerFor(this.store, found.runId));
+        model = await loadServedModel(readerFor(this.store, found.runId), {
+          encoders: this.options.encoders,
+        });
       } catch (error) {
         const loadError = toRunLoadError(found.runId, error);
         const label = found.target.version ? versionLabel(found.target.version) : uri.uri;

@@ -16,6 +16,7 @@ import {
   type ServedPerformance,
 } from './artifacts.js';
 import { SingleFlightLru } from './cache.js';
+import { EncoderLoadError, type EncoderProvider, releaseEncoder } from './encoders.js';
 import { NotLoggedError, RunLoadError, UnknownRunError } from './errors.js';
 import {
   readHistory,
@@ -81,6 +82,12 @@ export function toRunLoadError(runId: string, error: unknown, path?: string): Ru
   if (error instanceof RunLoadError) return error;
   if (error instanceof ArtifactFormatError)
     return new RunLoadError(runId, error.message, false, { cause: error });
+  if (error instanceof EncoderLoadError) {
+    return new RunLoadError(runId, `its sentence encoder cannot be used here: ${error.message}`, false, {
+      cause: error,
+      publicReason: error.publicReason,
+    });
+  }
   const artifact = path === undefined ? 'an artifact of the run' : `artifact ${path}`;
   if (error instanceof TrackingError) {
     const publicReason = `${artifact} ${PUBLIC_STORE_REASONS[error.code] ?? 'cannot be read'}`;
@@ -110,7 +117,10 @@ export class ServedSnapshot {
   /** Runs in f1 order (MLflow's: real values descending, then NaN, then runs without f1). */
   readonly runs: readonly RunSummary[];
   private readonly byId: ReadonlyMap<string, RunSummary>;
+  /** Other runs' models; each one dropped releases its encoder (an encoder run's). */
   private readonly models: SingleFlightLru<ServedModel>;
+  /** Replaced by a successor, which holds (or released) this snapshot's models and their encoders. */
+  private retired = false;
   private readonly performances: SingleFlightLru<ServedPerformance>;
   /** A few runs' test errors: the page asks for one or two runs at a time, and they can be ~1 MB. */
   private readonly errors = new SingleFlightLru<ServedTestErrors>(4);
@@ -127,10 +137,14 @@ export class ServedSnapshot {
     private readonly modelCacheSize: number,
     /** Registry mode: the model URI and the version serving; null otherwise. */
     readonly target: ServedTarget | null = null,
+    /** Opens the encoders of encoder runs' models (none: such runs cannot be loaded). */
+    private readonly encoders?: EncoderProvider,
   ) {
     this.runs = Object.freeze([...runs]);
     this.byId = new Map(runs.map((run) => [run.runId, run]));
-    this.models = new SingleFlightLru(modelCacheSize);
+    this.models = new SingleFlightLru<ServedModel>(modelCacheSize, (model) => {
+      if (!this.retired) releaseEncoder(model);
+    });
     // Bounded by the number of runs of this snapshot; performance reports are small.
     this.performances = new SingleFlightLru(runs.length);
   }
@@ -147,7 +161,12 @@ export class ServedSnapshot {
     const run = this.run(runId);
     if (run.runId === this.bestRunId) return this.best;
     try {
-      return await this.models.get(run.runId, () => loadServedModel(readerFor(this.store, run.runId)));
+      return await this.models.get(run.runId, async () => {
+        const loaded = await loadServedModel(readerFor(this.store, run.runId), { encoders: this.encoders });
+        // A request still on a replaced snapshot: its answer borrows the encoder; nothing here holds it.
+        if (this.retired) releaseEncoder(loaded);
+        return loaded;
+      });
     } catch (error) {
       throw toRunLoadError(run.runId, error);
     }
@@ -215,6 +234,15 @@ export class ServedSnapshot {
     }
   }
 
+  /**
+   * This snapshot has a successor, which holds (or released) its models: its cache no longer releases
+   * what it drops, and a request still on it that loads another run's model lets that model's encoder
+   * go at once (the request still gets its answer, borrowing the encoder).
+   */
+  private retire(): void {
+    this.retired = true;
+  }
+
   /** Run ids whose models are cached now, least recently used first (for tests and diagnostics). */
   cachedModelRunIds(): string[] {
     return this.models.keys();
@@ -231,10 +259,31 @@ export class ServedSnapshot {
     best: ServedModel,
     target: ServedTarget | null = this.target,
   ): ServedSnapshot {
-    const next = new ServedSnapshot(this.store, runs, bestRunId, best, this.modelCacheSize, target);
+    const next = new ServedSnapshot(
+      this.store,
+      runs,
+      bestRunId,
+      best,
+      this.modelCacheSize,
+      target,
+      this.encoders,
+    );
     const keep = (runId: string) => next.byId.has(runId) && runId !== bestRunId;
-    for (const [runId, model] of this.models.entries()) if (keep(runId)) next.models.set(runId, model);
-    if (keep(this.bestRunId)) next.models.set(this.bestRunId, this.best);
+    const handed = new Set<ServedModel>([best]);
+    for (const [runId, model] of this.models.entries()) {
+      if (!keep(runId)) continue;
+      next.models.set(runId, model);
+      handed.add(model);
+    }
+    // A swapped-out encoder run is not kept loaded: its encoder closes unless the new best shares it.
+    if (keep(this.bestRunId) && this.best.embedder === undefined) {
+      next.models.set(this.bestRunId, this.best);
+      handed.add(this.best);
+    }
+    // What the next snapshot does not hold lets its encoder go (requests under way still finish on it).
+    for (const [, model] of this.models.entries()) if (!handed.has(model)) releaseEncoder(model);
+    if (!handed.has(this.best)) releaseEncoder(this.best);
+    this.retire();
     for (const [runId, report] of this.performances.entries()) {
       if (keep(runId)) next.performances.set(runId, report);
     }

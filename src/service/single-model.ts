@@ -6,15 +6,17 @@ import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { RUN_ARTIFACTS } from '../model/index.js';
 import { loadServedModel, type ServedModel } from './artifacts.js';
+import type { EncoderProvider } from './encoders.js';
 import { StartupError } from './errors.js';
 
 const LAYOUT = `${RUN_ARTIFACTS.args}, ${RUN_ARTIFACTS.performance} and ${RUN_ARTIFACTS.modelDir}/`;
 
 /**
- * Loads a saved model directory; throws StartupError naming the directory and the problem.
+ * Loads a saved model directory (an encoder model with its encoder, opened by `encoders`); throws
+ * StartupError naming the directory and the problem.
  * @example const served = await loadModelDirectory('mlruns/1/abc/artifacts');
  */
-export async function loadModelDirectory(dir: string): Promise<ServedModel> {
+export async function loadModelDirectory(dir: string, encoders?: EncoderProvider): Promise<ServedModel> {
   const root = resolve(dir);
   const isDir = await stat(root).then(
     (s) => s.isDirectory(),
@@ -28,7 +30,7 @@ export async function loadModelDirectory(dir: string): Promise<ServedModel> {
   // Paths come from our own constants (RUN_ARTIFACTS, MODEL_FILES), never from a request.
   const read = (path: string): Promise<Uint8Array> => readFile(join(root, ...path.split('/')));
   try {
-    return await loadServedModel(read);
+    return await loadServedModel(read, { encoders });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason =

@@ -12,9 +12,11 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import {
+  bindEmbeddings,
   evaluate,
   type LabelledText,
   stratifiedSplit,
+  type TrainEncoder,
   type TrainingArgs,
   trainTagger,
 } from '../model/index.js';
@@ -30,6 +32,11 @@ export interface CrossValidationOptions {
   seed: number;
   /** Training seeds per fold (their f1s are averaged); default `[seed]`. */
   trainingSeeds?: readonly number[];
+  /**
+   * The embeddings of every row (computed once, see embeddings.ts), for args that name an encoder; every
+   * fold, seed and trial reuses them (a worker thread receives them once, with the data).
+   */
+  encoder?: TrainEncoder;
 }
 
 export interface CrossValidation {
@@ -103,12 +110,22 @@ export function crossValidationFolds(
 }
 
 /** Trains and scores one task of a fold (the same in a worker thread and in the serial path). */
-export function scoreFold(folds: readonly Fold[], args: TrainingArgs, task: FoldTask): FoldScore {
+export function scoreFold(
+  folds: readonly Fold[],
+  args: TrainingArgs,
+  task: FoldTask,
+  encoder?: TrainEncoder,
+): FoldScore {
   const fold = folds[task.fold];
   if (fold === undefined) throw new RangeError(`cross-validation: no fold ${task.fold}`);
   const started = performance.now();
-  const { model } = trainTagger(fold.train, fold.validation, args, { seed: task.trainingSeed });
-  const f1 = evaluate(model, fold.test).overall.f1;
+  const embeddings = args.encoder === null ? undefined : encoder;
+  const { model } = trainTagger(fold.train, fold.validation, args, {
+    seed: task.trainingSeed,
+    ...(embeddings ? { encoder: embeddings } : {}),
+  });
+  const scored = embeddings ? bindEmbeddings(model, embeddings.embeddings) : model;
+  const f1 = evaluate(scored, fold.test).overall.f1;
   return { ...task, f1, seconds: (performance.now() - started) / 1000 };
 }
 
@@ -147,7 +164,7 @@ export function crossValidateSerial(
 ): CrossValidation {
   const folds = crossValidationFolds(data, options.folds, options.seed);
   const seeds = options.trainingSeeds ?? [options.seed];
-  const scores = tasksOf(options.folds, seeds).map((task) => scoreFold(folds, args, task));
+  const scores = tasksOf(options.folds, seeds).map((task) => scoreFold(folds, args, task, options.encoder));
   return summarise(options.folds, seeds, scores);
 }
 
@@ -160,6 +177,7 @@ export interface WorkerSetup {
   data: readonly LabelledText[];
   folds: number;
   seed: number;
+  encoder?: TrainEncoder;
 }
 
 interface Pending {
@@ -200,7 +218,7 @@ export class CrossValidator {
       return summarise(
         this.options.folds,
         seeds,
-        tasks.map((task) => scoreFold(this.folds, args, task)),
+        tasks.map((task) => scoreFold(this.folds, args, task, this.options.encoder)),
       );
     }
     this.start();
@@ -218,7 +236,12 @@ export class CrossValidator {
     if (this.pool.length > 0) return;
     // Started from the sources (tests, tsx), the worker is the .ts file and needs tsx's loader too.
     const fromSource = import.meta.url.endsWith('.ts');
-    const setup: WorkerSetup = { data: this.data, folds: this.options.folds, seed: this.options.seed };
+    const setup: WorkerSetup = {
+      data: this.data,
+      folds: this.options.folds,
+      seed: this.options.seed,
+      ...(this.options.encoder ? { encoder: this.options.encoder } : {}),
+    };
     for (let i = 0; i < this.workers; i++) {
       const worker = new Worker(new URL(`./cv-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url), {
         workerData: setup,

@@ -17,7 +17,11 @@ const folds = crossValidationFolds(setup.data, setup.folds, setup.seed);
 parentPort?.on('message', (message: ToWorker) => {
   let answer: FromWorker;
   try {
-    answer = { kind: 'score', id: message.id, score: scoreFold(folds, message.args, message.task) };
+    answer = {
+      kind: 'score',
+      id: message.id,
+      score: scoreFold(folds, message.args, message.task, setup.encoder),
+    };
   } catch (error) {
     const e = error instanceof Error ? error : new Error(String(error));
     answer = { kind: 'error', id: message.id, message: e.message, name: e.name };

@@ -19,12 +19,14 @@
  * The report is plain JSON (for `tagger label-issues --json`, a training artifact and the inspection page).
  */
 import {
+  bindEmbeddings,
   type LabelledText,
   MISTAKE_TEXT_CHARS,
   ModelInputError,
   multiLabelModelTags,
   normalizeTag,
   normalizeTagSet,
+  type TrainEncoder,
   type TrainingArgs,
   tagsOf,
   trainTagger,
@@ -44,6 +46,8 @@ export interface LabelIssueOptions {
   top?: number;
   /** Told after each fold's model has predicted its rows (for a progress line). */
   onFold?: (done: number, folds: number) => void;
+  /** For args that name an encoder: the embeddings of every row (computed once, see embeddings.ts). */
+  encoder?: TrainEncoder;
 }
 
 /** A labelled row, optionally with the line of the file it came from (a DatasetRow has one). */
@@ -147,9 +151,11 @@ export function outOfFoldProbabilities(
   for (const [done, fold] of parts.entries()) {
     // One fit on all of the other folds' rows: the model `refit` gives (the same rows in the same order, the
     // same seed), without the validated fit before it, whose only use is choosing thresholds.
-    const { model } = trainTagger([...fold.train, ...fold.validation], [], options.args, {
+    const { model: trained } = trainTagger([...fold.train, ...fold.validation], [], options.args, {
       seed: options.seed,
+      ...(options.args.encoder !== null && options.encoder ? { encoder: options.encoder } : {}),
     });
+    const model = options.encoder ? bindEmbeddings(trained, options.encoder.embeddings) : trained;
     const classes = new Set(model.tags);
     const predictions = model.predict(fold.test.map((row) => row.text));
     fold.test.forEach((row, i) => {
@@ -309,12 +315,19 @@ export function trainingLabelIssues(
   args: TrainingArgs,
   seed: number,
   onFold?: LabelIssueOptions['onFold'],
+  encoder?: TrainEncoder,
 ): TrainingLabelIssues {
   const rows = args.subset === null ? data : data.slice(0, args.subset);
   const started = performance.now();
   let report: LabelIssuesReport;
   try {
-    report = findLabelIssues(rows, { args, seed, top: LOGGED_ISSUES, ...(onFold ? { onFold } : {}) });
+    report = findLabelIssues(rows, {
+      args,
+      seed,
+      top: LOGGED_ISSUES,
+      ...(onFold ? { onFold } : {}),
+      ...(encoder ? { encoder } : {}),
+    });
   } catch (error) {
     if (error instanceof DataError || error instanceof ModelInputError) return { skipped: error.message };
     throw error;

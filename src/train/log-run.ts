@@ -37,6 +37,26 @@ export const MODEL_FORMAT_TAG = 'tagger.model_format';
 /** Tag saying why a training logged no label_issues.json although it looked (e.g. too few rows). */
 export const LABEL_ISSUES_SKIPPED_TAG = 'tagger.label_issues.skipped';
 
+/**
+ * An encoder run's encoder as params (`encoder.<field>`: source, sha256 of the ONNX model and of
+ * tokenizer.json, pooling, max_tokens, dim; the `encoder` arg itself is the name) and as tags
+ * (`tagger.encoder.<field>`, searchable in MLflow); empty for a TF-IDF run.
+ */
+export function encoderRecords(model: TrainingOutcome['model']): {
+  params: Record<string, string>;
+  tags: Record<string, string>;
+} {
+  const spec = model.encoder;
+  if (!spec) return { params: {}, tags: {} };
+  const params: Record<string, string> = {};
+  const tags: Record<string, string> = {};
+  for (const [key, value] of Object.entries(spec)) {
+    if (key !== 'name') params[`encoder.${key}`] = String(value);
+    tags[`tagger.encoder.${key}`] = String(value);
+  }
+  return { params, tags };
+}
+
 export interface LogRunInput {
   experiment: string;
   runName: string;
@@ -136,6 +156,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
   const experimentId = await getOrCreateExperiment(store, input.experiment);
   signal.throwIfAborted();
   const user = currentUser();
+  const encoderRecord = encoderRecords(input.outcome.model);
   const run = await store.createRun(experimentId, {
     runName: input.runName,
     // The run started when the training did (MLflow shows its duration from here to the end time).
@@ -146,6 +167,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       'mlflow.source.name': input.source,
       'mlflow.source.type': 'LOCAL',
       [MODEL_FORMAT_TAG]: MODEL_FORMAT,
+      ...encoderRecord.tags,
       ...input.extraTags,
       [EVALUATION_TAGS.testSetDigest]: input.outcome.testSet.digest,
       [EVALUATION_TAGS.testSetSize]: String(input.outcome.testSet.size),
@@ -171,7 +193,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     const params: Record<string, string> = {};
     for (const [key, value] of Object.entries(input.args)) params[key] = formatParam(value);
     params.seed = String(input.seed);
-    Object.assign(params, input.extraParams);
+    Object.assign(params, encoderRecord.params, input.extraParams);
 
     // The logged model first (PENDING), so the final metrics can carry its id, as MLflow 3 links them.
     signal.throwIfAborted();
@@ -184,6 +206,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
         'mlflow.source.name': input.source,
         'mlflow.source.type': 'LOCAL',
         [MODEL_FORMAT_TAG]: MODEL_FORMAT,
+        ...encoderRecord.tags,
       },
     });
     modelId = model.modelId;
@@ -289,6 +312,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       format: MODEL_FORMAT,
       manifest: MODEL_FILES.find((name) => name.endsWith('.json')) ?? MODEL_FILES[0] ?? '',
       created: new Date(),
+      encoder: outcome.model.encoder ? { ...outcome.model.encoder } : null,
     });
     for (const [path, bytes] of [...modelFiles, [MLMODEL_FILE, encoder.encode(mlmodel)] as const]) {
       signal.throwIfAborted();

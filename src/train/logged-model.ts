@@ -23,6 +23,11 @@ export interface MlmodelFields {
   format: string;
   manifest: string;
   created: Date;
+  /**
+   * An encoder model's encoder (name, source, sha256 of the ONNX model and of tokenizer.json, pooling,
+   * max tokens, dim): what must be installed beside the model to run it.
+   */
+  encoder?: Readonly<Record<string, string | number>> | null;
 }
 
 /** `utc_time_created` as Python's `str(datetime.utcnow())` prints it: `2026-11-25 07:27:55.002750`. */
@@ -35,7 +40,13 @@ export function mlmodelYaml(fields: MlmodelFields): string {
   return stringify(
     {
       artifact_path: fields.artifactLocation,
-      flavors: { [TAGGER_FLAVOR]: { data: fields.manifest, format: fields.format } },
+      flavors: {
+        [TAGGER_FLAVOR]: {
+          data: fields.manifest,
+          format: fields.format,
+          ...(fields.encoder ? { encoder: { ...fields.encoder } } : {}),
+        },
+      },
       model_id: fields.modelId,
       model_uuid: fields.modelId,
       run_id: fields.runId,

@@ -98,6 +98,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
   const validator = new CrossValidator(crossValidationRows(input), {
     folds,
     seed: input.seed,
+    ...(input.encoder ? { encoder: input.encoder } : {}),
     ...(input.cvWorkers === undefined ? {} : { workers: input.cvWorkers }),
   });
   const experimentId = await getOrCreateExperiment(store, input.experiment);

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import {
   type BehaviourReport,
   type BehaviourSuite,
+  bindEmbeddings,
   buildReferenceProfile,
   compileSlices,
   DEFAULT_BEHAVIOUR_SUITE,
@@ -44,7 +45,10 @@ export const SPLIT_WITH_TEST = [0.85, 0.15] as const;
 /** Fewest rows a split may have; below it metrics and threshold tuning mean nothing. */
 export const MIN_SPLIT_ROWS = 2;
 
-/** The data and arguments of one training, with trainTagger's options (seed, epoch callbacks). */
+/**
+ * The data and arguments of one training, with trainTagger's options (seed, epoch callbacks, and for an
+ * encoder run `encoder`: the embeddings of every text it sees, see embeddings.ts).
+ */
 export interface TrainingInput extends TrainOptions {
   data: readonly LabelledText[];
   /** Separate test data; when absent the test split is carved out of `data`. */
@@ -242,7 +246,9 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     ...overlapWarnings([...split.train, ...split.validation], test),
   ];
   const sliceDefinitions = input.slices ?? DEFAULT_SLICE_DEFINITIONS;
-  const evaluation = evaluateWithErrors(trained.model, test, compileSlices(sliceDefinitions));
+  // An encoder model is scored with the embeddings computed before the training (the same for every text).
+  const scored = input.encoder ? bindEmbeddings(trained.model, input.encoder.embeddings) : trained.model;
+  const evaluation = evaluateWithErrors(scored, test, compileSlices(sliceDefinitions));
   const report = evaluation.performance;
   const sliceRows: Record<string, number> = {};
   for (const { name } of sliceDefinitions) sliceRows[name] = report.slices[name]?.num_samples ?? 0;
@@ -261,14 +267,15 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     testSet: { digest: testSetDigest(test), size: test.length },
     trainedTags,
     warnings,
-    behaviour: runBehaviourSuite(trained.model, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
+    behaviour: runBehaviourSuite(scored, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
     slices: { definitions: sliceDefinitions, rows: sliceRows },
     // The vocabulary is that of the rows the returned model learnt from; the test split is predicted
     // once more (it is small) rather than threading the predictions out of the evaluation.
     reference: buildReferenceProfile({
       trainTexts: fitRows.map((row) => row.text),
       testTexts: test.map((row) => row.text),
-      testPredictions: trained.model.predict(test.map((row) => row.text)),
+      // `scored`: an encoder model predicts with the test texts' embeddings.
+      testPredictions: scored.predict(test.map((row) => row.text)),
       tags: trained.model.tags,
       multiLabel: trained.model.args.multi_label,
     }),

@@ -2,7 +2,8 @@
  * What `tagger optimize` searches: the features (analyzer, n-gram range, sublinear tf, min_df), class
  * balancing, and the classifier — SGD (loss, learning rate, power_t, alpha), one of the member classifiers
  * (C, naive-Bayes smoothing, SVM loss, calibration) or a soft vote of 2–4 distinct members, each with its own
- * hyper-parameters. Seeded: the same RNG gives the same trials.
+ * hyper-parameters. With an encoder every trial is SGD (the only classifiers that take embeddings) and the
+ * weight of the embedding block is searched too. Seeded: the same RNG gives the same trials.
  */
 import {
   isSgdClassifier,
@@ -51,6 +52,11 @@ export const SEARCH_SPACE = {
   calibration: ['none', 'sigmoid'] as const,
   /** How many distinct members a soft vote draws. */
   voteMembers: [2, 4] as const,
+  /**
+   * With an encoder (`tagger optimize --encoder`), every trial uses it with an SGD classifier and the weight
+   * of its embedding block is searched too (log-uniform); the embeddings are computed once for all trials.
+   */
+  encoderWeight: [0.25, 4] as const,
 };
 
 const logUniform = (random: () => number, [low, high]: readonly [number, number]): number =>
@@ -115,7 +121,8 @@ export function sampleArgs(base: TrainingArgs, random: () => number): TrainingAr
   const ngramMax = between(random, SEARCH_SPACE.ngramMax[analyzer]);
   const ngramMin = Math.min(ngramMax, between(random, SEARCH_SPACE.ngramMin[analyzer]));
   const balancing = pick(random, SEARCH_SPACE.balancing);
-  const family = pick(random, SEARCH_SPACE.classifier);
+  // The embeddings need an SGD classifier, so an encoder search draws no family (a TF-IDF one as before).
+  const family = base.encoder === null ? pick(random, SEARCH_SPACE.classifier) : 'sgd';
   const sgd = isSgdClassifier(base.classifier) ? base.classifier : 'ovr';
   const features = {
     ...base,
@@ -139,6 +146,10 @@ export function sampleArgs(base: TrainingArgs, random: () => number): TrainingAr
       power_t: round(uniform(random, SEARCH_SPACE.powerT)),
       alpha: round(logUniform(random, SEARCH_SPACE.alpha)),
       ensemble: base.ensemble,
+      // Drawn last and only with an encoder, so a TF-IDF search draws the same trials as before.
+      ...(base.encoder === null
+        ? {}
+        : { encoder_weight: round(logUniform(random, SEARCH_SPACE.encoderWeight)) }),
     });
   }
   if (family !== 'soft_vote')

@@ -90,7 +90,10 @@ describe('deploy/compose.yaml', () => {
     )![1];
     expect(compose.services['tagger-1']!.build!.args).toEqual({
       BASE: `\${TAGGER_BASE_IMAGE:-${containerfileBase}}`,
+      // An encoder baked in for encoder runs, when TAGGER_ENCODERS says which (the Containerfile's ARG).
+      ENCODERS: `\${TAGGER_ENCODERS:-}`,
     });
+    expect(readFileSync(resolve(REPO_ROOT, 'Containerfile'), 'utf8')).toMatch(/^ARG ENCODERS=""$/m);
     if (podmanCompose === null) return;
     // What podman-compose makes of it (--dry-run prints the podman commands without running them).
     const dryRun = async (env: Record<string, string>) =>

@@ -131,9 +131,13 @@ describe.skipIf(building === null)('the container image', () => {
     expect((await podman(['exec', id, 'ls', '/app'])).split('\n').filter(Boolean).sort()).toEqual([
       'bin',
       'dist',
+      'encoders',
       'node_modules',
       'package.json',
     ]);
+    // The encoders' folder is empty unless the build baked one in (`--build-arg ENCODERS=minilm`): it is
+    // where an encoder volume is mounted (the chart's encoders.volume).
+    expect((await podman(['exec', id, 'ls', '-A', '/app/encoders'])).trim()).toBe('');
 
     // `podman stop` sends SIGTERM to node (PID 1): a graceful shutdown, exit status 0.
     await podman(['stop', '--time', '30', id]);

@@ -62,6 +62,24 @@ const SETS: Record<string, unknown> = {
   },
   'no tracking server': {},
   'negative delay': { ...TRACKING, shutdown: { delayMs: -1, graceMs: 1000 } },
+  batch: {
+    ...TRACKING,
+    mlflow: { ...TRACKING.mlflow, credentialsSecret: 'mlflow-credentials' },
+    encoders: { volume: { persistentVolumeClaim: { claimName: 'tagger-encoders', readOnly: true } } },
+    batch: {
+      enabled: true,
+      input: 's3://corpus/2026/texts.csv',
+      output: 's3://corpus/2026/tags/part-{index}-of-4.csv',
+      shards: 4,
+      runId: '0123456789abcdef0123456789abcdef',
+      s3: { credentialsSecret: 'corpus-s3', endpoint: 'http://minio.storage.svc:9000' },
+    },
+  },
+  'batch without {index}': {
+    ...TRACKING,
+    batch: { enabled: true, input: 's3://b/in.csv', output: 's3://b/out.csv', shards: 3 },
+  },
+  'batch without input': { ...TRACKING, batch: { enabled: true, output: 's3://b/part-{index}.csv' } },
   // The Prometheus Operator's objects (docs/monitoring.md), with API keys and shared prediction records.
   monitoring: {
     ...TRACKING,
@@ -92,6 +110,7 @@ function variablesTaggerReads(): Set<string> {
     'src/serve/config.ts',
     'src/serve/cluster.ts',
     'src/tracking/rest/rest-http.ts',
+    'src/encoder/resolve.ts',
   ]) {
     const text = readFileSync(resolve(REPO_ROOT, file), 'utf8');
     for (const match of text.matchAll(/\b(TAGGER_[A-Z_]+|MLFLOW_[A-Z_]+)\b/g)) names.add(match[1]!);
@@ -346,5 +365,83 @@ describe.skipIf(python === null || !hasKubectl)('the kustomize manifests', () =>
     expect(problems).toEqual([]);
     const deployment = one(objects, 'Deployment');
     checkServing(objects, deployment.metadata.name);
+  });
+});
+
+describe.skipIf(python === null)('the batch Job (batch.enabled)', () => {
+  it('lints, renders and validates strictly, beside a serving Deployment that mounts the encoders', () => {
+    const set = result.sets.batch!;
+    expect(set.render_error).toBeNull();
+    expect(set.lint!.errors).toEqual([]);
+    expect(set.lint!.messages.filter((m) => m.severity >= 2)).toEqual([]);
+    expect(set.problems).toEqual([]);
+    checkServing(set.objects, 'tagger');
+    const container = one(set.objects, 'Deployment', 'tagger').spec!.template.spec.containers[0];
+    const dir = container.env.find((e: { name: string }) => e.name === 'TAGGER_ENCODERS_DIR').value;
+    expect(container.volumeMounts.find((m: { name: string }) => m.name === 'encoders')).toMatchObject({
+      mountPath: dir,
+      readOnly: true,
+    });
+    expect(only(result.sets.defaults!.objects, 'Job')).toEqual([]);
+  });
+
+  it('runs n pods, pod i tagging shard i/n of one input into its own part', () => {
+    const job = one(result.sets.batch!.objects, 'Job');
+    expect(job.spec).toMatchObject({ completionMode: 'Indexed', completions: 4, parallelism: 4 });
+    expect(job.spec!.backoffLimitPerIndex).toBeGreaterThan(0);
+    const pod = job.spec!.template.spec;
+    expect(pod.restartPolicy).toBe('Never');
+    const [container] = pod.containers;
+    expect(container.command).toEqual(['node', 'bin/tagger.js']);
+    const env = Object.fromEntries(
+      container.env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [
+        e.name,
+        e.value ?? e.valueFrom,
+      ]),
+    );
+    // The pod's index, from the annotation the Job controller sets on each pod.
+    expect(env.TAGGER_SHARD_INDEX).toEqual({
+      fieldRef: { fieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']" },
+    });
+    expect(env.MLFLOW_TRACKING_URI).toBe(TRACKING.mlflow.trackingUri);
+    expect(env.AWS_ENDPOINT_URL_S3).toBe('http://minio.storage.svc:9000');
+    // Kubernetes expands $(NAME) in args only for variables the container defines.
+    const args: string[] = container.args;
+    for (const [, name] of args.join(' ').matchAll(/\$\(([A-Z_]+)\)/g)) expect(env).toHaveProperty(name!);
+    const parts = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const argv = args.map((arg) => arg.replaceAll('$(TAGGER_SHARD_INDEX)', String(i)));
+      const flag = (name: string) => argv[argv.indexOf(name) + 1];
+      expect(argv[0]).toBe('predict');
+      expect(flag('--input')).toBe('s3://corpus/2026/texts.csv');
+      expect(flag('--shard')).toBe(`${i}/4`);
+      expect(flag('--run-id')).toBe('0123456789abcdef0123456789abcdef');
+      parts.add(flag('--output')!);
+    }
+    expect([...parts]).toEqual([0, 1, 2, 3].map((i) => `s3://corpus/2026/tags/part-${i}-of-4.csv`));
+    // Credentials from Secrets, never values; every other variable one Tagger (or the AWS SDK) reads.
+    expect(container.envFrom.map((e: { secretRef: { name: string } }) => e.secretRef.name)).toEqual([
+      'mlflow-credentials',
+      'corpus-s3',
+    ]);
+    const known = variablesTaggerReads();
+    for (const name of Object.keys(env).filter((n) => n !== 'TAGGER_SHARD_INDEX' && !n.startsWith('AWS_'))) {
+      expect(known, `${name} is read by Tagger`).toContain(name);
+    }
+    // Hardened like the server, with the encoders and a /tmp for an s3:// part before its upload.
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
+    expect(container.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toEqual([
+      '/tmp',
+      '/app/encoders',
+    ]);
+    expect(container.resources.limits.memory).toBeDefined();
+  });
+
+  it('refuses a batch whose parts would overwrite each other, or without an input', () => {
+    expect(result.sets['batch without {index}']!.render_error).toMatch(
+      /batch\.output must contain \{index\}/,
+    );
+    expect(result.sets['batch without input']!.render_error).toMatch(/batch\.input is required/);
   });
 });

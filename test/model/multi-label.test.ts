@@ -4,12 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/args.js';
+import { evaluateWithErrors } from '../../src/model/evaluate.js';
 import { multiLabelMetrics, multiLabelReport, performanceReport } from '../../src/model/metrics.js';
 import { selectTags } from '../../src/model/select.js';
 import { compileSlices } from '../../src/model/slices.js';
 import {
   chooseTagThresholds,
-  evaluateWithErrors,
   type LabelledText,
   type Prediction,
   tagSetKey,

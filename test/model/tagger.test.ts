@@ -7,12 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAINING_ARGS, parseTrainingArgs } from '../../src/model/args.js';
 import { encodeModel } from '../../src/model/artifact.js';
 import { ModelInputError } from '../../src/model/errors.js';
+import { evaluate } from '../../src/model/evaluate.js';
 import { stratifiedSplit } from '../../src/model/split.js';
 import {
   chooseThreshold,
   type EpochReport,
   ensembleSeeds,
-  evaluate,
   type LabelledText,
   type LinearTagModel,
   type TagModel,

@@ -45,6 +45,11 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   log_level: ['DEBUG', 'debug'],
   reload_interval_ms: ['0', 0],
   model_cache_size: ['7', 7],
+  encoder_threads: ['3', 3],
+  encoder_max_batch: ['16', 16],
+  encoder_max_wait_ms: ['0', 0],
+  encoder_max_queue: ['256', 256],
+  encoder_nice: ['5', 5],
   min_test_size: ['100', 100],
   min_tags: ['3', 3],
   allow_incomparable: ['on', true],
@@ -139,6 +144,21 @@ describe('where a setting comes from', () => {
     // --config wins over TAGGER_CONFIG, as every flag over its variable; JSON is read too.
     const other = file('other.json', '{"port": 7004}');
     expect(resolveServeConfig({ config: other }, { TAGGER_CONFIG: config }).port).toBe(7004);
+  });
+
+  it('gives encoder runs the encoder settings, threads shared out between the workers by default', () => {
+    const config = resolveServeConfig(
+      { workers: '1', encoderMaxWait: '3' },
+      { TAGGER_ENCODER_MAX_QUEUE: '64' },
+    );
+    expect(config.encoders).toMatchObject({ maxBatch: 32, maxWaitMs: 3, maxQueue: 64, nice: 0 });
+    expect(config.encoders.threads).toBeGreaterThanOrEqual(1);
+    const many = resolveServeConfig({ workers: '256' }, {});
+    expect(many.encoders.threads).toBe(1);
+    expect(resolveServeConfig({ encoderThreads: '5' }, {}).encoders.threads).toBe(5);
+    expect(printableConfig({ workers: '256' }, {})).toMatch(
+      /encoder_threads +=.*\(unset: 1, the CPUs allowed shared by 256 workers\) {2}# default/,
+    );
   });
 
   it('counts an empty value as unset, wherever it comes from', () => {

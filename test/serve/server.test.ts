@@ -15,7 +15,7 @@ import {
   serveUntilSignalled,
   startServer,
 } from '../../src/serve/server.js';
-import { defaultWorkers } from '../../src/serve/worker-count.js';
+import { defaultEncoderThreads, defaultWorkers } from '../../src/serve/worker-count.js';
 import type { ReloadResult } from '../../src/service/index.js';
 import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT } from '../support/components.js';
@@ -45,6 +45,14 @@ describe('resolveServeConfig', () => {
       shutdownDelayMs: 5_000,
       shutdownGraceMs: 10_000,
       workers: defaultWorkers().workers,
+      http: undefined,
+      encoders: {
+        threads: defaultEncoderThreads(defaultWorkers().workers),
+        maxBatch: 32,
+        maxWaitMs: 0,
+        maxQueue: 256,
+        nice: 0,
+      },
       // Records go into the tracking database when it is one (src/monitoring/open.ts).
       monitoring: {
         storeUri:

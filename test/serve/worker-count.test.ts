@@ -1,6 +1,6 @@
 /** The default worker count inside containers: cores, CPU quota and memory limit (cgroup v2 and v1). */
 import { describe, expect, it } from 'vitest';
-import { defaultWorkers, describeWorkers } from '../../src/serve/worker-count.js';
+import { defaultEncoderThreads, defaultWorkers, describeWorkers } from '../../src/serve/worker-count.js';
 
 const files =
   (contents: Record<string, string>) =>
@@ -51,5 +51,29 @@ describe('defaultWorkers', () => {
       '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000',
     });
     expect(defaultWorkers(unlimited, 8).workers).toBe(8);
+  });
+});
+
+describe('defaultEncoderThreads', () => {
+  const budget = (cores: number, cpuQuota: number | null) => ({
+    workers: 1,
+    cores,
+    cpuQuota,
+    memoryLimit: null,
+  });
+
+  it('shares the CPUs the quota allows between the workers, at least one thread each', () => {
+    expect(defaultEncoderThreads(1, budget(2, null))).toBe(2);
+    expect(defaultEncoderThreads(2, budget(2, null))).toBe(1);
+    expect(defaultEncoderThreads(2, budget(16, 4))).toBe(2);
+    expect(defaultEncoderThreads(1, budget(16, 1.5))).toBe(1);
+    expect(defaultEncoderThreads(3, budget(16, 2))).toBe(1);
+    expect(defaultEncoderThreads(1, budget(4, 8))).toBe(4);
+  });
+
+  it('never exceeds the CPUs the container has, whatever the worker count', () => {
+    for (const workers of [1, 2, 3, 4, 8]) {
+      expect(defaultEncoderThreads(workers, budget(16, 4)) * Math.min(workers, 4)).toBeLessThanOrEqual(4);
+    }
   });
 });

@@ -51,6 +51,20 @@ export function venvPython(): string | null {
   );
 }
 
+/**
+ * The default sentence encoder (all-MiniLM-L6-v2 int8 ONNX + tokenizer.json), installed by `npm run
+ * setup:encoder` into `encoders/minilm` (or $TAGGER_ENCODERS_DIR/minilm); `.ci/run` installs it.
+ */
+export function minilmDir(): string | null {
+  const dir = resolve(process.env.TAGGER_ENCODERS_DIR ?? resolve(REPO_ROOT, 'encoders'), 'minilm');
+  const found = locate(
+    'the minilm encoder',
+    [resolve(dir, 'model.onnx')],
+    'install it with `npm run setup:encoder`',
+  );
+  return found === null ? null : dir;
+}
+
 /** Debian's Chromium for browser tests (`apt-get install chromium`). */
 export function chromiumPath(): string | null {
   return locate(

@@ -61,7 +61,7 @@ function ScoreSplit({
   split,
   label,
 }: {
-  split: Pick<LinearExplanation, 'score' | 'bias' | 'contributions' | 'rest' | 'features'>;
+  split: Pick<LinearExplanation, 'score' | 'bias' | 'contributions' | 'rest' | 'features' | 'encoder'>;
   label: string;
 }) {
   return (
@@ -94,6 +94,14 @@ function ScoreSplit({
       <p class="hint">
         score {split.score.toFixed(3)} = bias {split.bias.toFixed(3)} + these + the other{' '}
         {Math.max(0, split.features - split.contributions.length)} n-grams ({split.rest.toFixed(3)})
+        {split.encoder !== undefined && (
+          <>
+            {' '}
+            + the sentence embedding ({split.encoder >= 0 ? '+' : ''}
+            {split.encoder.toFixed(3)}, the encoder's whole contribution: its dimensions mean nothing one by
+            one)
+          </>
+        )}
       </p>
     </>
   );

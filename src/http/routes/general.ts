@@ -36,7 +36,7 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState, limit
         tags: ['General'],
         summary: 'Predict tags with the best run',
         description:
-          'One prediction per submitted text, in order. Run-based mode answers with the best run and includes its `run_id`; single-model mode answers with the served model and has no `run_id`. The response carries `Server-Timing` (parse, inference, total in ms).',
+          'One prediction per submitted text, in order. Run-based mode answers with the best run and includes its `run_id`; single-model mode answers with the served model and has no `run_id`. The response carries `Server-Timing` (parse, inference and total in ms; for an encoder run also `encoder`, the wait for the texts’ embeddings).',
         body: predictPayload(limits),
         response: {
           200: Envelope(PredictData, 'PredictResponse'),
@@ -49,7 +49,7 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState, limit
       // One read of the served run, so run_id and the predictions agree even if a reload swaps it.
       const state = current();
       const { runId, served, modelVersion } = servedNow(state);
-      const predictions = predict(request, served, texts, request.body, { state, runId });
+      const predictions = await predict(request, served, texts, request.body, { state, runId });
       if (runId === null) return envelope(request, 200, { predictions });
       return envelope(
         request,

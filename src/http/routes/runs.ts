@@ -81,7 +81,7 @@ export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: Htt
         tags: ['Runs'],
         summary: "Predict tags with one run's model",
         description:
-          'One prediction per submitted text, in order, with the model of the given run (loaded on first use and kept in a bounded cache). The response carries `Server-Timing` (parse, inference, total in ms).',
+          'One prediction per submitted text, in order, with the model of the given run (loaded on first use and kept in a bounded cache). The response carries `Server-Timing` (parse, inference and total in ms; for an encoder run also `encoder`, the wait for the texts’ embeddings).',
         params: RunIdParams,
         body: predictPayload(limits),
         response: {
@@ -98,7 +98,7 @@ export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: Htt
       const texts = request.body.texts.map((entry) => entry.text);
       return envelope(request, 200, {
         run_id,
-        predictions: predict(request, served, texts, request.body, {
+        predictions: await predict(request, served, texts, request.body, {
           state: { mode: 'runs', servedRuns },
           runId: run_id,
         }),

@@ -1,0 +1,331 @@
+/**
+ * Encoder benchmark (`npm run bench -- --only encoder`): the encoder model kind (all-MiniLM-L6-v2 int8
+ * embeddings + the TF-IDF union, Tagger's linear classifier) against the TF-IDF default and scikit-learn
+ * with the same embeddings, and what the encoder costs per text.
+ *
+ * Quality: holdout.csv weighted f1 for training seeds 42..46 (as `tagger train --data dataset.csv
+ * --test-data holdout.csv --seed N`), only for configurations chosen by 5-fold CV on dataset.csv (CLI mode
+ * `--cv`, below; src/model/README.md has the tables and the rule). Speed: the encoder's forward pass per
+ * text, one text per call, length-aware batches and naive batches padded to their longest, interleaved
+ * rounds on the same texts (ratios are what to read on a shared machine); the tokenizer alone.
+ *
+ * Embeddings are cached in .tagger-cache/encoder/ keyed by the encoder's digests and token limit.
+ *
+ *   node --import tsx bench/encoder.ts --cv [--seeds 3] [--sklearn] '{"encoder":"minilm"}' …
+ *   node --import tsx bench/encoder.ts --holdout [--seeds 5] '{"encoder":"minilm"}' …
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { openEncoder, type SentenceEncoder } from '../src/encoder/index.js';
+import {
+  argsForEncoder,
+  bindEmbeddings,
+  DEFAULT_TRAINING_ARGS,
+  evaluate,
+  type LabelledText,
+  parseTrainingArgs,
+  STOPWORDS,
+  stratifiedSplit,
+  type TrainEncoder,
+  type TrainingArgs,
+  trainTagger,
+} from '../src/model/index.js';
+import { CrossValidator, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
+import { textsToEmbed } from '../src/train/embeddings.js';
+import { servingRows } from './encoder-serving.js';
+import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
+
+const REPO = resolve(import.meta.dirname, '..');
+const DATA = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
+const PYTHON = process.env.TAGGER_PYTHON ?? resolve(REPO, '.venv', 'bin', 'python');
+const CACHE = resolve(REPO, '.tagger-cache', 'encoder');
+const SEED = 42;
+const ENCODER = process.env.TAGGER_BENCH_ENCODER ?? 'minilm';
+
+function load(file: string): LabelledText[] {
+  const rows = parse(readFileSync(resolve(DATA, file)), { columns: true }) as Record<string, string>[];
+  return rows.map((r) => ({ text: `${r.title} ${r.description}`, tag: r.tag! }));
+}
+
+/** The embeddings of `texts` (every distinct one once), from the cache or the encoder. */
+async function embeddingsOf(encoder: SentenceEncoder, texts: readonly string[]): Promise<TrainEncoder> {
+  const spec = { ...encoder.identity };
+  const file = join(
+    CACHE,
+    `${spec.model_sha256.slice(0, 16)}-${spec.tokenizer_sha256.slice(0, 16)}-${spec.max_tokens}.json`,
+  );
+  const cached: Record<string, string> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  const missing = [...new Set(texts)].filter((t) => !(t in cached));
+  if (missing.length > 0) {
+    const vectors = await encoder.embed(missing);
+    missing.forEach((text, i) => {
+      cached[text] = Buffer.from(vectors[i]!.buffer).toString('base64');
+    });
+    mkdirSync(CACHE, { recursive: true });
+    writeFileSync(file, JSON.stringify(cached));
+  }
+  const embeddings = new Map<string, Float32Array>();
+  for (const text of texts) {
+    const bytes = Buffer.from(cached[text]!, 'base64');
+    embeddings.set(text, new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4).slice());
+  }
+  return { spec, embeddings };
+}
+
+/** scikit-learn with the same embeddings (python/sklearn_encoder.py) on several (train, validation, test, seed) tasks. */
+function sklearn(
+  args: TrainingArgs,
+  encoder: TrainEncoder,
+  tasks: { train: LabelledText[]; validation: LabelledText[]; test: LabelledText[]; seed: number }[],
+): number[] | null {
+  if (!existsSync(PYTHON)) {
+    console.error(`[bench/encoder] ${PYTHON} not found; skipping scikit-learn`);
+    return null;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-encoder-'));
+  try {
+    const texts = new Set(tasks.flatMap((t) => [...t.train, ...t.validation, ...t.test].map((r) => r.text)));
+    const embeddings = Object.fromEntries([...texts].map((t) => [t, [...encoder.embeddings.get(t)!]]));
+    writeFileSync(join(dir, 'in.json'), JSON.stringify({ args, stopwords: STOPWORDS, embeddings, tasks }));
+    execFileSync(
+      PYTHON,
+      [resolve(REPO, 'python', 'sklearn_encoder.py'), join(dir, 'in.json'), join(dir, 'out.json')],
+      { stdio: ['ignore', 'inherit', 'inherit'], cwd: resolve(REPO, 'python') },
+    );
+    return (JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8')) as { f1: number[] }).f1;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The args as `tagger train` makes them: an `encoder` gets the CV-chosen settings the JSON does not set. */
+function argsOf(raw: string): TrainingArgs {
+  const given = JSON.parse(raw) as Record<string, unknown>;
+  return argsForEncoder(parseTrainingArgs(given), new Set(Object.keys(given)));
+}
+
+/** Holdout f1 per training seed (42, 43, …), Tagger's and (optionally) scikit-learn's with the same embeddings. */
+export function holdoutScores(
+  args: TrainingArgs,
+  seeds: number,
+  encoder: TrainEncoder | undefined,
+  withSklearn: boolean,
+): { f1: number[]; sklearnF1: number[] | null } {
+  const dataset = load('dataset.csv');
+  const holdout = load('holdout.csv');
+  const f1: number[] = [];
+  const tasks = [];
+  for (let seed = SEED; seed < SEED + seeds; seed++) {
+    const [train, validation] = stratifiedSplit(dataset, (r) => r.tag, [0.85, 0.15], seed);
+    const embeddings = args.encoder === null ? undefined : encoder;
+    const { model } = trainTagger(train!, validation!, args, {
+      seed,
+      ...(embeddings ? { encoder: embeddings } : {}),
+    });
+    f1.push(evaluate(embeddings ? bindEmbeddings(model, embeddings.embeddings) : model, holdout).overall.f1);
+    tasks.push({ train: train!, validation: validation!, test: holdout, seed });
+  }
+  const sk = withSklearn && encoder && args.encoder !== null ? sklearn(args, encoder, tasks) : null;
+  return { f1, sklearnF1: sk };
+}
+
+const fmt = (xs: readonly number[]): string => {
+  const { mean, std } = meanStd(xs);
+  return `${mean.toFixed(4)} ± ${std.toFixed(4)} [${xs.map((v) => v.toFixed(4)).join(' ')}]`;
+};
+
+/** Milliseconds per text of the encoder's forward pass: single texts, length-aware and naive batches, interleaved. */
+async function encoderSpeed(
+  encoder: SentenceEncoder,
+  texts: readonly string[],
+  rounds: number,
+): Promise<{ single: number; lengthAware: number; naive: number; tokenize: number }> {
+  const forward = (encoder as unknown as { forward(rows: number[][]): Promise<Float32Array[]> }).forward.bind(
+    encoder,
+  );
+  const passes = {
+    single: () => encoder.embed(texts, { maxBatch: 1 }),
+    lengthAware: () => encoder.embed(texts),
+    naive: async () => {
+      for (let i = 0; i < texts.length; i += 32)
+        await forward(texts.slice(i, i + 32).map((t) => encoder.tokenize(t)));
+    },
+    tokenize: async () => {
+      for (const t of texts) encoder.tokenize(t);
+    },
+  };
+  const best = { single: Infinity, lengthAware: Infinity, naive: Infinity, tokenize: Infinity };
+  await passes.lengthAware();
+  for (let round = 0; round < rounds; round++) {
+    for (const part of Object.keys(passes) as (keyof typeof passes)[]) {
+      const started = performance.now();
+      await passes[part]();
+      best[part] = Math.min(best[part], (performance.now() - started) / texts.length);
+    }
+  }
+  return best;
+}
+
+export async function run(opts: BenchOptions): Promise<SectionResult> {
+  const row = rowsOf('encoder');
+  const dataset = load('dataset.csv');
+  const holdout = load('holdout.csv');
+  let encoder: SentenceEncoder;
+  try {
+    encoder = await openEncoder(ENCODER, { threads: 1 });
+  } catch (error) {
+    return { rows: [], notes: [`skipped: ${(error as Error).message}`] };
+  }
+  let closed = false;
+  try {
+    const started = performance.now();
+    const embedded = await embeddingsOf(encoder, textsToEmbed({ data: dataset, testData: holdout }));
+    const embedSeconds = (performance.now() - started) / 1000;
+    const seeds = opts.quick ? 1 : 5;
+    const chosen = argsOf(JSON.stringify({ encoder: ENCODER }));
+    const withEncoder = holdoutScores(chosen, seeds, embedded, true);
+    const tfidf = holdoutScores(DEFAULT_TRAINING_ARGS, seeds, undefined, false);
+    const speed = await encoderSpeed(
+      encoder,
+      holdout.map((r) => r.text),
+      opts.quick ? 1 : 3,
+    );
+    const mean = (xs: readonly number[] | null): number | null => (xs === null ? null : meanStd(xs).mean);
+    const goal = mean(withEncoder.f1)!;
+    const rows = [
+      {
+        ...row(
+          `holdout weighted f1, encoder kind (${ENCODER}, CV-chosen args), mean of ${seeds} seed(s)`,
+          'f1',
+          goal,
+          mean(withEncoder.sklearnF1),
+          `reference = scikit-learn SGDClassifier on the same TF-IDF union + the same embeddings; seeds ${withEncoder.f1.map((v) => v.toFixed(4)).join(' ')}`,
+        ),
+        target: { text: '>= 0.96', pass: goal >= 0.96 },
+      },
+      row(
+        `holdout weighted f1, TF-IDF default, mean of ${seeds} seed(s)`,
+        'f1',
+        mean(tfidf.f1),
+        goal,
+        'reference = the encoder kind above',
+      ),
+      row(
+        'encoder forward pass, one text per call (1 intra-op thread)',
+        'ms/text',
+        speed.single,
+        null,
+        `${holdout.length} holdout texts, best of ${opts.quick ? 1 : 3} interleaved rounds`,
+      ),
+      row(
+        'encoder forward pass, length-aware batches (≤ 32 texts)',
+        'ms/text',
+        speed.lengthAware,
+        speed.single,
+        'reference = one text per call',
+      ),
+      row(
+        'encoder forward pass, naive batches of 32 padded to their longest',
+        'ms/text',
+        speed.naive,
+        speed.lengthAware,
+        'reference = length-aware batches',
+      ),
+      row('tokenizer (@huggingface/tokenizers) alone', 'ms/text', speed.tokenize, speed.single),
+      row(
+        'embedding dataset.csv + holdout.csv once (cached after the first run)',
+        's',
+        embedSeconds,
+        null,
+        `${embedded.embeddings.size} distinct texts`,
+      ),
+    ];
+    // The serving measurements open their own encoders: this one's threads would only compete.
+    await encoder.close();
+    closed = true;
+    const serving = process.argv.includes('--no-serving')
+      ? null
+      : await servingRows({
+          encoderName: ENCODER,
+          embedded,
+          chosen,
+          dataset,
+          holdout,
+          quick: opts.quick,
+          row,
+        });
+    return {
+      rows: [...rows, ...(serving?.rows ?? [])],
+      ...(serving && serving.breakage.length > 0 ? { breakage: serving.breakage } : {}),
+      details: {
+        args: chosen,
+        encoder: embedded.spec,
+        holdout: { encoder: withEncoder, tfidf },
+        speed,
+        serving: serving?.details ?? null,
+      },
+    };
+  } finally {
+    if (!closed) await encoder.close();
+  }
+}
+
+const cliMode = process.argv[1] === import.meta.filename;
+if (cliMode && (process.argv.includes('--cv') || process.argv.includes('--holdout'))) {
+  const flag = (name: string, fallback: number): number => {
+    const at = process.argv.indexOf(name);
+    const value = at < 0 ? fallback : Number(process.argv[at + 1]);
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`bench/encoder: ${name} needs a positive integer`);
+    return value;
+  };
+  const withSklearn = process.argv.includes('--sklearn');
+  const dataset = load('dataset.csv');
+  const encoder = await openEncoder(ENCODER, { threads: availableParallelism() });
+  const holdoutMode = process.argv.includes('--holdout');
+  const embedded = await embeddingsOf(
+    encoder,
+    textsToEmbed({ data: dataset, ...(holdoutMode ? { testData: load('holdout.csv') } : {}) }),
+  );
+  await encoder.close();
+  const configs = process.argv.slice(2).filter((a) => a.startsWith('{'));
+  if (holdoutMode) {
+    for (const raw of configs) {
+      const { f1, sklearnF1 } = holdoutScores(argsOf(raw), flag('--seeds', 5), embedded, withSklearn);
+      console.log(`${raw}  holdout f1 ${fmt(f1)}${sklearnF1 ? `  sklearn ${fmt(sklearnF1)}` : ''}`);
+    }
+  } else {
+    const trainingSeeds = Array.from({ length: flag('--seeds', 1) }, (_, k) => SEED + k);
+    const validator = new CrossValidator(dataset, {
+      folds: 5,
+      seed: SEED,
+      trainingSeeds,
+      encoder: embedded,
+      workers: flag('--workers', availableParallelism()),
+    });
+    try {
+      for (const raw of configs) {
+        const args = argsOf(raw);
+        const cv = await validator.run(args);
+        let skText = '';
+        if (withSklearn && args.encoder !== null) {
+          const folds = crossValidationFolds(dataset, 5, SEED);
+          const tasks = folds.flatMap((fold) => trainingSeeds.map((seed) => ({ ...fold, seed })));
+          const sk = sklearn(args, embedded, tasks);
+          if (sk !== null) {
+            const perFold = folds.map(
+              (_, i) => meanStd(sk.slice(i * trainingSeeds.length, (i + 1) * trainingSeeds.length)).mean,
+            );
+            skText = `  sklearn ${fmt(perFold)}`;
+          }
+        }
+        console.log(`${raw}  f1 ${fmt(cv.folds)}  train ${cv.trainingSeconds.toFixed(1)}s${skText}`);
+      }
+    } finally {
+      await validator.close();
+    }
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * Encoder runs served by the real server process (the real minilm encoder; skipped without `npm run
+ * setup:encoder`):
+ * - a TF-IDF process never maps ONNX Runtime; an encoder process does, in its encoder thread;
+ * - /health/live stays fast while the encoder is saturated (its p99 against the encoder's batch time:
+ *   an encoder on the event loop would hold every probe for a batch);
+ * - SIGHUP to a run with another encoder under load fails no request, and the old encoder is closed;
+ * - an encoder missing on the serving machine holds its run back with the reason in /health/ready while
+ *   the next run serves (no crash).
+ * Loopback only.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
+import { minilmDir } from '../support/components.js';
+import { otherEncoder, sampleEmbeddings, trainEncoderModel } from '../support/encoder-fixture.js';
+import { type TrainedModel, trainModel } from '../support/fixtures.js';
+import { KeepAliveLoad, killServers, logServedRun, spawnServer } from '../support/serve-process.js';
+
+const dir = minilmDir();
+
+/** Texts of a few hundred characters, like the data's (title + description). */
+const LONG = Array.from(
+  { length: 16 },
+  (_, i) =>
+    `Project ${i}: a practical guide to fine-tuning transformer encoders for text classification, with data augmentation, ` +
+    'class imbalance handling, evaluation on held-out data, error analysis and serving the model behind an HTTP API on CPUs.',
+);
+
+const mapsOnnxRuntime = (pid: number): boolean =>
+  readFileSync(`/proc/${pid}/maps`, 'utf8').includes('onnxruntime');
+
+/** GET `path` over `agent`, resolving with the milliseconds it took. */
+function timedGet(url: string, agent: Agent): Promise<number> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    request(url, { agent }, (response) => {
+      response.resume();
+      response.once('end', () => resolve(performance.now() - started));
+    })
+      .once('error', reject)
+      .end();
+  });
+}
+
+const quantile = (values: number[], q: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+};
+
+/** A metric's value from Prometheus text (the first sample of that name). */
+const metric = (text: string, name: string): number =>
+  Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+
+describe.skipIf(dir === null)('encoder runs in the server process', () => {
+  let tmp: string;
+  let store: TrackingStore;
+  let tfidfOnly: string;
+  let encoderModel: TrainedModel;
+  let otherModel: TrainedModel;
+  const runs: Record<string, string> = {};
+
+  beforeAll(async () => {
+    tmp = await mkdtemp(join(tmpdir(), 'tagger-e2e-encoder-'));
+    const tfidf = trainModel({ analyzer: 'word', ngram_max_range: 2 });
+    encoderModel = trainEncoderModel(await sampleEmbeddings('minilm'));
+    otherModel = trainEncoderModel(await sampleEmbeddings(await otherEncoder(tmp)));
+    tfidfOnly = join(tmp, 'tfidf-only');
+    const only = await openTrackingStore(tfidfOnly);
+    await logServedRun(only, 'best', { name: 'tfidf', f1: 0.8, model: tfidf });
+    await only.close();
+    store = await openTrackingStore(join(tmp, 'mlruns'));
+    runs.tfidf = await logServedRun(store, 'best', { name: 'tfidf', f1: 0.8, model: tfidf });
+    runs.enc = await logServedRun(store, 'best', { name: 'enc', f1: 0.95, model: encoderModel });
+  }, 300_000);
+
+  afterAll(async () => {
+    killServers();
+    await store?.close();
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('a TF-IDF process never loads ONNX Runtime', async () => {
+    const server = await spawnServer({ MLFLOW_TRACKING_URI: tfidfOnly });
+    try {
+      const response = await fetch(`${server.url}/predict`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ texts: [{ text: LONG[0] }] }),
+      });
+      expect(response.status).toBe(200);
+      expect(mapsOnnxRuntime(server.child.pid!)).toBe(false);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  }, 120_000);
+
+  it('holds an encoder run back when its encoder is missing here, saying why, and serves the next run', async () => {
+    const empty = join(tmp, 'no-encoders');
+    await mkdir(empty, { recursive: true });
+    const server = await spawnServer({
+      MLFLOW_TRACKING_URI: join(tmp, 'mlruns'),
+      TAGGER_ENCODERS_DIR: empty,
+    });
+    try {
+      const ready = (await (await fetch(`${server.url}/health/ready`)).json()) as {
+        data: { run_id: string; problems?: string[] };
+      };
+      expect(ready.data.run_id).toBe(runs.tfidf);
+      const text = JSON.stringify(ready.data);
+      expect(text).toContain(runs.enc);
+      expect(text).toMatch(/its sentence encoder cannot be used on this server: .*minilm/);
+      expect(text).not.toContain(empty);
+      expect(server.child.exitCode).toBe(null);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  }, 120_000);
+
+  it('keeps /health/live fast while the encoder is saturated, and swaps encoders under load failing nothing', async () => {
+    const server = await spawnServer({
+      MLFLOW_TRACKING_URI: join(tmp, 'mlruns'),
+      TAGGER_LOG_LEVEL: 'info',
+      TAGGER_ENCODER_THREADS: '2',
+    });
+    const body = JSON.stringify({ texts: LONG.slice(0, 8).map((text) => ({ text })) });
+    const load = new KeepAliveLoad(server.url, { connections: 8, body }).start();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect(mapsOnnxRuntime(server.child.pid!)).toBe(true);
+      await load.settleMore(16);
+      const before = await (await fetch(`${server.url}/metrics`)).text();
+      const live: number[] = [];
+      const deadline = Date.now() + 90_000;
+      let after = before;
+      const count = (text: string, name: string) => metric(text, name) - metric(before, name);
+      // At least 200 probes over at least 5 encoder batches (the machine may be slow and shared).
+      while (Date.now() < deadline) {
+        live.push(await timedGet(`${server.url}/health/live`, agent));
+        await new Promise((done) => setTimeout(done, 5));
+        if (live.length % 50 === 0) {
+          after = await (await fetch(`${server.url}/metrics`)).text();
+          if (live.length >= 200 && count(after, 'tagger_encoder_batch_seconds_count') >= 5) break;
+        }
+      }
+      const batches = count(after, 'tagger_encoder_batch_seconds_count');
+      const batchSeconds = count(after, 'tagger_encoder_batch_seconds_sum') / batches;
+      const p99 = quantile(live, 0.99);
+      process.stderr.write(
+        `[encoder-serve] /health/live under a saturated encoder: p50 ${quantile(live, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms; encoder batches meanwhile ${batches}, mean ${(batchSeconds * 1000).toFixed(0)} ms\n`,
+      );
+      // The encoder worked all along (saturated), and a probe never waited for a batch.
+      expect(batches).toBeGreaterThanOrEqual(5);
+      expect(p99).toBeLessThan(batchSeconds * 1000);
+
+      // A better run with another encoder, announced with SIGHUP while the load goes on.
+      runs.other = await logServedRun(store, 'best', { name: 'other', f1: 0.97, model: otherModel });
+      server.child.kill('SIGHUP');
+      while (!load.outcomes.some((o) => o.runId === runs.other)) await load.settleMore(1);
+      await load.settleMore(24);
+      const outcomes = await load.stop();
+      expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+      expect(new Set(outcomes.map((o) => o.runId))).toEqual(new Set([runs.enc, runs.other]));
+      const closed = await server.waitForLog(
+        (line) => line.msg.startsWith('sentence encoder closed'),
+        'the old encoder closed',
+      );
+      expect(closed.encoder).toBe('minilm');
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metric(metrics, 'tagger_encoders_open')).toBe(1);
+    } finally {
+      await load.stop();
+      agent.destroy();
+      server.child.kill('SIGTERM');
+      expect((await server.exited).code).toBe(0);
+    }
+  }, 300_000);
+});
