@@ -92,10 +92,11 @@ export interface RequestSpec {
   /** What the call is for, used in messages: "create run in experiment 12". */
   what: string;
   /**
-   * Asked before each retry of a retryable failure: an error it returns is thrown at once instead of
-   * retrying (a download the proxy fails with 500 because the file is not there, say).
+   * Asked before each retry of a failure the server answered with a retryable status: an error it
+   * returns is thrown at once instead of retrying (a download the proxy fails with 500 because the file
+   * is not there, say). Not asked when the server could not be reached or timed out.
    */
-  insteadOfRetry?: () => Promise<TrackingError | undefined>;
+  insteadOfRetry?: (status: number) => Promise<TrackingError | undefined>;
 }
 
 /**
@@ -199,6 +200,8 @@ interface AttemptFailure {
   retryable: boolean;
   error: TrackingError;
   retryAfterMs: number | null;
+  /** The HTTP status when the server answered (a transient status); absent for network failures. */
+  httpStatus?: number;
 }
 
 export class RestHttpClient {
@@ -280,7 +283,8 @@ export class RestHttpClient {
         }
         throw outcome.error;
       }
-      const known = await spec.insteadOfRetry?.();
+      const known =
+        outcome.httpStatus === undefined ? undefined : await spec.insteadOfRetry?.(outcome.httpStatus);
       if (known) throw known;
       const backoff = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** attempt);
       const jitter = Math.random() * backoff;
@@ -335,6 +339,7 @@ export class RestHttpClient {
           retryable: !tooLong && (spec.idempotent || NOT_PROCESSED_STATUSES.has(response.status)),
           retryAfterMs: retryAfter,
           error: this.errorFromResponse(spec, raw),
+          httpStatus: response.status,
         };
       }
       return raw;

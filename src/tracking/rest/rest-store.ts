@@ -361,7 +361,8 @@ export class RestTrackingStore implements TrackingStore {
         // With S3 (or GCS, Azure) behind the proxy, a missing file is an unhandled boto error: a 500,
         // which would be retried for seconds. The folder's listing tells a missing file from a failing
         // server; an optional artifact (an older run's reference_profile.json) is then absent at once.
-        insteadOfRetry: async () => {
+        insteadOfRetry: async (status) => {
+          if (status !== 500) return undefined;
           const folder = segments.slice(0, -1).join('/');
           const listed = await this.listArtifacts(runId, folder).catch(() => undefined);
           return listed && !listed.some((entry) => entry.path === segments.join('/'))

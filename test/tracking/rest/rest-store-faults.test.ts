@@ -726,6 +726,16 @@ describe('RestTrackingStore against a fake server', () => {
       downloads = 0;
       await expectTrackingError(() => store.readArtifact(RUN_ID, 'args.json'), 'UNAVAILABLE');
       expect(downloads).toBe(6);
+      // Only a 500 asks the listing: a 503 (the server says it is busy) is retried without it.
+      const listings = () => fake.requests.filter((r) => r.path === '/api/2.0/mlflow-artifacts/artifacts');
+      const before = listings().length;
+      fake.handler = (request, response) => {
+        if (request.path.endsWith('/runs/get')) return json(response, 200, { run: runJson() });
+        if (request.path === '/api/2.0/mlflow-artifacts/artifacts') return json(response, 200, { files: [] });
+        json(response, 503, { error_code: 'TEMPORARILY_UNAVAILABLE', message: 'busy' });
+      };
+      await expectTrackingError(() => store.readArtifact(RUN_ID, 'reference_profile.json'), 'UNAVAILABLE');
+      expect(listings().length).toBe(before);
     });
 
     it('file:// roots on another machine and unknown schemes are named in the error', async () => {
