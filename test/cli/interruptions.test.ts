@@ -65,9 +65,11 @@ beforeAll(async () => {
     '--quiet',
   ]);
   expect(trained.code, trained.stderr).toBe(0);
-  // Enough rows that tagging takes seconds after its first progress line.
+  // Enough rows that tagging takes well over ten seconds after its first progress line: on a loaded
+  // machine this test process may read that line (and so send the signal) seconds late, and a job that
+  // had finished by then would exit 0 (300,000 rows took 3.5 s and were not enough in a full CI run).
   const rows = Array.from(
-    { length: 300_000 },
+    { length: 1_200_000 },
     (_, i) =>
       `${i},Project ${i} on ${i % 3 ? 'object detection in drone images' : 'sentiment of product reviews'}`,
   );
