@@ -57,17 +57,15 @@ done = function(summary, latency, requests)
 end
 `;
 
-let scriptFile: string | undefined;
-
 export async function runLoad(spec: LoadSpec, workDir: string): Promise<LoadResult> {
   if (!spec.url.startsWith('http://127.0.0.1:'))
     throw new Error(`bench: load only on loopback, not ${spec.url}`);
   const timeoutMs = (spec.seconds + 30) * 1000;
   if (loadTool() === 'wrk') {
-    if (scriptFile === undefined) {
-      scriptFile = join(workDir, 'wrk-post.lua');
-      writeFileSync(scriptFile, WRK_SCRIPT);
-    }
+    // In this call's folder: a section that ran before may have removed its own (the script path of an
+    // earlier call would be gone, and wrk would fall back to bodiless GETs).
+    const scriptFile = join(workDir, 'wrk-post.lua');
+    if (!existsSync(scriptFile)) writeFileSync(scriptFile, WRK_SCRIPT);
     // One wrk thread: the second core is the server's.
     const { stdout } = await run(
       WRK,
