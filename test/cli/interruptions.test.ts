@@ -14,7 +14,7 @@ import { FileTrackingStore } from '../../src/tracking/index.js';
 import { CLI_ENTRY, cliFolder, FAST_ARGS } from '../support/cli.js';
 import { SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 
-const cli = cliFolder({ prefix: 'tagger-interrupt-' });
+const cli = cliFolder({ prefix: 'tagger-interrupt-', trained: true });
 
 interface Exit {
   code: number | null;
@@ -54,17 +54,6 @@ const hidden = async (): Promise<string[]> =>
   (await readdir(cli.dir)).filter((name) => name.endsWith('.tmp'));
 
 beforeAll(async () => {
-  const trained = await cli.tagger([
-    'train',
-    '--data',
-    SAMPLE_DATA,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    cli.store,
-    '--quiet',
-  ]);
-  expect(trained.code, trained.stderr).toBe(0);
   // Enough rows that tagging takes well over ten seconds after its first progress line: on a loaded
   // machine this test process may read that line (and so send the signal) seconds late, and a job that
   // had finished by then would exit 0 (300,000 rows took 3.5 s and were not enough in a full CI run).

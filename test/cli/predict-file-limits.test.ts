@@ -9,27 +9,13 @@ import { execFile } from 'node:child_process';
 import { open, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { CLI_ENTRY, type CliResult, cliFolder, FAST_ARGS } from '../support/cli.js';
-import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { describe, expect, it } from 'vitest';
+import { CLI_ENTRY, type CliResult, cliFolder } from '../support/cli.js';
+import { REPO_ROOT, TSX_LOADER } from '../support/components.js';
 
 const PEAK_MEMORY = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'peak-memory.ts')).href;
 
-const cli = cliFolder({ prefix: 'tagger-row-limit-cli-' });
-
-beforeAll(async () => {
-  const trained = await cli.tagger([
-    'train',
-    '--data',
-    SAMPLE_DATA,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    cli.store,
-    '--quiet',
-  ]);
-  expect(trained.code, trained.stderr).toBe(0);
-}, 60_000);
+const cli = cliFolder({ prefix: 'tagger-row-limit-cli-', trained: true });
 
 /** `tagger <args>` as a process that reports its peak resident memory (KiB) on exit. */
 function taggerProcess(args: readonly string[]): Promise<CliResult & { peakKiB: number }> {

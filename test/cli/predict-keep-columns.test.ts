@@ -4,26 +4,11 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { describe, expect, it } from 'vitest';
+import { cliFolder, expectCleanFailure } from '../support/cli.js';
 
-const cli = cliFolder({ prefix: 'tagger-keep-cli-' });
+const cli = cliFolder({ prefix: 'tagger-keep-cli-', trained: true });
 const tagger = cli.tagger;
-
-beforeAll(async () => {
-  const trained = await tagger([
-    'train',
-    '--data',
-    SAMPLE_DATA,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    cli.store,
-    '--quiet',
-  ]);
-  expect(trained.code, trained.stderr).toBe(0);
-}, 60_000);
 
 const header = async (path: string): Promise<string[]> =>
   (await readFile(path, 'utf8')).split('\n')[0]!.split(',');

@@ -7,12 +7,11 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/index.js';
 import type { CliIo, CliStream } from '../../src/cli/io.js';
 import { createProgress } from '../../src/train/progress.js';
-import { cliFolder, FAST_ARGS } from '../support/cli.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { cliFolder } from '../support/cli.js';
 
 /** A terminal screen: the bytes written to it, interpreted. */
 class Screen {
@@ -68,21 +67,7 @@ const tty = (screen: Screen): CliStream & NodeJS.WriteStream =>
     },
   }) as unknown as CliStream & NodeJS.WriteStream;
 
-const cli = cliFolder({ prefix: 'tagger-progress-tty-' });
-
-beforeAll(async () => {
-  const trained = await cli.tagger([
-    'train',
-    '--data',
-    SAMPLE_DATA,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    cli.store,
-    '--quiet',
-  ]);
-  expect(trained.code, trained.stderr).toBe(0);
-}, 60_000);
+const cli = cliFolder({ prefix: 'tagger-progress-tty-', trained: true });
 
 describe('a progress bar on a terminal', () => {
   it('tagger predict --input: each bad row on its own line, the bar after them, the summary after the bar', async () => {

@@ -7,27 +7,12 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { printable } from '../../src/cli/terminal.js';
-import { cliFolder, FAST_ARGS } from '../support/cli.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { cliFolder } from '../support/cli.js';
 
-const cli = cliFolder({ prefix: 'tagger-terminal-' });
+const cli = cliFolder({ prefix: 'tagger-terminal-', trained: true });
 const tagger = cli.tagger;
-
-beforeAll(async () => {
-  const trained = await tagger([
-    'train',
-    '--data',
-    SAMPLE_DATA,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    cli.store,
-    '--quiet',
-  ]);
-  expect(trained.code, trained.stderr).toBe(0);
-}, 60_000);
 
 /** Anything a terminal acts on: C0 controls but tab and LF, DEL, C1 controls, bidirectional overrides. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for control characters is the point.
