@@ -7,11 +7,9 @@
  * TaggerLiveF1Low does. Every dashboard query is also evaluated by this Prometheus. No request fails.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import type {
@@ -21,9 +19,9 @@ import type {
   PredictData,
 } from '../../src/http/api-types.js';
 import { CLI_ENTRY } from '../support/cli.js';
-import { locateBinary, REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { locateBinary, REPO_ROOT, TSX_LOADER } from '../support/components.js';
 import { freePort } from '../support/free-port.js';
-import { OTHER_DOMAIN_TEXTS, trainRun } from '../support/monitoring.js';
+import { OTHER_DOMAIN_TEXTS, splitSample, trainRun } from '../support/monitoring.js';
 import { killServers, type ServerProcess, spawnServer } from '../support/serve-process.js';
 
 const prometheusBin = locateBinary(
@@ -87,17 +85,9 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
 beforeAll(async () => {
   if (prometheusBin === null) return;
   dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-monitoring-'));
-  const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true }) as Record<string, string>[];
-  const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
-  heldOut = rows.slice(200).map((row) => ({ text: `${row.title} ${row.description}`, tag: row.tag! }));
-  const train = join(dir, 'train.csv');
-  await writeFile(
-    train,
-    `title,description,tag\n${rows
-      .slice(0, 200)
-      .map((row) => [row.title!, row.description!, row.tag!].map(quote).join(','))
-      .join('\n')}\n`,
-  );
+  const sample = await splitSample(dir);
+  heldOut = sample.heldOut;
+  const train = sample.train;
   const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
   trackingUri = uri;
   await trainRun(uri, { data: train });

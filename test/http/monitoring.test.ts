@@ -5,19 +5,22 @@
  * metrics code computes, and a record store that cannot be opened (predictions unaffected, feedback a
  * 503, drops counted, one warning).
  */
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitoringData } from '../../src/http/api-types.js';
 import { weightedMetrics } from '../../src/model/metrics.js';
 import { RecordStoreError } from '../../src/monitoring/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { SAMPLE_DATA } from '../support/components.js';
 import { expectEnvelope, postJson } from '../support/http.js';
-import { type MonitoredApp, monitoredApp, OTHER_DOMAIN_TEXTS, trainRun } from '../support/monitoring.js';
+import {
+  type MonitoredApp,
+  monitoredApp,
+  OTHER_DOMAIN_TEXTS,
+  splitSample,
+  trainRun,
+} from '../support/monitoring.js';
 
 let dir: string;
 let store: TrackingStore;
@@ -27,15 +30,9 @@ let heldOut: { text: string; tag: string }[];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tagger-monitoring-'));
-  const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true }) as Record<string, string>[];
-  const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
-  const train = rows.slice(0, 200);
-  heldOut = rows.slice(200).map((row) => ({ text: `${row.title} ${row.description}`, tag: row.tag! }));
-  const file = join(dir, 'train.csv');
-  await writeFile(
-    file,
-    `title,description,tag\n${train.map((row) => [row.title!, row.description!, row.tag!].map(quote).join(',')).join('\n')}\n`,
-  );
+  const sample = await splitSample(dir);
+  heldOut = sample.heldOut;
+  const file = sample.train;
   const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
   await trainRun(uri, { data: file });
   store = await openTrackingStore(uri, { readOnly: true });

@@ -4,6 +4,11 @@
  * wires it, the settings at test scale, and texts from another domain than the sample data's machine
  * learning projects (to drive drift).
  */
+
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
 import { type AppDeps, createApp, createHttpMetrics, type HttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { parseTrainingArgs } from '../../src/model/index.js';
@@ -15,6 +20,27 @@ import { logTrainingRun } from '../../src/train/log-run.js';
 import { trainAndEvaluate } from '../../src/train/pipeline.js';
 import { SAMPLE_DATA } from './components.js';
 import { captureLog } from './http.js';
+
+/**
+ * The sample data split for live-traffic tests: its first 200 rows written to `dir/train.csv` (what the
+ * run is trained on), the rest returned as (text, tag) pairs the model never saw.
+ */
+export async function splitSample(
+  dir: string,
+): Promise<{ train: string; heldOut: { text: string; tag: string }[] }> {
+  const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true }) as Record<string, string>[];
+  const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
+  const train = join(dir, 'train.csv');
+  await writeFile(
+    train,
+    `title,description,tag\n${rows
+      .slice(0, 200)
+      .map((row) => [row.title!, row.description!, row.tag!].map(quote).join(','))
+      .join('\n')}\n`,
+  );
+  const heldOut = rows.slice(200).map((row) => ({ text: `${row.title} ${row.description}`, tag: row.tag! }));
+  return { train, heldOut };
+}
 
 /** Trains one quick run on `data` (default the sample projects) into experiment `experiment` of `trackingUri`. */
 export async function trainRun(

@@ -6,19 +6,23 @@
  * the same checks as the other views: nothing cut off sideways at a phone's width, no serious axe-core
  * violation, nothing loaded from outside 127.0.0.1. Screenshots go beside the other views'.
  */
-import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import axe from 'axe-core';
-import { parse } from 'csv-parse/sync';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { launchOfflineChromium } from '../support/chromium.js';
-import { chromiumPath, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
-import { type MonitoredApp, monitoredApp, OTHER_DOMAIN_TEXTS, trainRun } from '../support/monitoring.js';
+import { chromiumPath, REPO_ROOT } from '../support/components.js';
+import {
+  type MonitoredApp,
+  monitoredApp,
+  OTHER_DOMAIN_TEXTS,
+  splitSample,
+  trainRun,
+} from '../support/monitoring.js';
 
 /* The page's globals as the page.evaluate callbacks use them (this test program has no DOM lib). */
 declare const document: {
@@ -51,17 +55,9 @@ beforeAll(async () => {
     build: { outDir: uiDir, emptyOutDir: true },
     logLevel: 'warn',
   });
-  const rows = parse(readFileSync(SAMPLE_DATA, 'utf8'), { columns: true }) as Record<string, string>[];
-  const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
-  heldOut = rows.slice(200).map((row) => ({ text: `${row.title} ${row.description}`, tag: row.tag! }));
-  const train = join(dir, 'train.csv');
-  await writeFile(
-    train,
-    `title,description,tag\n${rows
-      .slice(0, 200)
-      .map((row) => [row.title!, row.description!, row.tag!].map(quote).join(','))
-      .join('\n')}\n`,
-  );
+  const sample = await splitSample(dir);
+  heldOut = sample.heldOut;
+  const train = sample.train;
   const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
   await trainRun(uri, { data: train });
   store = await openTrackingStore(uri, { readOnly: true });
