@@ -94,6 +94,22 @@ export async function sendAll(
   return { answers, seconds: (performance.now() - started) / 1000 };
 }
 
+/**
+ * Resolves once the server's encoder queue is empty (its `tagger_encoder_queue_texts` gauge reads 0), or
+ * after `timeoutMs`. A request that ends a load (wrk closing its connections) can leave texts queued behind
+ * the batch at the encoder; a request larger than the queue bound sent then is refused with 503 by design,
+ * so a measurement of large requests on their own starts from an idle queue.
+ */
+export async function waitForEmptyQueue(url: string, timeoutMs = 30_000): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  while (performance.now() < until) {
+    const response = await fetch(`${url}/metrics`);
+    const match = /^tagger_encoder_queue_texts(?:\{[^}]*\})? (\S+)$/m.exec(await response.text());
+    if (!match || Number(match[1]) === 0) return; // no sample: no encoder has queued anything
+    await new Promise((resume) => setTimeout(resume, 50));
+  }
+}
+
 /** /health/live answered once every `everyMs` until `until` resolves; the latencies in ms. */
 export async function probeLive(url: string, until: Promise<unknown>, everyMs = 10): Promise<number[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });

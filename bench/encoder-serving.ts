@@ -30,7 +30,17 @@ import {
   trainTagger,
 } from '../src/model/index.js';
 import { serveExecArgv } from '../src/serve/node-flags.js';
-import { body, chunks, cosine, median, peakRssMb, probeLive, quantile, sendAll } from './encoder-http.js';
+import {
+  body,
+  chunks,
+  cosine,
+  median,
+  peakRssMb,
+  probeLive,
+  quantile,
+  sendAll,
+  waitForEmptyQueue,
+} from './encoder-http.js';
 import { resolveCli } from './fixture.js';
 import { runLoad } from './load.js';
 import { freePort, installCleanup, type Proc, start, stopAll, waitForPort } from './procs.js';
@@ -341,6 +351,7 @@ export async function servingRows(input: ServingBenchInput): Promise<{
     const encoderServer = await serveDefault('tagger-encoder-default', encoderDir);
     const defaults = await latency(encoderServer);
     const thousand = Array.from({ length: 1000 }, (_, i) => texts[i % texts.length]!);
+    await waitForEmptyQueue(encoderServer.url);
     const big = await sendAll(
       encoderServer.url,
       Array.from({ length: quick ? 1 : 3 }, () => body(thousand)),
@@ -373,7 +384,9 @@ export async function servingRows(input: ServingBenchInput): Promise<{
       if (result && (result.one.failures > 0 || result.ten.failures > 0))
         breakage.push(`${what}: failed single-text requests`);
     }
-    if (big.answers.some((a) => a.status !== 200)) breakage.push('a 1,000-text encoder request failed');
+    const bigFailures = big.answers.filter((a) => a.status !== 200).map((a) => a.status);
+    if (bigFailures.length > 0)
+      breakage.push(`a 1,000-text encoder request failed (HTTP ${bigFailures.join(', ')})`);
     const defaultNote =
       'tagger serve --workers 1 with the default encoder settings (threads = CPUs allowed, nice 0, batches ≤ 32, no wait, queue ≤ 256 texts)';
     rows.push(
