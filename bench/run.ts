@@ -1,5 +1,5 @@
 /**
- * Benchmark runner (`npm run bench [-- --quick] [-- --only <section>] [-- --profile]`): runs every section module, prints
+ * Benchmark runner (`npm run bench [-- --quick] [-- --only <section>[,<section>…]] [-- --profile]`): runs every section module, prints
  * one table and writes each section's rows to bench/results/<section>-<timestamp>.json. A section is a
  * module exporting `run(opts)` that returns rows, or a SectionResult with breakage (the types are in
  * bench/section.ts, which the sections import instead of this file); add sections to SECTIONS.
@@ -60,7 +60,17 @@ async function main(): Promise<void> {
     return;
   }
   const only = process.argv.indexOf('--only');
-  const selected = only >= 0 ? SECTIONS.filter((s) => s.name === process.argv[only + 1]) : SECTIONS;
+  const wanted = only >= 0 ? (process.argv[only + 1] ?? '').split(',').filter(Boolean) : null;
+  const unknown = wanted?.filter((name) => !SECTIONS.some((s) => s.name === name)) ?? [];
+  if (wanted?.length === 0 || unknown.length > 0) {
+    console.error(
+      `--only takes section names separated by commas (${SECTIONS.map((s) => s.name).join(', ')}); ` +
+        (unknown.length > 0 ? `unknown: ${unknown.join(', ')}` : 'none given'),
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const selected = wanted ? SECTIONS.filter((s) => wanted.includes(s.name)) : SECTIONS;
   const started = performance.now();
   const breakage: string[] = [];
   const notes: string[] = [];
