@@ -11,6 +11,7 @@
  * O(nnz) per class instead of O(features) per class.
  */
 import type { LearningRateSchedule, Loss } from './args.js';
+import { addLinearScores } from './linear-scores.js';
 import { createRng, randomInt, shuffleInPlace } from './rng.js';
 import type { CsrMatrix } from './tfidf.js';
 
@@ -180,14 +181,17 @@ export function argmax(z: Float64Array): number {
 
 /** Linear scores (decision function) of CSR row r into `out`, with weights scaled by `scale`. */
 export function rowScores(model: LinearModel, x: CsrMatrix, r: number, out: Float64Array, scale = 1): void {
-  const K = model.nClasses;
-  const w = model.weights;
   out.set(model.bias);
-  for (let p = x.indptr[r]!; p < x.indptr[r + 1]!; p++) {
-    const base = x.indices[p]! * K;
-    const v = x.data[p]! * scale;
-    for (let k = 0; k < K; k++) out[k]! += w[base + k]! * v;
-  }
+  addLinearScores(
+    model.weights,
+    model.nClasses,
+    x.indices,
+    x.data,
+    x.indptr[r]!,
+    x.indptr[r + 1]!,
+    out,
+    scale,
+  );
 }
 
 /** Class probabilities of CSR row r into `out`, with weights scaled by `scale`. */

@@ -17,6 +17,7 @@ import { ModelInputError } from './errors.js';
 import { explainLinear, type LinearTagExplanation } from './explain.js';
 import { fitVectorizer, type TaggerVectorizer } from './features.js';
 import { multiLabelModelTags, OTHER_TAG, tagsOverThresholds } from './labels.js';
+import { addLinearScores } from './linear-scores.js';
 import { multiLabelMetrics } from './metrics.js';
 import { cleanText } from './preprocess.js';
 import { createRng, randomInt } from './rng.js';
@@ -139,11 +140,7 @@ export class LinearTagModel implements TagModel {
     const n = this.vectorizer.vectorize(clean);
     const indices = this.vectorizer.vectorIndices;
     const values = this.vectorizer.vectorValues;
-    for (let j = 0; j < n; j++) {
-      const base = indices[j]! * K;
-      const v = values[j]!;
-      for (let k = 0; k < K; k++) scores[k]! += w[base + k]! * v;
-    }
+    addLinearScores(w, K, indices, values, 0, n, scores);
     if (embedding !== undefined) {
       const offset = this.vectorizer.size;
       const scale = embeddingScale(embedding, this.embeddingBlock);

@@ -3,6 +3,7 @@
  * text's features (computed once and shared), its link or Platt sigmoids, and the weighted mean over the
  * members (a lone classifier is a vote of one). Shared by prediction, explanation and training.
  */
+import { addLinearScores } from './linear-scores.js';
 import type { Member } from './members.js';
 import { plattProbability } from './platt.js';
 import { probabilitiesInPlace } from './sgd.js';
@@ -37,15 +38,16 @@ export function memberScores(
   to: number,
   out: Float64Array,
 ): void {
-  const K = member.nClasses;
-  const w = member.weights;
   out.set(member.bias);
-  const binary = member.inputs === 'binary';
-  for (let j = from; j < to; j++) {
-    const base = indices[j]! * K;
-    const v = binary ? 1 : values[j]!;
-    for (let k = 0; k < K; k++) out[k]! += w[base + k]! * v;
-  }
+  addLinearScores(
+    member.weights,
+    member.nClasses,
+    indices,
+    member.inputs === 'binary' ? null : values,
+    from,
+    to,
+    out,
+  );
 }
 
 /** The parts a vote is computed from (the model, or a model being trained). */
