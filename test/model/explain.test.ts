@@ -1,6 +1,7 @@
 /** Explanations of the linear tagger: exact (bias + contributions + rest = score), and about the predicted tag. */
 import { describe, expect, it } from 'vitest';
-import { cleanText } from '../../src/model/index.js';
+import { splitScore } from '../../src/model/explain.js';
+import { cleanText, createRng } from '../../src/model/index.js';
 import { sampleTexts, trainModel } from '../support/fixtures.js';
 import { linearExplanation, SGD } from './fixtures.js';
 
@@ -51,5 +52,29 @@ describe('model.explain', () => {
     // Never throws for any string.
     expect(model.explain('', 3).features).toBe(0);
     expect(linearExplanation(model.explain('🙂'.repeat(1000), 0)).contributions).toEqual([]);
+  });
+
+  it('splitScore lists the largest |contributions| as a full sort would (ties: lower column first), the rest summed', () => {
+    const rng = createRng(3);
+    const names = { name: (c: number) => `f${c}`, analyzer: () => 'word' as const };
+    for (let round = 0; round < 50; round++) {
+      const n = Math.floor(rng() * 60);
+      const indices = Int32Array.from({ length: n }, (_, j) => j * 3 + 1);
+      // Few distinct magnitudes of both signs: many ties.
+      const weights = new Map(Array.from(indices, (c) => [c, (Math.floor(rng() * 7) - 3) / 4] as const));
+      const values = Float64Array.from({ length: n }, () => (rng() < 0.5 ? 1 : 2));
+      for (const top of [0, 1, 5, 10, n, n + 3, 2.7, Number.POSITIVE_INFINITY]) {
+        const split = splitScore({ indices, values }, (c) => weights.get(c)!, 0.5, top, names);
+        const all = Array.from(indices, (c, j) => ({ c, contribution: weights.get(c)! * values[j]! }));
+        const sorted = [...all].sort(
+          (a, b) => Math.abs(b.contribution) - Math.abs(a.contribution) || a.c - b.c,
+        );
+        const k = Math.min(n, Math.trunc(top));
+        expect(split.contributions.map((x) => x.feature)).toEqual(sorted.slice(0, k).map((x) => `f${x.c}`));
+        const rest = sorted.slice(k).reduce((sum, x) => sum + x.contribution, 0);
+        expect(split.rest).toBeCloseTo(rest, 12);
+        expect(split.features).toBe(n);
+      }
+    }
   });
 });
