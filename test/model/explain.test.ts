@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { splitScore } from '../../src/model/explain.js';
 import { cleanText, createRng } from '../../src/model/index.js';
+import { shuffleInPlace } from '../../src/model/rng.js';
 import { sampleTexts, trainModel } from '../support/fixtures.js';
 import { linearExplanation, SGD } from './fixtures.js';
 
@@ -59,7 +60,9 @@ describe('model.explain', () => {
     const names = { name: (c: number) => `f${c}`, analyzer: () => 'word' as const };
     for (let round = 0; round < 50; round++) {
       const n = Math.floor(rng() * 60);
+      // Columns in no particular order, so ties cannot follow the features' order by chance.
       const indices = Int32Array.from({ length: n }, (_, j) => j * 3 + 1);
+      shuffleInPlace(indices, rng);
       // Few distinct magnitudes of both signs: many ties.
       const weights = new Map(Array.from(indices, (c) => [c, (Math.floor(rng() * 7) - 3) / 4] as const));
       const values = Float64Array.from({ length: n }, () => (rng() < 0.5 ? 1 : 2));
