@@ -12,10 +12,9 @@ import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { DEFAULT_TRAINING_ARGS, stratifiedSplit, trainTagger } from '../src/model/index.js';
 import { tagFile } from '../src/service/batch-predict.js';
+import { DATA_DIR as DATA } from './paths.js';
 import type { BenchOptions, BenchRow } from './section.js';
 
-const REPO = resolve(import.meta.dirname, '..');
-const DATA = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
 const BATCH = 512;
 
 function load(file: string): { text: string; tag: string }[] {

@@ -1,9 +1,7 @@
 /**
- * Helpers of the encoder section's serving bench (bench/encoder-serving.ts): statistics, the serving
- * process's peak memory and a small keep-alive HTTP client (the encoder's requests take milliseconds, so
- * the client's own cost is noise).
+ * Helpers of the encoder section's serving bench (bench/encoder-serving.ts): statistics and a small
+ * keep-alive HTTP client (the encoder's requests take milliseconds, so the client's own cost is noise).
  */
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 
 export const median = (values: readonly number[]): number => {
@@ -19,16 +17,6 @@ export const chunks = <T>(items: readonly T[], size: number): T[][] =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 export const body = (texts: readonly string[]): string =>
   JSON.stringify({ texts: texts.map((text) => ({ text })) });
-
-/** Peak resident memory of a process (the kernel's high-water mark, VmHWM), in MB. */
-export function peakRssMb(pid: number): number | null {
-  try {
-    const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : null;
-  } catch {
-    return null;
-  }
-}
 
 export interface Answer {
   status: number;

@@ -35,7 +35,6 @@ import {
   chunks,
   cosine,
   median,
-  peakRssMb,
   probeLive,
   quantile,
   sendAll,
@@ -43,11 +42,9 @@ import {
 } from './encoder-http.js';
 import { resolveCli } from './fixture.js';
 import { runLoad } from './load.js';
-import { freePort, installCleanup, type Proc, start, stopAll, waitForPort } from './procs.js';
+import { PYTHON, REPO } from './paths.js';
+import { freePort, installCleanup, type Proc, peakRssMb, start, stopAll, waitForPort } from './procs.js';
 import type { BenchRow } from './section.js';
-
-const REPO = resolve(import.meta.dirname, '..');
-const PYTHON = process.env.TAGGER_PYTHON ?? resolve(REPO, '.venv', 'bin', 'python');
 
 const log = (message: string): void => {
   process.stderr.write(`[bench/encoder] ${message}\n`);

@@ -14,9 +14,8 @@
  *   node --import tsx bench/encoder.ts --cv [--seeds 3] [--sklearn] '{"encoder":"minilm"}' …
  *   node --import tsx bench/encoder.ts --holdout [--seeds 5] '{"encoder":"minilm"}' …
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { openEncoder, type SentenceEncoder } from '../src/encoder/index.js';
@@ -36,11 +35,10 @@ import {
 import { CrossValidator, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import { textsToEmbed } from '../src/train/embeddings.js';
 import { servingRows } from './encoder-serving.js';
+import { DATA_DIR as DATA, PYTHON, REPO } from './paths.js';
+import { pythonAvailable, runPythonScript } from './python.js';
 import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
 
-const REPO = resolve(import.meta.dirname, '..');
-const DATA = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
-const PYTHON = process.env.TAGGER_PYTHON ?? resolve(REPO, '.venv', 'bin', 'python');
 const CACHE = resolve(REPO, '.tagger-cache', 'encoder');
 const SEED = 42;
 const ENCODER = process.env.TAGGER_BENCH_ENCODER ?? 'minilm';
@@ -81,24 +79,18 @@ function sklearn(
   encoder: TrainEncoder,
   tasks: { train: LabelledText[]; validation: LabelledText[]; test: LabelledText[]; seed: number }[],
 ): number[] | null {
-  if (!existsSync(PYTHON)) {
+  if (!pythonAvailable()) {
     console.error(`[bench/encoder] ${PYTHON} not found; skipping scikit-learn`);
     return null;
   }
-  const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-encoder-'));
-  try {
-    const texts = new Set(tasks.flatMap((t) => [...t.train, ...t.validation, ...t.test].map((r) => r.text)));
-    const embeddings = Object.fromEntries([...texts].map((t) => [t, [...encoder.embeddings.get(t)!]]));
-    writeFileSync(join(dir, 'in.json'), JSON.stringify({ args, stopwords: STOPWORDS, embeddings, tasks }));
-    execFileSync(
-      PYTHON,
-      [resolve(REPO, 'python', 'sklearn_encoder.py'), join(dir, 'in.json'), join(dir, 'out.json')],
-      { stdio: ['ignore', 'inherit', 'inherit'], cwd: resolve(REPO, 'python') },
-    );
-    return (JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8')) as { f1: number[] }).f1;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const texts = new Set(tasks.flatMap((t) => [...t.train, ...t.validation, ...t.test].map((r) => r.text)));
+  const embeddings = Object.fromEntries([...texts].map((t) => [t, [...encoder.embeddings.get(t)!]]));
+  return runPythonScript<{ f1: number[] }>('sklearn_encoder.py', {
+    args,
+    stopwords: STOPWORDS,
+    embeddings,
+    tasks,
+  }).f1;
 }
 
 /** The args as `tagger train` makes them: an `encoder` gets the CV-chosen settings the JSON does not set. */

@@ -32,9 +32,8 @@ import type { MetricPoint, TrackingStore } from '../src/tracking/store.js';
 import { readDataset } from '../src/train/data.js';
 import { logTrainingRun } from '../src/train/log-run.js';
 import { trainAndEvaluate } from '../src/train/pipeline.js';
+import { DATA_DIR, REPO } from './paths.js';
 
-export const REPO = resolve(import.meta.dirname, '..');
-export const DATA_DIR = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
 export const CACHE_ROOT = resolve(REPO, '.tagger-cache', 'bench');
 const SEED = 42;
 const EXPERIMENT = 'best';

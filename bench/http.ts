@@ -14,9 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveExecArgv } from '../src/serve/node-flags.js';
 import { loadModelDirectory } from '../src/service/index.js';
-import { type Fixture, MANY_RUNS, prepareFixture, REPO, resolveCli } from './fixture.js';
+import { type Fixture, MANY_RUNS, prepareFixture, resolveCli } from './fixture.js';
 import { type LoadResult, loadTool, runLoad } from './load.js';
 import { mlflowAvailable, prepareMlflowModel, startMlflowServer } from './mlflow-scoring.js';
+import { REPO } from './paths.js';
 import {
   freePort,
   installCleanup,

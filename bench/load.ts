@@ -8,9 +8,9 @@ import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { REPO } from './paths.js';
 
 const run = promisify(execFile);
-const REPO = resolve(import.meta.dirname, '..');
 const WRK = process.env.TAGGER_BENCH_WRK ?? '/usr/bin/wrk';
 const AUTOCANNON = resolve(REPO, 'node_modules', 'autocannon', 'autocannon.js');
 

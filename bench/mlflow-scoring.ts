@@ -10,10 +10,10 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { DEFAULT_TRAINING_ARGS, STOPWORDS } from '../src/model/index.js';
-import { CACHE_ROOT, type Fixture, REPO } from './fixture.js';
+import { CACHE_ROOT, type Fixture } from './fixture.js';
+import { PYTHON, REPO } from './paths.js';
 import { freePort, type Proc, start, waitForPort } from './procs.js';
 
-export const PYTHON = process.env.TAGGER_PYTHON ?? join(REPO, '.venv', 'bin', 'python');
 const SCRIPT = join(REPO, 'python', 'mlflow_scoring_model.py');
 
 /** Environment for MLflow: the venv's tools first on PATH (it starts `uvicorn` by name). */

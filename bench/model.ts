@@ -3,10 +3,8 @@
  * pipeline (python/sklearn_train.py) on the same data and arguments, plus in-process prediction speed.
  * Trained on a stratified 85/15 train/validation split of dataset.csv (seed 42); scored on holdout.csv.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import {
   cleanText,
@@ -24,11 +22,10 @@ import {
 import { SoftVoteTagModel } from '../src/model/soft-vote.js';
 import { LinearTagModel } from '../src/model/tagger.js';
 import { crossValidate, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
+import { DATA_DIR as DATA, PYTHON } from './paths.js';
+import { pythonAvailable, runPythonScript } from './python.js';
 import { type BenchOptions, type BenchRow, rowsOf } from './section.js';
 
-const REPO = resolve(import.meta.dirname, '..');
-const DATA = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
-const PYTHON = process.env.TAGGER_PYTHON ?? resolve(REPO, '.venv', 'bin', 'python');
 const SEED = 42;
 
 function load(file: string): LabelledText[] {
@@ -83,29 +80,20 @@ function sklearn(
   args: TrainingArgs = DEFAULT_TRAINING_ARGS,
   seed = SEED,
 ): { train_seconds: number; weighted_f1: number; n_features: number } | null {
-  if (!existsSync(PYTHON)) {
+  if (!pythonAvailable()) {
     console.error(
       `[bench/model] ${PYTHON} not found; skipping scikit-learn (set TAGGER_PYTHON or create .venv)`,
     );
     return null;
   }
-  const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-'));
-  try {
-    writeFileSync(
-      join(dir, 'in.json'),
-      JSON.stringify({ train, validation, test, args, stopwords: STOPWORDS, seed }),
-    );
-    execFileSync(
-      PYTHON,
-      [resolve(REPO, 'python', 'sklearn_train.py'), join(dir, 'in.json'), join(dir, 'out.json')],
-      {
-        stdio: ['ignore', 'inherit', 'inherit'],
-      },
-    );
-    return JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8'));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  return runPythonScript('sklearn_train.py', {
+    train,
+    validation,
+    test,
+    args,
+    stopwords: STOPWORDS,
+    seed,
+  });
 }
 
 export async function run(opts: BenchOptions): Promise<BenchRow[]> {
@@ -366,25 +354,16 @@ function sklearnMembers(
   cases: { train: LabelledText[]; validation: LabelledText[]; test: LabelledText[]; seed: number }[],
   args: TrainingArgs,
 ): { train_seconds: number; weighted_f1: number; n_features: number; predictions: string[] }[] | null {
-  if (!existsSync(PYTHON)) {
+  if (!pythonAvailable()) {
     console.error(
       `[bench/model] ${PYTHON} not found; skipping scikit-learn (set TAGGER_PYTHON or create .venv)`,
     );
     return null;
   }
-  const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-'));
-  try {
-    const specs = cases.map((c) => ({ kind: 'train', ...c, args, stopwords: STOPWORDS }));
-    writeFileSync(join(dir, 'in.json'), JSON.stringify(specs));
-    execFileSync(
-      PYTHON,
-      [resolve(REPO, 'python', 'sklearn_linear.py'), join(dir, 'in.json'), join(dir, 'out.json')],
-      { stdio: ['ignore', 'inherit', 'inherit'] },
-    );
-    return JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8'));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  return runPythonScript(
+    'sklearn_linear.py',
+    cases.map((c) => ({ kind: 'train', ...c, args, stopwords: STOPWORDS })),
+  );
 }
 
 /**

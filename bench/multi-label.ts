@@ -6,10 +6,7 @@
  * multi-label projects.json (mlops-course_146d00b), split 70/15/15 by `splitData` (seed 42), as
  * `tagger train --data projects.json` splits it.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import {
   DEFAULT_TRAINING_ARGS,
   evaluate,
@@ -25,12 +22,11 @@ import { SoftVoteTagModel } from '../src/model/soft-vote.js';
 import { LinearTagModel, type TrainedTagger } from '../src/model/tagger.js';
 import { readDataset } from '../src/train/data.js';
 import { splitData } from '../src/train/pipeline.js';
+import { DATA_DIR as DATA, PYTHON } from './paths.js';
+import { pythonAvailable, runPythonScript } from './python.js';
 import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
 
-const REPO = resolve(import.meta.dirname, '..');
-const DATA = process.env.TAGGER_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
 const PROJECTS = resolve(DATA, 'mlops-course_146d00b', 'projects.json');
-const PYTHON = process.env.TAGGER_PYTHON ?? resolve(REPO, '.venv', 'bin', 'python');
 const SEED = 42;
 const SECTION = 'multilabel';
 
@@ -59,36 +55,23 @@ function sklearn(
   validation: readonly LabelledText[],
   test: readonly LabelledText[],
 ): { result: SklearnResult } | { error: string } {
-  if (!existsSync(PYTHON)) {
+  if (!pythonAvailable()) {
     return { error: `${PYTHON} not found; no scikit-learn column (set TAGGER_PYTHON or create .venv)` };
   }
   const rows = (split: readonly LabelledText[]) => split.map((r) => ({ text: r.text, tags: tagsOf(r) }));
-  const dir = mkdtempSync(join(tmpdir(), 'tagger-bench-'));
   try {
-    writeFileSync(
-      join(dir, 'in.json'),
-      JSON.stringify({
-        train: rows(train),
-        validation: rows(validation),
-        test: rows(test),
-        args: ARGS,
-        stopwords: STOPWORDS,
-        seed: SEED,
-      }),
-    );
-    try {
-      execFileSync(
-        PYTHON,
-        [resolve(REPO, 'python', 'sklearn_multilabel.py'), join(dir, 'in.json'), join(dir, 'out.json')],
-        { stdio: ['ignore', 'inherit', 'inherit'] },
-      );
-    } catch (error) {
-      const reason = (error as Error).message.split('\n')[0];
-      return { error: `python/sklearn_multilabel.py failed (${reason}); no scikit-learn column` };
-    }
-    return { result: JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8')) as SklearnResult };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+    const result = runPythonScript<SklearnResult>('sklearn_multilabel.py', {
+      train: rows(train),
+      validation: rows(validation),
+      test: rows(test),
+      args: ARGS,
+      stopwords: STOPWORDS,
+      seed: SEED,
+    });
+    return { result };
+  } catch (error) {
+    const reason = (error as Error).message.split('\n')[0];
+    return { error: `python/sklearn_multilabel.py failed (${reason}); no scikit-learn column` };
   }
 }
 

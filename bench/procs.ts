@@ -134,15 +134,22 @@ export function tail(file: string, chars = 3000): string {
   }
 }
 
-/** Resident memory of a process in MB (VmRSS of /proc/<pid>/status), or null when unavailable. */
-export function rssMb(pid: number): number | null {
+/** A memory figure of /proc/<pid>/status in MB, or null when unavailable. */
+function statusMb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
   try {
-    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const match = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(
+      readFileSync(`/proc/${pid}/status`, 'utf8'),
+    );
     return match ? Number(match[1]) / 1024 : null;
   } catch {
     return null;
   }
 }
+
+/** Resident memory of a process in MB (VmRSS), or null when unavailable. */
+export const rssMb = (pid: number): number | null => statusMb(pid, 'VmRSS');
+/** Peak resident memory of a process in MB (the kernel's high-water mark, VmHWM), or null. */
+export const peakRssMb = (pid: number): number | null => statusMb(pid, 'VmHWM');
 
 /** Direct children of a process (Linux /proc), e.g. cluster workers of a primary. */
 export function childPids(pid: number): number[] {

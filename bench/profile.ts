@@ -19,8 +19,9 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { serveExecArgv } from '../src/serve/node-flags.js';
-import { prepareFixture, REPO, resolveCli } from './fixture.js';
+import { prepareFixture, resolveCli } from './fixture.js';
 import { runLoad } from './load.js';
+import { REPO } from './paths.js';
 import { freePort, installCleanup, start, waitForPort } from './procs.js';
 import type { BenchOptions } from './section.js';
 

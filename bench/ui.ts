@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build } from 'vite';
 import { createApp } from '../src/app.js';
@@ -17,9 +17,9 @@ import { readDataset } from '../src/train/data.js';
 import { logTrainingRun } from '../src/train/log-run.js';
 import { trainAndEvaluate } from '../src/train/pipeline.js';
 import { launchOfflineChromium } from '../test/support/chromium.js';
+import { REPO } from './paths.js';
 import type { BenchOptions, SectionResult } from './section.js';
 
-const REPO = resolve(import.meta.dirname, '..');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FIRST_PAINT_TARGET_MS = 1000;
 
