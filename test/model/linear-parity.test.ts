@@ -18,7 +18,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { solveLogisticDual, solveSvmDual } from '../../src/model/dual-cd.js';
 import { fitVectorizer } from '../../src/model/features.js';
-import type { MemberClassifier } from '../../src/model/member-args.js';
+import { MEMBER_CLASSIFIERS } from '../../src/model/member-args.js';
 import {
   type Member,
   type MemberSpec,
@@ -210,15 +210,7 @@ describe.skipIf(python === null || datasetPath === null)(
               : solveSvmDual(problem, solver, { ...TIGHT, rng: createRng(1) }),
         );
       }
-      const classifiers: MemberClassifier[] = [
-        'linear_svm',
-        'logistic_regression',
-        'nb_lr',
-        'nb_svm',
-        'multinomial_nb',
-        'complement_nb',
-      ];
-      for (const classifier of classifiers) {
+      for (const classifier of MEMBER_CLASSIFIERS) {
         membersCase(`${classifier}, row and class weights`, train, [{ ...BASE, classifier }]);
         membersCase(`${classifier}, multi-label`, multi, [{ ...BASE, classifier }]);
       }
@@ -345,14 +337,7 @@ describe.skipIf(python === null || datasetPath === null)(
     function memberNamesOf(): string[] {
       // it.each needs the names before beforeAll runs: the same list membersCase registers, in order.
       return [
-        ...[
-          'linear_svm',
-          'logistic_regression',
-          'nb_lr',
-          'nb_svm',
-          'multinomial_nb',
-          'complement_nb',
-        ].flatMap((c) => [`${c}, row and class weights`, `${c}, multi-label`]),
+        ...MEMBER_CLASSIFIERS.flatMap((c) => [`${c}, row and class weights`, `${c}, multi-label`]),
         'linear_svm, hinge loss, C 0.3',
         'calibrated linear_svm (sigmoid, 5 folds)',
         'calibrated linear_svm, multi-label',
