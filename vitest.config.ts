@@ -19,7 +19,7 @@ const NOT_UNIT = [
   '**/*-interop.test.ts', // MLflow's Python client and tracking server
   '**/*concurrency.test.ts', // racing writer processes, PostgreSQL
   'test/tracking/{rest,sql}/**', // MLflow tracking servers, loopback HTTP fakes, PostgreSQL
-  'test/model/tfidf-parity.test.ts', // scikit-learn in Python
+  'test/model/text/tfidf-parity.test.ts', // scikit-learn in Python
   'test/train/log-run-signals.test.ts', // `tagger train` in a child process
   'test/serve/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
   'test/http/shared-rate-limit.test.ts', // redis-server

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
+import { SoftVoteTagModel } from '../src/model/classifiers/members/member-model.js';
 import {
   cleanText,
   DEFAULT_TRAINING_ARGS,
@@ -19,7 +20,6 @@ import {
   type TrainingArgs,
   trainTagger,
 } from '../src/model/index.js';
-import { SoftVoteTagModel } from '../src/model/soft-vote.js';
 import { LinearTagModel } from '../src/model/tagger.js';
 import { crossValidate, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import { DATA_DIR as DATA, PYTHON } from './paths.js';

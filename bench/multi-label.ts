@@ -7,6 +7,7 @@
  * `tagger train --data projects.json` splits it.
  */
 import { resolve } from 'node:path';
+import { SoftVoteTagModel } from '../src/model/classifiers/members/member-model.js';
 import {
   DEFAULT_TRAINING_ARGS,
   evaluate,
@@ -18,7 +19,6 @@ import {
   tagsOf,
   trainTagger,
 } from '../src/model/index.js';
-import { SoftVoteTagModel } from '../src/model/soft-vote.js';
 import { LinearTagModel, type TrainedTagger } from '../src/model/tagger.js';
 import { readDataset } from '../src/train/data.js';
 import { splitData } from '../src/train/pipeline.js';

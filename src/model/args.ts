@@ -1,6 +1,5 @@
 /** Training arguments: the one typed, validated set of hyper-parameters (stored as a run's args.json). */
 import { bool, type Check, fail, num, oneOf } from './arg-checks.js';
-import { ModelInputError } from './errors.js';
 import {
   type Calibration,
   HYPER_PARAM_CHECKS,
@@ -10,9 +9,15 @@ import {
   parseMembers,
   type SvmLoss,
   type VoteMemberArgs,
-} from './member-args.js';
+} from './classifiers/members/member-args.js';
+import { ModelInputError } from './errors.js';
 
-export type { Calibration, MemberClassifier, SvmLoss, VoteMemberArgs } from './member-args.js';
+export type {
+  Calibration,
+  MemberClassifier,
+  SvmLoss,
+  VoteMemberArgs,
+} from './classifiers/members/member-args.js';
 
 /**
  * `char_wb+word`: the union of char_wb n-grams (2..ngram_max_range) and word unigrams + bigrams, each block

@@ -4,10 +4,10 @@
  * vectorizer's part of the manifest and of weights.bin (its idf comes first).
  */
 import type { TrainingArgs } from './args.js';
-import type { EncoderSpec } from './embeddings.js';
 import { ModelFormatError } from './errors.js';
-import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './features.js';
-import { type TfidfAnalyzer, TfidfVectorizer } from './tfidf.js';
+import type { EncoderSpec } from './text/embeddings.js';
+import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './text/features.js';
+import { type TfidfAnalyzer, TfidfVectorizer } from './text/tfidf.js';
 
 export const MANIFEST = 'tagger-model.json';
 export const WEIGHTS = 'weights.bin';

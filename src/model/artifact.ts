@@ -44,13 +44,17 @@ import {
   WEIGHTS,
   writeFloats,
 } from './artifact-common.js';
-import { type CheckedManifest, decodeVoteModel, encodeVoteModel } from './artifact-vote.js';
-import { type EncoderSpec, parseEncoderSpec } from './embeddings.js';
+import {
+  type CheckedManifest,
+  decodeVoteModel,
+  encodeVoteModel,
+} from './classifiers/members/member-artifact.js';
+import { SoftVoteTagModel } from './classifiers/members/member-model.js';
+import { type LinearModel, linkOf } from './classifiers/sgd/sgd-solver.js';
 import { ModelFormatError, ModelInputError } from './errors.js';
 import { OTHER_TAG } from './labels.js';
-import { type LinearModel, linkOf } from './sgd.js';
-import { SoftVoteTagModel } from './soft-vote.js';
 import { LinearTagModel, type TagModel } from './tagger.js';
+import { type EncoderSpec, parseEncoderSpec } from './text/embeddings.js';
 
 export { crc32 } from './artifact-common.js';
 

@@ -5,12 +5,13 @@
  * encoder model's embedding block adds one more term, `encoder`.
  * Written here because it needs the model's own weights and vocabulary; no library explains this model.
  */
-import { embeddingScale } from './embeddings.js';
-import { FeatureUnion, type TaggerVectorizer } from './features.js';
-import { addLinearScores } from './linear-scores.js';
-import { cleanText } from './preprocess.js';
-import type { LinearModel } from './sgd.js';
-import type { TfidfAnalyzer } from './tfidf.js';
+
+import { addLinearScores } from './classifiers/linear-scores.js';
+import type { LinearModel } from './classifiers/sgd/sgd-solver.js';
+import { embeddingScale } from './text/embeddings.js';
+import { FeatureUnion, type TaggerVectorizer } from './text/features.js';
+import { cleanText } from './text/preprocess.js';
+import type { TfidfAnalyzer } from './text/tfidf.js';
 
 export interface FeatureContribution {
   /** The n-gram as the model sees it (after cleaning: lower-cased, stemmed when the model does). */

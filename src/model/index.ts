@@ -17,17 +17,7 @@ export {
   type VoteMemberArgs,
 } from './args.js';
 export { type DecodeOptions, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
-export {
-  BEHAVIOUR_KINDS,
-  type BehaviourCase,
-  type BehaviourKind,
-  type BehaviourReport,
-  type BehaviourSuite,
-  behaviourTexts,
-  parseBehaviourSuite,
-  runBehaviourSuite,
-} from './behaviour.js';
-export { DEFAULT_BEHAVIOUR_SUITE } from './behaviour-suite.js';
+export { MEMBER_CLASSIFIERS } from './classifiers/members/member-args.js';
 export {
   chiSquareSurvival,
   compareCategories,
@@ -38,31 +28,7 @@ export {
   type LabelledPrediction,
   type LiveQuality,
   liveQuality,
-} from './drift.js';
-export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './embeddings.js';
-export { ModelFormatError, ModelInputError } from './errors.js';
-export { evaluate, evaluateWithErrors } from './evaluate.js';
-export {
-  type Explanation,
-  type FeatureContribution,
-  isVoteExplanation,
-  type LinearTagExplanation,
-  type MemberExplanation,
-  type VoteExplanation,
-  type VoteTagExplanation,
-} from './explain.js';
-export {
-  modelTags,
-  multiLabelModelTags,
-  normalizeTag,
-  normalizeTagSet,
-  OTHER_TAG,
-  rowsPerTag,
-  tagsOverThresholds,
-} from './labels.js';
-export { MEMBER_CLASSIFIERS } from './member-args.js';
-export type { Metrics, Performance } from './metrics.js';
-export { cleanText, STOPWORDS } from './preprocess.js';
+} from './drift/drift.js';
 export {
   binOf,
   buildReferenceProfile,
@@ -82,18 +48,58 @@ export {
   signalsOf,
   unseenShare,
   unseenShareHashed,
-} from './profile.js';
-export { createRng } from './rng.js';
-export { RUN_ARTIFACTS } from './run-artifacts.js';
-export { EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
-export { selectTags, type TagSelection } from './select.js';
+} from './drift/profile.js';
+export { ModelFormatError, ModelInputError } from './errors.js';
+export {
+  BEHAVIOUR_KINDS,
+  type BehaviourCase,
+  type BehaviourKind,
+  type BehaviourReport,
+  type BehaviourSuite,
+  behaviourTexts,
+  parseBehaviourSuite,
+  runBehaviourSuite,
+} from './evaluation/behaviour.js';
+export { DEFAULT_BEHAVIOUR_SUITE } from './evaluation/behaviour-suite.js';
+export {
+  type ConfusionAndMistakes,
+  type ConfusionMatrix,
+  MISTAKE_TEXT_CHARS,
+  MISTAKES_KEPT,
+  type Mistake,
+  type TestMistakes,
+} from './evaluation/confusion-and-mistakes.js';
+export { evaluate, evaluateWithErrors } from './evaluation/evaluate.js';
+export type { Metrics, Performance } from './evaluation/metrics.js';
 export {
   compileSlices,
   DEFAULT_SLICE_DEFINITIONS,
   parseSliceDefinitions,
   type Slice,
   type SliceDefinition,
-} from './slices.js';
+} from './evaluation/slices.js';
+export {
+  type Explanation,
+  type FeatureContribution,
+  isVoteExplanation,
+  type LinearTagExplanation,
+  type MemberExplanation,
+  type VoteExplanation,
+  type VoteTagExplanation,
+} from './explain.js';
+export {
+  modelTags,
+  multiLabelModelTags,
+  normalizeTag,
+  normalizeTagSet,
+  OTHER_TAG,
+  rowsPerTag,
+  tagsOverThresholds,
+} from './labels.js';
+export { createRng } from './rng.js';
+export { RUN_ARTIFACTS } from './run-artifacts.js';
+export { EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
+export { selectTags, type TagSelection } from './select.js';
 export { stratifiedSplit } from './split.js';
 export {
   bindEmbeddings,
@@ -108,12 +114,6 @@ export {
   tagsOf,
   trainTagger,
 } from './tagger.js';
-export {
-  type ConfusionMatrix,
-  MISTAKE_TEXT_CHARS,
-  MISTAKES_KEPT,
-  type Mistake,
-  type TestErrors,
-  type TestMistakes,
-} from './test-errors.js';
-export { type CsrMatrix, TfidfVectorizer } from './tfidf.js';
+export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './text/embeddings.js';
+export { cleanText, STOPWORDS } from './text/preprocess.js';
+export { type CsrMatrix, TfidfVectorizer } from './text/tfidf.js';

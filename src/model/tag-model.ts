@@ -4,8 +4,8 @@
  * coordinate descent, naive Bayes and soft-vote models) can share them without importing each other.
  */
 import type { TrainingArgs } from './args.js';
-import type { EmbeddingLookup, EncoderSpec } from './embeddings.js';
 import type { Explanation } from './explain.js';
+import type { EmbeddingLookup, EncoderSpec } from './text/embeddings.js';
 
 export interface LabelledText {
   text: string;

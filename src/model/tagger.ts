@@ -4,23 +4,8 @@
  * or, with `multi_label`, one-vs-rest binary problems whose tags each pass their own probability threshold.
  */
 import { isSgdClassifier, type TrainingArgs } from './args.js';
-import {
-  appendEmbeddingBlock,
-  checkEmbeddings,
-  type EmbeddingBlock,
-  type EmbeddingLookup,
-  type EncoderSpec,
-  embeddingScale,
-  embeddingsOf,
-} from './embeddings.js';
-import { ModelInputError } from './errors.js';
-import { explainLinear, type LinearTagExplanation } from './explain.js';
-import { fitVectorizer, type TaggerVectorizer } from './features.js';
-import { multiLabelModelTags, OTHER_TAG, tagsOverThresholds } from './labels.js';
-import { addLinearScores } from './linear-scores.js';
-import { multiLabelMetrics } from './metrics.js';
-import { cleanText } from './preprocess.js';
-import { createRng, randomInt } from './rng.js';
+import { addLinearScores } from './classifiers/linear-scores.js';
+import { trainVoteTagger } from './classifiers/members/train-members.js';
 import {
   argmax,
   averageLinearModels,
@@ -32,7 +17,14 @@ import {
   rowScores,
   trainOvrSgd,
   trainSoftmaxSgd,
-} from './sgd.js';
+} from './classifiers/sgd/sgd-solver.js';
+import { chooseTagThresholds, chooseThreshold, f1WithThreshold } from './classifiers/thresholds.js';
+import { labelArrays, oversampledOrder } from './classifiers/training-rows.js';
+import { ModelInputError } from './errors.js';
+import { multiLabelMetrics } from './evaluation/metrics.js';
+import { explainLinear, type LinearTagExplanation } from './explain.js';
+import { multiLabelModelTags, OTHER_TAG, tagsOverThresholds } from './labels.js';
+import { createRng, randomInt } from './rng.js';
 import {
   type EpochReport,
   type LabelledText,
@@ -43,10 +35,19 @@ import {
   type TrainOptions,
   tagsOf,
 } from './tag-model.js';
-import { chooseTagThresholds, chooseThreshold, f1WithThreshold } from './thresholds.js';
-import { trainVoteTagger } from './train-vote.js';
-import { labelArrays, oversampledOrder } from './training-rows.js';
+import {
+  appendEmbeddingBlock,
+  checkEmbeddings,
+  type EmbeddingBlock,
+  type EmbeddingLookup,
+  type EncoderSpec,
+  embeddingScale,
+  embeddingsOf,
+} from './text/embeddings.js';
+import { fitVectorizer, type TaggerVectorizer } from './text/features.js';
+import { cleanText } from './text/preprocess.js';
 
+export { chooseTagThresholds, chooseThreshold } from './classifiers/thresholds.js';
 // Moved to leaf modules so every trainer can share them; re-exported for the callers that import them here.
 export {
   type EpochReport,
@@ -60,7 +61,6 @@ export {
   tagSetKey,
   tagsOf,
 } from './tag-model.js';
-export { chooseTagThresholds, chooseThreshold } from './thresholds.js';
 
 /**
  * The training seeds of a seed ensemble's members: `seed` itself first (so `ensemble: 1` is the single

@@ -46,7 +46,7 @@ export {
   type ServedLabelIssue,
   type ServedLabelIssues,
   type ServedMistake,
-  type ServedTestErrors,
+  type ServedMistakes,
 } from './inspection.js';
 export { ServingLifecycle } from './lifecycle.js';
 export type { ServiceLog } from './log.js';

@@ -14,7 +14,7 @@ export type ServedConfusion = ConfusionMatrix;
 /** One logged mistake as training writes it (checked on reading). */
 export type ServedMistake = Mistake;
 
-export interface ServedTestErrors {
+export interface ServedMistakes {
   /** Null for a multi-label run (it logs no confusion matrix: a text's tags are not one cell). */
   confusion: ServedConfusion | null;
   /** Misclassified test rows in all; `mistakes` holds the most confident of them (capped by training). */
@@ -90,7 +90,7 @@ function parseMistakes(raw: unknown): { multiLabel: boolean; total: number; mist
  * Reads and checks the error artifacts (a multi-label run has no confusion matrix); rejects with the
  * reader's error (e.g. NOT_FOUND) or a format error.
  */
-export async function readTestErrors(read: ArtifactReader): Promise<ServedTestErrors> {
+export async function readMistakes(read: ArtifactReader): Promise<ServedMistakes> {
   const { multiLabel, total, mistakes } = parseMistakes(await readJsonArtifact(read, RUN_ARTIFACTS.mistakes));
   const confusion = multiLabel ? null : parseConfusion(await readJsonArtifact(read, RUN_ARTIFACTS.confusion));
   return { confusion, total, mistakes };

@@ -21,10 +21,10 @@ import { NotLoggedError, RunLoadError, UnknownRunError } from './errors.js';
 import {
   readHistory,
   readLabelIssues,
-  readTestErrors,
+  readMistakes,
   type ServedHistory,
   type ServedLabelIssues,
-  type ServedTestErrors,
+  type ServedMistakes,
 } from './inspection.js';
 
 /** One run as listed by GET /runs, captured when the snapshot was made. */
@@ -123,7 +123,7 @@ export class ServedSnapshot {
   private retired = false;
   private readonly performances: SingleFlightLru<ServedPerformance>;
   /** A few runs' test errors: the page asks for one or two runs at a time, and they can be ~1 MB. */
-  private readonly errors = new SingleFlightLru<ServedTestErrors>(4);
+  private readonly errors = new SingleFlightLru<ServedMistakes>(4);
   /** A few runs' label issues (at most 1,000 issues each, like the mistakes). */
   private readonly labelIssueReports = new SingleFlightLru<ServedLabelIssues>(4);
 
@@ -187,11 +187,11 @@ export class ServedSnapshot {
    * A run's test-split confusion matrix and mistakes (cached). NotLoggedError when the run has none: runs
    * logged before training wrote them, or by another tool.
    */
-  async testErrors(runId: string): Promise<ServedTestErrors> {
+  async confusionAndMistakes(runId: string): Promise<ServedMistakes> {
     const run = this.run(runId);
     try {
       return await this.errors.get(run.runId, () =>
-        readTestErrors((path) => this.store.readArtifact(run.runId, path)),
+        readMistakes((path) => this.store.readArtifact(run.runId, path)),
       );
     } catch (error) {
       if (error instanceof TrackingError && error.code === 'NOT_FOUND') {

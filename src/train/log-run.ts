@@ -280,10 +280,10 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     const artifacts: [string, Uint8Array][] = [
       [RUN_ARTIFACTS.args, json(input.args)],
       [RUN_ARTIFACTS.performance, json(outcome.performance)],
-      ...(outcome.testErrors.confusion === null
+      ...(outcome.confusionAndMistakes.confusion === null
         ? []
-        : [[RUN_ARTIFACTS.confusion, json(outcome.testErrors.confusion)] as [string, Uint8Array]]),
-      [RUN_ARTIFACTS.mistakes, json(outcome.testErrors.mistakes)],
+        : [[RUN_ARTIFACTS.confusion, json(outcome.confusionAndMistakes.confusion)] as [string, Uint8Array]]),
+      [RUN_ARTIFACTS.mistakes, json(outcome.confusionAndMistakes.mistakes)],
       [RUN_ARTIFACTS.behavioural, json(outcome.behaviour)],
       ...(labelIssues !== undefined && 'report' in labelIssues
         ? [[RUN_ARTIFACTS.labelIssues, json(labelIssues.report)] as [string, Uint8Array]]

@@ -8,6 +8,7 @@ import {
   type BehaviourSuite,
   bindEmbeddings,
   buildReferenceProfile,
+  type ConfusionAndMistakes,
   compileSlices,
   DEFAULT_BEHAVIOUR_SUITE,
   DEFAULT_SLICE_DEFINITIONS,
@@ -21,7 +22,6 @@ import {
   type SliceDefinition,
   stratifiedSplit,
   type TagModel,
-  type TestErrors,
   type TrainingArgs,
   type TrainOptions,
   tagsOf,
@@ -76,7 +76,7 @@ export interface TrainingOutcome {
   threshold: number | null;
   performance: Performance;
   /** The test split's confusion matrix and misclassified texts (logged for the inspection page). */
-  testErrors: TestErrors;
+  confusionAndMistakes: ConfusionAndMistakes;
   /**
    * Weighted f1 on the validation split of the model fitted without it (what hyper-parameter search
    * compares); with `args.refit` the returned model has since learnt from those rows too.
@@ -261,7 +261,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     trainingSeconds,
     threshold: trained.threshold,
     performance: report,
-    testErrors: evaluation.errors,
+    confusionAndMistakes: evaluation.errors,
     validationF1: trained.validationF1,
     sizes: { train: split.train.length, validation: split.validation.length, test: test.length },
     testSet: { digest: testSetDigest(test), size: test.length },

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitoringData } from '../../src/http/api-types.js';
-import { weightedMetrics } from '../../src/model/metrics.js';
+import { weightedMetrics } from '../../src/model/evaluation/metrics.js';
 import { RecordStoreError } from '../../src/monitoring/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { expectEnvelope, postJson } from '../support/http.js';

@@ -128,8 +128,8 @@ describe('a multi-label run', () => {
     const data = dataOf(response);
     expect(data.labels).toBeNull();
     expect(data.matrix).toBeNull();
-    expect(data.total).toBe(outcome.testErrors.mistakes.total);
-    expect(data.mistakes).toEqual(JSON.parse(JSON.stringify(outcome.testErrors.mistakes.mistakes)));
+    expect(data.total).toBe(outcome.confusionAndMistakes.mistakes.total);
+    expect(data.mistakes).toEqual(JSON.parse(JSON.stringify(outcome.confusionAndMistakes.mistakes.mistakes)));
     expect(data.mistakes[0].true_tags.length).toBeGreaterThan(0);
   });
 });

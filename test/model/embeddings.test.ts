@@ -11,18 +11,18 @@ import {
   parseTrainingArgs,
 } from '../../src/model/args.js';
 import { decodeModel, encodeModel } from '../../src/model/artifact.js';
-import { behaviourTexts, runBehaviourSuite } from '../../src/model/behaviour.js';
-import { DEFAULT_BEHAVIOUR_SUITE } from '../../src/model/behaviour-suite.js';
+import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
+import { behaviourTexts, runBehaviourSuite } from '../../src/model/evaluation/behaviour.js';
+import { DEFAULT_BEHAVIOUR_SUITE } from '../../src/model/evaluation/behaviour-suite.js';
+import { evaluate } from '../../src/model/evaluation/evaluate.js';
+import { createRng } from '../../src/model/rng.js';
+import { bindEmbeddings, type LabelledText, trainTagger } from '../../src/model/tagger.js';
 import {
   appendEmbeddingBlock,
   type EncoderSpec,
   embeddingScale,
   parseEncoderSpec,
-} from '../../src/model/embeddings.js';
-import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
-import { evaluate } from '../../src/model/evaluate.js';
-import { createRng } from '../../src/model/rng.js';
-import { bindEmbeddings, type LabelledText, trainTagger } from '../../src/model/tagger.js';
+} from '../../src/model/text/embeddings.js';
 import { linearExplanation } from './fixtures.js';
 
 const DIM = 8;

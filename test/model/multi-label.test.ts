@@ -4,10 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/args.js';
-import { evaluateWithErrors } from '../../src/model/evaluate.js';
-import { multiLabelMetrics, multiLabelReport, performanceReport } from '../../src/model/metrics.js';
+import { evaluateWithErrors } from '../../src/model/evaluation/evaluate.js';
+import {
+  multiLabelMetrics,
+  multiLabelReport,
+  performanceReport,
+} from '../../src/model/evaluation/metrics.js';
+import { compileSlices } from '../../src/model/evaluation/slices.js';
 import { selectTags } from '../../src/model/select.js';
-import { compileSlices } from '../../src/model/slices.js';
 import {
   chooseTagThresholds,
   type LabelledText,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAINING_ARGS, parseTrainingArgs } from '../../src/model/args.js';
 import { encodeModel } from '../../src/model/artifact.js';
 import { ModelInputError } from '../../src/model/errors.js';
-import { evaluate } from '../../src/model/evaluate.js';
+import { evaluate } from '../../src/model/evaluation/evaluate.js';
 import { stratifiedSplit } from '../../src/model/split.js';
 import {
   chooseThreshold,

@@ -8,7 +8,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_BINS, hashVocabulary } from '../../src/model/profile.js';
+import { DEFAULT_BINS, hashVocabulary } from '../../src/model/drift/profile.js';
 import { completeBatch } from '../../src/monitoring/batch.js';
 import { predictionId } from '../../src/monitoring/ids.js';
 import type { CapturedBatch, PredictionRecord, RecordStore } from '../../src/monitoring/record-store.js';

@@ -1,7 +1,7 @@
 /** Reading a run's error artifacts: single-label (matrix + mistakes) and multi-label (mistakes only). */
 import { describe, expect, it } from 'vitest';
 import { RUN_ARTIFACTS } from '../../src/model/index.js';
-import { readTestErrors } from '../../src/service/inspection.js';
+import { readMistakes } from '../../src/service/inspection.js';
 import { TrackingError } from '../../src/tracking/index.js';
 
 const reader =
@@ -20,12 +20,12 @@ const multiMistake = {
   predicted_tags: ['a'],
 };
 
-describe('readTestErrors', () => {
+describe('readMistakes', () => {
   it('reads a multi-label run’s mistakes without a confusion matrix', async () => {
     const read = reader({
       [RUN_ARTIFACTS.mistakes]: { multi_label: true, total: 3, mistakes: [multiMistake] },
     });
-    expect(await readTestErrors(read)).toEqual({ confusion: null, total: 3, mistakes: [multiMistake] });
+    expect(await readMistakes(read)).toEqual({ confusion: null, total: 3, mistakes: [multiMistake] });
   });
 
   it('needs the tag lists of a multi-label mistake', async () => {
@@ -33,7 +33,7 @@ describe('readTestErrors', () => {
     const read = reader({
       [RUN_ARTIFACTS.mistakes]: { multi_label: true, total: 1, mistakes: [withoutTrueTags] },
     });
-    await expect(readTestErrors(read)).rejects.toThrow(
+    await expect(readMistakes(read)).rejects.toThrow(
       /mistakes\[0\] must have .* true_tags and predicted_tags/,
     );
   });
@@ -41,7 +41,7 @@ describe('readTestErrors', () => {
   it('still needs the matrix of a single-label run (a missing one is the store’s NOT_FOUND)', async () => {
     const mistake = { text: 't', true_tag: 'a', predicted_tag: 'b', confidence: 0.5 };
     const read = reader({ [RUN_ARTIFACTS.mistakes]: { total: 1, mistakes: [mistake] } });
-    await expect(readTestErrors(read)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(readMistakes(read)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     const withMatrix = reader({
       [RUN_ARTIFACTS.mistakes]: { total: 1, mistakes: [mistake] },
       [RUN_ARTIFACTS.confusion]: {
@@ -52,7 +52,7 @@ describe('readTestErrors', () => {
         ],
       },
     });
-    expect(await readTestErrors(withMatrix)).toEqual({
+    expect(await readMistakes(withMatrix)).toEqual({
       confusion: {
         labels: ['a', 'b'],
         matrix: [

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import {
+  type ConfusionAndMistakes,
   encodeModel,
   evaluateWithErrors,
   type LabelledText,
@@ -26,7 +27,6 @@ import {
   type Performance,
   parseTrainingArgs,
   type TagModel,
-  type TestErrors,
   type TrainingArgs,
   trainTagger,
 } from '../../src/model/index.js';
@@ -39,7 +39,7 @@ export interface TrainedModel {
   args: TrainingArgs;
   performance: Performance;
   /** A confusion matrix and mistakes as training logs them (on test rows with some tags moved). */
-  errors: TestErrors;
+  errors: ConfusionAndMistakes;
   files: Record<string, Uint8Array>;
 }
 

@@ -71,7 +71,7 @@ describe('encoder runs in src/train', () => {
     expect(outcome.behaviour.passed + outcome.behaviour.failed).toBeGreaterThan(0);
     // The drift reference profile counts what the model predicted on the test split with the embeddings:
     // each tag as often as its column of the confusion matrix.
-    const { labels, matrix } = outcome.testErrors.confusion!;
+    const { labels, matrix } = outcome.confusionAndMistakes.confusion!;
     expect(outcome.reference.rows).toBe(outcome.testSet.size);
     labels.forEach((tag, j) => {
       expect(outcome.reference.predicted_tag[tag] ?? 0).toBe(matrix.reduce((sum, row) => sum + row[j]!, 0));

@@ -353,9 +353,9 @@ describe('the dataset input and the MLflow 3 logged model of a run', () => {
     // What the inspection page shows: the test split's confusion matrix and mistakes, as evaluated.
     const artifactJson = async (path: string) =>
       JSON.parse(decoder.decode(await store.readArtifact(logged.runId, path)));
-    expect(await artifactJson(RUN_ARTIFACTS.confusion)).toEqual(outcome.testErrors.confusion);
-    expect(await artifactJson(RUN_ARTIFACTS.mistakes)).toEqual(outcome.testErrors.mistakes);
-    const { matrix } = outcome.testErrors.confusion!;
+    expect(await artifactJson(RUN_ARTIFACTS.confusion)).toEqual(outcome.confusionAndMistakes.confusion);
+    expect(await artifactJson(RUN_ARTIFACTS.mistakes)).toEqual(outcome.confusionAndMistakes.mistakes);
+    const { matrix } = outcome.confusionAndMistakes.confusion!;
     expect(matrix.flat().reduce((a, b) => a + b, 0)).toBe(outcome.sizes.test);
     // The test split's reference profile, for drift monitoring: every test row counted once per signal.
     const reference = await artifactJson(RUN_ARTIFACTS.referenceProfile);

@@ -231,8 +231,8 @@ describe('multi-label data', () => {
     expect(outcome.threshold).toBeNull();
     expect(outcome.performance.averages!.micro.num_samples).toBe(outcome.sizes.test);
     expect(outcome.performance.class.pytorch!.num_samples).toBeGreaterThan(0);
-    expect(outcome.testErrors.confusion).toBeNull();
-    expect(outcome.testErrors.mistakes.multi_label).toBe(true);
+    expect(outcome.confusionAndMistakes.confusion).toBeNull();
+    expect(outcome.confusionAndMistakes.mistakes.multi_label).toBe(true);
     expect(outcome.warnings).toEqual([]);
     expect(outcome.trainedTags).toBe(8);
   });

@@ -396,7 +396,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
       expect(await page.getByRole('rowheader', { name: slice }).count()).toBe(1);
     }
 
-    const { mistakes } = outcomes.weak.testErrors;
+    const { mistakes } = outcomes.weak.confusionAndMistakes;
     expect(mistakes.total).toBeGreaterThan(1);
     const rows = page.locator('table.mistakes tbody tr');
     expect(await rows.count()).toBe(mistakes.mistakes.length);
@@ -412,7 +412,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     // A click on a heatmap cell picks that tag pair; so does its count in the table version.
     await page.getByLabel('True tag').selectOption('');
     await page.getByLabel('Predicted tag').selectOption('');
-    const { labels } = outcomes.weak.testErrors.confusion!;
+    const { labels } = outcomes.weak.confusionAndMistakes.confusion!;
     const canvas = page.locator('canvas[aria-label^="Confusion matrix"]');
     const area = JSON.parse((await canvas.getAttribute('data-chart-area')) ?? 'null') as {
       left: number;
@@ -689,13 +689,13 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     }
 
     // No confusion matrix (a text's tags are not one cell): a sentence says so, and no heatmap is drawn.
-    expect(multiOutcome.testErrors.confusion).toBeNull();
+    expect(multiOutcome.confusionAndMistakes.confusion).toBeNull();
     expect(await page.locator('#confusion-title').count()).toBe(0);
     expect(await page.locator('canvas[aria-label^="Confusion matrix"]').count()).toBe(0);
     expect(await page.getByTestId('no-matrix').textContent()).toContain('no confusion matrix');
 
     // The mistakes with their true and predicted tags as chips, missed and wrongly added ones marked.
-    const { mistakes } = multiOutcome.testErrors.mistakes;
+    const { mistakes } = multiOutcome.confusionAndMistakes.mistakes;
     expect(mistakes.length).toBeGreaterThan(1);
     const wrong = (m: (typeof mistakes)[number]) => ({
       missed: m.true_tags!.filter((tag) => !m.predicted_tags!.includes(tag)),

@@ -48,7 +48,7 @@ export function inspectionRoutes(app: TaggerApp, current: () => ServedRuns): voi
     },
     async (request) => {
       const { run_id } = request.params;
-      const { confusion, total, mistakes } = await current().current.testErrors(run_id);
+      const { confusion, total, mistakes } = await current().current.confusionAndMistakes(run_id);
       return envelope(request, 200, {
         run_id,
         labels: confusion?.labels ?? null,

@@ -1,0 +1,93 @@
+/**
+ * The model of the member classifiers (members.ts): one vectorizer, whose features are computed once per
+ * text, and one or more members, each a linear model over them. A member's scores become its probabilities
+ * by its link or its Platt sigmoids; the model's probability of a tag is the weighted mean of the members'
+ * (a lone classifier is a vote of one: its own probabilities). Tags no training row had get probability 0.
+ * Predictions then follow the same rules as the SGD model's (threshold fallback, per-tag thresholds).
+ */
+import type { TrainingArgs } from '../../args.js';
+import { ModelInputError } from '../../errors.js';
+import type { Explanation } from '../../explain.js';
+import { OTHER_TAG, tagsOverThresholds } from '../../labels.js';
+import type { Prediction, TagModel } from '../../tag-model.js';
+import type { TaggerVectorizer } from '../../text/features.js';
+import { cleanText } from '../../text/preprocess.js';
+import { type VoteParts, voteProbabilities } from './combine.js';
+import { explainVote } from './member-explain.js';
+import type { Member } from './train-member.js';
+
+/** The TagModel of the member classifiers; artifact.ts reads its parts. */
+export class SoftVoteTagModel implements TagModel, VoteParts {
+  readonly tags: readonly string[];
+  readonly args: TrainingArgs;
+  readonly threshold: number | null;
+  readonly tagThresholds: readonly number[] | null;
+  readonly vectorizer: TaggerVectorizer;
+  readonly members: readonly Member[];
+  readonly classes: Int32Array;
+  readonly multiLabel: boolean;
+  // Scratch for predict(); overwritten by every call (JS is single-threaded).
+  private readonly probabilities: Float64Array;
+  private readonly scratch: Float64Array;
+
+  constructor(
+    tags: readonly string[],
+    args: TrainingArgs,
+    threshold: number | null,
+    vectorizer: TaggerVectorizer,
+    members: readonly Member[],
+    classes: Int32Array,
+    tagThresholds: readonly number[] | null = null,
+  ) {
+    if (args.multi_label !== (tagThresholds !== null)) {
+      throw new ModelInputError(
+        'model/soft-vote: a multi-label model needs one threshold per tag, and a single-label model none',
+      );
+    }
+    if (members.length === 0 || members.some((m) => m.nClasses !== classes.length)) {
+      throw new ModelInputError('model/soft-vote: every member must score the same trained tags');
+    }
+    this.tags = Object.freeze([...tags]);
+    this.args = Object.freeze({ ...args });
+    this.threshold = threshold;
+    this.tagThresholds = tagThresholds === null ? null : Object.freeze([...tagThresholds]);
+    this.vectorizer = vectorizer;
+    this.members = Object.freeze([...members]);
+    this.classes = classes;
+    this.multiLabel = args.multi_label;
+    this.probabilities = new Float64Array(tags.length);
+    this.scratch = new Float64Array(classes.length);
+  }
+
+  /** The vote's probabilities of one text into `this.probabilities` (the features computed once). */
+  private vote(text: string): Float64Array {
+    const clean = cleanText(String(text), { lower: this.args.lower, stem: this.args.stem });
+    const n = this.vectorizer.vectorize(clean);
+    const { vectorIndices, vectorValues } = this.vectorizer;
+    voteProbabilities(this, vectorIndices, vectorValues, 0, n, this.probabilities, this.scratch);
+    return this.probabilities;
+  }
+
+  /** The member classifiers take no sentence embeddings (only the SGD ones do): `_embeddings` is ignored. */
+  predict(texts: readonly string[], _embeddings?: readonly Float32Array[]): Prediction[] {
+    const thresholds = this.tagThresholds;
+    return texts.map((text) => {
+      const p = this.vote(text);
+      const probabilities: Record<string, number> = {};
+      for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
+      if (thresholds !== null) {
+        const predicted_tags = tagsOverThresholds(this.tags, thresholds, p);
+        return { predicted_tag: predicted_tags[0] ?? OTHER_TAG, predicted_tags, probabilities };
+      }
+      let best = 0;
+      for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
+      const fallback = this.threshold !== null && p[best]! < this.threshold;
+      const predicted_tag = fallback ? OTHER_TAG : this.tags[best]!;
+      return { predicted_tag, predicted_tags: [predicted_tag], probabilities };
+    });
+  }
+
+  explain(text: string, top = 10, _embedding?: Float32Array): Explanation {
+    return explainVote(this, text, top);
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * The training rows as the classifiers see them: each row's class (or a multi-label row's indicator row)
+ * and the seeded random oversampling order. Shared by every trainer.
+ */
+import { normalizeTag, normalizeTagSet } from '../labels.js';
+import { randomInt } from '../rng.js';
+import { type LabelledText, tagsOf } from '../tag-model.js';
+
+/** Indices 0..n-1, plus random repeats of every class smaller than the largest (random oversampling). */
+export function oversampledOrder(y: Int32Array, nClasses: number, rng: () => number): Int32Array {
+  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
+  y.forEach((k, i) => {
+    byClass[k]!.push(i);
+  });
+  const largest = Math.max(...byClass.map((c) => c.length));
+  const order = Array.from(y.keys());
+  for (const members of byClass) {
+    for (let extra = members.length; members.length > 0 && extra < largest; extra++) {
+      order.push(members[randomInt(rng, members.length)]!);
+    }
+  }
+  return Int32Array.from(order);
+}
+
+/**
+ * The label arrays of rows for a model's tags: `y`, each row's class (single-label) or, for multi-label
+ * rows, the group oversampling uses — the row's rarest tag (fewest rows among `rows`), so rare tags are
+ * repeated like rare classes — and `labels`, the multi-label indicator matrix.
+ */
+export function labelArrays(
+  rows: readonly LabelledText[],
+  tags: readonly string[],
+  multiLabel: boolean,
+): { y: Int32Array; labels?: Uint8Array } {
+  const classes = new Set(tags);
+  const classIndex = new Map(tags.map((t, i) => [t, i]));
+  if (!multiLabel) return { y: Int32Array.from(rows, (r) => classIndex.get(normalizeTag(r.tag, classes))!) };
+  const K = tags.length;
+  const labels = new Uint8Array(rows.length * K);
+  const sets = rows.map((row) => normalizeTagSet(tagsOf(row), classes).map((tag) => classIndex.get(tag)!));
+  const counts = new Int32Array(K);
+  sets.forEach((set, r) => {
+    for (const k of set) {
+      labels[r * K + k] = 1;
+      counts[k]!++;
+    }
+  });
+  const y = Int32Array.from(sets, (set) =>
+    set.reduce((rarest, k) => (counts[k]! < counts[rarest]! ? k : rarest)),
+  );
+  return { y, labels };
+}
