@@ -6,12 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { SoftVoteTagModel } from '../src/model/classifiers/members/member-model.js';
+import { MemberTagModel } from '../src/model/classifiers/members/member-model.js';
+import { SgdTagModel } from '../src/model/classifiers/sgd/sgd-model.js';
 import {
   cleanText,
   DEFAULT_TRAINING_ARGS,
   evaluate,
-  isSgdClassifier,
+  familyOf,
   type LabelledText,
   parseTrainingArgs,
   STOPWORDS,
@@ -20,11 +21,13 @@ import {
   type TrainingArgs,
   trainTagger,
 } from '../src/model/index.js';
-import { LinearTagModel } from '../src/model/tagger.js';
 import { crossValidate, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import { DATA_DIR as DATA, PYTHON } from './paths.js';
 import { pythonAvailable, runPythonScript } from './python.js';
 import { type BenchOptions, type BenchRow, rowsOf } from './section.js';
+
+/** scikit-learn's reference for a classifier is chosen by its family: SGDClassifier for the SGD family. */
+const usesSgd = (classifier: string): boolean => familyOf(classifier).name === 'sgd';
 
 const SEED = 42;
 
@@ -37,7 +40,7 @@ const quantile = (sorted: Float64Array, q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 /** A model whose features can be timed apart: the SGD model or the member classifiers' one. */
-type PredictingModel = LinearTagModel | SoftVoteTagModel;
+type PredictingModel = SgdTagModel | MemberTagModel;
 
 /**
  * Where one prediction's CPU goes: cleaning the text, its n-gram features (vectorize) and the whole
@@ -122,7 +125,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   const autoF1 = evaluate(auto.model, holdout).overall.f1;
 
   // scikit-learn's same configuration: SGDClassifier for the SGD defaults, the same members for a vote.
-  const sk = isSgdClassifier(DEFAULT_TRAINING_ARGS.classifier)
+  const sk = usesSgd(DEFAULT_TRAINING_ARGS.classifier)
     ? sklearn(train!, validation!, holdout)
     : (sklearnMembers(
         [{ train: train!, validation: validation!, test: holdout, seed: SEED }],
@@ -166,12 +169,12 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
   }
   const explained = explainRounds * texts.length;
   const parts =
-    model instanceof LinearTagModel || model instanceof SoftVoteTagModel
+    model instanceof SgdTagModel || model instanceof MemberTagModel
       ? predictionParts(model, texts, opts.quick ? 3 : 12)
       : null;
 
   const row = rowsOf('model');
-  const ref = `reference = scikit-learn 1.9 (TfidfVectorizer + ${isSgdClassifier(DEFAULT_TRAINING_ARGS.classifier) ? 'SGDClassifier' : 'the same members: LinearSVC / liblinear / MultinomialNB, CalibratedClassifierCV'})`;
+  const ref = `reference = scikit-learn 1.9 (TfidfVectorizer + ${usesSgd(DEFAULT_TRAINING_ARGS.classifier) ? 'SGDClassifier' : 'the same members: LinearSVC / liblinear / MultinomialNB, CalibratedClassifierCV'})`;
   return [
     row(
       'training time (dataset.csv train split, default args)',
@@ -197,7 +200,7 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     row(
       'vocabulary size',
       'features',
-      model instanceof LinearTagModel || model instanceof SoftVoteTagModel ? model.vectorizer.size : null,
+      model instanceof SgdTagModel || model instanceof MemberTagModel ? model.vectorizer.size : null,
       sk?.n_features ?? null,
     ),
     row(
@@ -263,7 +266,7 @@ export async function crossValidateBench(
     const theirs: number[] = [];
     for (const seed of trainingSeeds) {
       // scikit-learn's same classifier: SGDClassifier, or the same members (sklearn_linear.py).
-      const result = isSgdClassifier(args.classifier)
+      const result = usesSgd(args.classifier)
         ? sklearn(fold.train, fold.validation, fold.test, args, seed)
         : (sklearnMembers([{ ...fold, seed }], args)?.[0] ?? null);
       if (result === null) return { f1: cv.folds, sklearnF1: null, seconds: cv.trainingSeconds };
@@ -391,7 +394,7 @@ export async function crossValidateSplitsBench(
     seconds += cv.trainingSeconds;
     if (!opts.sklearn) continue;
     const folds = crossValidationFolds(dataset, 5, seed);
-    if (isSgdClassifier(args.classifier)) {
+    if (usesSgd(args.classifier)) {
       const theirs = folds.map((fold) => sklearn(fold.train, fold.validation, fold.test, args, seed));
       if (theirs.every((t) => t !== null)) sk.push(theirs.map((t) => t!.weighted_f1));
       continue;
@@ -438,7 +441,7 @@ export function holdoutMembersBench(
     f1.push(evaluate(trained.model, holdout).overall.f1);
     cases.push({ train: train!, validation: validation!, test: holdout, seed });
   }
-  const theirs = isSgdClassifier(args.classifier)
+  const theirs = usesSgd(args.classifier)
     ? cases.map((c) => sklearn(c.train, c.validation, c.test, args, c.seed))
     : sklearnMembers(cases, args);
   const sklearnF1 =

@@ -7,11 +7,12 @@
  * `tagger train --data projects.json` splits it.
  */
 import { resolve } from 'node:path';
-import { SoftVoteTagModel } from '../src/model/classifiers/members/member-model.js';
+import { MemberTagModel } from '../src/model/classifiers/members/member-model.js';
+import { SgdTagModel } from '../src/model/classifiers/sgd/sgd-model.js';
 import {
   DEFAULT_TRAINING_ARGS,
   evaluate,
-  isSgdClassifier,
+  familyOf,
   type LabelledText,
   STOPWORDS,
   type TagModel,
@@ -19,12 +20,15 @@ import {
   tagsOf,
   trainTagger,
 } from '../src/model/index.js';
-import { LinearTagModel, type TrainedTagger } from '../src/model/tagger.js';
+import type { TrainedTagger } from '../src/model/tagger.js';
 import { readDataset } from '../src/train/data.js';
 import { splitData } from '../src/train/pipeline.js';
 import { DATA_DIR as DATA, PYTHON } from './paths.js';
 import { pythonAvailable, runPythonScript } from './python.js';
 import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
+
+/** scikit-learn's reference for a classifier is chosen by its family: SGDClassifier for the SGD family. */
+const usesSgd = (classifier: string): boolean => familyOf(classifier).name === 'sgd';
 
 const PROJECTS = resolve(DATA, 'mlops-course_146d00b', 'projects.json');
 const SEED = 42;
@@ -141,10 +145,10 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
   // a vote's members' probabilities are then normalised over the tags, a few more operations).
   const singleLabel = { ...model.args, multi_label: false };
   const argmaxView =
-    model instanceof LinearTagModel
-      ? new LinearTagModel(model.tags, singleLabel, null, model.vectorizer, model.linear)
-      : model instanceof SoftVoteTagModel
-        ? new SoftVoteTagModel(model.tags, singleLabel, null, model.vectorizer, model.members, model.classes)
+    model instanceof SgdTagModel
+      ? new SgdTagModel(model.tags, singleLabel, null, model.vectorizer, model.linear)
+      : model instanceof MemberTagModel
+        ? new MemberTagModel(model.tags, singleLabel, null, model.vectorizer, model.members, model.classes)
         : null;
   if (argmaxView === null) throw new Error('bench/multi-label: expected an SGD model or a vote');
   const rounds = opts.quick ? 5 : 40;
@@ -180,7 +184,7 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
         's',
         Math.min(...seconds),
         ref?.train_seconds ?? null,
-        `best of ${trainRuns}, validated fit + refit; ${ARGS_TEXT}; reference = ${skName}, ${isSgdClassifier(ARGS.classifier) ? 'one SGDClassifier per tag' : `the same ${ARGS.classifier} (python/sklearn_linear.py's members, one problem per tag)`}`,
+        `best of ${trainRuns}, validated fit + refit; ${ARGS_TEXT}; reference = ${skName}, ${usesSgd(ARGS.classifier) ? 'one SGDClassifier per tag' : `the same ${ARGS.classifier} (python/sklearn_linear.py's members, one problem per tag)`}`,
       ),
       row('test micro f1', 'f1', averages.micro.f1, ref?.micro_f1 ?? null, `${ARGS_TEXT}; ${tagCount}`),
       row('test macro f1', 'f1', averages.macro.f1, ref?.macro_f1 ?? null, `${test.length} test rows`),

@@ -3,11 +3,12 @@
  * manifest's shape, the weights file's checksum, the error every decoding problem becomes, and the
  * vectorizer's part of the manifest and of weights.bin (its idf comes first).
  */
-import type { TrainingArgs } from './args.js';
+
 import { ModelFormatError } from './errors.js';
 import type { EncoderSpec } from './text/embeddings.js';
 import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './text/features.js';
 import { type TfidfAnalyzer, TfidfVectorizer } from './text/tfidf.js';
+import type { TrainingArgs } from './training-args.js';
 
 export const MANIFEST = 'tagger-model.json';
 export const WEIGHTS = 'weights.bin';
@@ -197,3 +198,39 @@ function unionFromManifest(
   });
   return new FeatureUnion(parts, weight!);
 }
+
+/** The manifest fields every model has, checked by decodeModel before it hands over to the family's decode. */
+export interface CheckedManifest {
+  manifest: Partial<Manifest>;
+  tags: string[];
+  args: TrainingArgs;
+  threshold: number | null;
+  tagThresholds: number[] | null;
+  vocabulary: string[];
+  /** The manifest's format, one this version reads. */
+  format: string;
+}
+
+export interface DecodeOptions {
+  /**
+   * The caller will give the model the embeddings of its encoder (it loads the encoder the manifest names
+   * and checks its digests). Without it an encoder model is refused: nothing else could predict with it.
+   */
+  withEncoder?: boolean;
+}
+
+/** Every format this version reads (older first). */
+export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
+  'tagger-model/1',
+  'tagger-model/1.1',
+  'tagger-model/1.2',
+  'tagger-model/1.3',
+  'tagger-model/1.4',
+  'tagger-model/1.5',
+]);
+/** The format every model is written in: the newest. */
+export const MODEL_FORMAT = READABLE_MODEL_FORMATS.at(-1)!;
+
+/** Whether a readable `format` is `min` or newer. */
+export const formatAtLeast = (format: string, min: string): boolean =>
+  READABLE_MODEL_FORMATS.indexOf(format) >= READABLE_MODEL_FORMATS.indexOf(min);

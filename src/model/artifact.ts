@@ -28,92 +28,50 @@
  * when it loads it).
  * Every model is written in the current format; a reader checks that the format is at least the one that
  * introduced what the model uses (multi-label 1.3, member classifiers 1.4, an encoder 1.5).
- * All six are read; a model without an arg loads with the behaviour it was trained with: `/1` without
+ * All six are read (the families' own parts by their families: classifiers/sgd/sgd-artifact.ts,
+ * classifiers/members/member-artifact.ts); a model without an arg loads with the behaviour it was trained with: `/1` without
  * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
  * 1 and `ngram_min_range` 2.
  */
-import { isSgdClassifier, parseTrainingArgs, type TrainingArgs } from './args.js';
+import { parseTrainingArgs } from './args.js';
 import {
   bad,
+  type CheckedManifest,
   crc32,
-  decodeVectorizer,
-  floatReader,
+  type DecodeOptions,
+  formatAtLeast,
   MANIFEST,
   type Manifest,
-  vectorizerManifest,
-  WEIGHTS,
-  writeFloats,
-} from './artifact-common.js';
-import {
-  type CheckedManifest,
-  decodeVoteModel,
-  encodeVoteModel,
-} from './classifiers/members/member-artifact.js';
-import { SoftVoteTagModel } from './classifiers/members/member-model.js';
-import { type LinearModel, linkOf } from './classifiers/sgd/sgd-solver.js';
-import { ModelFormatError, ModelInputError } from './errors.js';
-import { OTHER_TAG } from './labels.js';
-import { LinearTagModel, type TagModel } from './tagger.js';
-import { type EncoderSpec, parseEncoderSpec } from './text/embeddings.js';
-
-export { crc32 } from './artifact-common.js';
-
-export const MODEL_FORMAT = 'tagger-model/1.5';
-/** Every format this version reads (older first). */
-export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
-  'tagger-model/1',
-  'tagger-model/1.1',
-  'tagger-model/1.2',
-  'tagger-model/1.3',
-  'tagger-model/1.4',
   MODEL_FORMAT,
-]);
+  READABLE_MODEL_FORMATS,
+  WEIGHTS,
+} from './artifact-common.js';
+import { familyOf } from './classifiers/families.js';
+import { OTHER_TAG } from './labels.js';
+import type { TagModel } from './tag-model.js';
+import type { TrainingArgs } from './training-args.js';
+
+export { crc32, type DecodeOptions, MODEL_FORMAT, READABLE_MODEL_FORMATS } from './artifact-common.js';
 export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS]);
 
-/** Whether a readable `format` is `min` or newer. */
-const formatAtLeast = (format: string, min: string): boolean =>
-  READABLE_MODEL_FORMATS.indexOf(format) >= READABLE_MODEL_FORMATS.indexOf(min);
-
-export interface DecodeOptions {
-  /**
-   * The caller will give the model the embeddings of its encoder (it loads the encoder the manifest names
-   * and checks its digests). Without it an encoder model is refused: nothing else could predict with it.
-   */
-  withEncoder?: boolean;
-}
-
-/** Serialises a model trained by trainTagger into its files (name → bytes). */
+/** Serialises a model trained by trainTagger (or decoded) into its files (name → bytes), by its family. */
 export function encodeModel(model: TagModel): Record<string, Uint8Array> {
-  const common = (bytes: Uint8Array) => ({
-    format: MODEL_FORMAT,
-    tags: [...model.tags],
-    args: model.args,
-    threshold: model.threshold,
-    ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
-    weights_crc32: crc32(bytes),
-  });
-  if (model instanceof SoftVoteTagModel) {
-    const { bytes, manifest } = encodeVoteModel(model);
-    return files({ ...common(bytes), ...manifest }, bytes);
-  }
-  if (!(model instanceof LinearTagModel)) {
-    throw new ModelInputError(
-      'model/artifact: encodeModel needs a model returned by trainTagger or decodeModel',
-    );
-  }
-  const { vectorizer, linear } = model;
-  const bytes = writeFloats([vectorizer.idf, linear.weights, linear.bias]);
+  const { manifest, bytes } = familyOf(model.args.classifier).encode(model);
   return files(
     {
-      ...common(bytes),
-      ...vectorizerManifest(vectorizer),
-      ...(model.encoder === null ? {} : { encoder: { ...model.encoder } }),
+      format: MODEL_FORMAT,
+      tags: [...model.tags],
+      args: model.args,
+      threshold: model.threshold,
+      ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
+      weights_crc32: crc32(bytes),
+      ...manifest,
     },
     bytes,
   );
 }
 
-function files(manifest: Manifest, bytes: Uint8Array): Record<string, Uint8Array> {
+function files(manifest: Record<string, unknown>, bytes: Uint8Array): Record<string, Uint8Array> {
   return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
 }
 
@@ -204,6 +162,7 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
     bad(`n_features is ${JSON.stringify(m.n_features)} but the vocabulary has ${V} entries`);
   const bytes = files[WEIGHTS]!;
   const checked: CheckedManifest = {
+    format: m.format!,
     manifest: m,
     tags: tags!,
     args: args!,
@@ -211,58 +170,11 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
     tagThresholds: tagThresholds ?? null,
     vocabulary: vocabulary!,
   };
-  // parseTrainingArgs refuses an encoder with the member classifiers, so only an SGD model has one.
   if (args!.encoder === null && m.encoder !== undefined) {
     bad('the manifest names an encoder, but args.encoder is null');
   }
-  if (!isSgdClassifier(args!.classifier)) {
-    if (!formatAtLeast(m.format!, 'tagger-model/1.4'))
-      bad(`classifier ${args!.classifier} needs format tagger-model/1.4 or later, got ${m.format}`);
-    return decodeVoteModel(checked, bytes);
-  }
-  const encoder = decodeEncoder(m, args!, options);
-  const F = V + (encoder?.dim ?? 0);
-  const K = tags!.length;
-  const expected = 8 * (V + F * K + K);
-  if (bytes.byteLength !== expected) {
-    bad(
-      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${F} features and ${K} tags (truncated?)`,
-    );
-  }
-  if (m.weights_crc32 !== crc32(bytes))
-    bad(`${WEIGHTS} does not match its checksum in ${MANIFEST} (corrupt)`);
-  const read = floatReader(bytes);
-  const idf = read(0, V);
-  const linear: LinearModel = {
-    nFeatures: F,
-    nClasses: K,
-    weights: read(V, F * K),
-    bias: read(V + F * K, K),
-    link: linkOf(args!.classifier as 'ovr' | 'softmax', args!.loss, args!.multi_label),
-  };
-  const vectorizer = decodeVectorizer(m, args!, vocabulary!, idf);
-  return new LinearTagModel(
-    tags!,
-    args!,
-    threshold ?? null,
-    vectorizer,
-    linear,
-    tagThresholds ?? null,
-    encoder,
-  );
-}
-
-/** An SGD model's encoder spec (format 1.5 and later), null for a TF-IDF model. */
-function decodeEncoder(m: Partial<Manifest>, args: TrainingArgs, options: DecodeOptions): EncoderSpec | null {
-  if (args.encoder === null) return null;
-  if (!formatAtLeast(m.format!, 'tagger-model/1.5'))
-    bad(`an encoder model needs format tagger-model/1.5 or later, got ${m.format}`);
-  const encoder = parseEncoderSpec(m.encoder);
-  if (!options.withEncoder) {
-    // Not `bad`: the model is fine, re-saving or retraining would not help.
-    throw new ModelFormatError(
-      `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${m.format}), and this reader does not compute them`,
-    );
-  }
-  return encoder;
+  const family = familyOf(args!.classifier);
+  if (!formatAtLeast(m.format!, family.since))
+    bad(`classifier ${args!.classifier} needs format ${family.since} or later, got ${m.format}`);
+  return family.decode(checked, bytes, options);
 }

@@ -1,14 +1,12 @@
 /**
- * Exact explanations of a linear tagger's prediction: the tag's linear score is its bias plus, for
- * every feature of the text, weight × tf-idf value. The largest contributions are listed; the others are
- * summed into `rest`, so `bias + Σ contributions + rest = score` holds for every explanation (tested); an
- * encoder model's embedding block adds one more term, `encoder`.
+ * What an explanation of a prediction is, and the exact split every linear score shares: the tag's linear
+ * score is its bias plus, for every feature of the text, weight × tf-idf value; the largest contributions
+ * are listed and the others summed into `rest`, so `bias + Σ contributions + rest = score` holds for every
+ * explanation (tested). Each family explains its own models with it (classifiers/sgd/sgd-explain.ts,
+ * classifiers/members/member-explain.ts).
  * Written here because it needs the model's own weights and vocabulary; no library explains this model.
  */
 
-import { addLinearScores } from './classifiers/linear-scores.js';
-import type { LinearModel } from './classifiers/sgd/sgd-solver.js';
-import { embeddingScale } from './text/embeddings.js';
 import { FeatureUnion, type TaggerVectorizer } from './text/features.js';
 import { cleanText } from './text/preprocess.js';
 import type { TfidfAnalyzer } from './text/tfidf.js';
@@ -102,18 +100,6 @@ export interface MemberExplanation extends LinearExplanation {
   platt?: { a: number; b: number };
   /** Its probability of the explained tag. */
   probability: number;
-}
-
-export interface ExplainableParts {
-  readonly tags: readonly string[];
-  readonly args: {
-    readonly lower: boolean;
-    readonly stem: boolean;
-    readonly encoder_weight?: number;
-    readonly encoder_normalize?: boolean;
-  };
-  readonly vectorizer: TaggerVectorizer;
-  readonly linear: LinearModel;
 }
 
 /** Column → (analyzer, name) of the vectorizer's features, built once per model. */
@@ -221,58 +207,5 @@ export function splitScore(
     })),
     rest,
     features: n,
-  };
-}
-
-/**
- * Explains the top-scoring tag of `text`: its score, bias and the `top` features that moved it most, and
- * for an encoder model (`embedding` given) the embedding block's contribution as one `encoder` term.
- * @example explainLinear(model, 'Transformers for NER', 5).contributions[0] // { feature: 'transformers', … }
- */
-export function explainLinear(
-  model: ExplainableParts,
-  text: string,
-  top = 10,
-  embedding?: Float32Array,
-): LinearTagExplanation {
-  const { linear, vectorizer } = model;
-  const K = linear.nClasses;
-  const w = linear.weights;
-  const features = textFeatures(vectorizer, model.args, text);
-  const scores = Float64Array.from(linear.bias);
-  addLinearScores(w, K, features.indices, features.values, 0, features.indices.length, scores);
-  // The embedding block's columns follow the vectorizer's; its per-tag sums are one term each. Added to
-  // the scores as predict adds them, so the score still matches predict's.
-  const encoderScores = new Float64Array(K);
-  if (embedding !== undefined) {
-    const scale = embeddingScale(embedding, {
-      weight: model.args.encoder_weight ?? 1,
-      normalize: model.args.encoder_normalize ?? true,
-    });
-    for (let d = 0; d < embedding.length; d++) {
-      const base = (vectorizer.size + d) * K;
-      const v = embedding[d]! * scale;
-      for (let k = 0; k < K; k++) {
-        const c = w[base + k]! * v;
-        scores[k]! += c;
-        encoderScores[k]! += c;
-      }
-    }
-  }
-  let best = 0;
-  for (let k = 1; k < K; k++) if (scores[k]! > scores[best]!) best = k;
-  const split = splitScore(
-    features,
-    (column) => w[column * K + best]!,
-    linear.bias[best]!,
-    top,
-    featureNames(vectorizer),
-  );
-  // The score as predict computes it (the same sum in the same order), so it matches predict bit for bit.
-  return {
-    tag: model.tags[best]!,
-    ...split,
-    score: scores[best]!,
-    ...(embedding === undefined ? {} : { encoder: encoderScores[best]! }),
   };
 }

@@ -1,4 +1,6 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
+
+export { drawFrom, type HyperParam, type SearchRange } from './arg-checks.js';
 export {
   type Analyzer,
   argsForEncoder,
@@ -7,7 +9,6 @@ export {
   DEFAULT_TRAINING_ARGS,
   DEFAULT_VOTE_MEMBERS,
   ENCODER_DEFAULT_ARGS,
-  isSgdClassifier,
   type LearningRateSchedule,
   type MemberClassifier,
   parseTrainingArgs,
@@ -17,7 +18,15 @@ export {
   type VoteMemberArgs,
 } from './args.js';
 export { type DecodeOptions, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
-export { MEMBER_CLASSIFIERS } from './classifiers/members/member-args.js';
+export {
+  CLASSIFIER_FAMILIES,
+  CLASSIFIERS,
+  familyOf,
+  learnsSeveralTags,
+} from './classifiers/families.js';
+export type { ClassifierFamily, FamilySearch, ProgressPlan, ProgressStep } from './classifiers/family.js';
+export { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS } from './classifiers/members/member-table.js';
+export { LOSSES } from './classifiers/sgd/sgd-params.js';
 export {
   chiSquareSurvival,
   compareCategories,

@@ -2,7 +2,7 @@
  * The run artifact layout: the contract between training and serving (see docs/ARCHITECTURE.md).
  * A training run stores its arguments as `args.json`, its evaluation as `performance.json` and the model
  * files (encodeModel's MODEL_FILES) under `model/`, all relative to the run's artifact root; serving reads
- * them back by these names. `confusion_matrix.json`, `test_mistakes.json` (test-errors.ts) and
+ * them back by these names. `confusion_matrix.json`, `test_mistakes.json` (evaluation/confusion-and-mistakes.ts) and
  * `label_issues.json` are for people only; serving never needs them. Change them only together with every
  * reader and writer.
  */

@@ -1,11 +1,12 @@
 /**
- * The shapes every tagger shares: labelled rows, predictions, the TagModel interface, epoch reports and the
- * result of a training. A leaf module, so the trainers (tagger.ts for SGD, train-vote.ts for the dual
- * coordinate descent, naive Bayes and soft-vote models) can share them without importing each other.
+ * The shapes every tagger shares: labelled rows, predictions, the TagModel interface, training reports and
+ * the result of a training. A leaf module, so every classifier family (classifiers/) can share them
+ * without importing each other or the dispatch in tagger.ts.
  */
-import type { TrainingArgs } from './args.js';
+
 import type { Explanation } from './explain.js';
 import type { EmbeddingLookup, EncoderSpec } from './text/embeddings.js';
+import type { TrainingArgs } from './training-args.js';
 
 export interface LabelledText {
   text: string;

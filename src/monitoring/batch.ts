@@ -43,7 +43,7 @@ export function completeBatch(
       predictedTag,
       predictedTags: batch.predictedTags[i] ?? [predictedTag],
       probabilities,
-      // As src/model/profile.ts's confidenceOf: the answer's probability, or the highest (multi-label).
+      // As src/model/drift/profile.ts's confidenceOf: the answer's probability, or the highest (multi-label).
       confidence: origin.multiLabel ? best : (probabilities[predictedTag] ?? 0),
       unseenShare: vocabulary === undefined ? 0 : unseenShareHashed(text, vocabulary.hashed, vocabulary.set),
       textLength: text.length,

@@ -46,7 +46,7 @@ export interface MonitoringConfig {
 const BATCH_SIZE = 128;
 /** Labelled predictions live quality is computed from, at most (the most recent). */
 const FEEDBACK_LIMIT = 10_000;
-/** Significance a drift must reach besides its PSI threshold (see src/model/drift.ts). */
+/** Significance a drift must reach besides its PSI threshold (see src/model/drift/drift.ts). */
 const DRIFT_SIGNIFICANCE = 0.01;
 /** How often old records are deleted (the first time a minute after start). */
 const PRUNE_EVERY_MS = 3_600_000;

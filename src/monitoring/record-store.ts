@@ -79,7 +79,7 @@ export interface CapturedBatch {
 export interface Vocabulary {
   words: readonly string[];
   set: ReadonlySet<string>;
-  /** The words by hash, for the fast path (src/model/profile.ts: unseenShareHashed). */
+  /** The words by hash, for the fast path (src/model/drift/profile.ts: unseenShareHashed). */
   hashed: HashedVocabulary;
 }
 
@@ -104,7 +104,7 @@ export interface FeedbackEntry {
   receivedMs: number;
 }
 
-/** The bins of the numeric signals, by lower edges (see src/model/profile.ts). */
+/** The bins of the numeric signals, by lower edges (see src/model/drift/profile.ts). */
 export interface WindowBins {
   confidence: readonly number[];
   unseen_ngrams: readonly number[];

@@ -15,6 +15,7 @@ import {
   type EpochReport,
   evaluateWithErrors,
   type LabelledText,
+  learnsSeveralTags,
   type Performance,
   type ReferenceProfile,
   rowsPerTag,
@@ -187,9 +188,9 @@ export function argsForData(
       'data: the file gives several tags per text (a tags column), but the args set multi_label to false; drop multi_label from the args, or give one tag per row in a tag column',
     );
   }
-  if (args.classifier === 'softmax') {
+  if (!learnsSeveralTags(args.classifier)) {
     throw new DataError(
-      'data: the file gives several tags per text (a tags column), which needs a one-vs-rest classifier (e.g. "classifier": "ovr" or "soft_vote"), but the args set "softmax"',
+      `data: the file gives several tags per text (a tags column), which needs a one-vs-rest classifier (e.g. "classifier": "ovr" or "soft_vote"), but the args set "${args.classifier}"`,
     );
   }
   return { ...args, multi_label: true, ...(explicit.has('threshold') ? {} : { threshold: 'tuned' }) };

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/args.js';
+import { chooseTagThresholds } from '../../src/model/classifiers/thresholds.js';
 import { evaluateWithErrors } from '../../src/model/evaluation/evaluate.js';
 import {
   multiLabelMetrics,
@@ -12,13 +13,7 @@ import {
 } from '../../src/model/evaluation/metrics.js';
 import { compileSlices } from '../../src/model/evaluation/slices.js';
 import { selectTags } from '../../src/model/select.js';
-import {
-  chooseTagThresholds,
-  type LabelledText,
-  type Prediction,
-  tagSetKey,
-  trainTagger,
-} from '../../src/model/tagger.js';
+import { type LabelledText, type Prediction, tagSetKey, trainTagger } from '../../src/model/tagger.js';
 import { readDataset } from '../../src/train/data.js';
 import { splitData } from '../../src/train/pipeline.js';
 import { REPO_ROOT, sharedDataset } from '../support/components.js';

@@ -6,18 +6,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAINING_ARGS, parseTrainingArgs } from '../../src/model/args.js';
 import { encodeModel } from '../../src/model/artifact.js';
+import type { SgdTagModel } from '../../src/model/classifiers/sgd/sgd-model.js';
+import { ensembleSeeds } from '../../src/model/classifiers/sgd/train-sgd.js';
+import { chooseThreshold } from '../../src/model/classifiers/thresholds.js';
 import { ModelInputError } from '../../src/model/errors.js';
 import { evaluate } from '../../src/model/evaluation/evaluate.js';
 import { stratifiedSplit } from '../../src/model/split.js';
-import {
-  chooseThreshold,
-  type EpochReport,
-  ensembleSeeds,
-  type LabelledText,
-  type LinearTagModel,
-  type TagModel,
-  trainTagger,
-} from '../../src/model/tagger.js';
+import { type EpochReport, type LabelledText, type TagModel, trainTagger } from '../../src/model/tagger.js';
 import { sharedDataset } from '../support/components.js';
 import { SGD, TRAIN, VALIDATION } from './fixtures.js';
 
@@ -185,7 +180,7 @@ describe.each([
 });
 
 describe('trainTagger with a seed ensemble', () => {
-  const linear = (m: TagModel) => (m as LinearTagModel).linear;
+  const linear = (m: TagModel) => (m as SgdTagModel).linear;
   const weightsHash = (m: TagModel) =>
     createHash('sha256').update(encodeModel(m)['weights.bin']!).digest('hex');
 
@@ -323,11 +318,11 @@ describe('trainTagger with refit', () => {
   const weights = (m: TagModel) => createHash('sha256').update(encodeModel(m)['weights.bin']!).digest('hex');
 
   it('returns the model fitted on train + validation with the same args and seed', () => {
-    const direct = trainTagger([...TRAIN, ...VALIDATION], [], TUNED, { seed: 42 }).model as LinearTagModel;
-    const model = refitted.model as LinearTagModel;
+    const direct = trainTagger([...TRAIN, ...VALIDATION], [], TUNED, { seed: 42 }).model as SgdTagModel;
+    const model = refitted.model as SgdTagModel;
     expect(weights(model)).toBe(weights(direct));
     expect(model.vectorizer.size).toBe(direct.vectorizer.size);
-    expect(model.vectorizer.size).toBeGreaterThan((validated.model as LinearTagModel).vectorizer.size);
+    expect(model.vectorizer.size).toBeGreaterThan((validated.model as SgdTagModel).vectorizer.size);
     expect(weights(model)).not.toBe(weights(validated.model));
   });
 

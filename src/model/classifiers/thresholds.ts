@@ -2,9 +2,10 @@
  * Probability thresholds chosen on the validation split: the single-label fallback threshold (below it a
  * prediction becomes `other`) and a multi-label model's per-tag thresholds. Shared by every trainer.
  */
-import type { TrainingArgs } from '../args.js';
+
 import { weightedMetrics } from '../evaluation/metrics.js';
 import { OTHER_TAG } from '../labels.js';
+import type { TrainingArgs } from '../training-args.js';
 
 /** Weighted f1 on validation when predictions whose top probability is below `threshold` become `other`. */
 export function f1WithThreshold(

@@ -50,3 +50,30 @@ export function labelArrays(
   );
   return { y, labels };
 }
+
+/**
+ * sklearn's `class_weight='balanced'` for labels y: n / (K × count of class k), K counting the classes y
+ * holds (sklearn's classes are those of y; Tagger's `other` may have no rows). A class with no samples gets
+ * 1 (it is never a positive sample, so its weight is never used).
+ */
+export function balancedClassWeights(y: Int32Array, nClasses: number): Float64Array {
+  const counts = new Float64Array(nClasses);
+  for (let i = 0; i < y.length; i++) counts[y[i]!]!++;
+  return weightsFromCounts(counts, y.length);
+}
+
+/** n / (present classes × count), 1 for a class with no samples (see balancedClassWeights). */
+function weightsFromCounts(counts: Float64Array, n: number): Float64Array {
+  const present = counts.filter((c) => c > 0).length;
+  return Float64Array.from(counts, (c) => (c > 0 ? n / (present * c) : 1));
+}
+
+/**
+ * `balanced` weights for multi-label rows: the same formula with each class's count of positive samples
+ * among the visited `order` (sklearn has no multi-label class_weight; this is the per-class analogue).
+ */
+export function balancedLabelWeights(labels: Uint8Array, order: Int32Array, nClasses: number): Float64Array {
+  const counts = new Float64Array(nClasses);
+  for (const r of order) for (let k = 0; k < nClasses; k++) counts[k]! += labels[r * nClasses + k]!;
+  return weightsFromCounts(counts, order.length);
+}

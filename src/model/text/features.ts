@@ -5,9 +5,16 @@
  * own, scaled by 1/√2 and the blocks are stacked side by side (char_wb features first), so a document
  * with features in both blocks has unit norm.
  */
-import type { TrainingArgs } from '../args.js';
+
 import { ModelFormatError } from '../errors.js';
-import { type CsrMatrix, type TextVectorizer, TfidfVectorizer, transformToCsr } from './tfidf.js';
+
+import {
+  type CsrMatrix,
+  type TextVectorizer,
+  type TfidfAnalyzer,
+  TfidfVectorizer,
+  transformToCsr,
+} from './tfidf.js';
 
 /** Word n-gram range of the word block of `char_wb+word` (unigrams and bigrams). */
 export const UNION_WORD_NGRAM_RANGE: readonly [number, number] = Object.freeze([1, 2]) as [number, number];
@@ -87,12 +94,23 @@ export class FeatureUnion implements TextVectorizer {
 
 export type TaggerVectorizer = TfidfVectorizer | FeatureUnion;
 
+/**
+ * `char_wb+word`: the union of char_wb n-grams (2..ngram_max_range) and word unigrams + bigrams, each block
+ * l2-normalised and scaled by 1/√2 (sklearn's FeatureUnion of two TfidfVectorizers).
+ */
+export type Analyzer = TfidfAnalyzer | 'char_wb+word';
+
+/** The training arguments the features are made with (TrainingArgs has them). */
+export interface VectorizerArgs {
+  analyzer: Analyzer;
+  ngram_max_range: number;
+  sublinear_tf: boolean;
+  ngram_min_range?: number;
+  min_df?: number;
+}
+
 /** Fits the feature extractor the training args describe on (preprocessed) documents. */
-export function fitVectorizer(
-  docs: readonly string[],
-  args: Pick<TrainingArgs, 'analyzer' | 'ngram_max_range' | 'sublinear_tf'> &
-    Partial<Pick<TrainingArgs, 'ngram_min_range' | 'min_df'>>,
-): TaggerVectorizer {
+export function fitVectorizer(docs: readonly string[], args: VectorizerArgs): TaggerVectorizer {
   const sublinearTf = args.sublinear_tf;
   const minDf = args.min_df ?? 1;
   const ngramMin = args.ngram_min_range ?? 2;

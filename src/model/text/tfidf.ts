@@ -11,7 +11,7 @@
  * n-gram of at most 8 ASCII characters is its own key (7 bits per character packed into two ints), any
  * other n-gram is keyed by a 32-bit polynomial hash and verified code point by code point on a hit.
  */
-import type { Analyzer } from '../args.js';
+
 import { ModelFormatError, ModelInputError } from '../errors.js';
 
 /** Compressed sparse rows; row r's entries are indices/data[indptr[r] .. indptr[r+1]). */
@@ -24,7 +24,7 @@ export interface CsrMatrix {
 }
 
 /** The analyzers of a single TfidfVectorizer (`char_wb+word` is a union of two, see features.ts). */
-export type TfidfAnalyzer = Exclude<Analyzer, 'char_wb+word'>;
+export type TfidfAnalyzer = 'word' | 'char' | 'char_wb';
 
 export interface TfidfOptions {
   analyzer: TfidfAnalyzer;

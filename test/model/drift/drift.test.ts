@@ -1,5 +1,5 @@
 /**
- * Drift statistics and live quality (src/model/drift.ts): the χ² tail against scipy's values, PSI's
+ * Drift statistics and live quality (src/model/drift/drift.ts): the χ² tail against scipy's values, PSI's
  * behaviour on equal, shifted and small samples, and live metrics computed exactly as training's.
  */
 import { describe, expect, it } from 'vitest';

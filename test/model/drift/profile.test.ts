@@ -1,5 +1,5 @@
 /**
- * The reference profile (src/model/profile.ts): the words it counts, the bins, a profile built from a
+ * The reference profile (src/model/drift/profile.ts): the words it counts, the bins, a profile built from a
  * trained model's test predictions, and the checks that keep a broken artifact from being used.
  */
 

@@ -1,10 +1,11 @@
 /**
  * How the member classifiers' scores become the model's probabilities: each member's linear scores of the
- * text's features (computed once and shared), its link or Platt sigmoids, and the weighted mean over the
- * members (a lone classifier is a vote of one). Shared by prediction, explanation and training.
+ * text's features (computed once and shared), its link or Platt sigmoids, and for a soft vote the weighted
+ * mean over the members (a lone member's probabilities are the model's). Shared by prediction, explanation
+ * and training.
  */
 import { addLinearScores } from '../linear-scores.js';
-import { probabilitiesInPlace } from '../sgd/sgd-solver.js';
+import { probabilitiesInPlace } from '../links.js';
 import { plattProbability } from './platt.js';
 import type { Member } from './train-member.js';
 
@@ -50,8 +51,8 @@ export function memberScores(
   );
 }
 
-/** The parts a vote is computed from (the model, or a model being trained). */
-export interface VoteParts {
+/** The parts the model's probabilities are computed from (the model, or a model being trained). */
+export interface MemberParts {
   readonly members: readonly Member[];
   /** The model tag of each trained class (member column). */
   readonly classes: Int32Array;
@@ -59,11 +60,12 @@ export interface VoteParts {
 }
 
 /**
- * The vote's probability of every tag (model order) from the features [from, to) of (indices, values):
- * Σ weightₘ · pₘ / Σ weightₘ; tags without a class get 0. `scratch` holds at least one member's classes.
+ * The model's probability of every tag (model order) from the features [from, to) of (indices, values):
+ * Σ weightₘ · pₘ / Σ weightₘ over the members (a lone member's own pₘ); tags without a class get 0.
+ * `scratch` holds at least one member's classes.
  */
-export function voteProbabilities(
-  parts: VoteParts,
+export function combinedProbabilities(
+  parts: MemberParts,
   indices: ArrayLike<number>,
   values: ArrayLike<number>,
   from: number,

@@ -1,65 +1,29 @@
 /**
- * The training arguments of the classifiers solved exactly or in closed form (dual coordinate descent,
- * naive Bayes) and of the soft vote over them: which hyper-parameters each classifier takes, and the
- * validation of a vote's `members`. A member takes every hyper-parameter it does not set from the
- * top-level args, so `{"classifier": "soft_vote", "C": 2}` sets C for every member that has one.
+ * A soft vote's `members`: their validation, and each member's hyper-parameters filled in. A member takes
+ * every hyper-parameter it does not set from the top-level args, so `{"classifier": "soft_vote", "C": 2}`
+ * sets C for every member that has one. Which hyper-parameters a member takes is its classifier's
+ * declaration (member-table.ts); their checks are hyper-params.ts's.
  */
-import { type Check, fail, num, oneOf } from '../../arg-checks.js';
+import { fail, num, oneOf } from '../../arg-checks.js';
 import { ModelInputError } from '../../errors.js';
-
-/** The classifiers a soft vote can combine (and that `classifier` can name on their own). */
-export const MEMBER_CLASSIFIERS = [
-  'linear_svm',
-  'logistic_regression',
-  'nb_lr',
-  'nb_svm',
-  'multinomial_nb',
-  'complement_nb',
-] as const;
-export type MemberClassifier = (typeof MEMBER_CLASSIFIERS)[number];
-
-/** LinearSVC's `loss`: `squared_hinge` (L2-loss SVM, liblinear's default) or `hinge` (L1-loss). */
-export type SvmLoss = 'squared_hinge' | 'hinge';
-/** `sigmoid`: Platt scaling fitted on out-of-fold scores (sklearn's CalibratedClassifierCV, ensemble=False). */
-export type Calibration = 'none' | 'sigmoid';
-
-/** The hyper-parameters of the member classifiers (top-level args, and each member's own). */
-export interface MemberHyperParams {
-  /** Inverse L2 regularisation strength of the dual-CD classifiers (liblinear's / sklearn's C). */
-  C: number;
-  svm_loss: SvmLoss;
-  /** Additive smoothing of multinomial / complement naive Bayes (sklearn's alpha). */
-  nb_alpha: number;
-  /** Additive smoothing of the naive-Bayes log-count ratios of nb_lr / nb_svm (Wang & Manning's α). */
-  nb_ratio_alpha: number;
-  /**
-   * nb_svm's interpolation (Wang & Manning's β): w' = (1 − β)·mean|w| + β·w; 1 keeps the SVM's weights.
-   */
-  nb_svm_beta: number;
-  calibration: Calibration;
-}
+import { MEMBER_HYPER_PARAM_NAMES, MEMBER_HYPER_PARAMS, type MemberHyperParams } from './hyper-params.js';
+import { MEMBER_CLASSIFIERS, type MemberClassifier, memberDefinition } from './member-table.js';
 
 /** One member of a soft vote, as validated: its classifier, its vote weight and its own hyper-parameters. */
 export type VoteMemberArgs = { classifier: MemberClassifier; weight: number } & Partial<MemberHyperParams>;
 
-/** Which hyper-parameters each classifier uses (a member lists exactly these, filled in). */
-export const MEMBER_PARAMS: Readonly<Record<MemberClassifier, readonly (keyof MemberHyperParams)[]>> = {
-  linear_svm: ['C', 'svm_loss', 'calibration'],
-  logistic_regression: ['C', 'calibration'],
-  nb_lr: ['C', 'nb_ratio_alpha', 'calibration'],
-  nb_svm: ['C', 'svm_loss', 'nb_ratio_alpha', 'nb_svm_beta', 'calibration'],
-  multinomial_nb: ['nb_alpha', 'calibration'],
-  complement_nb: ['nb_alpha', 'calibration'],
-};
+/** A member with every hyper-parameter filled in: what a member classifier is trained with. */
+export type MemberSpec = MemberHyperParams & { classifier: MemberClassifier; weight: number };
 
-export const HYPER_PARAM_CHECKS: Readonly<Record<keyof MemberHyperParams, Check>> = {
-  C: num(0, 1e6, { minExclusive: true }),
-  svm_loss: oneOf(['squared_hinge', 'hinge']),
-  nb_alpha: num(0, 1000, { minExclusive: true }),
-  nb_ratio_alpha: num(0, 1000, { minExclusive: true }),
-  nb_svm_beta: num(0, 1),
-  calibration: oneOf(['none', 'sigmoid']),
-};
+/**
+ * The members of `soft_vote` when the args name none (issue 25's configuration): a Platt-calibrated linear
+ * SVM, NB-LR and multinomial naive Bayes; the hyper-parameters they do not set come from the top-level args.
+ */
+export const DEFAULT_VOTE_MEMBERS: readonly Readonly<Record<string, unknown>>[] = Object.freeze([
+  Object.freeze({ classifier: 'linear_svm', calibration: 'sigmoid' }),
+  Object.freeze({ classifier: 'nb_lr' }),
+  Object.freeze({ classifier: 'multinomial_nb' }),
+]);
 
 const checkWeight = num(0, 1000, { minExclusive: true });
 
@@ -91,10 +55,10 @@ function parseMember(raw: unknown, where: string, inherited: MemberHyperParams):
   }
   const given = raw as Record<string, unknown>;
   const classifier = oneOf(MEMBER_CLASSIFIERS)(`${where}.classifier`, given.classifier) as MemberClassifier;
-  const params = MEMBER_PARAMS[classifier];
+  const params = memberDefinition(classifier).params;
   for (const key of Object.keys(given)) {
     if (key === 'classifier' || key === 'weight') continue;
-    if (!Object.hasOwn(HYPER_PARAM_CHECKS, key)) {
+    if (!Object.hasOwn(MEMBER_HYPER_PARAMS, key)) {
       throw new ModelInputError(
         `model/args: unknown key "${key}" in ${where}; a member takes classifier, weight and its classifier's own: ${params.join(', ')}`,
       );
@@ -111,28 +75,20 @@ function parseMember(raw: unknown, where: string, inherited: MemberHyperParams):
   };
   for (const key of params) {
     member[key] = Object.hasOwn(given, key)
-      ? HYPER_PARAM_CHECKS[key](`${where}.${key}`, given[key])
+      ? MEMBER_HYPER_PARAMS[key].check(`${where}.${key}`, given[key])
       : inherited[key];
   }
   return member as VoteMemberArgs;
 }
 
 /** The hyper-parameters of `member` (the vote's member, or a lone classifier's top-level args), filled in. */
-export function memberParams(
-  member: VoteMemberArgs,
-  inherited: MemberHyperParams,
-): MemberHyperParams & { classifier: MemberClassifier; weight: number } {
+export function memberParams(member: VoteMemberArgs, inherited: MemberHyperParams): MemberSpec {
+  const filled = Object.fromEntries(
+    MEMBER_HYPER_PARAM_NAMES.map((key) => [key, member[key] ?? inherited[key]]),
+  );
   return {
-    C: member.C ?? inherited.C,
-    svm_loss: member.svm_loss ?? inherited.svm_loss,
-    nb_alpha: member.nb_alpha ?? inherited.nb_alpha,
-    nb_ratio_alpha: member.nb_ratio_alpha ?? inherited.nb_ratio_alpha,
-    nb_svm_beta: member.nb_svm_beta ?? inherited.nb_svm_beta,
-    calibration: member.calibration ?? inherited.calibration,
+    ...(filled as unknown as MemberHyperParams),
     classifier: member.classifier,
     weight: member.weight,
   };
 }
-
-export const isMemberClassifier = (classifier: string): classifier is MemberClassifier =>
-  (MEMBER_CLASSIFIERS as readonly string[]).includes(classifier);

@@ -5,41 +5,35 @@
  * with (classifier, weight, inputs, link, calibration), so a manifest edited by hand cannot pass for
  * another model.
  */
-import type { TrainingArgs } from '../../args.js';
 import {
   bad,
+  type CheckedManifest,
   crc32,
   decodeVectorizer,
   floatReader,
   MANIFEST,
-  type Manifest,
   type ManifestMember,
   vectorizerManifest,
   WEIGHTS,
   writeFloats,
 } from '../../artifact-common.js';
-import { SoftVoteTagModel } from './member-model.js';
-import { type Member, memberInputs, memberLink } from './train-member.js';
+import { ModelInputError } from '../../errors.js';
+import type { TagModel } from '../../tag-model.js';
+import type { EncodedModel } from '../family.js';
+import { MemberTagModel } from './member-model.js';
+import { memberDefinition } from './member-table.js';
+import type { Member } from './train-member.js';
 import { memberSpecs } from './train-members.js';
 
-/** The manifest fields every model has, checked by decodeModel before it hands over. */
-export interface CheckedManifest {
-  manifest: Partial<Manifest>;
-  tags: string[];
-  args: TrainingArgs;
-  threshold: number | null;
-  tagThresholds: number[] | null;
-  vocabulary: string[];
-}
-
-export function encodeVoteModel(model: SoftVoteTagModel): {
-  bytes: Uint8Array;
-  manifest: ReturnType<typeof vectorizerManifest> & Required<Pick<Manifest, 'trained_tags' | 'members'>>;
-} {
+export function encodeMemberModel(model: TagModel): EncodedModel {
+  if (!(model instanceof MemberTagModel)) {
+    throw new ModelInputError(
+      'model/artifact: encodeModel needs a model returned by trainTagger or decodeModel',
+    );
+  }
   const { vectorizer, members } = model;
-  const bytes = writeFloats([vectorizer.idf, ...members.flatMap((m) => [m.weights, m.bias])]);
   return {
-    bytes,
+    bytes: writeFloats([vectorizer.idf, ...members.flatMap((m) => [m.weights, m.bias])]),
     manifest: {
       ...vectorizerManifest(vectorizer),
       trained_tags: Array.from(model.classes, (k) => model.tags[k]!),
@@ -61,7 +55,7 @@ const finiteList = (value: unknown, length: number): value is number[] =>
   value.length === length &&
   value.every((v) => typeof v === 'number' && Number.isFinite(v));
 
-export function decodeVoteModel(checked: CheckedManifest, bytes: Uint8Array): SoftVoteTagModel {
+export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): MemberTagModel {
   const { manifest: m, tags, args } = checked;
   const trained = m.trained_tags;
   if (
@@ -93,8 +87,9 @@ export function decodeVoteModel(checked: CheckedManifest, bytes: Uint8Array): So
   let offset = V;
   const members = specs.map((spec, i): Member => {
     const entry = saved![i]!;
-    const inputs = memberInputs(spec.classifier);
-    const link = memberLink(spec.classifier, args.multi_label);
+    const definition = memberDefinition(spec.classifier);
+    const inputs = definition.inputs;
+    const link = definition.link(args.multi_label);
     if (
       entry === null ||
       typeof entry !== 'object' ||
@@ -138,7 +133,7 @@ export function decodeVoteModel(checked: CheckedManifest, bytes: Uint8Array): So
     };
   });
   const vectorizer = decodeVectorizer(m, args, checked.vocabulary, idf);
-  return new SoftVoteTagModel(
+  return new MemberTagModel(
     tags,
     args,
     checked.threshold,

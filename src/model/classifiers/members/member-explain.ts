@@ -1,7 +1,7 @@
 /**
- * Explanations of the member classifiers' model (soft-vote.ts), exact where exactness exists: each
+ * Explanations of the member classifiers' model (member-model.ts), exact where exactness exists: each
  * member's score of the explained tag is its bias plus weight × value per feature (`bias + Σ
- * contributions + rest = score`, as explain.ts does for the SGD model), and the vote is described by how
+ * contributions + rest = score`, explain.ts's split, as the SGD model's), and a vote is described by how
  * it combines the members' probabilities. A soft vote of sigmoid / softmax / Platt probabilities is not
  * additive in the features, so no per-feature attribution of the vote itself is given.
  */
@@ -13,10 +13,15 @@ import {
   textFeatures,
 } from '../../explain.js';
 import type { TaggerVectorizer } from '../../text/features.js';
-import { memberProbabilitiesInPlace, memberScores, type VoteParts, voteProbabilities } from './combine.js';
+import {
+  combinedProbabilities,
+  type MemberParts,
+  memberProbabilitiesInPlace,
+  memberScores,
+} from './combine.js';
 import type { Member } from './train-member.js';
 
-export interface VoteExplainableParts extends VoteParts {
+export interface MemberExplainableParts extends MemberParts {
   readonly tags: readonly string[];
   readonly args: { readonly lower: boolean; readonly stem: boolean };
   readonly vectorizer: TaggerVectorizer;
@@ -26,16 +31,24 @@ export interface VoteExplainableParts extends VoteParts {
  * Explains the most probable tag of `text`. A lone classifier is explained like the SGD model (its score
  * split exactly); a vote of several members lists each member's exact split and the vote's rule.
  */
-export function explainVote(model: VoteExplainableParts, text: string, top = 10): Explanation {
+export function explainMembers(model: MemberExplainableParts, text: string, top = 10): Explanation {
   const features = textFeatures(model.vectorizer, model.args, text);
   const n = features.indices.length;
-  const vote = new Float64Array(model.tags.length);
+  const probabilities = new Float64Array(model.tags.length);
   const widest = Math.max(...model.members.map((m) => m.nClasses));
-  voteProbabilities(model, features.indices, features.values, 0, n, vote, new Float64Array(widest));
+  combinedProbabilities(
+    model,
+    features.indices,
+    features.values,
+    0,
+    n,
+    probabilities,
+    new Float64Array(widest),
+  );
   // The tag explained: the most probable one among the tags the members score (first on ties).
   let bestClass = 0;
   for (let c = 1; c < model.classes.length; c++) {
-    if (vote[model.classes[c]!]! > vote[model.classes[bestClass]!]!) bestClass = c;
+    if (probabilities[model.classes[c]!]! > probabilities[model.classes[bestClass]!]!) bestClass = c;
   }
   const tag = model.tags[model.classes[bestClass]!]!;
   const members = model.members.map((member) => explainMember(model, member, features, bestClass, top));
@@ -43,12 +56,12 @@ export function explainVote(model: VoteExplainableParts, text: string, top = 10)
     const { score, bias, contributions, rest, features: count } = members[0]!;
     return { tag, score, bias, contributions, rest, features: count };
   }
-  const probability = vote[model.classes[bestClass]!]!;
+  const probability = probabilities[model.classes[bestClass]!]!;
   return { tag, features: n, vote: { rule: 'weighted_mean', probability, members } };
 }
 
 function explainMember(
-  model: VoteExplainableParts,
+  model: MemberExplainableParts,
   member: Member,
   features: { indices: Int32Array; values: Float64Array },
   c: number,

@@ -1,23 +1,24 @@
 /**
- * The model of the member classifiers (members.ts): one vectorizer, whose features are computed once per
- * text, and one or more members, each a linear model over them. A member's scores become its probabilities
- * by its link or its Platt sigmoids; the model's probability of a tag is the weighted mean of the members'
- * (a lone classifier is a vote of one: its own probabilities). Tags no training row had get probability 0.
- * Predictions then follow the same rules as the SGD model's (threshold fallback, per-tag thresholds).
+ * The model of the member classifiers: one vectorizer, whose features are computed once per text, and one
+ * member (a classifier alone) or several (a soft vote), each a linear model over them. A member's scores
+ * become its probabilities by its link or its Platt sigmoids; a lone member's are the model's, a vote's are
+ * the weighted mean of its members' (combine.ts). Tags no training row had get probability 0. Predictions
+ * then follow the same rules as the SGD model's (threshold fallback, per-tag thresholds).
  */
-import type { TrainingArgs } from '../../args.js';
+
 import { ModelInputError } from '../../errors.js';
 import type { Explanation } from '../../explain.js';
 import { OTHER_TAG, tagsOverThresholds } from '../../labels.js';
 import type { Prediction, TagModel } from '../../tag-model.js';
 import type { TaggerVectorizer } from '../../text/features.js';
 import { cleanText } from '../../text/preprocess.js';
-import { type VoteParts, voteProbabilities } from './combine.js';
-import { explainVote } from './member-explain.js';
+import type { TrainingArgs } from '../../training-args.js';
+import { combinedProbabilities, type MemberParts } from './combine.js';
+import { explainMembers } from './member-explain.js';
 import type { Member } from './train-member.js';
 
-/** The TagModel of the member classifiers; artifact.ts reads its parts. */
-export class SoftVoteTagModel implements TagModel, VoteParts {
+/** The TagModel of the member classifiers (one alone, or a soft vote); member-artifact.ts reads its parts. */
+export class MemberTagModel implements TagModel, MemberParts {
   readonly tags: readonly string[];
   readonly args: TrainingArgs;
   readonly threshold: number | null;
@@ -41,11 +42,11 @@ export class SoftVoteTagModel implements TagModel, VoteParts {
   ) {
     if (args.multi_label !== (tagThresholds !== null)) {
       throw new ModelInputError(
-        'model/soft-vote: a multi-label model needs one threshold per tag, and a single-label model none',
+        'model/members: a multi-label model needs one threshold per tag, and a single-label model none',
       );
     }
     if (members.length === 0 || members.some((m) => m.nClasses !== classes.length)) {
-      throw new ModelInputError('model/soft-vote: every member must score the same trained tags');
+      throw new ModelInputError('model/members: every member must score the same trained tags');
     }
     this.tags = Object.freeze([...tags]);
     this.args = Object.freeze({ ...args });
@@ -59,12 +60,12 @@ export class SoftVoteTagModel implements TagModel, VoteParts {
     this.scratch = new Float64Array(classes.length);
   }
 
-  /** The vote's probabilities of one text into `this.probabilities` (the features computed once). */
-  private vote(text: string): Float64Array {
+  /** The model's probabilities of one text into `this.probabilities` (the features computed once). */
+  private probabilitiesOf(text: string): Float64Array {
     const clean = cleanText(String(text), { lower: this.args.lower, stem: this.args.stem });
     const n = this.vectorizer.vectorize(clean);
     const { vectorIndices, vectorValues } = this.vectorizer;
-    voteProbabilities(this, vectorIndices, vectorValues, 0, n, this.probabilities, this.scratch);
+    combinedProbabilities(this, vectorIndices, vectorValues, 0, n, this.probabilities, this.scratch);
     return this.probabilities;
   }
 
@@ -72,7 +73,7 @@ export class SoftVoteTagModel implements TagModel, VoteParts {
   predict(texts: readonly string[], _embeddings?: readonly Float32Array[]): Prediction[] {
     const thresholds = this.tagThresholds;
     return texts.map((text) => {
-      const p = this.vote(text);
+      const p = this.probabilitiesOf(text);
       const probabilities: Record<string, number> = {};
       for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
       if (thresholds !== null) {
@@ -88,6 +89,6 @@ export class SoftVoteTagModel implements TagModel, VoteParts {
   }
 
   explain(text: string, top = 10, _embedding?: Float32Array): Explanation {
-    return explainVote(this, text, top);
+    return explainMembers(this, text, top);
   }
 }

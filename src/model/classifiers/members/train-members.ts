@@ -1,12 +1,12 @@
 /**
- * Training of the member classifiers' model (soft-vote.ts): the same flow as the SGD tagger's
- * (tagger.ts) — tags from the training rows, a vectorizer fitted on them, oversampling and class weights,
- * a validated fit whose validation probabilities choose the threshold(s), then the refit on train +
- * validation — with the members trained by members.ts on features computed once. The solvers are exact,
- * so there are no epochs: the history is one report, the fitted model's mean log loss on the training and
- * validation rows.
+ * Training of the member classifiers' model (member-model.ts): the same flow as the SGD model's
+ * (../sgd/train-sgd.ts) — tags from the training rows, a vectorizer fitted on them, oversampling and class
+ * weights, a validated fit whose validation probabilities choose the threshold(s), then the refit on train
+ * + validation — with each member trained by train-member.ts on features computed once. The solvers are
+ * exact, so there are no epochs: the history is one report, the fitted model's mean log loss on the
+ * training and validation rows.
  */
-import type { TrainingArgs } from '../../args.js';
+
 import { ModelInputError } from '../../errors.js';
 import { multiLabelMetrics } from '../../evaluation/metrics.js';
 import { multiLabelModelTags } from '../../labels.js';
@@ -22,38 +22,45 @@ import {
 import { fitVectorizer } from '../../text/features.js';
 import { cleanText } from '../../text/preprocess.js';
 import type { CsrMatrix } from '../../text/tfidf.js';
-import { balancedClassWeights, balancedLabelWeights } from '../sgd/sgd-solver.js';
+import type { TrainingArgs } from '../../training-args.js';
 import { chooseTagThresholds, chooseThreshold, f1WithThreshold } from '../thresholds.js';
-import { labelArrays, oversampledOrder } from '../training-rows.js';
-import { voteProbabilities } from './combine.js';
-import { memberParams } from './member-args.js';
-import { SoftVoteTagModel } from './member-model.js';
-import { type Member, type MemberSpec, type MemberTrainingData, trainMember } from './train-member.js';
+import {
+  balancedClassWeights,
+  balancedLabelWeights,
+  labelArrays,
+  oversampledOrder,
+} from '../training-rows.js';
+import { combinedProbabilities } from './combine.js';
+import type { MemberTrainingData } from './member.js';
+import { type MemberSpec, memberParams } from './member-args.js';
+import { MemberTagModel } from './member-model.js';
+import { isMemberClassifier } from './member-table.js';
+import { type Member, trainMember } from './train-member.js';
 
-/** The member specs of the args: a soft vote's members, or the lone classifier as a vote of one. */
+/** The member specs of the args: a soft vote's members, or the classifier alone as the one member. */
 export function memberSpecs(args: TrainingArgs): MemberSpec[] {
-  if (args.classifier === 'soft_vote') return (args.members ?? []).map((m) => memberParams(m, args));
-  if (args.classifier === 'ovr' || args.classifier === 'softmax') {
-    throw new ModelInputError(`model/train-vote: ${args.classifier} is trained by SGD (tagger.ts)`);
+  if (args.members !== null) return args.members.map((m) => memberParams(m, args));
+  if (!isMemberClassifier(args.classifier)) {
+    throw new ModelInputError(`model/members: ${args.classifier} is not a member classifier`);
   }
   return [memberParams({ classifier: args.classifier, weight: 1 }, args)];
 }
 
 /** One fit: the model and the features of the rows it was fitted on and validated with. */
-interface FittedVote {
-  model: SoftVoteTagModel;
+interface FittedMembers {
+  model: MemberTagModel;
   train: { x: CsrMatrix; labels: ReturnType<typeof labelArrays> };
   validation: { x: CsrMatrix; labels: ReturnType<typeof labelArrays> };
 }
 
-function fitVote(
+function fitMembers(
   train: readonly LabelledText[],
   validation: readonly LabelledText[],
   args: TrainingArgs,
   seed: number,
   progress: { fit: MemberReport['fit']; onMember: TrainOptions['onMember'] },
   fixedTags?: readonly string[],
-): FittedVote {
+): FittedMembers {
   const tags = fixedTags
     ? [...fixedTags]
     : multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
@@ -96,7 +103,7 @@ function fitVote(
     });
     return member;
   });
-  const model = new SoftVoteTagModel(
+  const model = new MemberTagModel(
     tags,
     args,
     null,
@@ -138,7 +145,7 @@ function trainedClassData(
     const everywhere = [...classes].find((k) => positives[k] === n);
     if (everywhere !== undefined) {
       throw new ModelInputError(
-        `model/train-vote: tag "${tags[everywhere]}" is on every training row, so there is nothing to tell it apart from; drop it (accepted_tags) or add rows without it`,
+        `model/members: tag "${tags[everywhere]}" is on every training row, so there is nothing to tell it apart from; drop it (accepted_tags) or add rows without it`,
       );
     }
   }
@@ -170,11 +177,11 @@ function trainedClassData(
 }
 
 /** The model's probabilities of every row of `x` (tags in model order). */
-function rowProbabilities(model: SoftVoteTagModel, x: CsrMatrix): Float64Array[] {
+function rowProbabilities(model: MemberTagModel, x: CsrMatrix): Float64Array[] {
   const scratch = new Float64Array(model.classes.length);
   return Array.from({ length: x.nRows }, (_, r) => {
     const out = new Float64Array(model.tags.length);
-    voteProbabilities(model, x.indices, x.data, x.indptr[r]!, x.indptr[r + 1]!, out, scratch);
+    combinedProbabilities(model, x.indices, x.data, x.indptr[r]!, x.indptr[r + 1]!, out, scratch);
     return out;
   });
 }
@@ -198,13 +205,13 @@ function meanLogLoss(probabilities: readonly Float64Array[], labels: ReturnType<
  * Trains the member classifiers' model as trainTagger trains the SGD one: a validated fit on `train`
  * chooses the threshold(s) on `validation`; with `args.refit` the model is fitted again on both.
  */
-export function trainVoteTagger(
+export function trainMemberTagger(
   train: LabelledText[],
   validation: LabelledText[],
   args: TrainingArgs,
   options: TrainOptions,
 ): TrainedTagger {
-  const first = fitVote(train, validation, args, options.seed, {
+  const first = fitMembers(train, validation, args, options.seed, {
     fit: 'validated',
     onMember: options.onMember,
   });
@@ -247,7 +254,7 @@ export function trainVoteTagger(
   let fitted = first;
   if (args.refit && validation.length > 0) {
     // The refit keeps the validated fit's tags for multi-label models (as the SGD tagger does).
-    fitted = fitVote(
+    fitted = fitMembers(
       [...train, ...validation],
       [],
       args,
@@ -264,7 +271,7 @@ export function trainVoteTagger(
   }
   const { model } = fitted;
   return {
-    model: new SoftVoteTagModel(
+    model: new MemberTagModel(
       model.tags,
       args,
       threshold,

@@ -10,19 +10,12 @@
  * Like sklearn, the L2 shrinkage is applied lazily through one weight scale factor, so each step costs
  * O(nnz) per class instead of O(features) per class.
  */
-import type { LearningRateSchedule, Loss } from '../../args.js';
+
 import { createRng, randomInt, shuffleInPlace } from '../../rng.js';
 import type { CsrMatrix } from '../../text/tfidf.js';
 import { addLinearScores } from '../linear-scores.js';
-
-/**
- * How a model's linear scores become class probabilities: `softmax`; `ovr`, the per-class sigmoids
- * normalised to sum to 1 (log loss, and hinge, for which sklearn has none); `modified_huber`, sklearn's
- * (clip(score, -1, 1) + 1) / 2 normalised (uniform when all are 0). Multi-label models keep every
- * class's probability on its own (they need not sum to 1): `sigmoid` (log loss, hinge) and
- * `modified_huber_binary`, the same formulas without the normalisation.
- */
-export type Link = 'softmax' | 'ovr' | 'modified_huber' | 'sigmoid' | 'modified_huber_binary';
+import { type Link, probabilitiesInPlace, sigmoid } from '../links.js';
+import type { LearningRateSchedule, Loss } from './sgd-params.js';
 
 export interface LinearModel {
   nFeatures: number;
@@ -83,100 +76,11 @@ export const SPARSE_INTERCEPT_DECAY = 0.01;
 /** sklearn's MAX_DLOSS: the loss derivative is clipped to ±this. */
 const MAX_DLOSS = 1e12;
 
-/** Softmax of `z` in place; stable for large scores. */
-export function softmaxInPlace(z: Float64Array): void {
-  let max = -Infinity;
-  for (let k = 0; k < z.length; k++) if (z[k]! > max) max = z[k]!;
-  let sum = 0;
-  for (let k = 0; k < z.length; k++) {
-    const e = Math.exp(z[k]! - max);
-    z[k] = e;
-    sum += e;
-  }
-  normalizeInPlace(z, sum);
-}
-
-/**
- * Divides `z` by `sum` in place; a zero or non-finite sum (only reachable with diverged weights) gives the
- * uniform distribution, so probabilities always sum to 1.
- */
-function normalizeInPlace(z: Float64Array, sum: number): void {
-  if (!(sum > 0 && sum < Infinity)) {
-    z.fill(1 / z.length);
-    return;
-  }
-  for (let k = 0; k < z.length; k++) z[k]! /= sum;
-}
-
-/** Logistic sigmoid 1 / (1 + e^-s), without overflow for large |s|. */
-export function sigmoid(s: number): number {
-  if (s >= 0) return 1 / (1 + Math.exp(-s));
-  const e = Math.exp(s);
-  return e / (1 + e);
-}
-
-/**
- * One-vs-rest probabilities in place: sigmoid of every score, divided by their sum (sklearn's
- * `_predict_proba_lr`). All-zero sigmoids (and, here, non-finite scores) give the uniform distribution.
- */
-export function ovrProbabilitiesInPlace(z: Float64Array): void {
-  let sum = 0;
-  for (let k = 0; k < z.length; k++) {
-    const p = sigmoid(z[k]!);
-    z[k] = p;
-    sum += p;
-  }
-  normalizeInPlace(z, sum);
-}
-
-/**
- * sklearn's modified-Huber `predict_proba` in place: (clip(score, -1, 1) + 1) / 2 per class, divided by
- * their sum; all zero gives the uniform distribution (as sklearn does).
- */
-export function modifiedHuberProbabilitiesInPlace(z: Float64Array): void {
-  let sum = 0;
-  for (let k = 0; k < z.length; k++) {
-    // NaN scores (diverged weights) count as 0 probability, so the row falls back to uniform.
-    const p = modifiedHuberProbability(z[k]!);
-    z[k] = p;
-    sum += p;
-  }
-  normalizeInPlace(z, sum);
-}
-
-/** A modified-Huber probability (clip(s, -1, 1) + 1) / 2; NaN (diverged weights) gives 0. */
-const modifiedHuberProbability = (s: number): number => (s >= 1 ? 1 : s > -1 ? (s + 1) / 2 : 0);
-
-/** Turns linear scores into probabilities in place, by the model's link. */
-export function probabilitiesInPlace(z: Float64Array, link: Link): void {
-  if (link === 'ovr') ovrProbabilitiesInPlace(z);
-  else if (link === 'modified_huber') modifiedHuberProbabilitiesInPlace(z);
-  else if (link === 'sigmoid') for (let k = 0; k < z.length; k++) z[k] = sigmoid(z[k]!);
-  else if (link === 'modified_huber_binary') {
-    for (let k = 0; k < z.length; k++) z[k] = modifiedHuberProbability(z[k]!);
-  } else softmaxInPlace(z);
-}
-
 /** The link of a model trained with these arguments (how artifact.ts rebuilds a saved model's). */
 export function linkOf(classifier: 'ovr' | 'softmax', loss: Loss, multiLabel = false): Link {
   if (classifier === 'softmax') return 'softmax';
   if (multiLabel) return loss === 'modified_huber' ? 'modified_huber_binary' : 'sigmoid';
   return loss === 'modified_huber' ? 'modified_huber' : 'ovr';
-}
-
-/** True when a link gives every class its own probability (a multi-label model). */
-export const independentLink = (link: Link): boolean =>
-  link === 'sigmoid' || link === 'modified_huber_binary';
-
-/**
- * Index of the largest score (the first on ties): the predicted class. Taken on the scores, not the
- * probabilities, because the modified-Huber link clips scores above 1 to equal probabilities (sklearn's
- * `predict` is the argmax of `decision_function` too); for the other links the order is the same.
- */
-export function argmax(z: Float64Array): number {
-  let best = 0;
-  for (let k = 1; k < z.length; k++) if (z[k]! > z[best]!) best = k;
-  return best;
 }
 
 /** Linear scores (decision function) of CSR row r into `out`, with weights scaled by `scale`. */
@@ -280,33 +184,6 @@ export function lossDerivative(loss: Loss, score: number, y: 1 | -1): number {
 /** Both, for tests and callers that want the pair. */
 export function binaryLoss(loss: Loss, score: number, y: 1 | -1): { value: number; dloss: number } {
   return { value: lossValue(loss, score, y), dloss: lossDerivative(loss, score, y) };
-}
-
-/**
- * sklearn's `class_weight='balanced'` for labels y: n / (K × count of class k), K counting the classes y
- * holds (sklearn's classes are those of y; Tagger's `other` may have no rows). A class with no samples gets
- * 1 (it is never a positive sample, so its weight is never used).
- */
-export function balancedClassWeights(y: Int32Array, nClasses: number): Float64Array {
-  const counts = new Float64Array(nClasses);
-  for (let i = 0; i < y.length; i++) counts[y[i]!]!++;
-  return weightsFromCounts(counts, y.length);
-}
-
-/** n / (present classes × count), 1 for a class with no samples (see balancedClassWeights). */
-function weightsFromCounts(counts: Float64Array, n: number): Float64Array {
-  const present = counts.filter((c) => c > 0).length;
-  return Float64Array.from(counts, (c) => (c > 0 ? n / (present * c) : 1));
-}
-
-/**
- * `balanced` weights for multi-label rows: the same formula with each class's count of positive samples
- * among the visited `order` (sklearn has no multi-label class_weight; this is the per-class analogue).
- */
-export function balancedLabelWeights(labels: Uint8Array, order: Int32Array, nClasses: number): Float64Array {
-  const counts = new Float64Array(nClasses);
-  for (const r of order) for (let k = 0; k < nClasses; k++) counts[k]! += labels[r * nClasses + k]!;
-  return weightsFromCounts(counts, order.length);
 }
 
 const learningRateAt = (options: SgdOptions, t: number): number =>

@@ -16,16 +16,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { voteProbabilities } from '../../../../src/model/classifiers/members/combine.js';
+import { combinedProbabilities } from '../../../../src/model/classifiers/members/combine.js';
 import { solveLogisticDual, solveSvmDual } from '../../../../src/model/classifiers/members/dual-cd.js';
-import { MEMBER_CLASSIFIERS } from '../../../../src/model/classifiers/members/member-args.js';
+import type { MemberTrainingData } from '../../../../src/model/classifiers/members/member.js';
+import type { MemberSpec } from '../../../../src/model/classifiers/members/member-args.js';
+import { MEMBER_CLASSIFIERS } from '../../../../src/model/classifiers/members/member-table.js';
 import { fitPlatt } from '../../../../src/model/classifiers/members/platt.js';
-import {
-  type Member,
-  type MemberSpec,
-  type MemberTrainingData,
-  trainMember,
-} from '../../../../src/model/classifiers/members/train-member.js';
+import { type Member, trainMember } from '../../../../src/model/classifiers/members/train-member.js';
 import { createRng, randomInt } from '../../../../src/model/rng.js';
 import { stratifiedSplit } from '../../../../src/model/split.js';
 import { fitVectorizer } from '../../../../src/model/text/features.js';
@@ -98,7 +95,7 @@ describe.skipIf(python === null || datasetPath === null)(
       const trained = specs.map((spec) =>
         trainMember(spec, data, { seed: options.seed, calibrationFolds: folds, ...TIGHT, ...pick(options) }),
       );
-      // The calibration folds trainMember draws (members.ts: stratified by class, seeded with the member's seed).
+      // The calibration folds trainMember draws (train-member.ts: stratified by class, seeded with the member's seed).
       const rows = Array.from({ length: data.x.nRows }, (_, r) => r).filter((r) => data.rowWeight[r]! > 0);
       const calibrationFolds = stratifiedSplit(
         rows,
@@ -150,7 +147,7 @@ describe.skipIf(python === null || datasetPath === null)(
       test = vectorizer.transform(testRows.map((r) => r.text));
       const y = Int32Array.from(trainRows, (r) => TAGS.indexOf(r.tag));
       const rng = createRng(5);
-      // Oversampling multiplicities and class weights, as trainVoteTagger hands them over.
+      // Oversampling multiplicities and class weights, as trainMemberTagger hands them over.
       const rowWeight = Float64Array.from(y, () => 1 + randomInt(rng, 3));
       train = {
         x,
@@ -312,7 +309,15 @@ describe.skipIf(python === null || datasetPath === null)(
       let worst = 0;
       let sameTop = 0;
       for (let r = 0; r < test.nRows; r++) {
-        voteProbabilities(parts, test.indices, test.data, test.indptr[r]!, test.indptr[r + 1]!, out, scratch);
+        combinedProbabilities(
+          parts,
+          test.indices,
+          test.data,
+          test.indptr[r]!,
+          test.indptr[r + 1]!,
+          out,
+          scratch,
+        );
         const expected = theirs.proba[r]!;
         worst = Math.max(worst, maxDiff(out, expected));
         const top = (p: ArrayLike<number>) => Array.from(p).indexOf(Math.max(...Array.from(p)));

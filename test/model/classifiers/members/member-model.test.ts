@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { type Classifier, parseTrainingArgs } from '../../../../src/model/args.js';
 import { decodeModel, encodeModel } from '../../../../src/model/artifact.js';
-import { SoftVoteTagModel } from '../../../../src/model/classifiers/members/member-model.js';
+import { MemberTagModel } from '../../../../src/model/classifiers/members/member-model.js';
 import { ModelFormatError, ModelInputError } from '../../../../src/model/errors.js';
 import { type LabelledText, trainTagger } from '../../../../src/model/tagger.js';
 import { linearExplanation, TRAIN, VALIDATION } from '../../fixtures.js';
@@ -49,7 +49,7 @@ describe('member classifiers and soft vote', () => {
     (classifier) => {
       const raw = classifier === 'soft_vote' ? VOTE : { ...SMALL, classifier };
       const trained = train(raw);
-      expect(trained.model).toBeInstanceOf(SoftVoteTagModel);
+      expect(trained.model).toBeInstanceOf(MemberTagModel);
       const predictions = trained.model.predict(texts);
       for (const p of predictions) {
         const sum = Object.values(p.probabilities).reduce((a, b) => a + b, 0);
@@ -72,7 +72,7 @@ describe('member classifiers and soft vote', () => {
     const files = encodeModel(a);
     expect(encodeModel(b)).toEqual(files);
     const loaded = decodeModel(files);
-    expect(loaded).toBeInstanceOf(SoftVoteTagModel);
+    expect(loaded).toBeInstanceOf(MemberTagModel);
     expect(loaded.predict(texts)).toEqual(a.predict(texts));
     expect(loaded.args).toEqual(a.args);
     expect(loaded.explain(texts[0]!, 5)).toEqual(a.explain(texts[0]!, 5));

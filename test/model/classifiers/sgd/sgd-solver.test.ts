@@ -5,21 +5,23 @@
 import { describe, expect, it } from 'vitest';
 import {
   argmax,
+  modifiedHuberProbabilitiesInPlace,
+  ovrProbabilitiesInPlace,
+  sigmoid,
+  softmaxInPlace,
+} from '../../../../src/model/classifiers/links.js';
+import {
   averageLinearModels,
-  balancedClassWeights,
   binaryLoss,
   type LinearModel,
   meanLogLoss,
-  modifiedHuberProbabilitiesInPlace,
-  ovrProbabilitiesInPlace,
   rowProbabilities,
   rowScores,
   SPARSE_INTERCEPT_DECAY,
-  sigmoid,
-  softmaxInPlace,
   trainOvrSgd,
   trainSoftmaxSgd,
 } from '../../../../src/model/classifiers/sgd/sgd-solver.js';
+import { balancedClassWeights } from '../../../../src/model/classifiers/training-rows.js';
 import { createRng } from '../../../../src/model/rng.js';
 import type { CsrMatrix } from '../../../../src/model/text/tfidf.js';
 

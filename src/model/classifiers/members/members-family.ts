@@ -1,0 +1,109 @@
+/**
+ * The member classifiers' family: each member classifier alone (`linear_svm`, `nb_lr`, …; member-table.ts)
+ * and `soft_vote`, the weighted mean of several members' probabilities over one shared vocabulary. Solved
+ * exactly or in closed form, so training reports members, not epochs; `tagger optimize` draws a lone member
+ * or a vote of 2–4 distinct members, each with its own hyper-parameters.
+ */
+import { drawFrom } from '../../arg-checks.js';
+import { ModelInputError } from '../../errors.js';
+import type { TrainingArgs } from '../../training-args.js';
+import type { ClassifierFamily, ProgressPlan } from '../family.js';
+import { MEMBER_HYPER_PARAM_NAMES, MEMBER_HYPER_PARAMS } from './hyper-params.js';
+import type { MemberDefinition } from './member.js';
+import { DEFAULT_VOTE_MEMBERS, parseMembers } from './member-args.js';
+import { decodeMemberModel, encodeMemberModel } from './member-artifact.js';
+import { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS, memberDefinition } from './member-table.js';
+import { trainMemberTagger } from './train-members.js';
+
+/** The classifier that combines several members; the others are one member alone. */
+export const SOFT_VOTE = 'soft_vote';
+/** How many distinct members a vote drawn by `tagger optimize` has. */
+const VOTE_SIZE: readonly [number, number] = [2, 4];
+const REFIT = 'refit on train+validation';
+
+function progress(args: TrainingArgs): ProgressPlan {
+  const members = args.members?.length ?? 1;
+  const total = members * (args.refit ? 2 : 1);
+  return {
+    total,
+    unit: 'member fits',
+    onMember: (report) => {
+      const calibrated = report.fits > 1 ? `, calibrated: ${report.fits} fits` : '';
+      const what = `${report.classifier} (member ${report.member}/${report.members}${calibrated}) trained in ${report.seconds.toFixed(2)} s`;
+      return {
+        done: (report.fit === 'refit' ? members : 0) + report.member,
+        message: report.fit === 'refit' ? `${REFIT}: ${what}` : `validated fit: ${what}`,
+      };
+    },
+    onEpoch: (report) => ({
+      done: members,
+      message: `validated fit done, train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
+    }),
+    onRefitEpoch: (report) => ({
+      done: members * 2,
+      message: `${REFIT} done, train_loss=${report.trainLoss.toFixed(4)}`,
+    }),
+  };
+}
+
+/**
+ * One member's drawn hyper-parameters: every member hyper-parameter is drawn (so the random stream does
+ * not depend on the classifier), the classifier keeps its own, and its calibration follows its search rule.
+ */
+function drawMember(
+  definition: MemberDefinition,
+  random: () => number,
+  inVote: boolean,
+): Record<string, unknown> {
+  const drawn = Object.fromEntries(
+    MEMBER_HYPER_PARAM_NAMES.map((key) => [key, drawFrom(MEMBER_HYPER_PARAMS[key].search!, random)]),
+  );
+  const rule = definition.searchCalibration;
+  drawn.calibration = inVote ? rule.inVote : rule.alone === 'draw' ? drawn.calibration : 'none';
+  const own: Record<string, unknown> = { classifier: definition.name };
+  for (const key of definition.params) own[key] = drawn[key];
+  return own;
+}
+
+export const MEMBERS_FAMILY: ClassifierFamily = {
+  name: 'members',
+  classifiers: [...MEMBER_CLASSIFIERS, SOFT_VOTE],
+  learnsSeveralTags: () => true,
+  since: 'tagger-model/1.4',
+  takesEmbeddings: false,
+  hyperParams: MEMBER_HYPER_PARAMS,
+  resolveArgs(args, raw) {
+    if (args.ensemble > 1) {
+      throw new ModelInputError(
+        `model/args: "ensemble" (${args.ensemble}) averages SGD runs that differ in their random order; ${JSON.stringify(args.classifier)} is solved exactly, so its runs would not differ — use "ensemble": 1, or "classifier": "soft_vote" to combine different classifiers`,
+      );
+    }
+    if (args.encoder !== null) {
+      throw new ModelInputError(
+        `model/args: "encoder" needs classifier ovr or softmax (SGD), but the classifier is ${JSON.stringify(args.classifier)}; the member classifiers and soft_vote do not take embeddings — drop "classifier" (an encoder run defaults to ovr) or set "classifier": "ovr"`,
+      );
+    }
+    if (args.classifier !== SOFT_VOTE) return { ...args, members: null };
+    const given = Object.hasOwn(raw, 'members') ? raw.members : undefined;
+    return { ...args, members: parseMembers(given ?? DEFAULT_VOTE_MEMBERS, args) };
+  },
+  train: trainMemberTagger,
+  encode: encodeMemberModel,
+  decode: (checked, bytes) => decodeMemberModel(checked, bytes),
+  progress,
+  search: {
+    choices: [...MEMBER_CLASSIFIERS, SOFT_VOTE],
+    draw(choice, _base, random) {
+      if (choice !== SOFT_VOTE)
+        return drawMember(memberDefinition(choice as (typeof MEMBER_CLASSIFIERS)[number]), random, false);
+      const [low, high] = VOTE_SIZE;
+      const count = low + Math.floor(random() * (high - low + 1));
+      const pool = [...MEMBER_DEFINITIONS];
+      const members = Array.from({ length: count }, () => {
+        const definition = pool.splice(Math.floor(random() * pool.length), 1)[0]!;
+        return drawMember(definition, random, true);
+      });
+      return { classifier: SOFT_VOTE, members };
+    },
+  },
+};

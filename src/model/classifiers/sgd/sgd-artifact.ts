@@ -1,0 +1,94 @@
+/**
+ * An SGD model in the saved format (artifact.ts has the format history): the manifest's vectorizer fields
+ * and, for an encoder model (format 1.5), its `encoder` spec; weights.bin is idf[V], weights[F × K]
+ * (feature-major; F = V, or V + the embedding size for an encoder model) and bias[K], little-endian float64.
+ */
+import {
+  bad,
+  type CheckedManifest,
+  crc32,
+  type DecodeOptions,
+  decodeVectorizer,
+  floatReader,
+  formatAtLeast,
+  MANIFEST,
+  type Manifest,
+  vectorizerManifest,
+  WEIGHTS,
+  writeFloats,
+} from '../../artifact-common.js';
+import { ModelFormatError, ModelInputError } from '../../errors.js';
+import type { TagModel } from '../../tag-model.js';
+import { type EncoderSpec, parseEncoderSpec } from '../../text/embeddings.js';
+import type { TrainingArgs } from '../../training-args.js';
+import type { EncodedModel } from '../family.js';
+import { SgdTagModel } from './sgd-model.js';
+import type { SgdClassifier } from './sgd-params.js';
+import { type LinearModel, linkOf } from './sgd-solver.js';
+
+export function encodeSgdModel(model: TagModel): EncodedModel {
+  if (!(model instanceof SgdTagModel)) {
+    throw new ModelInputError(
+      'model/artifact: encodeModel needs a model returned by trainTagger or decodeModel',
+    );
+  }
+  const { vectorizer, linear } = model;
+  return {
+    bytes: writeFloats([vectorizer.idf, linear.weights, linear.bias]),
+    manifest: {
+      ...vectorizerManifest(vectorizer),
+      ...(model.encoder === null ? {} : { encoder: { ...model.encoder } }),
+    },
+  };
+}
+
+export function decodeSgdModel(
+  checked: CheckedManifest,
+  bytes: Uint8Array,
+  options: DecodeOptions,
+): SgdTagModel {
+  const { manifest: m, args, tags, vocabulary } = checked;
+  const encoder = decodeEncoder(m, checked.format, args, options);
+  const V = vocabulary.length;
+  const F = V + (encoder?.dim ?? 0);
+  const K = tags.length;
+  const expected = 8 * (V + F * K + K);
+  if (bytes.byteLength !== expected) {
+    bad(
+      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${F} features and ${K} tags (truncated?)`,
+    );
+  }
+  if (m.weights_crc32 !== crc32(bytes))
+    bad(`${WEIGHTS} does not match its checksum in ${MANIFEST} (corrupt)`);
+  const read = floatReader(bytes);
+  const idf = read(0, V);
+  const linear: LinearModel = {
+    nFeatures: F,
+    nClasses: K,
+    weights: read(V, F * K),
+    bias: read(V + F * K, K),
+    link: linkOf(args.classifier as SgdClassifier, args.loss, args.multi_label),
+  };
+  const vectorizer = decodeVectorizer(m, args, vocabulary, idf);
+  return new SgdTagModel(tags, args, checked.threshold, vectorizer, linear, checked.tagThresholds, encoder);
+}
+
+/** An SGD model's encoder spec (format 1.5 and later), null for a TF-IDF model. */
+function decodeEncoder(
+  m: Partial<Manifest>,
+  format: string,
+  args: TrainingArgs,
+  options: DecodeOptions,
+): EncoderSpec | null {
+  if (args.encoder === null) return null;
+  if (!formatAtLeast(format, 'tagger-model/1.5'))
+    bad(`an encoder model needs format tagger-model/1.5 or later, got ${format}`);
+  const encoder = parseEncoderSpec(m.encoder);
+  if (!options.withEncoder) {
+    // Not `bad`: the model is fine, re-saving or retraining would not help.
+    throw new ModelFormatError(
+      `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${format}), and this reader does not compute them`,
+    );
+  }
+  return encoder;
+}
