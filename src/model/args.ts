@@ -6,6 +6,7 @@
  */
 import { bool, fail, type HyperParam, num, oneOf } from './arg-checks.js';
 import { CLASSIFIER_FAMILIES, CLASSIFIERS, familyOf } from './classifiers/families.js';
+import type { FASTTEXT_HYPER_PARAMS } from './classifiers/fasttext/fasttext-params.js';
 import type { MEMBER_HYPER_PARAMS } from './classifiers/members/hyper-params.js';
 import { SOFT_VOTE } from './classifiers/members/members-family.js';
 import type { SGD_HYPER_PARAMS } from './classifiers/sgd/sgd-params.js';
@@ -31,7 +32,10 @@ export type {
 const COMMON_ARGS: {
   readonly [K in Exclude<
     keyof TrainingArgs,
-    'members' | keyof typeof SGD_HYPER_PARAMS | keyof typeof MEMBER_HYPER_PARAMS
+    | 'members'
+    | keyof typeof SGD_HYPER_PARAMS
+    | keyof typeof MEMBER_HYPER_PARAMS
+    | keyof typeof FASTTEXT_HYPER_PARAMS
   >]: HyperParam<TrainingArgs[K]>;
 } = {
   subset: {
@@ -122,6 +126,15 @@ const ARG_ORDER = [
   'encoder_weight',
   'encoder_normalize',
   'members',
+  'ft_dim',
+  'ft_epochs',
+  'ft_lr',
+  'ft_word_ngrams',
+  'ft_minn',
+  'ft_maxn',
+  'ft_buckets',
+  'ft_min_count',
+  'ft_loss',
 ] as const satisfies readonly (keyof TrainingArgs)[];
 // A training argument missing from ARG_ORDER is a type error here.
 const everyArgOrdered: [Exclude<keyof TrainingArgs, (typeof ARG_ORDER)[number]>] extends [never]

@@ -113,6 +113,22 @@ export function floatReader(bytes: Uint8Array): (from: number, n: number) => Flo
   };
 }
 
+/** A TF-IDF model's vocabulary, checked with its n-gram range and feature count (the families with a vectorizer). */
+export function checkedVocabulary(m: Partial<Manifest>): string[] {
+  const range = m.ngram_range;
+  if (!Array.isArray(range) || range.length !== 2 || !range.every((n) => Number.isInteger(n) && n >= 1)) {
+    bad(`ngram_range must be two positive integers, got ${JSON.stringify(range)}`);
+  }
+  const vocabulary = m.vocabulary;
+  if (!Array.isArray(vocabulary) || !vocabulary.every((g) => typeof g === 'string' && g !== '')) {
+    bad('vocabulary must be an array of non-empty strings');
+  }
+  const V = vocabulary!.length;
+  if (m.n_features !== V)
+    bad(`n_features is ${JSON.stringify(m.n_features)} but the vocabulary has ${V} entries`);
+  return vocabulary!;
+}
+
 /** Rebuilds the vectorizer of a checked manifest from its vocabulary and idf. */
 export function decodeVectorizer(
   m: Partial<Manifest>,
@@ -206,7 +222,6 @@ export interface CheckedManifest {
   args: TrainingArgs;
   threshold: number | null;
   tagThresholds: number[] | null;
-  vocabulary: string[];
   /** The manifest's format, one this version reads. */
   format: string;
 }
@@ -227,6 +242,7 @@ export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
   'tagger-model/1.3',
   'tagger-model/1.4',
   'tagger-model/1.5',
+  'tagger-model/1.6',
 ]);
 /** The format every model is written in: the newest. */
 export const MODEL_FORMAT = READABLE_MODEL_FORMATS.at(-1)!;

@@ -149,17 +149,6 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
   } else if (tagThresholds !== undefined) {
     bad('tag_thresholds belong to multi-label models, but args.multi_label is false');
   }
-  const range = m.ngram_range;
-  if (!Array.isArray(range) || range.length !== 2 || !range.every((n) => Number.isInteger(n) && n >= 1)) {
-    bad(`ngram_range must be two positive integers, got ${JSON.stringify(range)}`);
-  }
-  const vocabulary = m.vocabulary;
-  if (!Array.isArray(vocabulary) || !vocabulary.every((g) => typeof g === 'string' && g !== '')) {
-    bad('vocabulary must be an array of non-empty strings');
-  }
-  const V = vocabulary!.length;
-  if (m.n_features !== V)
-    bad(`n_features is ${JSON.stringify(m.n_features)} but the vocabulary has ${V} entries`);
   const bytes = files[WEIGHTS]!;
   const checked: CheckedManifest = {
     format: m.format!,
@@ -168,7 +157,6 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
     args: args!,
     threshold: threshold ?? null,
     tagThresholds: tagThresholds ?? null,
-    vocabulary: vocabulary!,
   };
   if (args!.encoder === null && m.encoder !== undefined) {
     bad('the manifest names an encoder, but args.encoder is null');

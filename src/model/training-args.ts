@@ -5,6 +5,7 @@
  * fills in the defaults. Types only, so every part of the model code can name the args without depending
  * on the table of classifiers that args.ts validates against.
  */
+import type { FastTextHyperParams } from './classifiers/fasttext/fasttext-params.js';
 import type { Calibration, MemberHyperParams, SvmLoss } from './classifiers/members/hyper-params.js';
 import type { VoteMemberArgs } from './classifiers/members/member-args.js';
 import type { MemberClassifier } from './classifiers/members/member-table.js';
@@ -20,11 +21,11 @@ export type { Analyzer, Calibration, LearningRateSchedule, Loss, MemberClassifie
 
 export type ThresholdMode = 'auto' | 'argmax' | 'tuned';
 /** Every `classifier` value: the SGD ones, each member classifier alone, and the soft vote over them. */
-export type Classifier = SgdClassifier | MemberClassifier | 'soft_vote';
+export type Classifier = SgdClassifier | MemberClassifier | 'soft_vote' | 'fasttext';
 /** sklearn's `class_weight`: null (every class 1) or `balanced` (n_samples / (n_classes × count)). */
 export type ClassWeight = null | 'balanced';
 
-export interface TrainingArgs extends SgdHyperParams, MemberHyperParams {
+export interface TrainingArgs extends SgdHyperParams, MemberHyperParams, FastTextHyperParams {
   /** Use only the first `subset` rows of the data; applied by the caller that loads the data. */
   subset: number | null;
   /** Tags with fewer training examples than this become `other`. */

@@ -76,7 +76,7 @@ describe.skipIf(dir === null)('tagger train --encoder', () => {
       expect(run.params['encoder.source']).toBe(`local:${dir}`);
       expect(run.tags['tagger.encoder.name']).toBe('minilm');
       expect(run.tags['tagger.encoder.tokenizer_sha256']).toMatch(/^be50c362/);
-      expect(run.tags['tagger.model_format']).toBe('tagger-model/1.5');
+      expect(run.tags['tagger.model_format']).toBe('tagger-model/1.6');
       // The encoder's configuration was measured on the SGD model (issue 25's soft vote takes no embeddings).
       expect(run.params).toMatchObject({ classifier: 'ovr', oversample: 'true', encoder_weight: '0.75' });
       const files = Object.fromEntries(

@@ -101,7 +101,7 @@ describe('parseTrainingArgs', () => {
       average: true,
     });
     expect(() => parseTrainingArgs({ classifier: 'multinomial' })).toThrow(
-      /"classifier" must be one of ovr, softmax, linear_svm, logistic_regression, nb_lr, nb_svm, multinomial_nb, complement_nb, soft_vote, got "multinomial"/,
+      /"classifier" must be one of ovr, softmax, linear_svm, logistic_regression, nb_lr, nb_svm, multinomial_nb, complement_nb, soft_vote, fasttext, got "multinomial"/,
     );
     expect(() => parseTrainingArgs({ average: 1 })).toThrow(/"average" must be true or false, got 1/);
   });

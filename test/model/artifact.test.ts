@@ -42,7 +42,7 @@ describe('model artifact', () => {
   it('produces exactly MODEL_FILES with a versioned manifest', () => {
     expect(Object.keys(files).sort()).toEqual([...MODEL_FILES].sort());
     expect(manifest().format).toBe(MODEL_FORMAT);
-    expect(MODEL_FORMAT).toBe('tagger-model/1.5');
+    expect(MODEL_FORMAT).toBe('tagger-model/1.6');
     expect(READABLE_MODEL_FORMATS).toEqual([
       'tagger-model/1',
       'tagger-model/1.1',
@@ -50,6 +50,7 @@ describe('model artifact', () => {
       'tagger-model/1.3',
       'tagger-model/1.4',
       'tagger-model/1.5',
+      'tagger-model/1.6',
     ]);
   });
 
@@ -74,12 +75,12 @@ describe('model artifact', () => {
     [
       'a future version',
       withManifest({ format: 'tagger-model/2' }),
-      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1, tagger-model\/1\.2, tagger-model\/1\.3, tagger-model\/1\.4, tagger-model\/1\.5\)/,
+      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1, tagger-model\/1\.2, tagger-model\/1\.3, tagger-model\/1\.4, tagger-model\/1\.5, tagger-model\/1\.6\)/,
     ],
     [
       'a future minor version',
-      withManifest({ format: 'tagger-model/1.6' }),
-      /unsupported model format "tagger-model\/1\.6"/,
+      withManifest({ format: 'tagger-model/1.7' }),
+      /unsupported model format "tagger-model\/1\.7"/,
     ],
     [
       'truncated weights',
@@ -208,7 +209,7 @@ describe('model artifact', () => {
   ])('round-trips a %s model (probabilities by its loss)', (_name, patch) => {
     const { model: other } = trainTagger(TRAIN, VALIDATION, { ...model.args, ...patch }, { seed: 7 });
     const saved = encodeModel(other);
-    expect(manifestOf(saved).format).toBe('tagger-model/1.5');
+    expect(manifestOf(saved).format).toBe(MODEL_FORMAT);
     const loaded = decodeModel(saved);
     expect(loaded.args).toEqual(other.args);
     const texts = [...VALIDATION.map((r) => r.text), '', 'unseen words'];
@@ -239,7 +240,7 @@ describe('model artifact', () => {
 
     it('round-trip with one threshold per tag and independent probabilities', () => {
       const m = manifestOf(saved);
-      expect(m.format).toBe('tagger-model/1.5');
+      expect(m.format).toBe(MODEL_FORMAT);
       expect(m.tag_thresholds).toEqual(multi.tagThresholds);
       expect((m.tag_thresholds as number[]).length).toBe(multi.tags.length);
       const loaded = decodeModel(saved);

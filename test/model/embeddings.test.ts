@@ -114,10 +114,10 @@ describe('encoder models (embeddings as an input block)', () => {
     expect(e.tag).toBe(model.predict([texts[0]!], [embeddings[0]!])[0]!.predicted_tag);
   });
 
-  it('save as format 1.5 with the encoder spec, and load only where embeddings will be given', () => {
+  it('save in the current format (1.5 added the encoder spec), and load only where embeddings will be given', () => {
     const files = encodeModel(model);
     const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
-    expect(manifest.format).toBe('tagger-model/1.5');
+    expect(manifest.format).toBe('tagger-model/1.6');
     expect(manifest.encoder).toEqual(SPEC);
     expect(() => decodeModel(files)).toThrow(
       /takes sentence embeddings from the encoder synthetic .* this reader does not compute them/,

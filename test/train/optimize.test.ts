@@ -61,6 +61,7 @@ describe('sampleArgs', () => {
         'multinomial_nb',
         'complement_nb',
         'soft_vote',
+        'fasttext',
       ]),
     );
     const votes = drawn.filter((a) => a.classifier === 'soft_vote');

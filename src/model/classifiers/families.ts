@@ -7,10 +7,15 @@
 import { ModelInputError } from '../errors.js';
 import type { Classifier } from '../training-args.js';
 import type { ClassifierFamily } from './family.js';
+import { FASTTEXT_FAMILY } from './fasttext/fasttext-family.js';
 import { MEMBERS_FAMILY } from './members/members-family.js';
 import { SGD_FAMILY } from './sgd/sgd-family.js';
 
-export const CLASSIFIER_FAMILIES: readonly ClassifierFamily[] = Object.freeze([SGD_FAMILY, MEMBERS_FAMILY]);
+export const CLASSIFIER_FAMILIES: readonly ClassifierFamily[] = Object.freeze([
+  SGD_FAMILY,
+  MEMBERS_FAMILY,
+  FASTTEXT_FAMILY,
+]);
 
 /** Every `classifier` value, family by family. */
 export const CLASSIFIERS: readonly Classifier[] = Object.freeze(

@@ -8,6 +8,7 @@
 import {
   bad,
   type CheckedManifest,
+  checkedVocabulary,
   crc32,
   decodeVectorizer,
   floatReader,
@@ -57,6 +58,7 @@ const finiteList = (value: unknown, length: number): value is number[] =>
 
 export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): MemberTagModel {
   const { manifest: m, tags, args } = checked;
+  const vocabulary = checkedVocabulary(m);
   const trained = m.trained_tags;
   if (
     !Array.isArray(trained) ||
@@ -73,7 +75,7 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
   if (!Array.isArray(saved) || saved.length !== specs.length) {
     bad(`members must list the ${specs.length} member(s) the args describe, got ${JSON.stringify(saved)}`);
   }
-  const V = checked.vocabulary.length;
+  const V = vocabulary.length;
   const expected = 8 * (V + specs.length * (V * Kc + Kc));
   if (bytes.byteLength !== expected) {
     bad(
@@ -132,7 +134,7 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
         : null,
     };
   });
-  const vectorizer = decodeVectorizer(m, args, checked.vocabulary, idf);
+  const vectorizer = decodeVectorizer(m, args, vocabulary, idf);
   return new MemberTagModel(
     tags,
     args,

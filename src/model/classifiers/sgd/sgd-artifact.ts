@@ -6,6 +6,7 @@
 import {
   bad,
   type CheckedManifest,
+  checkedVocabulary,
   crc32,
   type DecodeOptions,
   decodeVectorizer,
@@ -47,7 +48,8 @@ export function decodeSgdModel(
   bytes: Uint8Array,
   options: DecodeOptions,
 ): SgdTagModel {
-  const { manifest: m, args, tags, vocabulary } = checked;
+  const { manifest: m, args, tags } = checked;
+  const vocabulary = checkedVocabulary(m);
   const encoder = decodeEncoder(m, checked.format, args, options);
   const V = vocabulary.length;
   const F = V + (encoder?.dim ?? 0);

@@ -81,7 +81,7 @@ describe('member classifiers and soft vote', () => {
       string,
       unknown
     >;
-    expect(manifest.format).toBe('tagger-model/1.5');
+    expect(manifest.format).toBe('tagger-model/1.6');
     // Member models came with 1.4, whose files are the same: one saved then still loads.
     const as14 = {
       ...files,
