@@ -4,6 +4,7 @@ import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { InterruptedError, logTrainingRun } from '../train/log-run.js';
+import { defaultTrainingThreads } from '../train/parallel.js';
 import { argsForData } from '../train/pipeline.js';
 import { trainingProgress } from '../train/train-progress.js';
 import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
@@ -44,6 +45,8 @@ export interface TrainFlags {
   labelIssues?: boolean;
   /** A sentence encoder whose embeddings join the TF-IDF features (the `encoder` training arg). */
   encoder?: string;
+  /** Threads the training may use. */
+  threads: number;
 }
 
 export function registerTrain(program: Command, io: CliIo): void {
@@ -85,6 +88,12 @@ export function registerTrain(program: Command, io: CliIo): void {
     .option(
       '--no-label-issues',
       "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; two to three times the training's own time)",
+    )
+    .option(
+      '--threads <n>',
+      'threads the training may use (default: the cores available); fasttext trains each epoch on all of them at once, so its runs then differ slightly for one seed (--threads 1: reproducible)',
+      parseInteger('--threads', 1),
+      defaultTrainingThreads(),
     )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option(
@@ -137,6 +146,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
             ...(encoder ? { encoder } : {}),
             args,
             seed: flags.seed,
+            threads: flags.threads,
             onEpoch: progress.onEpoch,
             onRefitEpoch: progress.onRefitEpoch,
             onMember: progress.onMember,

@@ -20,6 +20,8 @@ import type { TrainingInput, TrainingOutcome } from '../train/pipeline.js';
 
 /** A training, and (`labelIssues`) then the label issues of its data (trainingLabelIssues). */
 export interface ThreadInput extends TrainingInput {
+  /** Threads the training may use (the worker starts them: a ParallelRunner cannot be sent to it). */
+  threads?: number;
   labelIssues?: boolean;
   onLabelIssuesFold?: (done: number, folds: number) => void;
 }
@@ -30,7 +32,7 @@ export type ThreadOutcome = TrainingOutcome & { labelIssues?: TrainingLabelIssue
 /** What the worker is given: the training input without its callbacks (they stay on this thread). */
 export type TrainingRequest = Omit<
   ThreadInput,
-  'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onLabelIssuesFold'
+  'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onLabelIssuesFold' | 'parallel'
 >;
 
 /** What the worker posts. */

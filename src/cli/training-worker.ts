@@ -6,6 +6,7 @@
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { encodeModel } from '../model/index.js';
 import { trainingLabelIssues } from '../train/label-issues.js';
+import { createParallelRunner } from '../train/parallel.js';
 import { trainAndEvaluate } from '../train/pipeline.js';
 import { type FromTrainingWorker, TRAINING_WORKER_MARK, type TrainingRequest } from './training-thread.js';
 
@@ -13,10 +14,13 @@ const data = workerData as { mark?: string; request: TrainingRequest } | null;
 if (!isMainThread && parentPort && data?.mark === TRAINING_WORKER_MARK) {
   const port = parentPort;
   const post = (message: FromTrainingWorker): void => port.postMessage(message);
+  // The training's threads beside this one (ended with the process: they never keep it alive).
+  const parallel = createParallelRunner(data.request.threads ?? 1);
   try {
-    const { labelIssues, ...request } = data.request;
+    const { labelIssues, threads: _threads, ...request } = data.request;
     const { model, ...outcome } = trainAndEvaluate({
       ...request,
+      parallel,
       onEpoch: (report) => post({ kind: 'epoch', report }),
       onRefitEpoch: (report) => post({ kind: 'refit-epoch', report }),
       onMember: (report) => post({ kind: 'member', report }),
@@ -38,5 +42,7 @@ if (!isMainThread && parentPort && data?.mark === TRAINING_WORKER_MARK) {
   } catch (error) {
     const e = error instanceof Error ? error : new Error(String(error));
     post({ kind: 'error', name: e.name, message: e.message });
+  } finally {
+    void parallel.close();
   }
 }

@@ -1,6 +1,8 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
 
 export { drawFrom, type HyperParam, type SearchRange } from './arg-checks.js';
+export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
+export type { ParallelJob, ParallelRunner } from './parallel.js';
 export {
   type Analyzer,
   argsForEncoder,

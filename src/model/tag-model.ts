@@ -5,6 +5,7 @@
  */
 
 import type { Explanation } from './explain.js';
+import type { ParallelRunner } from './parallel.js';
 import type { EmbeddingLookup, EncoderSpec } from './text/embeddings.js';
 import type { TrainingArgs } from './training-args.js';
 
@@ -101,6 +102,12 @@ export interface TrainEncoder {
 
 export interface TrainOptions {
   seed: number;
+  /**
+   * Threads to spread the training over (parallel.ts); absent: the calling thread alone. A family whose
+   * threads share its weights (fasttext's Hogwild!) then trains a slightly different model each time; the
+   * others give the same model whatever the threads.
+   */
+  parallel?: ParallelRunner;
   /** Needed when `args.encoder` is set: the embeddings of every training and validation text. */
   encoder?: TrainEncoder;
   /**

@@ -56,7 +56,9 @@ export const sgdScratch = (dim: number, nClasses: number): SgdScratch => ({
 
 /**
  * Trains on `order[from … to)` (indices of rows of `examples`), starting `tokensBefore` tokens into the
- * whole training (for the learning rate). Returns the summed loss and the tokens it visited.
+ * whole training (for the learning rate). With `progressScale` n (n threads training n shards of an epoch
+ * at once) the training's progress is taken as n times this shard's, as fastText's shared token count
+ * would be. Returns the summed loss and the tokens it visited.
  */
 export function trainExamples(
   examples: FastTextExamples,
@@ -67,12 +69,13 @@ export function trainExamples(
   schedule: StepSchedule,
   tokensBefore: number,
   scratch: SgdScratch,
+  progressScale = 1,
 ): { loss: number; tokens: number } {
   const { indptr, ids, tokens, y, labels, nClasses: K } = examples;
   const { dim, input, output, loss: kind, tree } = matrices;
   const { hidden: h, grad, scores } = scratch;
   const classWeight = schedule.classWeight;
-  let seen = tokensBefore;
+  let seen = 0;
   let totalLoss = 0;
   for (let i = from; i < to; i++) {
     const r = order[i]!;
@@ -81,7 +84,7 @@ export function trainExamples(
     seen += tokens[r]!;
     const n = end - start;
     if (n === 0) continue;
-    const lr = schedule.lr * Math.max(0, 1 - seen / schedule.totalTokens);
+    const lr = schedule.lr * Math.max(0, 1 - (tokensBefore + seen * progressScale) / schedule.totalTokens);
     h.fill(0);
     for (let q = start; q < end; q++) {
       const base = ids[q]! * dim;
@@ -138,7 +141,30 @@ export function trainExamples(
       for (let d = 0; d < dim; d++) input[base + d]! += grad[d]!;
     }
   }
-  return { loss: totalLoss, tokens: seen - tokensBefore };
+  return { loss: totalLoss, tokens: seen };
+}
+
+/** One epoch of SGD split into `shards` parts trained at once (Hogwild!): the work of every shard. */
+export interface FastTextShardWork {
+  examples: FastTextExamples;
+  matrices: FastTextMatrices;
+  order: Int32Array;
+  schedule: StepSchedule;
+  /** Tokens the training visited before this epoch. */
+  epochStart: number;
+  shards: number;
+  /** Each shard's summed loss (shared memory). */
+  losses: Float64Array;
+}
+
+/** The parallel job `fasttext-shard`: trains shard `shard` of the epoch (its own slice of `order`). */
+export function trainShard(work: FastTextShardWork, shard: number): void {
+  const { order, shards } = work;
+  const from = Math.floor((shard * order.length) / shards);
+  const to = Math.floor(((shard + 1) * order.length) / shards);
+  const scratch = sgdScratch(work.matrices.dim, work.examples.nClasses);
+  const { loss } = trainExamples(work.examples, work.matrices, order, from, to, work.schedule, work.epochStart, scratch, shards);
+  work.losses[shard] = loss;
 }
 
 /** a[from … from + n) · b. */

@@ -34,7 +34,14 @@ import {
 import { buildDictionary, FastTextFeatures, tokensOf } from './fasttext-features.js';
 import { type FastTextOutput, type FastTextParts, FastTextTagModel } from './fasttext-model.js';
 import type { FastTextLossArg } from './fasttext-params.js';
-import { type FastTextExamples, type FastTextMatrices, sgdScratch, trainExamples } from './fasttext-sgd.js';
+import { float32Array, float64Array, type ParallelRunner, sharedCopy, spreads } from '../../parallel.js';
+import {
+  type FastTextExamples,
+  type FastTextMatrices,
+  type FastTextShardWork,
+  sgdScratch,
+  trainExamples,
+} from './fasttext-sgd.js';
 import { huffmanTree } from './fasttext-tree.js';
 
 /** `ft_loss: auto` takes the softmax up to this many tags and the hierarchical softmax above. */
@@ -76,6 +83,7 @@ function prepare(
   validation: readonly LabelledText[],
   args: TrainingArgs,
   rng: () => number,
+  shared: boolean,
 ): Prepared {
   const tags = multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
   const K = tags.length;
@@ -120,19 +128,28 @@ function prepare(
   const counts = new Float64Array(K);
   for (let r = 0; r < train.length; r++) counts[y[r]!]!++;
   // fastText's initialisation: input rows uniform in ±1/dim, the output layer zero.
-  const input = new Float32Array(used * dim);
+  // In shared memory when threads train it together (Hogwild!: they update the same rows without locks).
+  const input = float32Array(used * dim, shared);
   for (let i = 0; i < input.length; i++) input[i] = (rng() * 2 - 1) / dim;
+  const examples: FastTextExamples = {
+    indptr: sharedCopy(indptr, shared),
+    ids: sharedCopy(ids, shared),
+    tokens: sharedCopy(tokens, shared),
+    y: sharedCopy(y, shared),
+    labels: labels === undefined ? null : sharedCopy(labels, shared),
+    nClasses: K,
+  };
   return {
     tags,
     features,
-    examples: { indptr, ids, tokens, y, labels: labels ?? null, nClasses: K },
+    examples,
     trainRows: train.length,
     rowOf,
     trainRowOf,
     matrices: {
       dim,
       input,
-      output: new Float32Array((loss === 'hs' ? K - 1 : K) * dim),
+      output: float32Array((loss === 'hs' ? K - 1 : K) * dim, shared),
       loss,
       tree: loss === 'hs' ? huffmanTree(counts) : null,
     },
@@ -164,7 +181,8 @@ function modelOf(
 
 /**
  * `epochs` passes of SGD over the rows [from, to) of the examples (oversampled when the args say so), the
- * learning rate going from `lr` to 0; each epoch reported with its training loss and `validationLoss()`.
+ * learning rate going from `lr` to 0, each epoch reported with its training loss; spread over the
+ * runner's threads when there is one (each trains a slice of every epoch).
  */
 function runEpochs(
   p: Prepared,
@@ -173,6 +191,7 @@ function runEpochs(
   epochs: number,
   lr: number,
   rng: () => number,
+  runner: ParallelRunner | undefined,
   report: ((epoch: number, trainLoss: number) => void) | undefined,
 ): void {
   const K = p.tags.length;
@@ -194,10 +213,24 @@ function runEpochs(
   for (const r of order) epochTokens += tokens[r]!;
   const schedule = { lr, totalTokens: Math.max(1, epochTokens * epochs), classWeight };
   const scratch = sgdScratch(args.ft_dim, K);
-  let done = 0;
+  const shards = spreads(runner) ? runner.threads : 1;
+  const work: FastTextShardWork = {
+    examples: p.examples,
+    matrices: p.matrices,
+    order: sharedCopy(order, shards > 1),
+    schedule,
+    epochStart: 0,
+    shards,
+    losses: float64Array(shards, shards > 1),
+  };
   for (let epoch = 1; epoch <= epochs; epoch++) {
-    const { loss } = trainExamples(p.examples, p.matrices, order, 0, order.length, schedule, done, scratch);
-    done += epochTokens;
+    let loss: number;
+    if (shards > 1) {
+      runner!.run('fasttext-shard', { ...work, epochStart: (epoch - 1) * epochTokens }, shards);
+      loss = work.losses.reduce((sum, l) => sum + l, 0);
+    } else {
+      loss = trainExamples(p.examples, p.matrices, order, 0, order.length, schedule, (epoch - 1) * epochTokens, scratch).loss;
+    }
     report?.(epoch, loss / Math.max(1, order.length));
   }
 }
@@ -233,14 +266,14 @@ export function trainFastTextTagger(
   options: TrainOptions,
 ): TrainedTagger {
   const rng = createRng(options.seed);
-  const p = prepare(train, validation, args, rng);
+  const p = prepare(train, validation, args, rng, spreads(options.parallel));
   const { tags } = p;
   const K = tags.length;
   const validated = modelOf(p, args, p.trainRowOf, null, args.multi_label ? tags.map(() => 0.5) : null);
   const lossRows = validation.slice(0, VALIDATION_LOSS_ROWS);
   const lossLabels = labelArrays(lossRows, tags, args.multi_label);
   const history: EpochReport[] = [];
-  runEpochs(p, args, [0, p.trainRows], args.ft_epochs, args.ft_lr, rng, (epoch, trainLoss) => {
+  runEpochs(p, args, [0, p.trainRows], args.ft_epochs, args.ft_lr, rng, options.parallel, (epoch, trainLoss) => {
     const report = {
       epoch,
       epochs: args.ft_epochs,
@@ -291,6 +324,7 @@ export function trainFastTextTagger(
       epochs,
       args.ft_lr * REFIT_LR_SHARE,
       rng,
+      options.parallel,
       (epoch, trainLoss) => options.onRefitEpoch?.({ epoch, epochs, trainLoss, valLoss: Number.NaN }),
     );
   }
