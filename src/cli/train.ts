@@ -5,7 +5,7 @@ import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { InterruptedError, logTrainingRun } from '../train/log-run.js';
 import { defaultTrainingThreads } from '../train/parallel.js';
-import { argsForData } from '../train/pipeline.js';
+import { argsForData, largeDataSettings } from '../train/pipeline.js';
 import { trainingProgress } from '../train/train-progress.js';
 import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
 import {
@@ -110,6 +110,12 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
+  const large = largeDataSettings(given.args, data.length, given.explicit);
+  if (Object.keys(large).length > 0 && flags.quiet !== true) {
+    io.stderr.write(
+      `tagger: ${data.length.toLocaleString('en-US')} rows: training with the large-data settings ${JSON.stringify(large)} (docs/cli.md#large-data); set them in --args to choose otherwise\n`,
+    );
+  }
   // Before the store and the training: a bad encoder is one line, and the embeddings are computed once.
   const encoder = await embedForTraining(
     args,

@@ -67,6 +67,8 @@ const COMMON_ARGS: {
   },
   multi_label: { check: bool, default: false },
   calibration_folds: { check: num(2, 20, { integer: true }), default: 5 },
+  calibration_data: { check: oneOf(['folds', 'validation']), default: 'folds' },
+  refit_vocabulary: { check: bool, default: true },
   encoder: {
     check: (key, v) =>
       v === null
@@ -135,6 +137,8 @@ const ARG_ORDER = [
   'ft_buckets',
   'ft_min_count',
   'ft_loss',
+  'calibration_data',
+  'refit_vocabulary',
 ] as const satisfies readonly (keyof TrainingArgs)[];
 // A training argument missing from ARG_ORDER is a type error here.
 const everyArgOrdered: [Exclude<keyof TrainingArgs, (typeof ARG_ORDER)[number]>] extends [never]

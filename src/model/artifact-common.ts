@@ -42,6 +42,18 @@ export interface ManifestMember {
   inputs: string;
   link: string;
   calibration: { a: number[]; b: number[] } | null;
+  /**
+   * tagger-model/1.6: how its weights are stored (before 1.6: dense float64). `layout` dense (V × trained
+   * tags) or sparse by feature (start[V + 1], classes[stored], values[stored]); `dtype` of the values;
+   * whether a per-feature (float, V) and a per-class (float64) term follow (member-weights.ts).
+   */
+  weights?: {
+    layout: 'dense' | 'sparse';
+    dtype: 'float32' | 'float64';
+    stored: number;
+    per_feature: boolean;
+    per_class: boolean;
+  };
 }
 
 export interface ManifestBlock {
@@ -99,6 +111,106 @@ export function writeFloats(arrays: readonly Float64Array[]): Uint8Array {
     for (let i = 0; i < array.length; i++, offset += 8) view.setFloat64(offset, array[i]!, true);
   }
   return bytes;
+}
+
+/**
+ * weights.bin written block by block (little-endian): float64, float32 or int32 arrays one after another,
+ * for layouts whose blocks are not all float64 (tagger-model/1.6's sparse and float32 weights).
+ */
+export class ByteWriter {
+  private readonly blocks: { kind: 'f64' | 'f32' | 'i32'; array: ArrayLike<number> }[] = [];
+  private size = 0;
+
+  float64s(array: ArrayLike<number>): this {
+    return this.push('f64', array, 8);
+  }
+  float32s(array: ArrayLike<number>): this {
+    return this.push('f32', array, 4);
+  }
+  int32s(array: ArrayLike<number>): this {
+    return this.push('i32', array, 4);
+  }
+  /** Float32 for a Float32Array, else float64: values are written at the precision the model holds. */
+  values(array: Float32Array | Float64Array): this {
+    return array instanceof Float32Array ? this.float32s(array) : this.float64s(array);
+  }
+
+  private push(kind: 'f64' | 'f32' | 'i32', array: ArrayLike<number>, width: number): this {
+    this.blocks.push({ kind, array });
+    this.size += width * array.length;
+    return this;
+  }
+
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.size);
+    const view = new DataView(out.buffer);
+    let at = 0;
+    for (const { kind, array } of this.blocks) {
+      for (let i = 0; i < array.length; i++) {
+        if (kind === 'f64') view.setFloat64(at, array[i]!, true), (at += 8);
+        else if (kind === 'f32') view.setFloat32(at, array[i]!, true), (at += 4);
+        else view.setInt32(at, array[i]!, true), (at += 4);
+      }
+    }
+    return out;
+  }
+}
+
+/** Reads what a ByteWriter wrote, block by block; a value past the end or non-finite is `bad`. */
+export class ByteReader {
+  private readonly view: DataView;
+  private at = 0;
+
+  constructor(bytes: Uint8Array) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  private take(n: number, width: number): number {
+    const from = this.at;
+    if (from + n * width > this.view.byteLength)
+      bad(`${WEIGHTS} ends before the values its manifest describes (truncated?)`);
+    this.at += n * width;
+    return from;
+  }
+
+  float64s(n: number): Float64Array {
+    const from = this.take(n, 8);
+    const out = new Float64Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.view.getFloat64(from + 8 * i, true);
+    return finite(out, from);
+  }
+  float32s(n: number): Float32Array {
+    const from = this.take(n, 4);
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.view.getFloat32(from + 4 * i, true);
+    return finite(out, from);
+  }
+  int32s(n: number): Int32Array {
+    const from = this.take(n, 4);
+    const out = new Int32Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.view.getInt32(from + 4 * i, true);
+    return out;
+  }
+  values(n: number, dtype: 'float32' | 'float64'): Float32Array | Float64Array {
+    return dtype === 'float32' ? this.float32s(n) : this.float64s(n);
+  }
+
+  /** Refuses bytes left over: the file is not the one the manifest describes. */
+  end(): void {
+    if (this.at !== this.view.byteLength) {
+      bad(
+        `${WEIGHTS} has ${this.view.byteLength} bytes, but its manifest describes ${this.at} (truncated or extended?)`,
+      );
+    }
+  }
+}
+
+function finite<T extends Float32Array | Float64Array>(values: T, byte: number): T {
+  for (let i = 0; i < values.length; i++) {
+    if (!Number.isFinite(values[i]!))
+      bad(`${WEIGHTS} holds a non-finite number at byte ${byte + i * values.BYTES_PER_ELEMENT}`);
+  }
+  return values;
 }
 
 export function floatReader(bytes: Uint8Array): (from: number, n: number) => Float64Array {

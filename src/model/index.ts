@@ -1,8 +1,6 @@
 /** Public surface of src/model: pure, synchronous text + ML code (no I/O, no imports of other modules). */
 
 export { drawFrom, type HyperParam, type SearchRange } from './arg-checks.js';
-export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
-export type { ParallelJob, ParallelRunner } from './parallel.js';
 export {
   type Analyzer,
   argsForEncoder,
@@ -28,6 +26,7 @@ export {
 } from './classifiers/families.js';
 export type { ClassifierFamily, FamilySearch, ProgressPlan, ProgressStep } from './classifiers/family.js';
 export { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS } from './classifiers/members/member-table.js';
+export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
 export { LOSSES } from './classifiers/sgd/sgd-params.js';
 export {
   chiSquareSurvival,
@@ -107,6 +106,7 @@ export {
   rowsPerTag,
   tagsOverThresholds,
 } from './labels.js';
+export type { ParallelJob, ParallelRunner } from './parallel.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';

@@ -31,7 +31,10 @@ export const int32Array = (n: number, shared: boolean): Int32Array =>
   new Int32Array(shared ? new SharedArrayBuffer(4 * n) : new ArrayBuffer(4 * n));
 
 /** A copy of `array` in shared memory (or `array` itself when not `shared`). */
-export function sharedCopy<T extends Float32Array | Float64Array | Int32Array | Uint8Array>(array: T, shared: boolean): T {
+export function sharedCopy<T extends Float32Array | Float64Array | Int32Array | Uint8Array>(
+  array: T,
+  shared: boolean,
+): T {
   if (!shared || array.buffer instanceof SharedArrayBuffer) return array;
   const Kind = array.constructor as new (buffer: SharedArrayBuffer) => T;
   const copy = new Kind(new SharedArrayBuffer(array.byteLength));

@@ -89,6 +89,19 @@ export interface TrainingArgs extends SgdHyperParams, MemberHyperParams, FastTex
   /** `calibration: sigmoid`: the stratified folds the training rows are scored out of fold on (2..20). */
   calibration_folds: number;
   /**
+   * What Platt's sigmoids (`calibration: sigmoid`) are fitted on: `folds`, the training rows scored out of
+   * fold on `calibration_folds` folds (k more fits of the member); or `validation`, the validation split
+   * scored by the validated fit (no more fits; the refit keeps those sigmoids and the validated fit's tags).
+   * `tagger train` sets `validation` for large data (src/train/pipeline.ts's argsForSize).
+   */
+  calibration_data: 'folds' | 'validation';
+  /**
+   * The refit fits its vectorizer again on train + validation (true), or keeps the validated fit's
+   * vocabulary and idf (false: the features of every row are computed once; `tagger train` sets it for large
+   * data).
+   */
+  refit_vocabulary: boolean;
+  /**
    * `soft_vote` only: the member classifiers, each `{classifier, weight?, …its hyper-parameters}` (those
    * it does not set come from the top-level args); the vote's probability of a tag is the weighted mean of
    * the members' probabilities. At least two. null for the other classifiers.

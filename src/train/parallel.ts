@@ -37,7 +37,9 @@ export function work({ job, shared, count, control, message }: RunMessage): void
       run(shared as never, task);
     } catch (error) {
       if (Atomics.compareExchange(control, FAILED, 0, 1) === 0) {
-        const text = new TextEncoder().encode(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+        const text = new TextEncoder().encode(
+          error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        );
         message.set(text.subarray(0, MESSAGE_BYTES));
       }
     }

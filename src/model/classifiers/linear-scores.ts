@@ -13,7 +13,7 @@
  * `values` null: every feature's value is 1 (binary inputs).
  */
 export function addLinearScores(
-  weights: Float64Array,
+  weights: Float32Array | Float64Array,
   K: number,
   indices: ArrayLike<number>,
   values: ArrayLike<number> | null,

@@ -163,7 +163,17 @@ export function trainShard(work: FastTextShardWork, shard: number): void {
   const from = Math.floor((shard * order.length) / shards);
   const to = Math.floor(((shard + 1) * order.length) / shards);
   const scratch = sgdScratch(work.matrices.dim, work.examples.nClasses);
-  const { loss } = trainExamples(work.examples, work.matrices, order, from, to, work.schedule, work.epochStart, scratch, shards);
+  const { loss } = trainExamples(
+    work.examples,
+    work.matrices,
+    order,
+    from,
+    to,
+    work.schedule,
+    work.epochStart,
+    scratch,
+    shards,
+  );
   work.losses[shard] = loss;
 }
 

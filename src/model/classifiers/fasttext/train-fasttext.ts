@@ -14,6 +14,7 @@
  */
 import { multiLabelMetrics } from '../../evaluation/metrics.js';
 import { multiLabelModelTags } from '../../labels.js';
+import { float32Array, float64Array, type ParallelRunner, sharedCopy, spreads } from '../../parallel.js';
 import { createRng } from '../../rng.js';
 import {
   type EpochReport,
@@ -34,7 +35,6 @@ import {
 import { buildDictionary, FastTextFeatures, tokensOf } from './fasttext-features.js';
 import { type FastTextOutput, type FastTextParts, FastTextTagModel } from './fasttext-model.js';
 import type { FastTextLossArg } from './fasttext-params.js';
-import { float32Array, float64Array, type ParallelRunner, sharedCopy, spreads } from '../../parallel.js';
 import {
   type FastTextExamples,
   type FastTextMatrices,
@@ -229,7 +229,16 @@ function runEpochs(
       runner!.run('fasttext-shard', { ...work, epochStart: (epoch - 1) * epochTokens }, shards);
       loss = work.losses.reduce((sum, l) => sum + l, 0);
     } else {
-      loss = trainExamples(p.examples, p.matrices, order, 0, order.length, schedule, (epoch - 1) * epochTokens, scratch).loss;
+      loss = trainExamples(
+        p.examples,
+        p.matrices,
+        order,
+        0,
+        order.length,
+        schedule,
+        (epoch - 1) * epochTokens,
+        scratch,
+      ).loss;
     }
     report?.(epoch, loss / Math.max(1, order.length));
   }
@@ -273,16 +282,25 @@ export function trainFastTextTagger(
   const lossRows = validation.slice(0, VALIDATION_LOSS_ROWS);
   const lossLabels = labelArrays(lossRows, tags, args.multi_label);
   const history: EpochReport[] = [];
-  runEpochs(p, args, [0, p.trainRows], args.ft_epochs, args.ft_lr, rng, options.parallel, (epoch, trainLoss) => {
-    const report = {
-      epoch,
-      epochs: args.ft_epochs,
-      trainLoss,
-      valLoss: meanLogLoss(validated, lossRows, lossLabels),
-    };
-    history.push(report);
-    options.onEpoch?.(report);
-  });
+  runEpochs(
+    p,
+    args,
+    [0, p.trainRows],
+    args.ft_epochs,
+    args.ft_lr,
+    rng,
+    options.parallel,
+    (epoch, trainLoss) => {
+      const report = {
+        epoch,
+        epochs: args.ft_epochs,
+        trainLoss,
+        valLoss: meanLogLoss(validated, lossRows, lossLabels),
+      };
+      history.push(report);
+      options.onEpoch?.(report);
+    },
+  );
   const probabilities = validation.map((row) => {
     const out = new Float64Array(K);
     validated.probabilitiesInto(row.text, out);

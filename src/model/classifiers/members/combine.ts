@@ -4,8 +4,8 @@
  * mean over the members (a lone member's probabilities are the model's). Shared by prediction, explanation
  * and training.
  */
-import { addLinearScores } from '../linear-scores.js';
 import { probabilitiesInPlace } from '../links.js';
+import { addMemberScores } from './member-weights.js';
 import { plattProbability } from './platt.js';
 import type { Member } from './train-member.js';
 
@@ -40,15 +40,7 @@ export function memberScores(
   out: Float64Array,
 ): void {
   out.set(member.bias);
-  addLinearScores(
-    member.weights,
-    member.nClasses,
-    indices,
-    member.inputs === 'binary' ? null : values,
-    from,
-    to,
-    out,
-  );
+  addMemberScores(member.weights, indices, member.inputs === 'binary' ? null : values, from, to, out);
 }
 
 /** The parts the model's probabilities are computed from (the model, or a model being trained). */

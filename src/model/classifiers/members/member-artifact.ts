@@ -1,28 +1,32 @@
 /**
  * The member classifiers' model in the saved format (since `tagger-model/1.4`, see artifact.ts): the manifest's
- * `trained_tags` and `members`, and weights.bin as idf[V] then, per member, weights[V × trained tags]
- * (feature-major) and bias[trained tags]. Decoding checks the members against the args they were trained
- * with (classifier, weight, inputs, link, calibration), so a manifest edited by hand cannot pass for
- * another model.
+ * `trained_tags` and `members`, and weights.bin as idf[V] (float64) then, per member, its weights and
+ * bias[trained tags] (float64). Before 1.6 a member's weights are dense float64 (V × trained tags,
+ * feature-major); since 1.6 each member says how they are stored (`weights`: dense or sparse by feature,
+ * float32 or float64, with naive Bayes' per-feature and per-class terms; member-weights.ts). Decoding checks
+ * the members against the args they were trained with (classifier, weight, inputs, link, calibration), so a
+ * manifest edited by hand cannot pass for another model.
  */
 import {
+  ByteReader,
+  ByteWriter,
   bad,
   type CheckedManifest,
   checkedVocabulary,
   crc32,
   decodeVectorizer,
-  floatReader,
+  formatAtLeast,
   MANIFEST,
   type ManifestMember,
   vectorizerManifest,
   WEIGHTS,
-  writeFloats,
 } from '../../artifact-common.js';
 import { ModelInputError } from '../../errors.js';
 import type { TagModel } from '../../tag-model.js';
 import type { EncodedModel } from '../family.js';
 import { MemberTagModel } from './member-model.js';
 import { memberDefinition } from './member-table.js';
+import { denseWeights, type MemberWeights } from './member-weights.js';
 import type { Member } from './train-member.js';
 import { memberSpecs } from './train-members.js';
 
@@ -33,20 +37,45 @@ export function encodeMemberModel(model: TagModel): EncodedModel {
     );
   }
   const { vectorizer, members } = model;
+  const writer = new ByteWriter().float64s(vectorizer.idf);
+  const entries = members.map((m): ManifestMember => {
+    const w = m.weights;
+    if (w.dense !== null) writer.values(w.dense);
+    else writer.int32s(w.sparse!.start).int32s(w.sparse!.classes).values(w.sparse!.values);
+    if (w.perFeature !== null) writer.values(w.perFeature);
+    if (w.perClass !== null) writer.float64s(w.perClass);
+    writer.float64s(m.bias);
+    const stored = w.dense ?? w.sparse!.values;
+    return {
+      classifier: m.classifier,
+      weight: m.weight,
+      inputs: m.inputs,
+      link: m.link,
+      calibration: m.calibration === null ? null : { a: [...m.calibration.a], b: [...m.calibration.b] },
+      weights: {
+        layout: w.dense !== null ? 'dense' : 'sparse',
+        dtype: stored instanceof Float32Array ? 'float32' : 'float64',
+        stored: stored.length,
+        per_feature: w.perFeature !== null,
+        per_class: w.perClass !== null,
+      },
+    };
+  });
+  // A per-feature term is written at its own precision: the manifest's dtype is the stored values'.
+  for (const [i, m] of members.entries()) {
+    const pf = m.weights.perFeature;
+    if (pf !== null && pf instanceof Float32Array !== (entries[i]!.weights!.dtype === 'float32')) {
+      throw new ModelInputError(
+        'model/artifact: a member stores its weights and its per-feature term at one precision',
+      );
+    }
+  }
   return {
-    bytes: writeFloats([vectorizer.idf, ...members.flatMap((m) => [m.weights, m.bias])]),
+    bytes: writer.bytes(),
     manifest: {
       ...vectorizerManifest(vectorizer),
       trained_tags: Array.from(model.classes, (k) => model.tags[k]!),
-      members: members.map(
-        (m): ManifestMember => ({
-          classifier: m.classifier,
-          weight: m.weight,
-          inputs: m.inputs,
-          link: m.link,
-          calibration: m.calibration === null ? null : { a: [...m.calibration.a], b: [...m.calibration.b] },
-        }),
-      ),
+      members: entries,
     },
   };
 }
@@ -76,7 +105,16 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
     bad(`members must list the ${specs.length} member(s) the args describe, got ${JSON.stringify(saved)}`);
   }
   const V = vocabulary.length;
-  const expected = 8 * (V + specs.length * (V * Kc + Kc));
+  const sinceSparse = formatAtLeast(checked.format, 'tagger-model/1.6');
+  const layouts = saved!.map((entry, i) =>
+    sinceSparse ? checkedLayout(entry?.weights, V, Kc, i + 1) : null,
+  );
+  const expected =
+    8 * V +
+    layouts.reduce(
+      (sum, layout) => sum + 8 * Kc + (layout === null ? 8 * V * Kc : layoutBytes(layout, V, Kc)),
+      0,
+    );
   if (bytes.byteLength !== expected) {
     bad(
       `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${V} features, ${specs.length} member(s) and ${Kc} trained tags (truncated?)`,
@@ -84,9 +122,8 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
   }
   if (m.weights_crc32 !== crc32(bytes))
     bad(`${WEIGHTS} does not match its checksum in ${MANIFEST} (corrupt)`);
-  const read = floatReader(bytes);
-  const idf = read(0, V);
-  let offset = V;
+  const reader = new ByteReader(bytes);
+  const idf = reader.float64s(V);
   const members = specs.map((spec, i): Member => {
     const entry = saved![i]!;
     const definition = memberDefinition(spec.classifier);
@@ -117,9 +154,11 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
         `member ${i + 1} (${spec.classifier}) must have ${wantsCalibration ? `calibration {a, b}, ${Kc} finite numbers each` : 'calibration null'}, got ${JSON.stringify(calibration)}`,
       );
     }
-    const weights = read(offset, V * Kc);
-    const bias = read(offset + V * Kc, Kc);
-    offset += V * Kc + Kc;
+    const layout = layouts[i];
+    const weights = layout
+      ? readWeights(reader, layout, V, Kc, i + 1)
+      : denseWeights(reader.float64s(V * Kc), V, Kc);
+    const bias = reader.float64s(Kc);
     return {
       classifier: spec.classifier,
       weight: spec.weight,
@@ -134,6 +173,7 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
         : null,
     };
   });
+  reader.end();
   const vectorizer = decodeVectorizer(m, args, vocabulary, idf);
   return new MemberTagModel(
     tags,
@@ -144,4 +184,72 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
     classes,
     checked.tagThresholds,
   );
+}
+
+type Layout = NonNullable<ManifestMember['weights']>;
+
+/** A tagger-model/1.6 member's `weights` entry, checked. */
+function checkedLayout(layout: unknown, V: number, K: number, member: number): Layout {
+  const l = layout as Partial<Layout> | null;
+  const ok =
+    l !== null &&
+    typeof l === 'object' &&
+    (l.layout === 'dense' || l.layout === 'sparse') &&
+    (l.dtype === 'float32' || l.dtype === 'float64') &&
+    Number.isInteger(l.stored) &&
+    l.stored! >= 0 &&
+    l.stored! <= V * K &&
+    (l.layout === 'sparse' || l.stored === V * K) &&
+    typeof l.per_feature === 'boolean' &&
+    typeof l.per_class === 'boolean';
+  if (!ok) {
+    bad(
+      `member ${member} needs "weights" {layout: dense (${V * K} stored) | sparse, dtype: float32 | float64, stored, per_feature, per_class}, got ${JSON.stringify(layout)}`,
+    );
+  }
+  return l as Layout;
+}
+
+/** The bytes a member's weights take (its bias not included). */
+function layoutBytes(layout: Layout, V: number, K: number): number {
+  const width = layout.dtype === 'float32' ? 4 : 8;
+  return (
+    width * layout.stored +
+    (layout.layout === 'sparse' ? 4 * (V + 1) + 4 * layout.stored : 0) +
+    (layout.per_feature ? width * V : 0) +
+    (layout.per_class ? 8 * K : 0)
+  );
+}
+
+/** A tagger-model/1.6 member's weights as its (checked) layout says they are stored. */
+function readWeights(
+  reader: ByteReader,
+  layout: Layout,
+  V: number,
+  K: number,
+  member: number,
+): MemberWeights {
+  const { dtype, stored } = layout;
+  let dense: MemberWeights['dense'] = null;
+  let sparse: MemberWeights['sparse'] = null;
+  if (layout.layout === 'dense') dense = reader.values(stored, dtype);
+  else {
+    const start = reader.int32s(V + 1);
+    const classes = reader.int32s(stored);
+    if (start[0] !== 0 || start[V] !== stored)
+      bad(`member ${member}'s sparse weights must start at 0 and end at ${stored}`);
+    for (let f = 0; f < V; f++) {
+      if (start[f + 1]! < start[f]!) bad(`member ${member}'s sparse weights go backwards at feature ${f}`);
+      for (let q = start[f]!; q < start[f + 1]!; q++) {
+        const k = classes[q]!;
+        if (k < 0 || k >= K || (q > start[f]! && k <= classes[q - 1]!)) {
+          bad(`member ${member}'s sparse weights name class ${k} out of order or range at feature ${f}`);
+        }
+      }
+    }
+    sparse = { start, classes, values: reader.values(stored, dtype) };
+  }
+  const perFeature = layout.per_feature ? reader.values(V, dtype) : null;
+  const perClass = layout.per_class ? reader.float64s(K) : null;
+  return { nFeatures: V, nClasses: K, dense, sparse, perFeature, perClass };
 }

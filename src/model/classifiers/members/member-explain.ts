@@ -19,6 +19,7 @@ import {
   memberProbabilitiesInPlace,
   memberScores,
 } from './combine.js';
+import { weightAt } from './member-weights.js';
 import type { Member } from './train-member.js';
 
 export interface MemberExplainableParts extends MemberParts {
@@ -74,7 +75,7 @@ function explainMember(
   memberProbabilitiesInPlace(member, scores, model.multiLabel);
   const split = splitScore(
     features,
-    (column) => member.weights[column * K + c]!,
+    (column) => weightAt(member.weights, column, c),
     member.bias[c]!,
     top,
     featureNames(model.vectorizer),

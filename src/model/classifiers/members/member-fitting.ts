@@ -15,6 +15,7 @@ import {
   type DualProblem,
 } from './dual-cd.js';
 import { type FitOptions, isPositive, type LinearParts, type MemberTrainingData } from './member.js';
+import { type ClassWeights, fromClasses, nonZero } from './member-weights.js';
 import { type FeatureSums, featureSums, logCountRatios } from './naive-bayes.js';
 
 export interface DualFit {
@@ -38,7 +39,8 @@ export function fitOneVsRestDual(
 ): LinearParts {
   const K = data.nClasses;
   const V = data.x.nCols;
-  const weights = new Float64Array(V * K);
+  // One class at a time, kept as its non-zero weights: never a features × classes array.
+  const classes: ClassWeights[] = [];
   const bias = new Float64Array(K);
   const binarySums = how.ratioAlpha === undefined ? null : featureSums(data.x, data.rowWeight, data, true);
   const rng = createRng(options.seed);
@@ -75,10 +77,11 @@ export function fitOneVsRestDual(
       meanMagnitude /= V;
       w = w.map((value) => (1 - beta) * meanMagnitude + beta * value);
     }
-    for (let f = 0; f < V; f++) weights[f * K + k] = ratios === null ? w[f]! : w[f]! * ratios[f]!;
+    if (ratios !== null) for (let f = 0; f < V; f++) w[f]! *= ratios[f]!;
+    classes.push(nonZero(w, V));
     bias[k] = solved.bias;
   }
-  return { weights, bias };
+  return { weights: fromClasses(classes, V), bias };
 }
 
 /**

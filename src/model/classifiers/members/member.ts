@@ -68,7 +68,7 @@ export interface MemberDefinition<Name extends string = string> {
    * calibration fold must leave it rows with (and, multi-label, without) every tag.
    */
   readonly needsRowsOfEveryTag: boolean;
-  /** One linear model per class fitted on the rows with a weight (calibration is train-member.ts's). */
+  /** One linear model per class fitted on the rows with a weight, in Float64 (calibration is train-member.ts's). */
   fit(data: MemberTrainingData, params: MemberHyperParams, options: FitOptions): LinearParts;
 }
 

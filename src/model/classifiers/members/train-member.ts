@@ -20,6 +20,7 @@ import {
 import type { MemberSpec } from './member-args.js';
 import type { MemberClassifier } from './member-table.js';
 import { memberDefinition } from './member-table.js';
+import { addMemberScores, type MemberWeights } from './member-weights.js';
 import { fitPlatt } from './platt.js';
 
 /** A trained member: a linear model over the shared features and how its scores become probabilities. */
@@ -31,8 +32,8 @@ export interface Member {
   nFeatures: number;
   /** The tags with training rows (the model maps them to its tags). */
   nClasses: number;
-  /** weights[f × nClasses + k]: feature-major, as the SGD model's. */
-  weights: Float64Array;
+  /** Its weights (dense or sparse by feature, with naive Bayes' shared terms: member-weights.ts). */
+  weights: MemberWeights;
   bias: Float64Array;
   link: MemberLink;
   /** Platt's a and b per class (probability 1 / (1 + exp(a·score + b))); null: the link's probabilities. */
@@ -73,14 +74,9 @@ function fitMember(
 
 /** The member's linear scores of CSR row r of the training matrix into `out`. */
 export function memberRowScores(member: Member, x: CsrMatrix, r: number, out: Float64Array): void {
-  const K = member.nClasses;
   out.set(member.bias);
-  const binary = member.inputs === 'binary';
-  for (let q = x.indptr[r]!; q < x.indptr[r + 1]!; q++) {
-    const base = x.indices[q]! * K;
-    const v = binary ? 1 : x.data[q]!;
-    for (let k = 0; k < K; k++) out[k]! += member.weights[base + k]! * v;
-  }
+  const values = member.inputs === 'binary' ? null : x.data;
+  addMemberScores(member.weights, x.indices, values, x.indptr[r]!, x.indptr[r + 1]!, out);
 }
 
 /**

@@ -19,7 +19,7 @@ import {
   type TrainOptions,
   tagsOf,
 } from '../../tag-model.js';
-import { fitVectorizer } from '../../text/features.js';
+import { fitVectorizer, type TaggerVectorizer } from '../../text/features.js';
 import { cleanText } from '../../text/preprocess.js';
 import type { CsrMatrix } from '../../text/tfidf.js';
 import type { TrainingArgs } from '../../training-args.js';
@@ -35,7 +35,9 @@ import type { MemberTrainingData } from './member.js';
 import { type MemberSpec, memberParams } from './member-args.js';
 import { MemberTagModel } from './member-model.js';
 import { isMemberClassifier } from './member-table.js';
-import { type Member, trainMember } from './train-member.js';
+import { forStorage } from './member-weights.js';
+import { fitPlatt } from './platt.js';
+import { type Member, memberRowScores, trainMember } from './train-member.js';
 
 /** The member specs of the args: a soft vote's members, or the classifier alone as the one member. */
 export function memberSpecs(args: TrainingArgs): MemberSpec[] {
@@ -46,34 +48,34 @@ export function memberSpecs(args: TrainingArgs): MemberSpec[] {
   return [memberParams({ classifier: args.classifier, weight: 1 }, args)];
 }
 
-/** One fit: the model and the features of the rows it was fitted on and validated with. */
-interface FittedMembers {
-  model: MemberTagModel;
-  train: { x: CsrMatrix; labels: ReturnType<typeof labelArrays> };
-  validation: { x: CsrMatrix; labels: ReturnType<typeof labelArrays> };
+/** Rows as the members see them: their features (of one vectorizer) and labels. */
+interface RowFeatures {
+  x: CsrMatrix;
+  labels: ReturnType<typeof labelArrays>;
 }
 
+/** How a fit calibrates the members that ask for it: on folds of its rows, or with given sigmoids. */
+type Calibrating = { folds: true } | { given: readonly (Member['calibration'] | null)[] | null };
+
+/**
+ * One fit of the members on `rows` (features of `vectorizer`): oversampling and class weights from the
+ * args, each member trained on the tags with rows. `calibrating.given`: the members that ask for Platt's
+ * sigmoids are trained without (null: to be fitted on the validation split by the caller) or take these.
+ */
 function fitMembers(
-  train: readonly LabelledText[],
-  validation: readonly LabelledText[],
+  rows: RowFeatures,
+  tags: readonly string[],
+  vectorizer: TaggerVectorizer,
   args: TrainingArgs,
   seed: number,
   progress: { fit: MemberReport['fit']; onMember: TrainOptions['onMember'] },
-  fixedTags?: readonly string[],
-): FittedMembers {
-  const tags = fixedTags
-    ? [...fixedTags]
-    : multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
-  const clean = (rows: readonly LabelledText[]): string[] =>
-    rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
-  const trainTexts = clean(train);
-  const vectorizer = fitVectorizer(trainTexts, args);
-  const x = vectorizer.transform(trainTexts);
-  const labels = labelArrays(train, tags, args.multi_label);
+  calibrating: Calibrating,
+): MemberTagModel {
+  const { x, labels } = rows;
   const K = tags.length;
   const rng = createRng(seed);
   const order = args.oversample ? oversampledOrder(labels.y, K, rng) : Int32Array.from(labels.y.keys());
-  const rowWeight = new Float64Array(train.length);
+  const rowWeight = new Float64Array(x.nRows);
   for (const r of order) rowWeight[r]! += 1;
   // Counted over the rows as visited (oversampling repeats), as the SGD tagger and sklearn count them.
   const classWeight =
@@ -89,7 +91,8 @@ function fitMembers(
   const specs = memberSpecs(args);
   const members: Member[] = specs.map((spec, index) => {
     const started = performance.now();
-    const member = trainMember(spec, data.data, {
+    const folds = 'folds' in calibrating;
+    const member = trainMember(folds ? spec : { ...spec, calibration: 'none' }, data.data, {
       seed: randomInt(rng, 0x7fffffff),
       calibrationFolds: args.calibration_folds,
     });
@@ -98,12 +101,17 @@ function fitMembers(
       member: index + 1,
       members: specs.length,
       classifier: spec.classifier,
-      fits: spec.calibration === 'none' ? 1 : args.calibration_folds + 1,
+      fits: spec.calibration === 'none' || !folds ? 1 : args.calibration_folds + 1,
       seconds: (performance.now() - started) / 1000,
     });
-    return member;
+    const calibration =
+      'given' in calibrating && spec.calibration === 'sigmoid'
+        ? (calibrating.given?.[index] ?? null)
+        : member.calibration;
+    // Trained in Float64; kept (and so scored, saved and loaded) as a model keeps its weights.
+    return { ...member, calibration, weights: forStorage(member.weights) };
   });
-  const model = new MemberTagModel(
+  return new MemberTagModel(
     tags,
     args,
     null,
@@ -112,14 +120,72 @@ function fitMembers(
     data.classes,
     args.multi_label ? tags.map(() => 0.5) : null,
   );
+}
+
+/** Rows stacked: `a`'s then `b`'s (one vocabulary). */
+function stackRows(a: RowFeatures, b: RowFeatures): RowFeatures {
+  const nnzA = a.x.indptr[a.x.nRows]!;
+  const indptr = new Int32Array(a.x.nRows + b.x.nRows + 1);
+  indptr.set(a.x.indptr);
+  for (let r = 1; r <= b.x.nRows; r++) indptr[a.x.nRows + r] = nnzA + b.x.indptr[r]!;
+  const nnz = indptr[indptr.length - 1]!;
+  const indices = new Int32Array(nnz);
+  indices.set(a.x.indices.subarray(0, nnzA));
+  indices.set(b.x.indices.subarray(0, nnz - nnzA), nnzA);
+  const data = new Float64Array(nnz);
+  data.set(a.x.data.subarray(0, nnzA));
+  data.set(b.x.data.subarray(0, nnz - nnzA), nnzA);
+  const y = new Int32Array(a.labels.y.length + b.labels.y.length);
+  y.set(a.labels.y);
+  y.set(b.labels.y, a.labels.y.length);
+  let labels: Uint8Array | undefined;
+  if (a.labels.labels !== undefined) {
+    labels = new Uint8Array(a.labels.labels.length + b.labels.labels!.length);
+    labels.set(a.labels.labels);
+    labels.set(b.labels.labels!, a.labels.labels.length);
+  }
   return {
-    model,
-    train: { x, labels },
-    validation: {
-      x: vectorizer.transform(clean(validation)),
-      labels: labelArrays(validation, tags, args.multi_label),
-    },
+    x: { nRows: a.x.nRows + b.x.nRows, nCols: a.x.nCols, indptr, indices, data },
+    labels: { y, ...(labels === undefined ? {} : { labels }) },
   };
+}
+
+/**
+ * Platt's sigmoids of the members that ask for them, fitted on the validation rows' scores (the members
+ * were trained without those rows): `calibration_data: validation`, what scales where k more fits do not.
+ */
+function calibrateOnValidation(
+  model: MemberTagModel,
+  validation: RowFeatures,
+  specs: readonly { calibration: string }[],
+): (Member['calibration'] | null)[] {
+  const n = validation.x.nRows;
+  return model.members.map((member, m) => {
+    if (specs[m]!.calibration !== 'sigmoid') return null;
+    const K = member.nClasses;
+    const scores = new Float64Array(n * K);
+    const out = new Float64Array(K);
+    for (let r = 0; r < n; r++) {
+      memberRowScores(member, validation.x, r, out);
+      scores.set(out, r * K);
+    }
+    const a = new Float64Array(K);
+    const b = new Float64Array(K);
+    const weights = new Float64Array(n).fill(1);
+    for (let c = 0; c < K; c++) {
+      const k = model.classes[c]!;
+      const classScores = Float64Array.from({ length: n }, (_, r) => scores[r * K + c]!);
+      const positive = Array.from({ length: n }, (_, r) =>
+        validation.labels.labels === undefined
+          ? validation.labels.y[r] === k
+          : validation.labels.labels[r * model.tags.length + k] === 1,
+      );
+      const fitted = fitPlatt(classScores, positive, weights);
+      a[c] = fitted.a;
+      b[c] = fitted.b;
+    }
+    return { a, b };
+  });
 }
 
 /**
@@ -186,19 +252,26 @@ function rowProbabilities(model: MemberTagModel, x: CsrMatrix): Float64Array[] {
   });
 }
 
-/** Mean log loss (multi-label: summed per-tag binary cross-entropies); NaN without rows. */
-function meanLogLoss(probabilities: readonly Float64Array[], labels: ReturnType<typeof labelArrays>): number {
+/**
+ * Mean log loss of the model on rows (multi-label: summed per-tag binary cross-entropies), one row at a
+ * time (no rows × tags array); NaN without rows.
+ */
+function meanLogLoss(model: MemberTagModel, rows: RowFeatures): number {
+  const { x, labels } = rows;
+  const p = new Float64Array(model.tags.length);
+  const scratch = new Float64Array(model.classes.length);
   let total = 0;
-  probabilities.forEach((p, r) => {
+  for (let r = 0; r < x.nRows; r++) {
+    combinedProbabilities(model, x.indices, x.data, x.indptr[r]!, x.indptr[r + 1]!, p, scratch);
     if (labels.labels === undefined) {
       total -= Math.log(Math.max(p[labels.y[r]!]!, 1e-15));
-      return;
+      continue;
     }
     for (let k = 0; k < p.length; k++) {
       total -= Math.log(Math.max(labels.labels[r * p.length + k] === 1 ? p[k]! : 1 - p[k]!, 1e-15));
     }
-  });
-  return total / probabilities.length;
+  }
+  return total / x.nRows;
 }
 
 /**
@@ -211,23 +284,58 @@ export function trainMemberTagger(
   args: TrainingArgs,
   options: TrainOptions,
 ): TrainedTagger {
-  const first = fitMembers(train, validation, args, options.seed, {
-    fit: 'validated',
-    onMember: options.onMember,
+  const tags = multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
+  const clean = (rows: readonly LabelledText[]): string[] =>
+    rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
+  const featuresOf = (
+    vectorizer: TaggerVectorizer,
+    rows: readonly LabelledText[],
+    texts: string[],
+    of: readonly string[],
+  ): RowFeatures => ({
+    x: vectorizer.transform(texts),
+    labels: labelArrays(rows, of, args.multi_label),
   });
-  const { tags } = first.model;
-  const valProbabilities = rowProbabilities(first.model, first.validation.x);
+  const trainTexts = clean(train);
+  const vectorizer = fitVectorizer(trainTexts, args);
+  const trainRows = featuresOf(vectorizer, train, trainTexts, tags);
+  const validationRows = featuresOf(vectorizer, validation, clean(validation), tags);
+  // Platt's sigmoids from the validation split (calibration_data: validation) need one.
+  const onValidation = args.calibration_data === 'validation' && validation.length > 0;
+  const specs = memberSpecs(args);
+  let first: MemberTagModel | null = fitMembers(
+    trainRows,
+    tags,
+    vectorizer,
+    args,
+    options.seed,
+    { fit: 'validated', onMember: options.onMember },
+    onValidation ? { given: null } : { folds: true },
+  );
+  const sigmoids = onValidation ? calibrateOnValidation(first, validationRows, specs) : null;
+  if (sigmoids !== null) {
+    first = new MemberTagModel(
+      tags,
+      args,
+      null,
+      vectorizer,
+      first.members.map((m, i) => ({ ...m, calibration: sigmoids[i] ?? m.calibration })),
+      first.classes,
+      args.multi_label ? tags.map(() => 0.5) : null,
+    );
+  }
+  const valProbabilities = rowProbabilities(first, validationRows.x);
   const report: EpochReport = {
     epoch: 1,
     epochs: 1,
-    trainLoss: meanLogLoss(rowProbabilities(first.model, first.train.x), first.train.labels),
-    valLoss: validation.length === 0 ? Number.NaN : meanLogLoss(valProbabilities, first.validation.labels),
+    trainLoss: meanLogLoss(first, trainRows),
+    valLoss: validation.length === 0 ? Number.NaN : meanLogLoss(first, validationRows),
   };
   options.onEpoch?.(report);
   let threshold: number | null = null;
   let tagThresholds: number[] | null = null;
   let validationF1 = Number.NaN;
-  const valLabels = first.validation.labels;
+  const valLabels = validationRows.labels;
   if (args.multi_label) {
     const K = tags.length;
     tagThresholds = chooseTagThresholds(args.threshold, valProbabilities, valLabels.labels!, K);
@@ -251,25 +359,38 @@ export function trainMemberTagger(
     threshold = chooseThreshold(args.threshold, top, predicted, yVal);
     if (validation.length > 0) validationF1 = f1WithThreshold(top, predicted, yVal, threshold);
   }
-  let fitted = first;
+  let model = first;
   if (args.refit && validation.length > 0) {
-    // The refit keeps the validated fit's tags for multi-label models (as the SGD tagger does).
-    fitted = fitMembers(
-      [...train, ...validation],
-      [],
+    // The validated fit is let go first: the two are never in memory together.
+    first = null;
+    // The refit keeps the validated fit's tags for multi-label models (as the SGD tagger does) and when its
+    // sigmoids come from the validated fit (they are per tag).
+    const all = [...train, ...validation];
+    const refitTags =
+      args.multi_label || sigmoids !== null
+        ? tags
+        : multiLabelModelTags(all.map(tagsOf), args.min_freq, args.accepted_tags);
+    let refitVectorizer = vectorizer;
+    let rows: RowFeatures;
+    if (args.refit_vocabulary) {
+      const texts = clean(all);
+      refitVectorizer = fitVectorizer(texts, args);
+      rows = featuresOf(refitVectorizer, all, texts, refitTags);
+    } else {
+      // The validated fit's vocabulary and idf: the features of every row are computed already.
+      rows = stackRows(trainRows, validationRows);
+    }
+    model = fitMembers(
+      rows,
+      refitTags,
+      refitVectorizer,
       args,
       options.seed,
       { fit: 'refit', onMember: options.onMember },
-      args.multi_label ? tags : undefined,
+      sigmoids !== null ? { given: sigmoids } : { folds: true },
     );
-    options.onRefitEpoch?.({
-      epoch: 1,
-      epochs: 1,
-      trainLoss: meanLogLoss(rowProbabilities(fitted.model, fitted.train.x), fitted.train.labels),
-      valLoss: Number.NaN,
-    });
+    options.onRefitEpoch?.({ epoch: 1, epochs: 1, trainLoss: meanLogLoss(model, rows), valLoss: Number.NaN });
   }
-  const { model } = fitted;
   return {
     model: new MemberTagModel(
       model.tags,

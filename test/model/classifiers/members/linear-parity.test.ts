@@ -21,6 +21,7 @@ import { solveLogisticDual, solveSvmDual } from '../../../../src/model/classifie
 import type { MemberTrainingData } from '../../../../src/model/classifiers/members/member.js';
 import type { MemberSpec } from '../../../../src/model/classifiers/members/member-args.js';
 import { MEMBER_CLASSIFIERS } from '../../../../src/model/classifiers/members/member-table.js';
+import { toDense } from '../../../../src/model/classifiers/members/member-weights.js';
 import { fitPlatt } from '../../../../src/model/classifiers/members/platt.js';
 import { type Member, trainMember } from '../../../../src/model/classifiers/members/train-member.js';
 import { createRng, randomInt } from '../../../../src/model/rng.js';
@@ -289,8 +290,9 @@ describe.skipIf(python === null || datasetPath === null)(
       members.forEach((member, m) => {
         const expected = theirs.members[m]!;
         // sklearn's coef is V × K as Tagger's weights (feature-major).
-        const scale = Math.max(1, ...member.weights.map(Math.abs));
-        expect(maxDiff(member.weights, expected.coef.flat()) / scale, name).toBeLessThan(loose ? 1e-3 : 1e-9);
+        const weights = toDense(member.weights);
+        const scale = Math.max(1, ...weights.map(Math.abs));
+        expect(maxDiff(weights, expected.coef.flat()) / scale, name).toBeLessThan(loose ? 1e-3 : 1e-9);
         expect(maxDiff(member.bias, expected.intercept), name).toBeLessThan(loose ? 1e-3 : 1e-9);
         if (expected.calibration === null) expect(member.calibration).toBeNull();
         else {

@@ -82,14 +82,16 @@ describe('member classifiers and soft vote', () => {
       unknown
     >;
     expect(manifest.format).toBe('tagger-model/1.6');
-    // Member models came with 1.4, whose files are the same: one saved then still loads.
+    // Member models came with 1.4 (dense float64 weights); 1.6 stores them sparse and in float32, so a 1.6
+    // file relabelled 1.4 is refused by its size rather than misread (test/model/saved-models.test.ts loads
+    // models saved as 1.5).
     const as14 = {
       ...files,
       'tagger-model.json': new TextEncoder().encode(
         JSON.stringify({ ...manifest, format: 'tagger-model/1.4' }),
       ),
     };
-    expect(decodeModel(as14).predict(texts)).toEqual(a.predict(texts));
+    expect(() => decodeModel(as14)).toThrow(/expected \d+ for \d+ features/);
     expect(manifest.members).toMatchObject([
       {
         classifier: 'linear_svm',
