@@ -3,6 +3,8 @@ import { type LabelledText, parseTrainingArgs } from '../../src/model/index.js';
 import { DataError, readDataset } from '../../src/train/data.js';
 import {
   argsForData,
+  LARGE_DATA_ROWS,
+  largeDataSettings,
   MIN_STRATUM_ROWS,
   splitData,
   splitStratum,
@@ -260,5 +262,46 @@ describe('multi-label data', () => {
     ).toThrow(
       /every tag but 'natural-language-processing' is dropped .* would answer 'natural-language-processing' for every text/,
     );
+  });
+});
+
+describe('argsForData on large data', () => {
+  const rows = (n: number): LabelledText[] =>
+    Array.from({ length: n }, (_, i) => ({ text: `text ${i}`, tag: `t${i % 7}` }));
+
+  it('takes the large-data settings from LARGE_DATA_ROWS rows on, each unless the args set it', () => {
+    const small = argsForData(parseTrainingArgs({}), rows(LARGE_DATA_ROWS - 1), new Set());
+    expect(small).toEqual(parseTrainingArgs({}));
+    const large = argsForData(parseTrainingArgs({}), rows(LARGE_DATA_ROWS), new Set());
+    expect(large).toMatchObject({ min_df: 2, calibration_data: 'validation', refit_vocabulary: false });
+    expect(large.members!.map((m) => `${m.classifier}/${m.calibration}`)).toEqual([
+      'linear_svm/sigmoid',
+      'multinomial_nb/none',
+    ]);
+    const chosen = argsForData(
+      parseTrainingArgs({ min_df: 1, refit_vocabulary: true }),
+      rows(LARGE_DATA_ROWS),
+      new Set(['min_df', 'refit_vocabulary']),
+    );
+    expect(chosen).toMatchObject({ min_df: 1, calibration_data: 'validation', refit_vocabulary: true });
+    expect(
+      largeDataSettings(parseTrainingArgs({}), LARGE_DATA_ROWS, new Set(['members'])),
+    ).not.toHaveProperty('members');
+  });
+
+  it('gives members only to a classifier that has them', () => {
+    const svm = argsForData(
+      parseTrainingArgs({ classifier: 'linear_svm' }),
+      rows(LARGE_DATA_ROWS),
+      new Set(['classifier']),
+    );
+    expect(svm.members).toBeNull();
+    expect(svm.calibration_data).toBe('validation');
+    const ft = argsForData(
+      parseTrainingArgs({ classifier: 'fasttext' }),
+      rows(LARGE_DATA_ROWS),
+      new Set(['classifier']),
+    );
+    expect(ft.members).toBeNull();
   });
 });
