@@ -11,12 +11,15 @@
 export interface ParallelRunner {
   /** The threads it runs tasks on, the calling one included (≥ 1). */
   readonly threads: number;
-  /** Runs `PARALLEL_JOBS[job](shared, task)` for every task in [0, count), blocking until all are done. */
-  run(job: string, shared: object, count: number): void;
+  /**
+   * Runs `PARALLEL_JOBS[job](shared, task)` for every task in [0, count), blocking until all are done;
+   * returns each task's result in task order (copied to this thread).
+   */
+  run(job: string, shared: object, count: number): unknown[];
 }
 
-/** A job: one task of `shared`'s work (it writes its results into shared memory). */
-export type ParallelJob = (shared: never, task: number) => void;
+/** A job: one task of `shared`'s work; its result is copied back (or it writes into shared memory). */
+export type ParallelJob = (shared: never, task: number) => unknown;
 
 /** Whether work should be spread: a runner with more than one thread. */
 export const spreads = (runner: ParallelRunner | undefined): runner is ParallelRunner =>

@@ -5,7 +5,9 @@
  */
 import type { ParallelJob } from '../parallel.js';
 import { trainShard } from './fasttext/fasttext-sgd.js';
+import { fitDualClass } from './members/member-fitting.js';
 
 export const PARALLEL_JOBS: Readonly<Record<string, ParallelJob>> = Object.freeze({
   'fasttext-shard': trainShard as ParallelJob,
+  'member-dual-class': fitDualClass as ParallelJob,
 });

@@ -87,8 +87,8 @@ export class FeatureUnion implements TextVectorizer {
     return this.values;
   }
 
-  transform(docs: readonly string[]): CsrMatrix {
-    return transformToCsr(this, docs);
+  transform(docs: readonly string[], shared = false): CsrMatrix {
+    return transformToCsr(this, docs, shared);
   }
 }
 

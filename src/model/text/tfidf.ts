@@ -596,8 +596,8 @@ export class TfidfVectorizer {
   }
 
   /** Vectorises documents into a CSR matrix (sklearn's transform); column indices ascend within a row. */
-  transform(docs: readonly string[]): CsrMatrix {
-    return transformToCsr(this, docs);
+  transform(docs: readonly string[], shared = false): CsrMatrix {
+    return transformToCsr(this, docs, shared);
   }
 }
 
@@ -609,11 +609,16 @@ export interface TextVectorizer {
   vectorize(doc: string): number;
   readonly vectorIndices: Int32Array;
   readonly vectorValues: Float64Array;
-  transform(docs: readonly string[]): CsrMatrix;
+  /** The documents' rows (`shared`: in shared memory, for threads: src/model/parallel.ts). */
+  transform(docs: readonly string[], shared?: boolean): CsrMatrix;
 }
 
 /** Vectorises documents into a CSR matrix with column indices ascending within each row. */
-export function transformToCsr(vectorizer: TextVectorizer, docs: readonly string[]): CsrMatrix {
+export function transformToCsr(
+  vectorizer: TextVectorizer,
+  docs: readonly string[],
+  shared = false,
+): CsrMatrix {
   const indptr = new Int32Array(docs.length + 1);
   let indices = new Int32Array(1024);
   let data = new Float64Array(1024);
@@ -642,12 +647,20 @@ export function transformToCsr(vectorizer: TextVectorizer, docs: readonly string
     }
     indptr[r + 1] = nnz;
   }
+  // Exactly sized (and in shared memory when threads will read it: src/model/parallel.ts).
+  const exact = <T extends Int32Array | Float64Array>(array: T, length: number): T => {
+    if (!shared) return (array.length === length ? array : array.slice(0, length)) as T;
+    const Kind = array.constructor as new (buffer: SharedArrayBuffer) => T;
+    const copy = new Kind(new SharedArrayBuffer(length * array.BYTES_PER_ELEMENT));
+    copy.set(array.subarray(0, length) as never);
+    return copy;
+  };
   return {
     nRows: docs.length,
     nCols: vectorizer.size,
-    indptr,
-    indices: indices.slice(0, nnz),
-    data: data.slice(0, nnz),
+    indptr: exact(indptr, indptr.length),
+    indices: exact(indices, nnz),
+    data: exact(data, nnz),
   };
 }
 

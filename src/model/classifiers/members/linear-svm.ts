@@ -3,7 +3,6 @@
  * in the dual by coordinate descent — scikit-learn's LinearSVC(dual=True). Its margins are not
  * probabilities: normalised sigmoids order the tags, and `calibration: sigmoid` makes them calibrated.
  */
-import { solveSvmDual } from './dual-cd.js';
 import { defineMember, oneVsRestLink } from './member.js';
 import { fitOneVsRestDual } from './member-fitting.js';
 
@@ -18,6 +17,7 @@ export const LINEAR_SVM = defineMember({
   needsRowsOfEveryTag: false,
   fit: (data, params, options) =>
     fitOneVsRestDual(data, params.C, options, {
-      solve: (problem, solver) => solveSvmDual(problem, params.svm_loss, solver),
+      solver: 'svm',
+      svmLoss: params.svm_loss,
     }),
 });

@@ -2,7 +2,6 @@
  * `logistic_regression`: L2-regularised logistic regression per tag (one-vs-rest), solved exactly in the
  * dual by coordinate descent — scikit-learn's LogisticRegression(solver='liblinear', dual=True).
  */
-import { solveLogisticDual } from './dual-cd.js';
 import { defineMember, oneVsRestLink } from './member.js';
 import { fitOneVsRestDual } from './member-fitting.js';
 
@@ -16,5 +15,5 @@ export const LOGISTIC_REGRESSION = defineMember({
   link: oneVsRestLink,
   searchCalibration: { alone: 'draw', inVote: 'none' },
   needsRowsOfEveryTag: false,
-  fit: (data, params, options) => fitOneVsRestDual(data, params.C, options, { solve: solveLogisticDual }),
+  fit: (data, params, options) => fitOneVsRestDual(data, params.C, options, { solver: 'logistic' }),
 });

@@ -4,6 +4,7 @@
  * fits one linear model per tag over the shared features; train-member.ts adds calibration, and the
  * member model (member-model.ts) combines one member or several.
  */
+import type { ParallelRunner } from '../../parallel.js';
 import type { CsrMatrix } from '../../text/tfidf.js';
 import type { Calibration, MemberHyperParams } from './hyper-params.js';
 import type { LinearParts } from './naive-bayes.js';
@@ -37,6 +38,8 @@ export const isPositive = (data: MemberTrainingData, r: number, k: number): bool
 
 export interface FitOptions {
   seed: number;
+  /** Threads a fit may spread its classes over (parallel.ts). */
+  parallel?: ParallelRunner;
   /** Dual-CD stopping tolerance and iteration cap (default liblinear's, as sklearn sets them). */
   tol?: number;
   maxIter?: number;

@@ -2,7 +2,6 @@
  * `nb_lr`: NB-LR (Wang & Manning 2012) — logistic regression per tag on binary features scaled by the
  * tag's naive-Bayes log-count ratios, the ratios then folded into the weights.
  */
-import { solveLogisticDual } from './dual-cd.js';
 import { defineMember, oneVsRestLink } from './member.js';
 import { fitOneVsRestDual } from './member-fitting.js';
 
@@ -17,7 +16,7 @@ export const NB_LR = defineMember({
   needsRowsOfEveryTag: false,
   fit: (data, params, options) =>
     fitOneVsRestDual(data, params.C, options, {
-      solve: solveLogisticDual,
+      solver: 'logistic',
       ratioAlpha: params.nb_ratio_alpha,
     }),
 });

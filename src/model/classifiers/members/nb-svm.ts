@@ -3,7 +3,6 @@
  * naive-Bayes log-count ratios, its weights interpolated towards their mean magnitude by β
  * (`nb_svm_beta`), the ratios then folded into the weights.
  */
-import { solveSvmDual } from './dual-cd.js';
 import { defineMember, oneVsRestLink } from './member.js';
 import { fitOneVsRestDual } from './member-fitting.js';
 
@@ -18,7 +17,8 @@ export const NB_SVM = defineMember({
   needsRowsOfEveryTag: false,
   fit: (data, params, options) =>
     fitOneVsRestDual(data, params.C, options, {
-      solve: (problem, solver) => solveSvmDual(problem, params.svm_loss, solver),
+      solver: 'svm',
+      svmLoss: params.svm_loss,
       ratioAlpha: params.nb_ratio_alpha,
       interpolation: params.nb_svm_beta,
     }),

@@ -10,6 +10,7 @@
 import { ModelInputError } from '../../errors.js';
 import { multiLabelMetrics } from '../../evaluation/metrics.js';
 import { multiLabelModelTags } from '../../labels.js';
+import { float64Array, int32Array, type ParallelRunner, spreads } from '../../parallel.js';
 import { createRng, randomInt } from '../../rng.js';
 import {
   type EpochReport,
@@ -70,6 +71,7 @@ function fitMembers(
   seed: number,
   progress: { fit: MemberReport['fit']; onMember: TrainOptions['onMember'] },
   calibrating: Calibrating,
+  parallel: ParallelRunner | undefined,
 ): MemberTagModel {
   const { x, labels } = rows;
   const K = tags.length;
@@ -95,6 +97,7 @@ function fitMembers(
     const member = trainMember(folds ? spec : { ...spec, calibration: 'none' }, data.data, {
       seed: randomInt(rng, 0x7fffffff),
       calibrationFolds: args.calibration_folds,
+      ...(parallel === undefined ? {} : { parallel }),
     });
     progress.onMember?.({
       fit: progress.fit,
@@ -123,16 +126,16 @@ function fitMembers(
 }
 
 /** Rows stacked: `a`'s then `b`'s (one vocabulary). */
-function stackRows(a: RowFeatures, b: RowFeatures): RowFeatures {
+function stackRows(a: RowFeatures, b: RowFeatures, shared: boolean): RowFeatures {
   const nnzA = a.x.indptr[a.x.nRows]!;
-  const indptr = new Int32Array(a.x.nRows + b.x.nRows + 1);
+  const indptr = int32Array(a.x.nRows + b.x.nRows + 1, shared);
   indptr.set(a.x.indptr);
   for (let r = 1; r <= b.x.nRows; r++) indptr[a.x.nRows + r] = nnzA + b.x.indptr[r]!;
   const nnz = indptr[indptr.length - 1]!;
-  const indices = new Int32Array(nnz);
+  const indices = int32Array(nnz, shared);
   indices.set(a.x.indices.subarray(0, nnzA));
   indices.set(b.x.indices.subarray(0, nnz - nnzA), nnzA);
-  const data = new Float64Array(nnz);
+  const data = float64Array(nnz, shared);
   data.set(a.x.data.subarray(0, nnzA));
   data.set(b.x.data.subarray(0, nnz - nnzA), nnzA);
   const y = new Int32Array(a.labels.y.length + b.labels.y.length);
@@ -287,13 +290,15 @@ export function trainMemberTagger(
   const tags = multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
   const clean = (rows: readonly LabelledText[]): string[] =>
     rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
+  // In shared memory when the classes are solved on threads (parallel.ts).
+  const shared = spreads(options.parallel);
   const featuresOf = (
     vectorizer: TaggerVectorizer,
     rows: readonly LabelledText[],
     texts: string[],
     of: readonly string[],
   ): RowFeatures => ({
-    x: vectorizer.transform(texts),
+    x: vectorizer.transform(texts, shared),
     labels: labelArrays(rows, of, args.multi_label),
   });
   const trainTexts = clean(train);
@@ -311,6 +316,7 @@ export function trainMemberTagger(
     options.seed,
     { fit: 'validated', onMember: options.onMember },
     onValidation ? { given: null } : { folds: true },
+    options.parallel,
   );
   const sigmoids = onValidation ? calibrateOnValidation(first, validationRows, specs) : null;
   if (sigmoids !== null) {
@@ -378,7 +384,7 @@ export function trainMemberTagger(
       rows = featuresOf(refitVectorizer, all, texts, refitTags);
     } else {
       // The validated fit's vocabulary and idf: the features of every row are computed already.
-      rows = stackRows(trainRows, validationRows);
+      rows = stackRows(trainRows, validationRows, shared);
     }
     model = fitMembers(
       rows,
@@ -388,6 +394,7 @@ export function trainMemberTagger(
       options.seed,
       { fit: 'refit', onMember: options.onMember },
       sigmoids !== null ? { given: sigmoids } : { folds: true },
+      options.parallel,
     );
     options.onRefitEpoch?.({ epoch: 1, epochs: 1, trainLoss: meanLogLoss(model, rows), valLoss: Number.NaN });
   }

@@ -1,0 +1,61 @@
+/**
+ * Training on threads (src/train/parallel.ts behind src/model/parallel.ts's ParallelRunner): results come
+ * back in task order, a failing task fails the run with its message, the member classifiers' classes
+ * solved on threads give the same model as in one thread, and fasttext trains its epochs on them.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeModel, parseTrainingArgs, trainTagger } from '../../src/model/index.js';
+import { createParallelRunner } from '../../src/train/parallel.js';
+import { TRAIN, VALIDATION } from '../model/fixtures.js';
+
+/** A small valid `member-dual-class` work: 40 classes of 30 rows over 5 features. */
+function classWork() {
+  const rows = 30;
+  const indptr = Int32Array.from({ length: rows + 1 }, (_, r) => 2 * r);
+  const indices = Int32Array.from({ length: 2 * rows }, (_, i) => (i * 3) % 5);
+  const data = Float64Array.from({ length: 2 * rows }, (_, i) => 1 + (i % 3));
+  return {
+    x: { nRows: rows, nCols: 5, indptr, indices, data },
+    rowWeight: new Float64Array(rows).fill(1),
+    y: Int32Array.from({ length: rows }, (_, r) => r % 40),
+    labels: null,
+    nClasses: 40,
+    classWeight: null,
+    C: 1,
+    solver: 'svm',
+    svmLoss: 'squared_hinge',
+    seeds: Int32Array.from({ length: 40 }, (_, k) => k + 1),
+    tol: 1e-4,
+    maxIter: 1000,
+  };
+}
+
+describe('a parallel runner', () => {
+  const runner = createParallelRunner(2);
+  afterAll(() => runner.close());
+
+  it('fails a run with the message of a task that throws, and refuses an unknown job', () => {
+    expect(() => runner.run('member-dual-class', {}, 4)).toThrow(/a training thread failed: TypeError/);
+    expect(() => runner.run('no-such-job', {}, 2)).toThrow(/unknown parallel job "no-such-job"/);
+  });
+
+  it('solves the member classifiers classes on its threads into the same model as one thread does', () => {
+    const args = parseTrainingArgs({ classifier: 'soft_vote', min_freq: 2, analyzer: 'word' });
+    const serial = trainTagger(TRAIN, VALIDATION, args, { seed: 8 }).model;
+    const threaded = trainTagger(TRAIN, VALIDATION, args, { seed: 8, parallel: runner }).model;
+    expect(encodeModel(threaded)).toEqual(encodeModel(serial));
+    // The worker took part (the runner waits for it to be up before a run, then both claim tasks).
+    let spread = 0;
+    for (let i = 0; i < 20 && spread === 0; i++) {
+      runner.run('member-dual-class', { ...classWork() }, 40);
+      spread = runner.lastRunOnWorkers;
+    }
+    expect(spread).toBeGreaterThan(0);
+  });
+
+  it('trains fasttext epochs on its threads (Hogwild!: a model that learns, not the same bits)', () => {
+    const args = parseTrainingArgs({ classifier: 'fasttext', min_freq: 2, ft_epochs: 40, ft_dim: 16 });
+    const { model } = trainTagger(TRAIN, VALIDATION, args, { seed: 8, parallel: runner });
+    expect(model.predict(['images with yolo'])[0]!.predicted_tag).toBe('computer-vision');
+  });
+});
