@@ -147,9 +147,16 @@ export class ByteWriter {
     let at = 0;
     for (const { kind, array } of this.blocks) {
       for (let i = 0; i < array.length; i++) {
-        if (kind === 'f64') view.setFloat64(at, array[i]!, true), (at += 8);
-        else if (kind === 'f32') view.setFloat32(at, array[i]!, true), (at += 4);
-        else view.setInt32(at, array[i]!, true), (at += 4);
+        if (kind === 'f64') {
+          view.setFloat64(at, array[i]!, true);
+          at += 8;
+        } else if (kind === 'f32') {
+          view.setFloat32(at, array[i]!, true);
+          at += 4;
+        } else {
+          view.setInt32(at, array[i]!, true);
+          at += 4;
+        }
       }
     }
     return out;

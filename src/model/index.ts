@@ -107,6 +107,7 @@ export {
   tagsOverThresholds,
 } from './labels.js';
 export type { ParallelJob, ParallelRunner } from './parallel.js';
+export type { PredictOptions } from './prediction.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';

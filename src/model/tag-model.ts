@@ -6,6 +6,7 @@
 
 import type { Explanation } from './explain.js';
 import type { ParallelRunner } from './parallel.js';
+import type { PredictOptions } from './prediction.js';
 import type { EmbeddingLookup, EncoderSpec } from './text/embeddings.js';
 import type { TrainingArgs } from './training-args.js';
 
@@ -52,7 +53,11 @@ export interface TagModel {
    * One prediction per text, in order; never throws for any string. A model with an `encoder` needs
    * `embeddings`, one per text (src/encoder computes them); without one it ignores them.
    */
-  predict(texts: readonly string[], embeddings?: readonly Float32Array[]): Prediction[];
+  predict(
+    texts: readonly string[],
+    embeddings?: readonly Float32Array[],
+    options?: PredictOptions,
+  ): Prediction[];
   /**
    * Why: the top-scoring tag's score as bias + per-feature contributions (the `top` largest listed), and
    * for an encoder model the embedding block's whole contribution as `encoder`.

@@ -71,7 +71,7 @@ export function bindEmbeddings(model: TagModel, lookup: EmbeddingLookup): TagMod
     threshold: model.threshold,
     tagThresholds: model.tagThresholds,
     encoder: model.encoder,
-    predict: (texts) => model.predict(texts, embeddingsOf(texts, lookup)),
+    predict: (texts, _embeddings, options) => model.predict(texts, embeddingsOf(texts, lookup), options),
     explain: (text, top) => model.explain(text, top, embeddingsOf([text], lookup)[0]),
   };
 }

@@ -319,8 +319,13 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     reference: buildReferenceProfile({
       trainTexts: fitRows.map((row) => row.text),
       testTexts: test.map((row) => row.text),
-      // `scored`: an encoder model predicts with the test texts' embeddings.
-      testPredictions: scored.predict(test.map((row) => row.text)),
+      // `scored`: an encoder model predicts with the test texts' embeddings. The profile reads the
+      // predicted tags and the largest probability only.
+      testPredictions: scored.predict(
+        test.map((row) => row.text),
+        undefined,
+        { probabilities: 1 },
+      ),
       tags: trained.model.tags,
       multiLabel: trained.model.args.multi_label,
     }),

@@ -27,9 +27,11 @@ export function evaluateWithErrors(
 ): { performance: Performance; errors: ConfusionAndMistakes } {
   const classes = new Set(model.tags);
   const texts = data.map((r) => r.text);
+  // Scoring needs only the predicted tags' probabilities (and the largest): not every tag's of every row.
+  const top = { probabilities: 1 } as const;
   if (model.args.multi_label) {
     const trueSets = data.map((row) => normalizeTagSet(tagsOf(row), classes));
-    const predicted = model.predict(texts);
+    const predicted = model.predict(texts, undefined, top);
     return {
       performance: multiLabelReport(
         texts,
@@ -47,7 +49,7 @@ export function evaluateWithErrors(
     );
   }
   const yTrue = data.map((r) => normalizeTag(r.tag, classes));
-  const predictions = model.predict(texts).map((p) => ({
+  const predictions = model.predict(texts, undefined, top).map((p) => ({
     tag: p.predicted_tag,
     confidence: p.probabilities[p.predicted_tag] ?? 0,
   }));

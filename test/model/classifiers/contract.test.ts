@@ -140,6 +140,23 @@ describe.each(CASES)('classifier contract: $name', ({ classifier, multiLabel, en
     }
   });
 
+  it('lists only the n most probable tags (and the predicted ones) when asked, with the same probabilities', () => {
+    const all = model.predict(texts, embeddings);
+    model.predict(texts, embeddings, { probabilities: 2 }).forEach((top, i) => {
+      const full = all[i]!;
+      expect(top.predicted_tag).toBe(full.predicted_tag);
+      expect(top.predicted_tags).toEqual(full.predicted_tags);
+      const ranked = Object.entries(full.probabilities).sort((a, b) => b[1] - a[1]);
+      const kept = Object.keys(top.probabilities);
+      for (const [tag] of ranked.slice(0, 2)) {
+        if (ranked.filter(([, p]) => p === full.probabilities[tag]).length === 1) expect(kept).toContain(tag);
+      }
+      for (const tag of full.predicted_tags) expect(kept).toContain(tag);
+      expect(kept.length).toBeLessThanOrEqual(2 + full.predicted_tags.length);
+      for (const tag of kept) expect(top.probabilities[tag]).toBe(full.probabilities[tag]);
+    });
+  });
+
   it('predicts and explains bit for bit as itself after decode(encode(model))', () => {
     const copy = decodeModel(encodeModel(model), { withEncoder: encoder });
     expect(copy.predict(texts, embeddings)).toEqual(model.predict(texts, embeddings));

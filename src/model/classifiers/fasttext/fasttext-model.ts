@@ -13,7 +13,7 @@
  */
 import { ModelInputError } from '../../errors.js';
 import type { LinearTagExplanation } from '../../explain.js';
-import { OTHER_TAG, tagsOverThresholds } from '../../labels.js';
+import { type PredictOptions, predictionOf } from '../../prediction.js';
 import type { Prediction, TagModel } from '../../tag-model.js';
 import { cleanText } from '../../text/preprocess.js';
 import type { TrainingArgs } from '../../training-args.js';
@@ -150,21 +150,16 @@ export class FastTextTagModel implements TagModel {
     return p;
   }
 
-  predict(texts: readonly string[], _embeddings?: readonly Float32Array[]): Prediction[] {
-    const thresholds = this.tagThresholds;
+  predict(
+    texts: readonly string[],
+    _embeddings?: readonly Float32Array[],
+    options?: PredictOptions,
+  ): Prediction[] {
     return texts.map((text) => {
       const p = this.probabilitiesOf(text);
-      const probabilities: Record<string, number> = {};
-      for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
-      if (thresholds !== null) {
-        const predicted_tags = tagsOverThresholds(this.tags, thresholds, p);
-        return { predicted_tag: predicted_tags[0] ?? OTHER_TAG, predicted_tags, probabilities };
-      }
       let best = 0;
       for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
-      const fallback = this.threshold !== null && p[best]! < this.threshold;
-      const predicted_tag = fallback ? OTHER_TAG : this.tags[best]!;
-      return { predicted_tag, predicted_tags: [predicted_tag], probabilities };
+      return predictionOf(this, p, best, options);
     });
   }
 

@@ -8,7 +8,7 @@
 
 import { ModelInputError } from '../../errors.js';
 import type { Explanation } from '../../explain.js';
-import { OTHER_TAG, tagsOverThresholds } from '../../labels.js';
+import { type PredictOptions, predictionOf } from '../../prediction.js';
 import type { Prediction, TagModel } from '../../tag-model.js';
 import type { TaggerVectorizer } from '../../text/features.js';
 import { cleanText } from '../../text/preprocess.js';
@@ -70,21 +70,16 @@ export class MemberTagModel implements TagModel, MemberParts {
   }
 
   /** The member classifiers take no sentence embeddings (only the SGD ones do): `_embeddings` is ignored. */
-  predict(texts: readonly string[], _embeddings?: readonly Float32Array[]): Prediction[] {
-    const thresholds = this.tagThresholds;
+  predict(
+    texts: readonly string[],
+    _embeddings?: readonly Float32Array[],
+    options?: PredictOptions,
+  ): Prediction[] {
     return texts.map((text) => {
       const p = this.probabilitiesOf(text);
-      const probabilities: Record<string, number> = {};
-      for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
-      if (thresholds !== null) {
-        const predicted_tags = tagsOverThresholds(this.tags, thresholds, p);
-        return { predicted_tag: predicted_tags[0] ?? OTHER_TAG, predicted_tags, probabilities };
-      }
       let best = 0;
       for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
-      const fallback = this.threshold !== null && p[best]! < this.threshold;
-      const predicted_tag = fallback ? OTHER_TAG : this.tags[best]!;
-      return { predicted_tag, predicted_tags: [predicted_tag], probabilities };
+      return predictionOf(this, p, best, options);
     });
   }
 

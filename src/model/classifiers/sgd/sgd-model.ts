@@ -7,7 +7,7 @@
 
 import { ModelInputError } from '../../errors.js';
 import type { LinearTagExplanation } from '../../explain.js';
-import { OTHER_TAG, tagsOverThresholds } from '../../labels.js';
+import { type PredictOptions, predictionOf } from '../../prediction.js';
 import type { Prediction, TagModel } from '../../tag-model.js';
 import {
   checkEmbeddings,
@@ -104,22 +104,17 @@ export class SgdTagModel implements TagModel {
     return explainLinear(this, text, top, block);
   }
 
-  predict(texts: readonly string[], embeddings?: readonly Float32Array[]): Prediction[] {
-    const thresholds = this.tagThresholds;
+  predict(
+    texts: readonly string[],
+    embeddings?: readonly Float32Array[],
+    options?: PredictOptions,
+  ): Prediction[] {
     const blocks = this.encoder === null ? undefined : checkEmbeddings(texts, embeddings, this.encoder);
     return texts.map((text, i) => {
       const p = this.score(text, blocks?.[i]);
       const best = argmax(p);
       probabilitiesInPlace(p, this.linear.link);
-      const probabilities: Record<string, number> = {};
-      for (let k = 0; k < p.length; k++) probabilities[this.tags[k]!] = p[k]!;
-      if (thresholds !== null) {
-        const predicted_tags = tagsOverThresholds(this.tags, thresholds, p);
-        return { predicted_tag: predicted_tags[0] ?? OTHER_TAG, predicted_tags, probabilities };
-      }
-      const fallback = this.threshold !== null && p[best]! < this.threshold;
-      const predicted_tag = fallback ? OTHER_TAG : this.tags[best]!;
-      return { predicted_tag, predicted_tags: [predicted_tag], probabilities };
+      return predictionOf(this, p, best, options);
     });
   }
 }

@@ -1,0 +1,81 @@
+/**
+ * A prediction built from a model's probabilities, the same way for every family: the predicted tag (the
+ * most probable, or `other` under the threshold; multi-label: every tag over its own threshold) and the
+ * probabilities a caller asked for — every tag's, or only the most probable ones (`PredictOptions`): with
+ * hundreds of tags an answer of every tag's probability is most of a prediction's cost and size.
+ */
+import { OTHER_TAG, tagsOverThresholds } from './labels.js';
+import type { Prediction } from './tag-model.js';
+
+export interface PredictOptions {
+  /**
+   * Whose probabilities a prediction lists: `all` tags (the default), or the `n` most probable (ties: the
+   * first in tag order), always with the predicted tag(s).
+   */
+  probabilities?: 'all' | number;
+}
+
+/** The parts of a model a prediction is built from. */
+export interface PredictingModel {
+  readonly tags: readonly string[];
+  readonly threshold: number | null;
+  readonly tagThresholds: readonly number[] | null;
+}
+
+/**
+ * The prediction of probabilities `p` (model tag order); `best`: the tag a single-label model ranks first
+ * (the SGD model ranks by its scores, which modified-Huber clips differently from its probabilities).
+ */
+export function predictionOf(
+  model: PredictingModel,
+  p: ArrayLike<number>,
+  best: number,
+  options: PredictOptions = {},
+): Prediction {
+  const { tags, tagThresholds } = model;
+  let predicted_tags: string[];
+  let predicted_tag: string;
+  if (tagThresholds !== null) {
+    predicted_tags = tagsOverThresholds(tags, tagThresholds, p);
+    predicted_tag = predicted_tags[0] ?? OTHER_TAG;
+  } else {
+    const fallback = model.threshold !== null && p[best]! < model.threshold;
+    predicted_tag = fallback ? OTHER_TAG : tags[best]!;
+    predicted_tags = [predicted_tag];
+  }
+  return {
+    predicted_tag,
+    predicted_tags,
+    probabilities: probabilityRecord(tags, p, options.probabilities ?? 'all', predicted_tags),
+  };
+}
+
+/** Every tag's probability in tag order, or the `limit` most probable in that order plus `always`. */
+function probabilityRecord(
+  tags: readonly string[],
+  p: ArrayLike<number>,
+  limit: 'all' | number,
+  always: readonly string[],
+): Record<string, number> {
+  const probabilities: Record<string, number> = {};
+  if (limit === 'all' || limit >= tags.length) {
+    for (let k = 0; k < tags.length; k++) probabilities[tags[k]!] = p[k]!;
+    return probabilities;
+  }
+  // The `limit` largest by one pass keeping a short sorted list (limit ≪ tags).
+  const top: number[] = [];
+  for (let k = 0; k < tags.length; k++) {
+    if (top.length === limit && p[k]! <= p[top[top.length - 1]!]!) continue;
+    let at = top.length === limit ? limit - 1 : top.length;
+    while (at > 0 && p[top[at - 1]!]! < p[k]!) at--;
+    top.splice(at, 0, k);
+    if (top.length > limit) top.pop();
+  }
+  const kept = new Set(top);
+  for (const tag of always) {
+    const k = tags.indexOf(tag);
+    if (k >= 0) kept.add(k);
+  }
+  for (const k of [...kept].sort((a, b) => a - b)) probabilities[tags[k]!] = p[k]!;
+  return probabilities;
+}
