@@ -25,6 +25,7 @@ const SECTIONS: Section[] = [
   { name: 'batch', load: () => import('./batch.js') },
   { name: 'monitoring', load: () => import('./monitoring.js') },
   { name: 'ui', load: () => import('./ui.js') },
+  { name: 'scale', load: () => import('./scale.js') },
 ];
 
 const fmt = (v: number | null): string => {

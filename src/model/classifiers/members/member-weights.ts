@@ -8,9 +8,9 @@
  * linear SVM's or logistic regression's weights are non-zero only on the features of its support vectors;
  * naive Bayes gives every feature a weight in every class, but one a class never saw is the same for all such
  * features up to a per-feature term — so naive Bayes stores those two terms and the counts it saw, sparsely.
- * A trained model keeps its values in Float32 (what it is saved in; its probabilities agree with scikit-learn's
- * to 1e-6, test/model/classifiers/members/linear-parity.test.ts); a model saved before tagger-model/1.6 keeps
- * its Float64 values, so it predicts bit for bit as it did.
+ * A trained model keeps its values in Float32 when it has more than a million weights (what it is saved in;
+ * its probabilities agree with scikit-learn's to 1e-6), in Float64 below; a model saved before
+ * tagger-model/1.6 keeps its Float64 values, so it predicts bit for bit as it did.
  */
 import { addLinearScores } from '../linear-scores.js';
 
@@ -33,8 +33,13 @@ export interface MemberWeights {
   readonly perClass: Float64Array | null;
 }
 
-/** Sparse storage is chosen when at most this share of the part is non-zero. */
+/** Sparse storage is chosen when at most this share of the part is non-zero… */
 const SPARSE_BELOW = 0.5;
+/**
+ * …and the weights are more than this many (4 MB in Float32): a smaller model is stored densely, with the
+ * shared terms folded in, since a dense row of a few tags is the faster score and the memory is small.
+ */
+const DENSE_UP_TO = 1 << 20;
 
 /** Dense weights (f × nClasses + k), as they are: what models saved before tagger-model/1.6 hold. */
 export function denseWeights(weights: WeightValues, nFeatures: number, nClasses: number): MemberWeights {
@@ -80,12 +85,18 @@ export function fromClasses(
     perFeature: shared.perFeature ?? null,
     perClass: shared.perClass ?? null,
   };
-  if (nnz > SPARSE_BELOW * nFeatures * K) {
+  if (nnz > SPARSE_BELOW * nFeatures * K || nFeatures * K <= DENSE_UP_TO) {
     const dense = new Float64Array(nFeatures * K);
+    const { perFeature, perClass } = base;
+    if (perFeature !== null || perClass !== null) {
+      for (let f = 0; f < nFeatures; f++) {
+        for (let k = 0; k < K; k++) dense[f * K + k] = (perFeature?.[f] ?? 0) + (perClass?.[k] ?? 0);
+      }
+    }
     classes.forEach((c, k) => {
-      for (let i = 0; i < c.features.length; i++) dense[c.features[i]! * K + k] = c.values[i]!;
+      for (let i = 0; i < c.features.length; i++) dense[c.features[i]! * K + k]! += c.values[i]!;
     });
-    return { ...base, dense, sparse: null };
+    return { ...base, perFeature: null, perClass: null, dense, sparse: null };
   }
   const start = new Int32Array(nFeatures + 1);
   for (const c of classes) for (const f of c.features) start[f + 1]!++;
@@ -104,8 +115,13 @@ export function fromClasses(
   return { ...base, dense: null, sparse: { start, classes: classOf, values } };
 }
 
-/** The weights as a model keeps them: values in Float32 (the per-class terms stay Float64, K of them). */
+/**
+ * The weights as a model keeps them: in Float32 when there are more than DENSE_UP_TO (the per-class terms
+ * stay Float64, K of them); a small model keeps Float64, which costs little and keeps the scores' one
+ * element type on the scoring path (V8 reads a typed array slower where it has seen both kinds).
+ */
 export function forStorage(weights: MemberWeights): MemberWeights {
+  if (weights.nFeatures * weights.nClasses <= DENSE_UP_TO) return weights;
   const round = (v: WeightValues | null): Float32Array | null => (v === null ? null : Float32Array.from(v));
   return {
     ...weights,

@@ -82,16 +82,15 @@ describe('member classifiers and soft vote', () => {
       unknown
     >;
     expect(manifest.format).toBe('tagger-model/1.6');
-    // Member models came with 1.4 (dense float64 weights); 1.6 stores them sparse and in float32, so a 1.6
-    // file relabelled 1.4 is refused by its size rather than misread (test/model/saved-models.test.ts loads
-    // models saved as 1.5).
+    // Member models came with 1.4, whose files are the same for a model this small (1.6 keeps dense
+    // float64 weights below a million of them): one saved then still loads.
     const as14 = {
       ...files,
       'tagger-model.json': new TextEncoder().encode(
         JSON.stringify({ ...manifest, format: 'tagger-model/1.4' }),
       ),
     };
-    expect(() => decodeModel(as14)).toThrow(/expected \d+ for \d+ features/);
+    expect(decodeModel(as14).predict(texts)).toEqual(a.predict(texts));
     expect(manifest.members).toMatchObject([
       {
         classifier: 'linear_svm',

@@ -16,6 +16,7 @@ import {
   toDense,
   weightAt,
 } from '../../../../src/model/classifiers/members/member-weights.js';
+import { createRng } from '../../../../src/model/rng.js';
 import { trainTagger } from '../../../../src/model/tagger.js';
 import { TRAIN, VALIDATION } from '../../fixtures.js';
 
@@ -32,11 +33,13 @@ const perClass = (w: Float64Array) =>
   );
 
 describe('member weights', () => {
-  it('are kept sparse by feature when most are zero, dense otherwise, with the same weight everywhere', () => {
-    const sparse = fromClasses(perClass(dense), V);
+  it('are kept sparse by feature when most are zero and there are many, dense otherwise, with the same weight everywhere', () => {
+    const wide = (1 << 20) / K + 1;
+    const sparse = fromClasses(perClass(dense), wide);
     expect(sparse.dense).toBeNull();
     expect(sparse.sparse!.values.length).toBe(5);
-    expect(toDense(sparse)).toEqual(dense);
+    expect(toDense(sparse).subarray(0, V * K)).toEqual(dense);
+    expect(fromClasses(perClass(dense), V).dense).toEqual(dense);
     const full = Float64Array.from(dense, (w, i) => w + i + 1);
     const stored = fromClasses(perClass(full), V);
     expect(stored.sparse).toBeNull();
@@ -48,7 +51,7 @@ describe('member weights', () => {
   it('score a text as the dense weights do, bit for bit, shared terms included', () => {
     const indices = [4, 0, 2, 5];
     const values = [0.5, 0.25, 1, 0.75];
-    const sparse = fromClasses(perClass(dense), V);
+    const sparse = fromClasses(perClass(dense), (1 << 20) / K + 1);
     const a = Float64Array.of(0.1, 0.2, 0.3);
     const b = Float64Array.of(0.1, 0.2, 0.3);
     addMemberScores(sparse, indices, values, 0, indices.length, a);
@@ -56,6 +59,7 @@ describe('member weights', () => {
     expect(a).toEqual(b);
     const perFeature = Float64Array.from({ length: V }, (_, f) => -f / 10);
     const shared = fromClasses(perClass(dense), V, { perFeature, perClass: Float64Array.of(1, 2, 3) });
+    expect(shared.perFeature).toBeNull(); // folded into the dense weights of a small model
     const c = new Float64Array(K);
     addMemberScores(shared, indices, null, 0, indices.length, c);
     for (let k = 0; k < K; k++) {
@@ -64,35 +68,64 @@ describe('member weights', () => {
     }
   });
 
-  it('are kept in Float32 by a trained model (what it saves), Float64 only as loaded from older formats', () => {
-    const stored = forStorage(fromClasses(perClass(dense), V, { perFeature: new Float64Array(V).fill(0.1) }));
+  it('are kept in Float32 by a model of more than a million weights (what it saves), in Float64 below', () => {
+    const big = 1 << 19;
+    const sparse = Array.from({ length: 3 }, (_, k) => ({
+      features: Int32Array.of(k, big - 1),
+      values: Float64Array.of(1, -1),
+    }));
+    const stored = forStorage(fromClasses(sparse, big, { perFeature: new Float64Array(big).fill(0.1) }));
     expect(stored.sparse!.values).toBeInstanceOf(Float32Array);
     expect(stored.perFeature).toBeInstanceOf(Float32Array);
+    expect(weightAt(stored, big - 1, 2)).toBeCloseTo(-0.9, 6);
     const { model } = trainTagger(TRAIN, VALIDATION, parseTrainingArgs({ min_freq: 2 }), { seed: 1 });
-    for (const member of (model as MemberTagModel).members) {
-      const values = member.weights.dense ?? member.weights.sparse!.values;
-      expect(values).toBeInstanceOf(Float32Array);
-    }
+    for (const member of (model as MemberTagModel).members)
+      expect(member.weights.dense).toBeInstanceOf(Float64Array);
   });
 });
 
 describe('a saved member model with sparse weights', () => {
-  const { model } = trainTagger(TRAIN, VALIDATION, parseTrainingArgs({ min_freq: 2, analyzer: 'word' }), {
-    seed: 2,
+  // Over a million weights (300,000+ words × the 4 tags with rows), so they are stored sparse and in Float32.
+  const random = createRng(3);
+  const topics = ['alpha', 'beta', 'gamma', 'delta'];
+  const rows = Array.from({ length: 3200 }, (_, i) => {
+    const tag = topics[i % 4]!;
+    const words = Array.from({ length: 100 }, () => `w${Math.floor(random() * 1e9).toString(36)}`);
+    return { text: `${tag} ${words.join(' ')}`, tag };
   });
+  const args = parseTrainingArgs({
+    min_freq: 2,
+    analyzer: 'word',
+    ngram_min_range: 1,
+    ngram_max_range: 1,
+    refit: false,
+    members: [{ classifier: 'linear_svm' }, { classifier: 'multinomial_nb' }],
+  });
+  const { model } = trainTagger(rows.slice(0, 3000), rows.slice(3000), args, { seed: 2 });
   const files = encodeModel(model);
   const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
 
-  it('says how each member stores its weights, and loads bit for bit', () => {
-    const layouts = manifest.members.map((m: { weights: { layout: string } }) => m.weights.layout);
-    expect(layouts).toContain('sparse');
-    expect(manifest.members.every((m: { weights: { dtype: string } }) => m.weights.dtype === 'float32')).toBe(
-      true,
-    );
+  it('keeps them in Float32, sparse where most are zero (naive Bayes: a word is in one class), says so, and loads bit for bit', () => {
+    expect((model as MemberTagModel).vectorizer.size * 4).toBeGreaterThan(1 << 20);
+    expect(
+      manifest.members.map(
+        (m: { weights: { layout: string; dtype: string } }) => `${m.weights.layout} ${m.weights.dtype}`,
+      ),
+      // Every row is a support vector here (its random words tell it apart): most SVM weights are not zero.
+    ).toEqual(['dense float32', 'sparse float32']);
+    expect(manifest.members[1].weights).toMatchObject({ per_class: true, per_feature: false });
     const loaded = decodeModel(files);
-    const texts = ['language models', 'images', '', 'kubernetes'];
+    const texts = ['alpha w1', 'gamma', '', rows[3100]!.text];
     expect(loaded.predict(texts)).toEqual(model.predict(texts));
-    expect(encodeModel(loaded)).toEqual(files);
+    expect(loaded.predict(texts).map((p) => p.predicted_tag)).toEqual([
+      'alpha',
+      'gamma',
+      expect.any(String),
+      rows[3100]!.tag,
+    ]);
+    // Compared as bytes (a deep equality of megabytes of typed arrays takes minutes).
+    const again = encodeModel(loaded);
+    for (const name of Object.keys(files)) expect(Buffer.compare(again[name]!, files[name]!), name).toBe(0);
   });
 
   it('is refused when a layout does not add up', () => {
