@@ -3,6 +3,7 @@
  *   model  -> nothing of ours (pure text/ML code, no I/O)
  *   tracking -> nothing of ours
  *   encoder -> nothing of ours (sentence encoders: files, ONNX Runtime, tokenizers; loaded by import())
+ *   platform -> nothing of ours (what the machine or container lets a process use; read by train and serve)
  *   train  -> model, tracking
  *   service -> model, tracking; encoder only by import() (encoder runs' encoders, in a worker thread)
  *   monitoring -> model; of tracking only the SQL driver plumbing it reuses (never service, http, train)
@@ -74,6 +75,21 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/encoder' },
       to: { path: '^src/(?!encoder)' },
+    },
+    {
+      name: 'platform-is-independent',
+      comment: 'src/platform (cgroup limits, cores, memory) imports nothing else of Tagger',
+      severity: 'error',
+      from: { path: '^src/platform' },
+      to: { path: '^src/(?!platform)' },
+    },
+    {
+      name: 'platform-users',
+      comment:
+        'the machine is asked by the processes that size themselves (train, serve, cli), never by model code',
+      severity: 'error',
+      from: { path: '^src/(model|tracking|encoder|monitoring|http|service|app\\.ts)' },
+      to: { path: '^src/platform/' },
     },
     {
       name: 'encoder-users',

@@ -5,7 +5,18 @@
  * hundreds of tags an answer of every tag's probability is most of a prediction's cost and size.
  */
 import { OTHER_TAG, tagsOverThresholds } from './labels.js';
-import type { Prediction } from './tag-model.js';
+
+export interface Prediction {
+  /** The model's answer: the most probable tag (single-label), or the most probable of `predicted_tags`, else `other`. */
+  predicted_tag: string;
+  /**
+   * The tags the model gives the text, most probable first: `[predicted_tag]` for a single-label model,
+   * every tag whose probability reaches its threshold for a multi-label one (possibly none).
+   */
+  predicted_tags: string[];
+  /** Probability of every model tag; they sum to 1 for a single-label model, not for a multi-label one. */
+  probabilities: Record<string, number>;
+}
 
 export interface PredictOptions {
   /**

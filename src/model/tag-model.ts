@@ -6,9 +6,11 @@
 
 import type { Explanation } from './explain.js';
 import type { ParallelRunner } from './parallel.js';
-import type { PredictOptions } from './prediction.js';
+import type { Prediction, PredictOptions } from './prediction.js';
 import type { EmbeddingLookup, EncoderSpec } from './text/embeddings.js';
 import type { TrainingArgs } from './training-args.js';
+
+export type { Prediction } from './prediction.js';
 
 export interface LabelledText {
   text: string;
@@ -26,18 +28,6 @@ export const tagsOf = (row: LabelledText): readonly string[] => row.tags ?? [row
 
 /** The `tag` of a multi-label row with these tags (see LabelledText.tag). */
 export const tagSetKey = (tags: readonly string[]): string => [...new Set(tags)].sort().join('|');
-
-export interface Prediction {
-  /** The model's answer: the most probable tag (single-label), or the most probable of `predicted_tags`, else `other`. */
-  predicted_tag: string;
-  /**
-   * The tags the model gives the text, most probable first: `[predicted_tag]` for a single-label model,
-   * every tag whose probability reaches its threshold for a multi-label one (possibly none).
-   */
-  predicted_tags: string[];
-  /** Probability of every model tag; they sum to 1 for a single-label model, not for a multi-label one. */
-  probabilities: Record<string, number>;
-}
 
 export interface TagModel {
   /** The model's classes, sorted; always includes `other`. */

@@ -4,11 +4,10 @@
  * the cores the process may be scheduled on, which in a container with a CPU quota (Kubernetes
  * `limits.cpu`, `podman --cpus`) is every core of the host: on a 16-core node a pod limited to 1 CPU and
  * 256 MB would start 16 workers of ~120 MB each and be killed. The limits come from the cgroup files
- * (v2 `cpu.max` / `memory.max`, v1 `cpu.cfs_quota_us` / `memory.limit_in_bytes`); written by hand
- * because the npm packages for this read only one cgroup version or only the CPU.
+ * (src/platform/limits.ts).
  */
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { cpuQuota, memoryLimit, type ReadText, readText } from '../platform/limits.js';
 
 /** Memory one worker needs under load (the Helm chart's request; RSS peaks measured 120–245 MB). */
 export const WORKER_MEMORY_BYTES = 192 * 1024 * 1024;
@@ -20,37 +19,6 @@ export interface WorkerBudget {
   cpuQuota: number | null;
   /** The memory limit in bytes, or null when unlimited. */
   memoryLimit: number | null;
-}
-
-type ReadText = (path: string) => string | null;
-
-const readText: ReadText = (path) => {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
-};
-
-/** CPUs allowed by the quota: v2 `cpu.max` ("<quota> <period>" or "max <period>"), else v1. */
-function cpuQuota(read: ReadText): number | null {
-  const v2 = read('/sys/fs/cgroup/cpu.max')?.trim().split(/\s+/);
-  if (v2 && v2.length === 2) {
-    const [quota, period] = v2.map(Number);
-    return v2[0] === 'max' || !quota || !period ? null : quota / period;
-  }
-  const quota = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us')?.trim());
-  const period = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us')?.trim());
-  return quota > 0 && period > 0 ? quota / period : null;
-}
-
-/** The memory limit: v2 `memory.max` ("max" or bytes), else v1 (a huge number when unlimited). */
-function memoryLimit(read: ReadText): number | null {
-  const v2 = read('/sys/fs/cgroup/memory.max')?.trim();
-  if (v2 !== undefined) return v2 === 'max' || !/^\d+$/.test(v2) ? null : Number(v2);
-  const v1 = Number(read('/sys/fs/cgroup/memory/memory.limit_in_bytes')?.trim());
-  // v1 reports "no limit" as a page-rounded 2^63-ish value.
-  return Number.isFinite(v1) && v1 > 0 && v1 < 2 ** 60 ? v1 : null;
 }
 
 /**

@@ -8,9 +8,9 @@
  * the tasks are done. A job that throws fails the run with its message. Workers are unref'd (they never
  * keep the process alive) and `close` ends them.
  */
-import { availableParallelism } from 'node:os';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { PARALLEL_JOBS, type ParallelRunner } from '../model/index.js';
+import { usableCpus } from '../platform/limits.js';
 
 /** The control block's cells: the next task to claim, the tasks done, whether one failed, the tasks workers did. */
 const NEXT = 0;
@@ -64,8 +64,8 @@ export function work(
   }
 }
 
-/** The number of threads a training uses by default: the cores this process may use. */
-export const defaultTrainingThreads = (): number => availableParallelism();
+/** The number of threads a training uses by default: the CPUs this process may keep busy. */
+export const defaultTrainingThreads = (): number => usableCpus();
 
 export interface ClosableRunner extends ParallelRunner {
   /** How many tasks of the last run the worker threads did (the rest: the calling thread). */
