@@ -23,7 +23,7 @@ export interface ClassMembership {
   labels?: Uint8Array;
 }
 
-/** A linear model over the features: weights[f × nClasses + k] (feature-major, as sgd.ts) and a bias per class. */
+/** A linear model over the features: weights[f × nClasses + k] (feature-major, as sgd/sgd-solver.ts) and a bias per class. */
 export interface LinearParts {
   weights: Float64Array;
   bias: Float64Array;
