@@ -167,10 +167,12 @@ describe('label issues, multi-label and bad input', () => {
     const skipped = trainingLabelIssues(rows, args, 1);
     expect(skipped).toEqual({ skipped: expect.stringMatching(/^label-issues: .* 8 rows are too few/) });
 
-    const long = 'alpha '.repeat(400);
+    // Row 0 is 2,526 characters that read like tag a labelled b: an issue (at seeds 1, 2 and 3 alike)
+    // whose text must be cut.
+    const long = 'alpha apple arrow '.repeat(140);
     const many: LabelIssueRow[] = Array.from({ length: 60 }, (_, i) => ({
       text: i === 0 ? `bravo ${long}` : i % 2 ? 'bravo banana bridge' : 'alpha apple arrow',
-      tag: i === 0 || i % 2 === 0 ? 'a' : 'b',
+      tag: i === 0 || i % 2 ? 'b' : 'a',
       line: i + 2,
     }));
     const found = trainingLabelIssues(many, parseTrainingArgs({ min_freq: 1, analyzer: 'word' }), 1);
@@ -179,7 +181,25 @@ describe('label issues, multi-label and bad input', () => {
     expect(found.report.issues.length).toBeLessThanOrEqual(LOGGED_ISSUES);
     for (const issue of found.report.issues) expect(issue.text.length).toBeLessThanOrEqual(1000);
     const first = found.report.issues.find((issue) => issue.row === 0);
-    if (first) expect(first.text).toMatch(/^bravo alpha .*…$/);
+    expect(first, 'the long mislabelled row is an issue').toBeDefined();
+    expect(first!.text).toMatch(/^bravo alpha .*…$/);
+    expect(first!.text).toHaveLength(1000);
+
+    // More issues than a run logs: every fourth row reads like b and is labelled a (1,050 of 4,200 rows);
+    // naive Bayes keeps it under a second. The report counts them all and keeps the LOGGED_ISSUES first.
+    const flipped: LabelIssueRow[] = Array.from({ length: 4200 }, (_, i) => ({
+      text: i % 2 || i % 4 === 0 ? 'bravo banana bridge' : 'alpha apple arrow',
+      tag: i % 2 ? 'b' : 'a',
+      line: i + 2,
+    }));
+    const capped = trainingLabelIssues(
+      flipped,
+      parseTrainingArgs({ min_freq: 1, analyzer: 'word', classifier: 'multinomial_nb' }),
+      1,
+    );
+    if (!('report' in capped)) throw new Error(capped.skipped);
+    expect(capped.report.found).toBeGreaterThan(LOGGED_ISSUES);
+    expect(capped.report.issues).toHaveLength(LOGGED_ISSUES);
   });
 
   it('says what it needs when the data is too small to cross-validate', () => {
