@@ -10,26 +10,38 @@ const UNIT = [
   'test/{model,train,tracking,http,service,serve,hardening,ui,monitoring}/**/*.test.ts',
 ] as const;
 /**
- * …less the tests in them that do start one. A test added to those folders is a unit test unless it is
- * named or placed like these; e2e/, deploy/ and cli/ (which trains models per command) run only in the
- * full suite (`npm test`).
+ * …less the tests in them that start one, or that are slow for another reason: they train on the shared
+ * data set, train many models, start worker threads (the encoder's, cross-validation's, batch tagging's),
+ * or sleep. A test added to those folders is a unit test unless it is named or placed like these; e2e/,
+ * deploy/, encoder/ and cli/ (which trains models per command) run only in the full suite (`npm test`).
  */
 const NOT_UNIT = [
   '**/*.browser.test.ts', // Chromium
   '**/*-interop.test.ts', // MLflow's Python client and tracking server
   '**/*concurrency.test.ts', // racing writer processes, PostgreSQL
+  '**/*-parity.test.ts', // scikit-learn in Python
+  '**/*.dataset.test.ts', // trains on the shared data set (../shared/data), minutes of CPU in all
   'test/tracking/{rest,sql}/**', // MLflow tracking servers, loopback HTTP fakes, PostgreSQL
-  'test/model/text/tfidf-parity.test.ts', // scikit-learn in Python
+  'test/tracking/lock-file.test.ts', // 30 rounds of waiters that sleep between tries; a child process
+  'test/model/classifiers/contract.test.ts', // trains every classifier of every family: 20 configurations
   'test/train/log-run-signals.test.ts', // `tagger train` in a child process
+  'test/train/{cross-validate,optimize}.test.ts', // pools of cross-validation worker threads
+  'test/train/encoder.test.ts', // the real ONNX sentence encoder, in worker threads
   'test/serve/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
+  'test/service/encoder-serving.test.ts', // the real ONNX sentence encoder, in worker threads
+  'test/service/batch-*.test.ts', // batch tagging reads and writes each file in a worker thread
   'test/http/shared-rate-limit.test.ts', // redis-server
-  'test/hardening/{hostile,load,schemathesis}.test.ts', // real sockets, autocannon, schemathesis
+  'test/hardening/{hostile,load,schemathesis,credentials}.test.ts', // real sockets, autocannon, schemathesis, serve processes
   'test/monitoring/{record-stores,cloudevents}.test.ts', // PostgreSQL, a listening CloudEvents receiver
+  'test/monitoring/recorder.test.ts', // waits out write retries and their backoff
 ];
-
 export default defineConfig(({ mode }) => ({
   test: {
     include: mode === 'unit' ? [...UNIT] : ['test/**/*.test.ts'],
+    // The unit subset is pure tests, so the files a worker runs share its module cache: importing Fastify,
+    // TypeBox and the model code once per worker instead of once per file takes a third off the subset's
+    // time. The full suite isolates every file.
+    isolate: mode !== 'unit',
     exclude: mode === 'unit' ? [...configDefaults.exclude, ...NOT_UNIT] : [...configDefaults.exclude],
     testTimeout: 30_000,
     hookTimeout: 240_000,

@@ -247,7 +247,6 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
           dataset,
           holdout,
           quick: opts.quick,
-          row,
         });
     return {
       rows: [...rows, ...(serving?.rows ?? [])],

@@ -4,18 +4,34 @@
  * target once per round, round after round; the median per target is reported), plus startup time and
  * resident memory with 1 and 1,000 runs in the experiment, and the scaling from 1 to 2 workers.
  *
+ * What is measured is a table of named cases (bench/http-cases.ts: the loads of each round, the startups,
+ * the rows); this file starts the servers they run against and runs them in one loop.
+ *
  * Ratios matter, not absolute numbers: the machine is shared and the load generator runs on the same
  * cores as the server under test. Targets are reported as pass/fail; only breakage (failed requests, a
  * server that does not start, Tagger under a quarter of the floor) makes the benchmark fail.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveExecArgv } from '../src/serve/node-flags.js';
 import { loadModelDirectory } from '../src/service/index.js';
 import { type Fixture, MANY_RUNS, prepareFixture, resolveCli } from './fixture.js';
-import { type LoadResult, loadTool, runLoad } from './load.js';
+import {
+  bodyFile,
+  LOAD_CASES,
+  type Measured,
+  median,
+  mlflowBody,
+  pick,
+  type Results,
+  ROW_CASES,
+  type Setup,
+  STARTUP_CASES,
+  type Startups,
+} from './http-cases.js';
+import { type LoadResult, loadTool } from './load.js';
 import { mlflowAvailable, prepareMlflowModel, startMlflowServer } from './mlflow-scoring.js';
 import { REPO } from './paths.js';
 import {
@@ -28,16 +44,10 @@ import {
   stopAll,
   waitForPort,
 } from './procs.js';
-import type { BenchOptions, BenchRow, SectionResult } from './section.js';
+import { type BenchOptions, rowsFrom, type SectionResult } from './section.js';
 
 const log = (message: string): void => {
   process.stderr.write(`[bench/http] ${message}\n`);
-};
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
 interface Target {
@@ -48,15 +58,6 @@ interface Target {
   measure(seconds: number): Promise<LoadResult>;
   /** Process whose peak RSS is sampled under load. */
   rssPid?: number;
-}
-
-interface Measured {
-  rounds: LoadResult[];
-  rps: number;
-  textsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  failures: number;
 }
 
 /** A node binary of another major version to run the same server on (default: Debian's /usr/bin/node). */
@@ -143,14 +144,6 @@ function taggerBody(texts: string[]): string {
   return JSON.stringify({ texts: texts.map((text) => ({ text })) });
 }
 
-function mlflowBody(texts: string[]): string {
-  return JSON.stringify({ dataframe_split: { columns: ['text'], data: texts.map((t) => [t]) } });
-}
-
-/** `n` texts from the holdout set, cycling. */
-const pick = (texts: string[], n: number): string[] =>
-  Array.from({ length: n }, (_, i) => texts[i % texts.length]!);
-
 export async function run(opts: BenchOptions): Promise<SectionResult> {
   installCleanup();
   const work = mkdtempSync(join(tmpdir(), 'tagger-bench-http-'));
@@ -162,38 +155,19 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
   }
 }
 
-async function measureAll(opts: BenchOptions, work: string): Promise<SectionResult> {
-  const quick = opts.quick;
-  const rounds = quick ? 2 : 3;
-  const seconds = quick ? 2 : 6;
-  const warmupSeconds = quick ? 1 : 2;
-  const startupPairsPerRound = quick ? 1 : 2;
-  const notes: string[] = [];
-  const breakage: string[] = [];
-
+/** Starts every server the cases load and checks each answers as it should. */
+async function startServers(work: string, notes: string[], quick: boolean): Promise<Setup> {
   const fixture: Fixture = await prepareFixture(log);
   const cli = resolveCli(log);
-  const tool = loadTool();
-  if (tool !== 'wrk') {
-    const note =
-      'wrk not found (/usr/bin/wrk): using autocannon, which takes more CPU from the server under test';
-    log(note);
-    notes.push(note);
-  }
 
   // Request bodies: one text of median length, and batches of the holdout texts.
   const byLength = [...fixture.texts].sort((a, b) => a.length - b.length);
   const single = byLength[byLength.length >> 1]!;
-  const bodyFile = (name: string, body: string): string => {
-    const file = join(work, `${name}.json`);
-    writeFileSync(file, body);
-    return file;
-  };
   const bodies = new Map<number, { tagger: string; file: string }>();
   for (const n of [1, 10, 100, 1000]) {
     const texts = n === 1 ? [single] : pick(fixture.texts, n);
     const tagger = taggerBody(texts);
-    bodies.set(n, { tagger, file: bodyFile(`tagger-${n}`, tagger) });
+    bodies.set(n, { tagger, file: bodyFile(work, `tagger-${n}`, tagger) });
   }
 
   log(`starting servers (${cli.replace(`${REPO}/`, '')})`);
@@ -220,7 +194,7 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
     ['--import', 'tsx', join(REPO, 'bench', 'floor-server.ts'), String(floorPort)],
     {
       cwd: REPO,
-      env: { ...process.env, FLOOR_RESPONSE_FILE: bodyFile('floor-response', singleAnswer.text) },
+      env: { ...process.env, FLOOR_RESPONSE_FILE: bodyFile(work, 'floor-response', singleAnswer.text) },
       logFile: join(work, 'floor.log'),
     },
   );
@@ -235,14 +209,13 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
 
   const two = await startTagger(cli, fixture.store1, 2, work, 'tagger-2w');
   // The same code on the previous LTS line, when the machine has it (Debian's Node 20): side by side.
-  const other = otherNode();
-  const onOther = other
-    ? await startTagger(cli, fixture.store1, 1, work, 'tagger-other-node', other.path)
+  const node = otherNode();
+  const other = node
+    ? { node, server: await startTagger(cli, fixture.store1, 1, work, 'tagger-other-node', node.path) }
     : undefined;
-  if (!other) notes.push(`no other Node to compare with (set ${OTHER_NODE_ENV} to a node binary)`);
+  if (!node) notes.push(`no other Node to compare with (set ${OTHER_NODE_ENV} to a node binary)`);
 
-  let mlflow: { url: string } | undefined;
-  let mlflowStartup: number | undefined;
+  let mlflow: Setup['mlflow'];
   if (quick) {
     notes.push('--quick: MLflow scoring server skipped (its start-up alone takes ~20 s here)');
     log(notes.at(-1)!);
@@ -252,148 +225,74 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
   } else {
     const model = prepareMlflowModel(fixture, log);
     const server = await startMlflowServer(model, join(work, 'mlflow.log'));
-    mlflowStartup = server.startupSeconds;
     const check = await post(server.url, mlflowBody([single]));
     if (check.status !== 200)
       throw new Error(`bench: MLflow scoring server answered ${check.status}: ${check.text.slice(0, 300)}`);
-    mlflow = server;
+    mlflow = { url: server.url, startupSeconds: server.startupSeconds };
   }
 
   // In-process scoring of the same texts with the same saved model (what the server loads).
   const served = await loadModelDirectory(fixture.modelDir);
-  const inProcess = (n: number) => {
-    const batch = n === 1 ? [single] : pick(fixture.texts, n);
-    return async (secs: number): Promise<LoadResult> => {
-      const times: number[] = [];
-      const end = performance.now() + secs * 1000;
-      let calls = 0;
-      const t0 = performance.now();
-      while (performance.now() < end) {
-        const c0 = performance.now();
-        served.model.predict(batch);
-        times.push(performance.now() - c0);
-        calls += 1;
-        // Let timers (RSS sampling) run; costs nothing measurable per call.
-        if (calls % 64 === 0) await new Promise((done) => setImmediate(done));
-      }
-      const elapsed = (performance.now() - t0) / 1000;
-      times.sort((a, b) => a - b);
-      return {
-        requests: calls,
-        seconds: elapsed,
-        rps: calls / elapsed,
-        p50Ms: times[Math.floor(times.length * 0.5)]!,
-        p99Ms: times[Math.min(times.length - 1, Math.floor(times.length * 0.99))]!,
-        failures: 0,
-      };
-    };
-  };
 
-  const http = (url: string, file: string, connections: number) => (secs: number) =>
-    runLoad({ url, bodyFile: file, connections, seconds: secs }, work);
-  // What the request log costs on disk at the default level (info): the server's log file is its stdout.
-  const logged = { bytes: 0, seconds: 0, requests: 0 };
-  const withLogSize =
-    (measure: (secs: number) => Promise<LoadResult>, logFile: string) =>
-    async (secs: number): Promise<LoadResult> => {
-      const before = statSync(logFile).size;
-      const result = await measure(secs);
-      logged.bytes += statSync(logFile).size - before;
-      logged.seconds += result.seconds;
-      logged.requests += result.requests;
-      return result;
-    };
-  // 50 connections where latency is judged; fewer for big batches, where more only queue (one core).
-  const targets: Target[] = [
-    { id: 'floor', texts: 1, connections: 50, measure: http(floorUrl, bodies.get(1)!.file, 50) },
-    {
-      id: 'tagger-1',
-      texts: 1,
-      connections: 50,
-      measure: withLogSize(http(`${one.url}/predict`, bodies.get(1)!.file, 50), one.proc.logFile),
-      rssPid: one.proc.pid,
-    },
-    // The single-text ratio at light concurrency too: one client waiting on each answer, and ten.
-    ...[1, 10].flatMap((c): Target[] => [
-      { id: `floor-c${c}`, texts: 1, connections: c, measure: http(floorUrl, bodies.get(1)!.file, c) },
-      {
-        id: `tagger-1-c${c}`,
-        texts: 1,
-        connections: c,
-        measure: http(`${one.url}/predict`, bodies.get(1)!.file, c),
-      },
-    ]),
-    {
-      id: 'tagger-10',
-      texts: 10,
-      connections: 50,
-      measure: http(`${one.url}/predict`, bodies.get(10)!.file, 50),
-    },
-    {
-      id: 'tagger-100',
-      texts: 100,
-      connections: 8,
-      measure: http(`${one.url}/predict`, bodies.get(100)!.file, 8),
-    },
-    {
-      id: 'tagger-1000',
-      texts: 1000,
-      connections: 4,
-      measure: http(`${one.url}/predict`, bodies.get(1000)!.file, 4),
-      rssPid: one.proc.pid,
-    },
-    {
-      id: 'tagger-2w-1',
-      texts: 1,
-      connections: 50,
-      measure: http(`${two.url}/predict`, bodies.get(1)!.file, 50),
-    },
-    ...(onOther
-      ? [
-          {
-            id: 'tagger-1-other-node',
-            texts: 1,
-            connections: 50,
-            measure: http(`${onOther.url}/predict`, bodies.get(1)!.file, 50),
-          },
-        ]
-      : []),
-    { id: 'inproc-1', texts: 1, connections: 0, measure: inProcess(1) },
-    { id: 'inproc-1000', texts: 1000, connections: 0, measure: inProcess(1000) },
-  ];
-  if (mlflow) {
-    targets.push(
-      {
-        id: 'mlflow-1',
-        texts: 1,
-        connections: 50,
-        measure: http(mlflow.url, bodyFile('mlflow-1', mlflowBody([single])), 50),
-      },
-      {
-        id: 'mlflow-100',
-        texts: 100,
-        connections: 8,
-        measure: http(mlflow.url, bodyFile('mlflow-100', mlflowBody(pick(fixture.texts, 100))), 8),
-      },
-    );
+  return {
+    fixture,
+    cli,
+    work,
+    notes,
+    single,
+    bodyFiles: new Map([...bodies].map(([n, body]) => [n, body.file])),
+    singleAnswer: singleAnswer.text,
+    floorUrl,
+    one,
+    two,
+    ...(other ? { other } : {}),
+    ...(mlflow ? { mlflow } : {}),
+    served,
+    idleRss,
+    logged: { bytes: 0, seconds: 0, requests: 0 },
+  };
+}
+
+async function measureAll(opts: BenchOptions, work: string): Promise<SectionResult> {
+  const quick = opts.quick;
+  const rounds = quick ? 2 : 3;
+  const seconds = quick ? 2 : 6;
+  const warmupSeconds = quick ? 1 : 2;
+  const startupPairsPerRound = quick ? 1 : 2;
+  const notes: string[] = [];
+  const breakage: string[] = [];
+
+  const tool = loadTool();
+  if (tool !== 'wrk') {
+    const note =
+      'wrk not found (/usr/bin/wrk): using autocannon, which takes more CPU from the server under test';
+    log(note);
+    notes.push(note);
+  }
+  const setup = await startServers(work, notes, quick);
+  const targets: Target[] = [];
+  for (const c of LOAD_CASES) {
+    const measure = c.measure(setup);
+    if (measure === undefined) continue;
+    const rssPid = c.rssOf?.(setup);
+    targets.push({
+      id: c.id,
+      texts: c.texts,
+      connections: c.connections,
+      measure,
+      ...(rssPid ? { rssPid } : {}),
+    });
   }
 
   const results = new Map<string, LoadResult[]>(targets.map((t) => [t.id, []]));
   let peakRss: number | null = null;
-  const startups = {
-    one: [] as number[],
-    many: [] as number[],
-    rssOne: [] as number[],
-    rssMany: [] as number[],
-    sqliteOne: [] as number[],
-    sqliteMany: [] as number[],
-  };
+  const startups: Startups = { one: [], many: [], rssOne: [], rssMany: [], sqliteOne: [], sqliteMany: [] };
 
   const startupOnce = async (
     store: string,
     name: string,
   ): Promise<{ seconds: number; rss: number | null }> => {
-    const server = await startTagger(cli, store, 1, work, name);
+    const server = await startTagger(setup.cli, store, 1, work, name);
     const rss = rssMb(server.proc.pid);
     // Let the server finish installing its signal handlers first: a SIGTERM right after the port opens
     // would test that window, not startup (it is reported as a note when the server dies of it anyway).
@@ -421,20 +320,15 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
         `  ${target.id.padEnd(12)} ${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms${peak === null ? '' : `, peak RSS ${peak.toFixed(0)} MB`}${result.failures ? `, ${result.failures} FAILED` : ''}`,
       );
     }
-    // Startup: 1 run vs 1,000 runs, alternating, in SQLite (the default store) and in the mlruns layout.
     for (let i = 0; i < startupPairsPerRound; i += 1) {
-      const c = await startupOnce(fixture.sqlite1, 'startup-sqlite-1');
-      const d = await startupOnce(fixture.sqlite1000, 'startup-sqlite-1000');
-      const a = await startupOnce(fixture.store1, 'startup-1');
-      const b = await startupOnce(fixture.store1000, 'startup-1000');
-      startups.sqliteOne.push(c.seconds);
-      startups.sqliteMany.push(d.seconds);
-      startups.one.push(a.seconds);
-      startups.many.push(b.seconds);
-      if (a.rss !== null) startups.rssOne.push(a.rss);
-      if (b.rss !== null) startups.rssMany.push(b.rss);
+      for (const c of STARTUP_CASES) {
+        const { seconds: took, rss } = await startupOnce(c.store(setup.fixture), c.name);
+        startups[c.seconds].push(took);
+        if (c.rss && rss !== null) startups[c.rss].push(rss);
+      }
+      const last = (key: keyof Startups) => startups[key].at(-1)!.toFixed(3);
       log(
-        `  startup      SQLite: 1 run ${c.seconds.toFixed(3)} s, ${MANY_RUNS} runs ${d.seconds.toFixed(3)} s; mlruns: 1 run ${a.seconds.toFixed(3)} s, ${MANY_RUNS} runs ${b.seconds.toFixed(3)} s`,
+        `  startup      SQLite: 1 run ${last('sqliteOne')} s, ${MANY_RUNS} runs ${last('sqliteMany')} s; mlruns: 1 run ${last('one')} s, ${MANY_RUNS} runs ${last('many')} s`,
       );
     }
   }
@@ -456,14 +350,6 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
       breakage.push(`${target.id}: ${failures} failed requests`);
   }
 
-  const get = (id: string): Measured | undefined => m.get(id);
-  const floor = get('floor')!;
-  const t1 = get('tagger-1')!;
-  const t1000 = get('tagger-1000')!;
-  const in1000 = get('inproc-1000')!;
-  const w2 = get('tagger-2w-1')!;
-  const ml1 = get('mlflow-1');
-  const ml100 = get('mlflow-100');
   // Gross regression only: the best round's ratio (each round measures both back to back), so rounds
   // disturbed by other load on the machine cannot fail the run.
   const floorRounds = results.get('floor')!;
@@ -476,190 +362,25 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
     );
   }
 
-  const rows: BenchRow[] = [];
-  const row = (r: Omit<BenchRow, 'section'>): void => {
-    rows.push({ section: 'http', ...r });
-  };
-  const conns = (t: Target | undefined) => (t ? `${t.connections} conn` : '');
   const targetOf = (id: string) => targets.find((t) => t.id === id);
-  const lat = (x: Measured) => `p50 ${x.p50Ms.toFixed(2)} ms, p99 ${x.p99Ms.toFixed(2)} ms`;
-
-  row({
-    metric: 'floor: bare node:http, 1 text',
-    unit: 'req/s',
-    tagger: null,
-    reference: floor.rps,
-    note: `${conns(targetOf('floor'))}; ${lat(floor)}`,
-  });
-  const logMbPerMinute = logged.seconds > 0 ? (logged.bytes / 1024 / 1024 / logged.seconds) * 60 : Number.NaN;
-  row({
-    metric: 'request log written at the default level under single-text load',
-    unit: 'MB/min',
-    tagger: logMbPerMinute,
-    reference: null,
-    target: { text: '< 10 MB/min', pass: logMbPerMinute < 10 },
-    note: `${logged.bytes.toLocaleString('en-US')} bytes over ${logged.requests.toLocaleString('en-US')} requests in ${logged.seconds.toFixed(0)} s (${Math.round(logged.requests / Math.max(logged.seconds, 1e-9)).toLocaleString('en-US')} req/s); a 5-minute soak at that rate: ${(logMbPerMinute * 5 || 0).toFixed(2)} MB`,
-  });
-  row({
-    metric: 'Tagger POST /predict, 1 text (vs floor)',
-    unit: 'req/s',
-    tagger: t1.rps,
-    reference: floor.rps,
-    target: { text: '>= 0.6x floor', pass: t1.rps >= 0.6 * floor.rps },
-    note: `${conns(targetOf('tagger-1'))}; ${lat(t1)}`,
-  });
-  row({
-    metric: 'Tagger POST /predict, 1 text: p99 latency (vs floor)',
-    unit: 'ms',
-    tagger: t1.p99Ms,
-    reference: floor.p99Ms,
-    target: { text: '<= 5 ms', pass: t1.p99Ms <= 5 },
-    note: '50 connections',
-  });
-  for (const c of [1, 10]) {
-    const tagger = get(`tagger-1-c${c}`)!;
-    const bare = get(`floor-c${c}`)!;
-    row({
-      metric: `Tagger POST /predict, 1 text at ${c} connection${c === 1 ? '' : 's'} (vs floor at ${c})`,
-      unit: 'req/s',
-      tagger: tagger.rps,
-      reference: bare.rps,
-      note: `Tagger ${lat(tagger)}; floor ${lat(bare)}`,
-    });
-  }
-  for (const n of [10, 100]) {
-    const x = get(`tagger-${n}`)!;
-    row({
-      metric: `Tagger POST /predict, ${n} texts (vs in-process, ${n === 10 ? 1 : 1000} per call)`,
-      unit: 'texts/s',
-      tagger: x.textsPerSecond,
-      reference: (n === 10 ? get('inproc-1')! : in1000).textsPerSecond,
-      note: `${Math.round(x.rps)} req/s; ${conns(targetOf(`tagger-${n}`))}; ${lat(x)}`,
-    });
-  }
-  row({
-    metric: 'Tagger POST /predict, 1000 texts (vs in-process)',
-    unit: 'texts/s',
-    tagger: t1000.textsPerSecond,
-    reference: in1000.textsPerSecond,
-    target: { text: '>= 0.8x in-process', pass: t1000.textsPerSecond >= 0.8 * in1000.textsPerSecond },
-    note: `${Math.round(t1000.rps)} req/s; ${conns(targetOf('tagger-1000'))}; ${lat(t1000)}`,
-  });
-  row({
-    metric: 'in-process predict, 1000 texts per call',
-    unit: 'texts/s',
-    tagger: in1000.textsPerSecond,
-    reference: null,
-    note: `p50 ${in1000.p50Ms.toFixed(1)} ms per call; no HTTP`,
-  });
-  row({
-    metric: 'in-process predict, 1 text per call',
-    unit: 'texts/s',
-    tagger: get('inproc-1')!.textsPerSecond,
-    reference: null,
-    note: `p50 ${(get('inproc-1')!.p50Ms * 1000).toFixed(0)} µs per call`,
-  });
-  if (ml1 && ml100) {
-    row({
-      metric: 'Tagger 1 text vs MLflow scoring server 1 text',
-      unit: 'req/s',
-      tagger: t1.rps,
-      reference: ml1.rps,
-      target: { text: '>= 20x MLflow', pass: t1.rps >= 20 * ml1.rps },
-      note: `MLflow: ${lat(ml1)}${ml1.failures ? `, ${ml1.failures} failed` : ''}`,
-    });
-    row({
-      metric: 'Tagger 100 texts vs MLflow scoring server 100 texts',
-      unit: 'texts/s',
-      tagger: get('tagger-100')!.textsPerSecond,
-      reference: ml100.textsPerSecond,
-      note: `MLflow: ${Math.round(ml100.rps)} req/s, ${lat(ml100)}`,
-    });
-  } else {
-    row({
-      metric: 'Tagger 1 text vs MLflow scoring server 1 text',
-      unit: 'req/s',
-      tagger: t1.rps,
-      reference: null,
-      note: notes.find((n) => n.includes('MLflow')) ?? 'skipped',
-    });
-  }
-  const onOtherNode = get('tagger-1-other-node');
-  if (other && onOtherNode) {
-    row({
-      metric: `Tagger 1 text on Node ${process.versions.node} vs Node ${other.version}`,
-      unit: 'req/s',
-      tagger: t1.rps,
-      reference: onOtherNode.rps,
-      note: `same dist/ and load; Node ${other.version}: ${lat(onOtherNode)}`,
-    });
-  }
-  row({
-    metric: 'Tagger --workers 2 vs --workers 1, 1 text',
-    unit: 'req/s',
-    tagger: w2.rps,
-    reference: t1.rps,
-    note: `the load generator shares the 2 cores with both workers; ${lat(w2)}`,
-  });
-  const s1 = median(startups.one);
-  const sMany = median(startups.many);
-  const q1 = median(startups.sqliteOne);
-  const qMany = median(startups.sqliteMany);
-  row({
-    metric: 'startup to port open, 1 run (SQLite, the default store)',
-    unit: 's',
-    tagger: q1,
-    reference: null,
-    note: `median of ${startups.sqliteOne.length}; process start -> first connection`,
-  });
-  row({
-    metric: `startup to port open, ${MANY_RUNS} runs (vs 1 run; SQLite, the default store)`,
-    unit: 's',
-    tagger: qMany,
-    reference: q1,
-    target: { text: '<= 1 s beyond 1 run', pass: qMany - q1 <= 1 },
-    note: `+${(qMany - q1).toFixed(3)} s; median of ${startups.sqliteMany.length}`,
-  });
-  row({
-    metric: 'startup to port open, 1 run (mlruns folder layout)',
-    unit: 's',
-    tagger: s1,
-    reference: null,
-    note: `median of ${startups.one.length}; process start -> first connection`,
-  });
-  row({
-    metric: `startup to port open, ${MANY_RUNS} runs (vs 1 run; mlruns folder layout)`,
-    unit: 's',
-    tagger: sMany,
-    reference: s1,
-    note: `+${(sMany - s1).toFixed(3)} s; median of ${startups.many.length}; listing reads every run's files`,
-  });
-  row({
-    metric: 'RSS after startup, 1 run',
-    unit: 'MB',
-    tagger: startups.rssOne.length ? median(startups.rssOne) : idleRss,
-    reference: null,
-  });
-  row({
-    metric: `RSS after startup, ${MANY_RUNS} runs`,
-    unit: 'MB',
-    tagger: startups.rssMany.length ? median(startups.rssMany) : null,
-    reference: null,
-  });
-  row({
-    metric: 'RSS under load (peak; 1 and 1000 texts per request)',
-    unit: 'MB',
-    tagger: peakRss,
-    reference: null,
-    target: { text: '<= 150 MB', pass: peakRss !== null && peakRss <= 150 },
-  });
-  if (mlflowStartup !== undefined)
-    row({
-      metric: 'MLflow scoring server startup to port open',
-      unit: 's',
-      tagger: null,
-      reference: mlflowStartup,
-    });
+  const { logged } = setup;
+  const measured: Results = {
+    setup,
+    of: (id) => {
+      const x = m.get(id);
+      if (x === undefined) throw new Error(`bench/http: case ${id} did not run`);
+      return x;
+    },
+    ran: (id) => m.has(id),
+    conns: (id) => {
+      const t = targetOf(id);
+      return t ? `${t.connections} conn` : '';
+    },
+    startups,
+    peakRss,
+    logMbPerMinute: logged.seconds > 0 ? (logged.bytes / 1024 / 1024 / logged.seconds) * 60 : Number.NaN,
+  };
+  const rows = rowsFrom('http', ROW_CASES, measured);
 
   return {
     rows,
@@ -676,8 +397,8 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
         ]),
       ),
       startup: startups,
-      singleTextChars: single.length,
-      responseBytes1: singleAnswer.text.length,
+      singleTextChars: setup.single.length,
+      responseBytes1: setup.singleAnswer.length,
     },
   };
 }

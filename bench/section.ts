@@ -45,3 +45,33 @@ export const rowsOf =
     note === undefined
       ? { section, metric, unit, tagger, reference }
       : { section, metric, unit, tagger, reference, note };
+
+/**
+ * One row of a section's table as a named case, as Hono's router benchmarks list their routes: its
+ * values, note and target read off the section's results `R`, shown only `when` what it compares was
+ * measured. A section lists its rows in a table of these and makes them in one loop (`rowsFrom`).
+ */
+export interface RowCase<R> {
+  metric: string | ((r: R) => string);
+  unit: string;
+  when?(r: R): boolean;
+  tagger(r: R): number | null;
+  reference(r: R): number | null;
+  note?(r: R): string;
+  /** Judged when it applies (`when`, default always). */
+  target?: { text: string; pass(r: R): boolean; when?(r: R): boolean };
+}
+
+/** The rows of `cases` that apply to `results`, in the table's order. */
+export function rowsFrom<R>(section: string, cases: readonly RowCase<R>[], results: R): BenchRow[] {
+  return cases
+    .filter((c) => c.when?.(results) ?? true)
+    .map((c) => {
+      const metric = typeof c.metric === 'string' ? c.metric : c.metric(results);
+      const row = rowsOf(section)(metric, c.unit, c.tagger(results), c.reference(results), c.note?.(results));
+      const { target } = c;
+      return target && (target.when?.(results) ?? true)
+        ? { ...row, target: { text: target.text, pass: target.pass(results) } }
+        : row;
+    });
+}

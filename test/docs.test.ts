@@ -2,10 +2,12 @@
  * What the documentation says about behaviour the code decides, checked against the code, for the facts
  * that drifted once (issue 27, item 16): the two timestamp formats of the API, the `/performance`
  * filters, the hint a skipped test prints, the default store `npm start` uses, the memory figures the
- * deployment sizing rests on, and where the behaviour-suite format is described.
+ * deployment sizing rests on, and where the behaviour-suite format is described. And what was flagged
+ * more than once (issue 30): a path of the machine the code was written on, folder READMEs with lines of
+ * thousands of characters, and test/README.md and test/support/README.md missing folders and helpers.
  */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { timestamp } from '../src/http/envelope.js';
 import { PERFORMANCE_FILTERS } from '../src/http/schemas.js';
@@ -104,5 +106,85 @@ describe('the docs say what the code does', () => {
     const described = section('docs/cli.md', '## Behavioural tests and slices');
     expect(described).toContain('```yaml');
     for (const key of ['kind: mft', 'kind: inv', 'kind: dir']) expect(described).toContain(key);
+  });
+});
+
+/** The files under `dir` (relative to the repository), skipping installed, built and cached folders. */
+function filesUnder(dir: string): string[] {
+  const skip = new Set([
+    'node_modules',
+    'dist',
+    '.venv',
+    'encoders',
+    '.tagger-cache',
+    'results',
+    'mlruns',
+    '.git',
+  ]);
+  const out: string[] = [];
+  const walk = (abs: string): void => {
+    for (const entry of readdirSync(abs, { withFileTypes: true })) {
+      if (skip.has(entry.name)) continue;
+      const path = join(abs, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else out.push(relative(REPO_ROOT, path));
+    }
+  };
+  walk(resolve(REPO_ROOT, dir));
+  return out;
+}
+
+describe('the repository keeps what was flagged more than once fixed', () => {
+  it('no source, doc or script names a folder of the machine it was written on', () => {
+    const files = ['src', 'test', 'bench', 'scripts', 'docs', 'ui/src', 'deploy', 'python', 'samples']
+      .flatMap(filesUnder)
+      .concat(['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'openapi.json', 'package.json'])
+      .filter((path) => /\.(ts|tsx|js|cjs|py|md|json|ya?ml|sh)$/.test(path));
+    expect(files.length).toBeGreaterThan(300);
+    const named = files.flatMap((path) =>
+      read(path)
+        .split('\n')
+        .map((line, i) => ({ where: `${path}:${i + 1}`, line }))
+        .filter(({ line }) => /(^|[\s(`'"])\/(work|home|Users)\/[\w.-]/.test(line))
+        .map(({ where }) => where),
+    );
+    expect(named).toEqual([]);
+  });
+
+  it('folder READMEs wrap their prose (a table row, which cannot wrap, stays under 1,000 characters)', () => {
+    const readmes = ['src', 'test', 'bench', 'docs']
+      .flatMap(filesUnder)
+      .filter((path) => path.endsWith('README.md'));
+    expect(readmes.length).toBeGreaterThan(10);
+    const long: string[] = [];
+    for (const path of readmes) {
+      let code = false;
+      read(path)
+        .split('\n')
+        .forEach((line, i) => {
+          if (line.startsWith('```')) code = !code;
+          const limit = code || line.startsWith('|') ? 1000 : 200;
+          if (line.length > limit) long.push(`${path}:${i + 1} (${line.length} characters)`);
+        });
+    }
+    expect(long).toEqual([]);
+  });
+
+  it('test/README.md names every folder of test/, and test/support/README.md every helper there', () => {
+    const testReadme = read('test/README.md');
+    const folders = new Set(
+      filesUnder('test')
+        .filter((path) => path.endsWith('.ts'))
+        .map((path) => path.split('/').slice(1, -1).join('/'))
+        .filter((folder) => folder !== '' && !folder.startsWith('model/fixtures/')),
+    );
+    expect(folders.size).toBeGreaterThan(15);
+    for (const folder of folders)
+      expect(testReadme, `test/README.md names ${folder}/`).toContain(`${folder}/`);
+    const supportReadme = read('test/support/README.md');
+    const helpers = readdirSync(resolve(REPO_ROOT, 'test/support')).filter((name) => name.endsWith('.ts'));
+    expect(helpers.length).toBeGreaterThan(20);
+    for (const helper of helpers)
+      expect(supportReadme, `test/support/README.md names ${helper}`).toContain(`\`${helper}\``);
   });
 });

@@ -14,6 +14,7 @@
  * contradicts it, and a renamed field is still an error.
  */
 import type { Static } from 'typebox';
+import type { DriftSignal } from '../model/index.js';
 import type * as ExplanationSchemas from './explanation-schemas.js';
 import type * as LabelIssueSchemas from './label-issue-schemas.js';
 import type * as MonitoringSchemas from './monitoring-schemas.js';
@@ -139,17 +140,21 @@ export type ValidationErrorBody = Schemas.ValidationErrorBody;
 /** One validation issue of a 422. */
 export type ValidationIssue = Schemas.ValidationIssue;
 
-/** GET /monitoring: the served run's live figures (window, tag shares, live metrics, drift, history). */
+/** One drift signal's figures. */
+export type DriftFigures = Static<typeof MonitoringSchemas.MonitoringReport>['drift'][string];
+
+/**
+ * GET /monitoring: the served run's live figures (window, tag shares, live metrics, drift, history).
+ * `drift` has one entry per signal (its schema lists them, built with Object.fromEntries, which TypeBox
+ * types as a map).
+ */
 export type MonitoringReport = Refine<
   Static<typeof MonitoringSchemas.MonitoringReport>,
-  { live_class: MapOf<Metrics> }
+  { live_class: MapOf<Metrics>; drift: Record<DriftSignal, DriftFigures> }
 >;
 
 /** GET /monitoring's data. */
 export type MonitoringData = { monitoring: MonitoringReport };
-
-/** One drift signal's figures. */
-export type DriftFigures = MonitoringReport['drift'][keyof MonitoringReport['drift']];
 
 /** POST /feedback: one answer per item. */
 export type FeedbackData = Static<typeof MonitoringSchemas.FeedbackData>;

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { shareComponentSchemas } from './openapi-components.js';
 
 export const API_TITLE = 'Tagger';
 export const API_VERSION = '0.1';
@@ -100,6 +101,10 @@ export function registerOpenApi(app: FastifyInstance, documentAuth: boolean): vo
       ...(documentAuth ? { components: { securitySchemes: SECURITY_SCHEMES } } : {}),
     },
     hideUntagged: true,
+    // Schemas several routes use are written once, under components/schemas, and referenced.
+    // (Registered with `openapi` options, so the document is always the OpenAPI one.)
+    transformObject: (document) =>
+      'openapiObject' in document ? shareComponentSchemas(document.openapiObject) : document.swaggerObject,
   });
 }
 

@@ -1,7 +1,7 @@
 /**
  * TypeBox schemas of the API: the single source of request validation, response serialisation, the
  * handlers' static types and the OpenAPI document. Field names follow the spec
- * (/work/shared/spec/tag-prediction-api.md), including the dashed `status-code`.
+ * (`../shared/spec/tag-prediction-api.md` from the repository root), including the dashed `status-code`.
  */
 import Type, { type Static, type TSchema } from 'typebox';
 import { EXPLAIN_TOP, ExplanationSchema } from './explanation-schemas.js';

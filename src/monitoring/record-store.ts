@@ -3,7 +3,7 @@ import type { HashedVocabulary } from '../model/index.js';
 /**
  * The one interface of prediction-record stores: where served predictions are recorded and feedback
  * labels are joined to them. Adapters: `sql-record-store.ts` (SQLite — run in a worker thread by
- * `sqlite-record-store.ts` — and PostgreSQL, in tables of Tagger's own beside MLflow's) and
+ * `threaded-record-store.ts` — and PostgreSQL, in tables of Tagger's own beside MLflow's) and
  * `memory-record-store.ts` (one process, bounded). All of them pass one contract suite
  * (test/monitoring/contract.ts).
  *

@@ -54,6 +54,8 @@ function procStat(pid: number): ProcStat | null {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name, which is in parentheses and may contain spaces or parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // The kernel writes 50 fields after the name; a shorter line is nothing this can read.
+    if (fields.length < 20) return null;
     return { state: fields[0]!, ppid: Number(fields[1]), startTime: fields[19]! };
   } catch {
     return null;

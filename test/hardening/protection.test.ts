@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
+import { inlineComponentSchemas } from '../../src/http/openapi-components.js';
 import { ServedRuns, ServingLifecycle } from '../../src/service/index.js';
 import { instrumentStore } from '../support/fixtures.js';
 import { captureLog, expectEnvelope, postJson, runsApp } from '../support/http.js';
@@ -121,7 +122,8 @@ describe('limits', () => {
   });
 
   it('documents the configured limits in its own OpenAPI document', async () => {
-    const document = JSON.parse((await app.inject({ url: '/openapi.json' })).body);
+    // The predict body is a shared schema (components/schemas); read the document with it inlined.
+    const document = inlineComponentSchemas(JSON.parse((await app.inject({ url: '/openapi.json' })).body));
     const texts =
       document.paths['/predict'].post.requestBody.content['application/json'].schema.properties.texts;
     expect(texts.maxItems).toBe(3);

@@ -1,20 +1,26 @@
 /**
  * The OpenAPI document: valid per an OpenAPI validator, complete (every endpoint with its real request
- * and response schemas, tags, metadata), and identical to the committed openapi.json
- * (regenerate with `npx tsx scripts/openapi.ts`).
+ * and response schemas, tags, metadata), each shared schema written once and referenced, and identical
+ * to the committed openapi.json (regenerate with `npx tsx scripts/openapi.ts`). The checks of what each
+ * operation documents read it with the references inlined.
  */
 import { readFile } from 'node:fs/promises';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { formatOpenApi, OPENAPI_FILE } from '../../scripts/openapi.js';
 import { generateOpenApiDocument } from '../../src/app.js';
+import { inlineComponentSchemas, shareComponentSchemas } from '../../src/http/openapi-components.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: walking a JSON document
 type Json = any;
+/** The document as served and committed: shared schemas under components/schemas, referenced. */
+let generated: Json;
+/** The same with every reference replaced by its schema, to read an operation by path. */
 let document: Json;
 
 beforeAll(async () => {
-  document = await generateOpenApiDocument();
+  generated = await generateOpenApiDocument();
+  document = inlineComponentSchemas(generated);
 });
 
 const ENDPOINTS: [string, string, string][] = [
@@ -41,14 +47,58 @@ const ENVELOPED = ENDPOINTS.filter(([, path]) => path !== '/metrics');
 
 describe('openapi.json', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
-    const result = await validate(structuredClone(document));
+    const result = await validate(structuredClone(generated));
     expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
     expect(document.openapi).toBe('3.1.0');
   });
 
   it('matches the committed openapi.json (run `npx tsx scripts/openapi.ts` after changing the API)', async () => {
     const committed = await readFile(OPENAPI_FILE, 'utf8');
-    expect(committed).toBe(formatOpenApi(document));
+    expect(committed).toBe(formatOpenApi(generated));
+  });
+
+  it('writes each schema the routes share once, under components/schemas, and refers to it', () => {
+    const REF = '#/components/schemas/';
+    const schemas = generated.components.schemas;
+    expect(Object.keys(schemas)).toEqual(
+      expect.arrayContaining(['ErrorEnvelope', 'ValidationError', 'PredictPayload', 'Prediction', 'Metrics']),
+    );
+    // Every error answer of every operation is the one error envelope (the 422 body, the one validation error).
+    let errors = 0;
+    for (const [path, item] of Object.entries<Json>(generated.paths))
+      for (const [method, operation] of Object.entries<Json>(item))
+        for (const [status, response] of Object.entries<Json>(operation.responses)) {
+          if (status === '200') continue;
+          const schema = response.content['application/json'].schema;
+          expect(schema, `${method} ${path} ${status}`).toEqual({
+            $ref: `${REF}${status === '422' ? 'ValidationError' : 'ErrorEnvelope'}`,
+          });
+          errors++;
+        }
+    expect(errors).toBeGreaterThan(100);
+    // No named schema is written twice, nor written out beside its component; every reference resolves.
+    const inline = new Map<string, number>();
+    const refs = new Set<string>();
+    const walk = (node: Json, key = ''): void => {
+      if (node === null || typeof node !== 'object' || ['example', 'examples', 'enum', 'const'].includes(key))
+        return;
+      if (typeof node.title === 'string') inline.set(node.title, (inline.get(node.title) ?? 0) + 1);
+      if (typeof node.$ref === 'string') refs.add(node.$ref);
+      for (const [k, v] of Object.entries(node)) walk(v, k);
+    };
+    walk(generated.paths);
+    for (const [title, count] of inline) {
+      expect(count, `${title} written out in paths`).toBe(1);
+      expect(schemas[title], `${title} both inline and a component`).toBeUndefined();
+    }
+    for (const ref of refs) expect(schemas[ref.slice(REF.length)], ref).toBeDefined();
+    expect([...refs].map((ref) => ref.slice(REF.length)).sort()).toEqual(Object.keys(schemas).sort());
+    // What sharing saves: the same document with its references inlined is more than twice as long.
+    expect(formatOpenApi(generated).length * 2).toBeLessThan(formatOpenApi(document).length);
+  });
+
+  it('shares schemas losslessly: sharing the inlined document again gives the same document', () => {
+    expect(shareComponentSchemas(document)).toEqual(generated);
   });
 
   it('declares title, description, version 0.1 and the five tags', () => {

@@ -1,6 +1,7 @@
 /**
  * Multi-label models: the metrics against scikit-learn's numbers, the per-tag thresholds, the model's
- * predictions and the `top_k` / `threshold` selection of tags.
+ * predictions and the `top_k` / `threshold` selection of tags (on the shared multi-label data:
+ * multi-label.dataset.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/args.js';
@@ -13,10 +14,10 @@ import {
 } from '../../src/model/evaluation/metrics.js';
 import { compileSlices } from '../../src/model/evaluation/slices.js';
 import { selectTags } from '../../src/model/select.js';
-import { type LabelledText, type Prediction, tagSetKey, trainTagger } from '../../src/model/tagger.js';
+import { type Prediction, tagSetKey, trainTagger } from '../../src/model/tagger.js';
 import { readDataset } from '../../src/train/data.js';
 import { splitData } from '../../src/train/pipeline.js';
-import { REPO_ROOT, sharedDataset } from '../support/components.js';
+import { REPO_ROOT } from '../support/components.js';
 
 const SAMPLE = `${REPO_ROOT}/samples/projects-multilabel.csv`;
 
@@ -198,33 +199,5 @@ describe('a multi-label model trained on the sample data', async () => {
     ).model;
     const several = test.filter((row) => row.tags!.length > 1);
     expect(() => evaluateWithErrors(single, several)).toThrow(/gives one tag per text/);
-  });
-});
-
-const projectsPath = sharedDataset('mlops-course_146d00b/projects.json');
-
-describe.skipIf(projectsPath === null)('on the multi-label projects of the course (../shared)', async () => {
-  const rows: LabelledText[] = projectsPath === null ? [] : await readDataset(projectsPath);
-
-  it('reads 2032 projects with their tag lists and trains a model that beats 0.5 micro f1', () => {
-    expect(rows).toHaveLength(2032);
-    expect(rows.filter((row) => row.tags!.length > 1).length).toBeGreaterThan(2000);
-    const { train, validation, test } = splitData(rows, false, 7);
-    // Test rows of every frequent tag reach the test split (strata by each row's rarest frequent tag).
-    expect(test.length).toBeGreaterThan(280);
-    const args = parseTrainingArgs({
-      multi_label: true,
-      threshold: 'tuned',
-      min_freq: 100,
-      analyzer: 'word',
-      ngram_min_range: 1,
-      ngram_max_range: 2,
-      num_epochs: 15,
-      refit: false,
-    });
-    const { model } = trainTagger(train, validation, args, { seed: 7 });
-    const { performance } = evaluateWithErrors(model, test);
-    expect(performance.averages!.micro.f1).toBeGreaterThan(0.5);
-    expect(performance.class['natural-language-processing']!.f1).toBeGreaterThan(0.6);
   });
 });

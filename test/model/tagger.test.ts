@@ -1,19 +1,15 @@
-/** trainTagger / predict / evaluate on a tiny corpus (exact behaviour) and once on the shared dataset. */
+/** trainTagger / predict / evaluate on a tiny corpus (exact behaviour); once on the shared dataset in tagger.dataset.test.ts. */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TRAINING_ARGS, parseTrainingArgs } from '../../src/model/args.js';
+import { parseTrainingArgs } from '../../src/model/args.js';
 import { encodeModel } from '../../src/model/artifact.js';
 import type { SgdTagModel } from '../../src/model/classifiers/sgd/sgd-model.js';
 import { ensembleSeeds } from '../../src/model/classifiers/sgd/train-sgd.js';
 import { chooseThreshold } from '../../src/model/classifiers/thresholds.js';
 import { ModelInputError } from '../../src/model/errors.js';
 import { evaluate } from '../../src/model/evaluation/evaluate.js';
-import { stratifiedSplit } from '../../src/model/split.js';
 import { type EpochReport, type LabelledText, type TagModel, trainTagger } from '../../src/model/tagger.js';
-import { sharedDataset } from '../support/components.js';
 import { SGD, TRAIN, VALIDATION } from './fixtures.js';
 
 // Pinned apart from the defaults (which may change): one char_wb vectorizer, the validated fit as the model.
@@ -395,22 +391,5 @@ describe('evaluate', () => {
     expect(perf.slices.nlp_cnn!.f1).toBe(pred[1] === truth[1] ? 1 : 0);
     expect(perf.slices.short_text!.num_samples).toBe(3);
     expect(Object.keys(perf.class).sort()).toEqual([...model.tags]);
-  });
-});
-
-const datasetPath = sharedDataset('dataset.csv');
-
-describe.skipIf(datasetPath === null)('on the shared dataset (training test)', () => {
-  it('default args reach a sane weighted f1 on a held-back split of dataset.csv', () => {
-    const rows = (parse(readFileSync(datasetPath!), { columns: true }) as Record<string, string>[]).map(
-      (r) => ({
-        text: `${r.title} ${r.description}`,
-        tag: r.tag!,
-      }),
-    );
-    const [train, val, test] = stratifiedSplit(rows, (r) => r.tag, [0.7, 0.15, 0.15], 42);
-    const { model } = trainTagger(train!, val!, DEFAULT_TRAINING_ARGS, { seed: 42 });
-    expect(model.tags).toEqual(['computer-vision', 'mlops', 'natural-language-processing', 'other']);
-    expect(evaluate(model, test!).overall.f1).toBeGreaterThan(0.8);
   });
 });

@@ -2,7 +2,7 @@
  * One configuration for `tagger serve`: every setting from a flag, a variable or a config file (in
  * that order of precedence), validated by one schema, blamed on its real source when bad, listed in
  * docs/configuration.md (and its JSON Schema), printed with secrets masked by --print-config.
- * The real CLI (`--help`, `--print-config`, exit codes) is tested in test/cli.test.ts.
+ * The real CLI (`--help`, `--print-config`, exit codes) is tested in test/cli/serve.test.ts.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

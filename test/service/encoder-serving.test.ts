@@ -60,7 +60,8 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
   let store: TrackingStore;
   let embedded: TrainEncoder;
   let encoderModel: TrainedModel;
-  const runs: Record<string, string> = {};
+  /** The run ids, logged in beforeAll (and `other` in a test). */
+  const runs = { tfidf: '', enc: '', wrong: '', other: '' };
   const batches: number[] = [];
   const closed: string[] = [];
   const settings: EncoderSettings = { threads: 1, maxBatch: 8, maxWaitMs: 2, maxQueue: 256, nice: 0 };

@@ -158,21 +158,33 @@ const truncated = (files: Record<string, Uint8Array>): Record<string, Uint8Array
     MODEL_FILES.map((name) => [name, files[name]!.slice(0, Math.floor(files[name]!.length / 2))]),
   );
 
+/**
+ * The fixture's models and label issues, trained once per module instance and never changed by tests: once
+ * per test file in the full suite (its files are isolated), once per worker in `npm run test:unit`, whose
+ * files share modules (vitest.config.ts) — half the subset's CPU time was ten files training the same.
+ */
+let trained: { modelA: TrainedModel; modelB: TrainedModel; labelIssues: LabelIssuesReport } | undefined;
+function fixtureModels(): NonNullable<typeof trained> {
+  if (trained === undefined) {
+    const modelA = trainModel({ analyzer: 'char_wb', ngram_max_range: 4 });
+    // The SGD model (the defaults before issue 25), so the fixture serves both kinds of model.
+    const modelB = trainModel({
+      classifier: 'ovr',
+      oversample: true,
+      analyzer: 'word',
+      ngram_max_range: 2,
+      alpha: 1e-3,
+    });
+    trained = { modelA, modelB, labelIssues: sampleLabelIssues(modelA.args) };
+  }
+  return trained;
+}
+
 /** Builds the fixture described above; test files take it through useServingFixture() (serving-fixture.ts). */
 export async function buildServingFixture(): Promise<ServingFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
   const store = await openTrackingStore(join(dir, 'mlruns'));
-  const modelA = trainModel({ analyzer: 'char_wb', ngram_max_range: 4 });
-  // The SGD model (the defaults before issue 25), so the fixture serves both kinds of model.
-  const modelB = trainModel({
-    classifier: 'ovr',
-    oversample: true,
-    analyzer: 'word',
-    ngram_max_range: 2,
-    alpha: 1e-3,
-  });
-
-  const labelIssues = sampleLabelIssues(modelA.args);
+  const { modelA, modelB, labelIssues } = fixtureModels();
 
   const best = await getOrCreateExperiment(store, 'best');
   const t0 = Date.UTC(2026, 0, 1);

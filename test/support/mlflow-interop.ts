@@ -57,6 +57,10 @@ export function runPythonProbe<T extends { error?: string }>(
     ...process.env,
     MLFLOW_ALLOW_FILE_STORE: 'true',
     PYTHONWARNINGS: 'ignore',
+    // MLflow's telemetry sets and unsets a variable of os.environ from its own thread, so a request that
+    // reads the environment meanwhile dies of a KeyError (_MLFLOW_TELEMETRY_SESSION_ID, seen once in the
+    // interop test); it would also send events off this machine.
+    MLFLOW_DISABLE_TELEMETRY: 'true',
   };
   for (const key of Object.keys(env)) if (key.startsWith('MLFLOW_TRACKING_')) delete env[key];
   return new Promise((resolvePromise, reject) => {

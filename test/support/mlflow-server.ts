@@ -65,7 +65,8 @@ function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith('MLFLOW_')) env[key] = value;
   }
-  return { ...env, PYTHONUNBUFFERED: '1', ...extra };
+  // No telemetry (see mlflow-interop.ts): nothing leaves the machine, and no thread edits os.environ.
+  return { ...env, PYTHONUNBUFFERED: '1', MLFLOW_DISABLE_TELEMETRY: 'true', ...extra };
 }
 
 const running = new Set<ChildProcess>();

@@ -63,7 +63,7 @@ const isAsciiAlnum = (c: number): boolean =>
  * stopword with an apostrophe has its apostrophe-free prefix earlier in the list, so it never matches
  * whole), and deleting them or blanking them gives the same final text. So one scan does both steps:
  * split into word runs, drop stopword runs, keep the ASCII-alphanumeric pieces of the others.
- * test/model/preprocess.test.ts checks this against the regex version on random strings.
+ * test/model/text/preprocess.test.ts checks this against the regex version on random strings.
  */
 function dropStopwordsAndSymbols(text: string, out: string[]): void {
   const n = text.length;

@@ -102,7 +102,7 @@ async function raceOn(root: string, label: string): Promise<void> {
   ).toEqual([]);
   const ids = new Set(answers.map((answer) => answer.experimentId));
   expect(ids.size, `${label}: every racer must end up in the same experiment`).toBe(1);
-  const [bestId] = ids as Set<string>;
+  const bestId = [...(ids as Set<string>)][0]!; // the one id (size checked above)
 
   // On disk, as MLflow sees it: exactly Default and one best, and no lock or temp file left over.
   expect(await experimentNames(root), label).toEqual({ '0': 'Default', [bestId]: 'best' });

@@ -1,6 +1,6 @@
 /**
  * Inputs, outputs and logged models in the file layout: the exact files MLflow 3.17.2 writes (compared
- * with files MLflow wrote itself, see `src/tracking/file/outputs.ts`), and broken or half-written
+ * with files MLflow wrote itself, see `src/tracking/file/datasets-and-models.ts`), and broken or half-written
  * records, which are MALFORMED naming the file or skipped like MLflow skips them. The local stores'
  * check that a linked metric names a model of the run's experiment is here too (SQLite as well).
  */

@@ -4,7 +4,7 @@
  * can be written, and the experiment is not deleted. Tests run as root, whom permission bits do not
  * stop: a folder is made read-only with `chattr +i` (immutable: not even root may add a file to it), or
  * with chmod when not root; where neither works those cases are skipped with the reason.
- * `test/cli.test.ts` checks the same through the CLI, as user nobody.
+ * `test/cli/train.test.ts` checks the same through the CLI, as user nobody.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
