@@ -190,6 +190,11 @@ export interface RecordStore {
   labelled(query: LabelledQuery): Promise<LabelledRecord[]>;
   /** Deletes predictions made before `beforeMs` and their feedback; resolves with how many predictions. */
   prune(beforeMs: number): Promise<number>;
+  /**
+   * One cheap round trip to the database (SQL: `SELECT 1`), rejecting while it cannot be reached; the
+   * recorder probes a store that failed with it. Stores without a database (memory) have none.
+   */
+  ping?(): Promise<void>;
   close(): Promise<void>;
 }
 

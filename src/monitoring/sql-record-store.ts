@@ -420,6 +420,12 @@ export class SqlRecordStore implements RecordStore {
     );
   }
 
+  ping(): Promise<void> {
+    return this.call('cannot reach the database', async () => {
+      await this.db.all('SELECT 1 AS ok');
+    });
+  }
+
   async close(): Promise<void> {
     await this.db.close();
   }

@@ -188,6 +188,10 @@ export class ThreadedRecordStore implements RecordStore {
     return this.call('prune', beforeMs);
   }
 
+  ping(): Promise<void> {
+    return this.call('ping');
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     const worker = this.worker;
