@@ -10,6 +10,7 @@ export {
   Monitoring,
   type MonitoringConfig,
   type MonitoringDeps,
+  PRUNE_EVERY_MS,
   vocabularyOf,
 } from './monitoring.js';
 export {

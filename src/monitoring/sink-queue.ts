@@ -89,6 +89,11 @@ export class SinkQueue {
     return this.waiting + this.inFlight;
   }
 
+  /** While writes fail: since when, the last error, and the records dropped since; else undefined. */
+  get failing(): { since: number; error: string; dropped: number } | undefined {
+    return this.outage === undefined ? undefined : { ...this.outage };
+  }
+
   /** Queues a batch (dropped and counted whole when it does not fit) and starts writing if idle. */
   offer(batch: CapturedBatch): void {
     const size = batchSize(batch);
@@ -152,6 +157,7 @@ export class SinkQueue {
     const message = error instanceof Error ? error.message : String(error);
     const size = batchSize(batch);
     this.failures++;
+    if (this.outage !== undefined) this.outage.error = message;
     if (this.outage === undefined) {
       this.outage = { since: Date.now(), dropped: 0, error: message };
       this.options.log.warn(

@@ -184,8 +184,8 @@ export class ThreadedRecordStore implements RecordStore {
     return this.call('labelled', query);
   }
 
-  prune(beforeMs: number): Promise<number> {
-    return this.call('prune', beforeMs);
+  prune(beforeMs: number, keepRows?: number): Promise<number> {
+    return this.call('prune', beforeMs, keepRows);
   }
 
   ping(): Promise<void> {

@@ -391,6 +391,7 @@ function monitoringConfig(
     bufferSize: values.record_buffer,
     flushMs: values.record_flush_ms,
     retentionDays: values.record_retention_days,
+    retentionRows: values.record_retention_rows,
     sinkUrl: values.record_sink_url,
     windowSeconds: values.monitoring_window_s,
     windowPredictions: values.monitoring_window,

@@ -502,6 +502,18 @@ const SETTINGS = {
     default: MONITORING_DEFAULTS.retentionDays,
     what: 'a number of days',
   }),
+  record_retention_rows: row({
+    flag: '--record-retention-rows',
+    arg: '<n>',
+    env: 'TAGGER_RECORD_RETENTION_ROWS',
+    schema: integer(
+      0,
+      1_000_000_000,
+      'most prediction records kept in the store (all scopes), the oldest deleted first with their feedback, checked every 5 minutes; a record takes ~480 bytes on SQLite with texts of ~140 characters (docs/monitoring.md); 0: no bound but the age',
+    ),
+    default: MONITORING_DEFAULTS.retentionRows,
+    what: 'a number of records',
+  }),
   record_buffer: row({
     flag: '--record-buffer',
     arg: '<n>',

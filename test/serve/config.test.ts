@@ -75,6 +75,7 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   record_sample_rate: ['0.25', 0.25],
   record_text: ['HASH', 'hash'],
   record_retention_days: ['7', 7],
+  record_retention_rows: ['100000', 100_000],
   record_buffer: ['5000', 5000],
   record_flush_ms: ['250', 250],
   record_sink_url: ['http://sink.internal/events', 'http://sink.internal/events'],

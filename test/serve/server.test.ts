@@ -68,6 +68,7 @@ describe('resolveServeConfig', () => {
         bufferSize: 10_000,
         flushMs: 1_000,
         retentionDays: 30,
+        retentionRows: 5_000_000,
         sinkUrl: null,
         windowSeconds: 3_600,
         windowPredictions: 5_000,

@@ -8,7 +8,7 @@
 import { DRIFT_SIGNALS } from '../../model/index.js';
 import type { FeedbackOutcome, Monitoring, MonitoringSnapshot } from '../../monitoring/index.js';
 import { RecordStoreError } from '../../monitoring/index.js';
-import type { ServingState } from '../../service/index.js';
+import { maskPaths, type ServingState } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../http-error.js';
 import { scopeOf } from '../monitored.js';
@@ -79,12 +79,12 @@ export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
       drift: point.drift,
     })),
     recording: {
-      store: config.storeDisplayUri,
+      store: maskPaths(config.storeDisplayUri),
       sample_rate: config.sampleRate,
       text: config.keepText ? ('full' as const) : ('hash' as const),
       retention_days: config.retentionDays,
     },
-    problems: snapshot.problems,
+    problems: [...snapshot.problems, ...monitoring.problems()].map(maskPaths),
   };
 }
 

@@ -3,7 +3,7 @@
  * /health/ready` (a model is loaded and the server is not draining) and `GET /metrics` (Prometheus text
  * format, the one response outside the envelope besides 422).
  */
-import type { ServingState } from '../../service/index.js';
+import { maskPaths, type ServingState } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../http-error.js';
 import { type HttpMetrics, METRICS_CONTENT_TYPE } from '../observability.js';
@@ -65,7 +65,11 @@ export function operationsRoutes(
         if (error instanceof HttpError) throw error;
         return notReady('no model is loaded');
       }
-      const problems = servingProblems(current());
+      // What serves, and what keeps records from being kept (a record store down, locked or full).
+      const problems = [
+        ...servingProblems(current()),
+        ...(request.server.taggerMonitoring?.problems() ?? []),
+      ].map(maskPaths);
       return envelope(request, 200, {
         status: 'ready' as const,
         ...(runId === null ? {} : { run_id: runId }),
