@@ -16,6 +16,7 @@ import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js'
 import {
   artifactRootOption,
   DEFAULT_SEED,
+  dataColumnOptions,
   defaultRunName,
   parseInteger,
   readArgs,
@@ -88,6 +89,7 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
         }
       },
       flags.artifactRoot,
+      io.stderr,
     );
   } catch (error) {
     if (!(error instanceof SearchInterruptedError)) throw error;
@@ -207,10 +209,11 @@ function trialTable(trials: readonly Trial[], best: number, givenArgs: boolean):
 }
 
 export function registerOptimize(program: Command, io: CliIo): void {
-  program
+  const optimize = program
     .command('optimize')
     .description('Search hyper-parameters; each trial is a logged run; saves the best arguments')
-    .requiredOption('--data <csv>', 'training data CSV')
+    .requiredOption('--data <csv>', 'training data CSV');
+  dataColumnOptions(optimize)
     .requiredOption('--trials <n>', 'number of trials', parseInteger('--trials', 1))
     .option(
       '--folds <k>',

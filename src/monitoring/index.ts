@@ -6,6 +6,7 @@ export { predictionId } from './ids.js';
 export { MemoryRecordStore } from './memory-record-store.js';
 export type { HistoryPoint, MonitoredRun, MonitoringSnapshot, TagShare } from './monitor.js';
 export {
+  DRIFT_SIGNIFICANCE,
   MONITORING_DEFAULTS,
   Monitoring,
   type MonitoringConfig,

@@ -50,7 +50,7 @@ const BATCH_SIZE = 128;
 /** Labelled predictions live quality is computed from, at most (the most recent). */
 const FEEDBACK_LIMIT = 10_000;
 /** Significance a drift must reach besides its PSI threshold (see src/model/drift.ts). */
-const DRIFT_SIGNIFICANCE = 0.01;
+export const DRIFT_SIGNIFICANCE = 0.01;
 /**
  * How often old records are deleted (the first time a minute after start): often enough that a busy
  * server overshoots the row bound by little (600 predictions/s add 180,000 records in 5 minutes).

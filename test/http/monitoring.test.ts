@@ -137,6 +137,28 @@ describe('GET /monitoring', () => {
   });
 });
 
+describe('a PSI at or above its threshold that is not drift', () => {
+  it('says why: the shift is not significant with so few predictions', async () => {
+    const few = await monitoredApp(store, { config: { minPredictions: 3 } });
+    try {
+      await predict(few, OTHER_DOMAIN_TEXTS.slice(0, 4));
+      const now = await figures(few);
+      const unseen = now.drift.unseen_ngrams;
+      expect(unseen.value).toBeGreaterThanOrEqual(unseen.threshold);
+      expect(unseen.drifted).toBe(false);
+      expect(unseen.reason).toMatch(
+        /^PSI \d\.\d{3} reaches the threshold 0\.2, but the shift is not significant: p = [\d.e-]+, and drift needs p < 0\.01; 4 predictions against \d+ test rows are too few to tell it from chance$/,
+      );
+      // A signal below its threshold needs no reason.
+      for (const signal of Object.values(now.drift)) {
+        if (signal.value !== null && signal.value < signal.threshold) expect(signal.reason).toBeUndefined();
+      }
+    } finally {
+      await few.close();
+    }
+  });
+});
+
 describe('an unavailable record store', () => {
   it('leaves predictions alone, answers feedback and figures with what it knows, counts drops, warns once', async () => {
     let attempts = 0;
