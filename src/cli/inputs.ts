@@ -27,6 +27,7 @@ import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
 import type { TrackingStore } from '../tracking/store.js';
 import type { DatasetColumns } from '../train/data.js';
 import { readDataWithInput } from '../train/dataset-input.js';
+import { failOrphanedRuns } from '../train/run-ends.js';
 import type { CliIo } from './io.js';
 
 export const DEFAULT_SEED = 42;
@@ -89,6 +90,18 @@ export function dataColumnParams(flags: DataColumnFlags): Record<string, string>
     ...(flags.tagColumn === undefined ? {} : { tag_column: flags.tagColumn }),
     ...(flags.tagsColumn === undefined ? {} : { tags_column: flags.tagsColumn }),
   };
+}
+
+/**
+ * Marks FAILED the runs of `experiment` that a tagger left RUNNING when it stopped while logging them
+ * (the store lost late, SIGKILL), and says so; `train` and `optimize` do it before training.
+ */
+export async function failOrphanedRunsOf(store: TrackingStore, experiment: string, io: CliIo): Promise<void> {
+  for (const run of await failOrphanedRuns(store, experiment)) {
+    io.stderr.write(
+      `tagger: run ${run.runId} (${run.runName}) of experiment '${experiment}' was left RUNNING by a tagger that stopped while logging it (${run.process}); marked FAILED\n`,
+    );
+  }
 }
 
 /** Only commands that may create an experiment take it: the location is recorded on the experiment. */

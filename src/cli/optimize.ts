@@ -18,6 +18,7 @@ import {
   DEFAULT_SEED,
   dataColumnOptions,
   defaultRunName,
+  failOrphanedRunsOf,
   parseInteger,
   readArgs,
   readDefinitions,
@@ -62,6 +63,7 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
       flags.trackingUri,
       async (store) => {
         await checkCanLog(store, flags.experiment);
+        await failOrphanedRunsOf(store, flags.experiment, io);
         try {
           return await optimize(store, {
             data,

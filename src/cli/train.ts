@@ -14,6 +14,7 @@ import {
   dataColumnOptions,
   dataColumnParams,
   defaultRunName,
+  failOrphanedRunsOf,
   parseInteger,
   readArgs,
   readDefinitions,
@@ -119,6 +120,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     async (store, label) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
+      await failOrphanedRunsOf(store, flags.experiment, io);
       const progress = trainingProgress(args, { silent: flags.quiet === true, stream: io.stderr });
       const folds = labelIssuesProgress(io, flags.quiet === true);
       // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once, and say so.
@@ -179,6 +181,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         datasets,
         ...(outcome.labelIssues ? { labelIssues: outcome.labelIssues } : {}),
         catchSignals: true,
+        onStoreWait: (message) => io.stderr.write(`tagger: ${message}\n`),
       });
       const registered =
         flags.register === undefined
