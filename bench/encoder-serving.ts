@@ -461,7 +461,13 @@ export async function servingRows(input: ServingBenchInput): Promise<{
         const server = await serveDefault(
           `tagger-encoder-queue-${maxQueue ?? 'default'}`,
           encoderDir,
-          maxQueue === null ? {} : { TAGGER_ENCODER_MAX_QUEUE: String(maxQueue) },
+          // The queue is bounded in texts and in estimated tokens: "no bound" lifts both.
+          maxQueue === null
+            ? {}
+            : {
+                TAGGER_ENCODER_MAX_QUEUE: String(maxQueue),
+                TAGGER_ENCODER_MAX_QUEUE_TOKENS: String(maxQueue),
+              },
         );
         const sixteen = body(texts.slice(0, 16));
         const { answers, seconds: took } = await sendAll(
@@ -498,7 +504,7 @@ export async function servingRows(input: ServingBenchInput): Promise<{
           'ms',
           bounded.p99Served,
           unbounded.p99Served,
-          `${bounded.shed} of 128 shed at once with 503 (Retry-After ${bounded.retryAfter} s, p99 ${bounded.p99Shed.toFixed(1)} ms), ${bounded.served} answered; reference = no bound (TAGGER_ENCODER_MAX_QUEUE=0): all answered, the last after ${unbounded.seconds.toFixed(1)} s`,
+          `${bounded.shed} of 128 shed at once with 503 (Retry-After ${bounded.retryAfter} s, p99 ${bounded.p99Shed.toFixed(1)} ms), ${bounded.served} answered; reference = no bound (TAGGER_ENCODER_MAX_QUEUE=0, TAGGER_ENCODER_MAX_QUEUE_TOKENS=0): all answered, the last after ${unbounded.seconds.toFixed(1)} s`,
         ),
       );
       details.shedding = { bounded, unbounded };

@@ -456,6 +456,8 @@ export function resolveServeConfig(
       maxBatch: values.encoder_max_batch,
       maxWaitMs: values.encoder_max_wait_ms,
       maxQueue: values.encoder_max_queue,
+      maxQueueTokens: values.encoder_max_queue_tokens,
+      maxRequestTokens: values.encoder_max_request_tokens,
       nice: values.encoder_nice,
     },
     monitoring: monitoringConfig(settings, values, values.model === null ? values.tracking_uri : null),

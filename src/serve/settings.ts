@@ -231,10 +231,34 @@ const SETTINGS = {
     schema: integer(
       0,
       10_000_000,
-      'encoder runs: most texts waiting for the encoder; a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; 0: no bound)',
+      'encoder runs: most texts waiting for the encoder; a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; one request counts for at most a quarter; 0: no bound)',
     ),
     default: DEFAULT_ENCODER_SETTINGS.maxQueue,
     what: 'a number of texts (0: no bound)',
+  }),
+  encoder_max_queue_tokens: row({
+    flag: '--encoder-max-queue-tokens',
+    arg: '<tokens>',
+    env: 'TAGGER_ENCODER_MAX_QUEUE_TOKENS',
+    schema: integer(
+      0,
+      100_000_000,
+      "encoder runs: most work waiting for the encoder, in estimated tokens (a text costs its tokens, at most the encoder's 256); a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; one request counts for at most a quarter; 0: no bound)",
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.maxQueueTokens ?? 0,
+    what: 'a number of tokens (0: no bound)',
+  }),
+  encoder_max_request_tokens: row({
+    flag: '--encoder-max-request-tokens',
+    arg: '<tokens>',
+    env: 'TAGGER_ENCODER_MAX_REQUEST_TOKENS',
+    schema: integer(
+      0,
+      100_000_000,
+      'encoder runs: most work one request may ask of the encoder, in estimated tokens; a larger request is refused with 413 (0: no bound)',
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.maxRequestTokens ?? 0,
+    what: 'a number of tokens (0: no bound)',
   }),
   encoder_nice: row({
     flag: '--encoder-nice',

@@ -18,6 +18,7 @@ export {
   type BatcherOptions,
   DynamicBatcher,
   QueueFullError,
+  RequestTooLargeError,
 } from './batcher.js';
 export { SingleFlightLru } from './cache.js';
 export type { HeldRun, ServingProblems } from './candidates.js';

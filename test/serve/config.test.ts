@@ -49,6 +49,8 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   encoder_max_batch: ['16', 16],
   encoder_max_wait_ms: ['0', 0],
   encoder_max_queue: ['256', 256],
+  encoder_max_queue_tokens: ['4096', 4096],
+  encoder_max_request_tokens: ['20000', 20_000],
   encoder_nice: ['5', 5],
   min_test_size: ['100', 100],
   min_tags: ['3', 3],

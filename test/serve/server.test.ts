@@ -51,6 +51,8 @@ describe('resolveServeConfig', () => {
         maxBatch: 32,
         maxWaitMs: 0,
         maxQueue: 256,
+        maxQueueTokens: 8_192,
+        maxRequestTokens: 65_536,
         nice: 0,
       },
       // Records go into the tracking database when it is one (src/monitoring/open.ts).
