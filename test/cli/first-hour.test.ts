@@ -166,35 +166,21 @@ describe('train on other column names', () => {
 });
 
 describe('a mistyped --tracking-uri on train', () => {
+  /** `tagger train` on the sample data (`data`, relative to `cwd`) into `uri`, quickly. */
+  const trainInto = (uri: string, data = SAMPLE_DATA, cwd?: string) =>
+    cli.tagger(
+      ['train', '--data', data, '--args', FAST_ARGS, '--tracking-uri', uri, '--quiet', '--no-label-issues'],
+      {},
+      cwd === undefined ? {} : { cwd },
+    );
+
   it('says before training that it creates a new store, with the stores beside it; Logged run names the store', async () => {
-    const existing = join(cli.dir, 'mlflow.db');
     // A database where the user keeps their runs, and a typo of its name (the folder also holds the file
-    // store `mlruns` of this file's other tests).
-    await cli.tagger([
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      `sqlite:///${existing}`,
-      '--quiet',
-      '--no-label-issues',
-    ]);
+    // stores of this file's other tests).
+    const existing = join(cli.dir, 'mlflow.db');
+    expect((await trainInto(`sqlite:///${existing}`)).code).toBe(0);
     const typo = join(cli.dir, 'mlfow.db');
-    const result = await cli.tagger([
-      'train',
-      ...[
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        FAST_ARGS,
-        '--tracking-uri',
-        `sqlite:///${typo}`,
-        '--quiet',
-        '--no-label-issues',
-      ],
-    ]);
+    const result = await trainInto(`sqlite:///${typo}`);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain(
       `tagger: created a new tracking store, sqlite:///${typo}: nothing was there. If you meant an existing store, stop and check --tracking-uri (or MLFLOW_TRACKING_URI); beside it: `,
@@ -208,37 +194,10 @@ describe('a mistyped --tracking-uri on train', () => {
       ),
     );
     // The second time the store is there: nothing to say.
-    const again = await cli.tagger([
-      'train',
-      ...[
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        FAST_ARGS,
-        '--tracking-uri',
-        `sqlite:///${typo}`,
-        '--quiet',
-        '--no-label-issues',
-      ],
-    ]);
-    expect(again.stderr).not.toContain('created a new tracking store');
+    expect((await trainInto(`sqlite:///${typo}`)).stderr).not.toContain('created a new tracking store');
     // A relative URI is named with its absolute path.
     await copyFile(SAMPLE_DATA, join(cli.dir, 'data.csv'));
-    const relative = await cli.tagger(
-      [
-        'train',
-        '--data',
-        'data.csv',
-        '--args',
-        FAST_ARGS,
-        '--tracking-uri',
-        'sqlite:///mlflow.db',
-        '--quiet',
-        '--no-label-issues',
-      ],
-      {},
-      { cwd: cli.dir },
-    );
+    const relative = await trainInto('sqlite:///mlflow.db', 'data.csv', cli.dir);
     expect(relative.stdout).toContain(`in sqlite:///mlflow.db (${existing}).`);
     expect(
       readdirSync(cli.dir)

@@ -11,7 +11,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/index.js';
-import { CLI_ENTRY, cliFolder, FAST_ARGS } from '../support/cli.js';
+import { CLI_ENTRY, cliFolder, FAST_ARGS, startCli } from '../support/cli.js';
 import { SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-interrupt-', trained: true });
@@ -68,57 +68,30 @@ async function signalGroupMidway(
   output: string,
   signal: 'SIGINT' | 'SIGTERM',
 ): Promise<Exit & { rowsAtSignal: number }> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      TSX_LOADER,
-      CLI_ENTRY,
-      'predict',
-      '--input',
-      input,
-      '--output',
-      output,
-      '--tracking-uri',
-      cli.store,
-      '--quiet',
-    ],
-    { cwd: cli.dir, env: { ...process.env, MLFLOW_TRACKING_URI: '' }, detached: true },
+  const job = startCli(
+    ['predict', '--input', input, '--output', output, '--tracking-uri', cli.store, '--quiet'],
+    { cwd: cli.dir, detached: true },
   );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.once('close', (code, exitSignal) => done({ code, signal: exitSignal })),
-  );
-  let ended = false;
-  void exited.then(() => {
-    ended = true;
-  });
+  const pid = job.child.pid!;
   let rowsAtSignal = -1;
   let sent = false;
   // The job's temporary output (`.<name>.tagger-<hex>.tmp` beside the target) with a line in it.
   const prefix = `.${output.split('/').at(-1)}.tagger-`;
-  while (!ended) {
+  while (!job.ended()) {
     const temp = (await readdir(cli.dir)).find((name) => name.startsWith(prefix));
     if (temp !== undefined && (await stat(join(cli.dir, temp)).catch(() => null))?.size) {
-      process.kill(-child.pid!, 'SIGSTOP');
+      process.kill(-pid, 'SIGSTOP');
       const written = await readFile(join(cli.dir, temp), 'utf8').catch(() => '');
       rowsAtSignal = written.split('\n').length - 1;
-      process.kill(-child.pid!, signal);
-      process.kill(-child.pid!, 'SIGCONT');
+      process.kill(-pid, signal);
+      process.kill(-pid, 'SIGCONT');
       sent = true;
       break;
     }
     await new Promise((done) => setTimeout(done, 20));
   }
-  const exit = await exited;
-  return { ...exit, stdout, stderr, sent, rowsAtSignal };
+  const exit = await job.exited;
+  return { ...exit, stdout: job.stdout(), stderr: job.stderr(), sent, rowsAtSignal };
 }
 
 beforeAll(async () => {

@@ -6,14 +6,13 @@
  * "unexpected error". Now every call times out (TAGGER_S3_TIMEOUT_MS, tried AWS_MAX_ATTEMPTS times), a
  * stop signal ends the job at once, and a malformed URL is one line. No S3 server needed.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_ENTRY, cliFolder, expectCleanFailure } from '../support/cli.js';
-import { SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { type CliProcess, cliFolder, expectCleanFailure, startCli } from '../support/cli.js';
+import { SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-cli-s3-faults-', trained: true });
 
@@ -30,7 +29,7 @@ let server: Server;
 let endpoint: Endpoint;
 const sockets = new Set<Socket>();
 /** Processes started here: killed by PID after the tests if one still runs. */
-const children = new Set<ChildProcess>();
+const jobs: CliProcess[] = [];
 
 beforeAll(async () => {
   endpoint = { url: '', seen: [], answerHead: null };
@@ -52,8 +51,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const job of jobs) if (!job.ended()) job.child.kill('SIGKILL');
   for (const socket of sockets) socket.destroy();
   await new Promise((done) => server.close(done));
 });
@@ -146,32 +144,16 @@ async function signalDuringCall(
   signal: 'SIGINT' | 'SIGTERM',
 ): Promise<{ code: number | null; stderr: string; stdout: string }> {
   endpoint.seen = [];
-  const child = spawn(
-    process.execPath,
-    ['--import', TSX_LOADER, CLI_ENTRY, 'predict', '--tracking-uri', cli.store, '--quiet', ...args],
-    {
-      cwd: cli.dir,
-      env: { ...process.env, MLFLOW_TRACKING_URI: '', ...s3Env({ TAGGER_S3_TIMEOUT_MS: '600000' }) },
-      detached: true,
-    },
-  );
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
+  const job = startCli(['predict', '--tracking-uri', cli.store, '--quiet', ...args], {
+    cwd: cli.dir,
+    env: s3Env({ TAGGER_S3_TIMEOUT_MS: '600000' }),
+    detached: true,
   });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<number | null>((done) => child.once('close', (code) => done(code)));
-  let ended = false;
-  void exited.then(() => {
-    ended = true;
-  });
-  while (!ended && !endpoint.seen.includes(request)) await new Promise((done) => setTimeout(done, 20));
-  if (!ended) process.kill(-child.pid!, signal);
-  return { code: await exited, stderr, stdout };
+  jobs.push(job);
+  while (!job.ended() && !endpoint.seen.includes(request)) await new Promise((done) => setTimeout(done, 20));
+  if (!job.ended()) process.kill(-job.child.pid!, signal);
+  const { code } = await job.exited;
+  return { code, stderr: job.stderr(), stdout: job.stdout() };
 }
 
 describe('a stop signal while an S3 call hangs', () => {

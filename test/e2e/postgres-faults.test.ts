@@ -9,14 +9,13 @@
  * `pg_ctlcluster … stop -m immediate` followed by a start). The lock is then released.
  *
  * - `tagger train` whose run is being logged: one `tagger:` line, exit 1, the run FAILED (never
- *   RUNNING, which the README says only SIGKILL of tagger can leave) — not an unhandled 'error' event.
+ *   RUNNING) — not an unhandled 'error' event.
  * - `tagger serve` whose reload is reading the runs: the server keeps serving, the reload fails with a
  *   warning and the next one reads the store again.
  * - `tagger train` whose PostgreSQL goes down late in logging (issue 34, item 6: the run, its metrics and
  *   model files stored, the logged model not final): back within the wait, the run ends FAILED; down
  *   longer, the next `tagger train` on the experiment marks it FAILED. Before, it stayed RUNNING.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -24,8 +23,8 @@ import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { CLI_ENTRY, FAST_ARGS, spawnCli } from '../support/cli.js';
-import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { FAST_ARGS, spawnCli, startCli } from '../support/cli.js';
+import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 import { trainModel } from '../support/fixtures.js';
 import {
   killServers,
@@ -130,6 +129,24 @@ async function whenBack<T>(url: string, fn: (client: pg.Client) => Promise<T>): 
   }
 }
 
+/** `tagger train` on the sample data into `uri` as a real process. */
+const train = (uri: string, artifactRoot: string, ...more: string[]) =>
+  spawnCli(
+    [
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--args',
+      FAST_ARGS,
+      '--tracking-uri',
+      uri,
+      '--artifact-root',
+      artifactRoot,
+      ...more,
+    ],
+    { cwd: dir, timeoutMs: 120_000 },
+  );
+
 const nonEmptyLines = (text: string): string[] => text.split('\n').filter((line) => line.trim() !== '');
 
 describe.runIf(pgBin !== null)('PostgreSQL: a connection lost while tagger train logs its run', () => {
@@ -144,20 +161,7 @@ describe.runIf(pgBin !== null)('PostgreSQL: a connection lost while tagger train
       // The schema first, so the table to lock exists.
       await (await openTrackingStore(uri, { artifactRoot })).close();
       const lock = await lockTable(url, 'metrics');
-      const training = spawnCli(
-        [
-          'train',
-          '--data',
-          SAMPLE_DATA,
-          '--args',
-          FAST_ARGS,
-          '--tracking-uri',
-          uri,
-          '--artifact-root',
-          artifactRoot,
-        ],
-        { cwd: dir, timeoutMs: 120_000 },
-      );
+      const training = train(uri, artifactRoot);
       try {
         // logBatch's first INSERT INTO metrics waits: its transaction holds a checked-out client.
         const pid = await lock.waiter();
@@ -263,28 +267,20 @@ async function trainPausedLate(
   atPause: () => Promise<void>,
   onLine: (line: string) => void = () => undefined,
 ): Promise<{ code: number | null; stderr: string; runId: string }> {
-  const child = spawn(
-    process.execPath,
+  const job = startCli(
     [
-      '--import',
-      TSX_LOADER,
-      '--import',
-      PAUSE_SQL_LOGGING,
-      CLI_ENTRY,
       'train',
       ...['--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri, '--artifact-root', artifactRoot],
       ...['--quiet', '--no-label-issues'],
     ],
-    { cwd: dir, env: { ...process.env, MLFLOW_TRACKING_URI: '' }, stdio: ['pipe', 'pipe', 'pipe'] },
+    { cwd: dir, preload: [PAUSE_SQL_LOGGING] },
   );
-  let stderr = '';
   let runId = '';
   let paused!: () => void;
   const pausedAt = new Promise<void>((done) => {
     paused = done;
   });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
+  job.child.stderr.on('data', (chunk: Buffer) => {
     for (const line of chunk.toString().split('\n')) {
       const match = /^paused ([0-9a-f]{32})$/.exec(line);
       if (match) {
@@ -294,13 +290,12 @@ async function trainPausedLate(
       if (line !== '') onLine(line);
     }
   });
-  child.stdout.resume();
-  const exited = new Promise<number | null>((done) => child.once('close', (code) => done(code)));
-  await Promise.race([pausedAt, exited]);
-  expect(runId, stderr).not.toBe('');
+  await Promise.race([pausedAt, job.exited]);
+  expect(runId, job.stderr()).not.toBe('');
   await atPause();
-  child.stdin.end('go\n');
-  return { code: await exited, stderr, runId };
+  job.child.stdin.end('go\n');
+  const { code } = await job.exited;
+  return { code, stderr: job.stderr(), runId };
 }
 
 async function runStatus(url: string, runId: string): Promise<{ status: string; failure: string | null }> {
@@ -364,22 +359,7 @@ describe.runIf(pgBin !== null)('PostgreSQL lost late in logging (issue 34, item 
     );
     expect((await runStatus(url, result.runId)).status).toBe('RUNNING');
 
-    const next = await spawnCli(
-      [
-        'train',
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        FAST_ARGS,
-        '--tracking-uri',
-        uri,
-        '--artifact-root',
-        artifactRoot,
-        '--quiet',
-        '--no-label-issues',
-      ],
-      { cwd: dir, timeoutMs: 120_000 },
-    );
+    const next = await train(uri, artifactRoot, '--quiet', '--no-label-issues');
     expect(next.code, next.stderr).toBe(0);
     expect(next.stderr).toMatch(
       new RegExp(

@@ -24,22 +24,28 @@ const prediction = {
   probabilities: { cv: 0.2, nlp: 0.7, other: 0.1 },
 };
 
+/** Monitoring with a row bound over a memory store, holding 30 captured predictions (oldest first). */
+async function thirtyRecorded(retentionRows: number) {
+  const store = new MemoryRecordStore();
+  const monitoring = new Monitoring(testMonitoringConfig({ retentionRows }), {
+    log: captureLog(),
+    openStore: async () => store,
+  });
+  const ids = Array.from({ length: 30 }, (_, i) => predictionId(Date.now() - 30 + i));
+  monitoring.capture(
+    origin,
+    ids,
+    ids.map(() => 'a text'),
+    ids.map(() => prediction),
+  );
+  expect(await monitoring.recorder.settle()).toBe(true);
+  return { store, monitoring, ids };
+}
+
 describe('retention', () => {
   it('keeps at most TAGGER_RECORD_RETENTION_ROWS records, the newest, and prunes often enough for a busy server', async () => {
-    const store = new MemoryRecordStore();
-    const monitoring = new Monitoring(testMonitoringConfig({ retentionRows: 10 }), {
-      log: captureLog(),
-      openStore: async () => store,
-    });
+    const { store, monitoring, ids } = await thirtyRecorded(10);
     try {
-      const ids = Array.from({ length: 30 }, (_, i) => predictionId(Date.now() - 30 + i));
-      monitoring.capture(
-        origin,
-        ids,
-        ids.map(() => 'a text'),
-        ids.map(() => prediction),
-      );
-      expect(await monitoring.recorder.settle()).toBe(true);
       expect((await store.find('1', ids)).size).toBe(30);
       expect(await monitoring.prune()).toBe(20);
       expect([...(await store.find('1', ids)).keys()].sort()).toEqual(ids.slice(20));
@@ -54,20 +60,8 @@ describe('retention', () => {
   });
 
   it('keeps every record when the bound is 0 (only the age bounds them)', async () => {
-    const store = new MemoryRecordStore();
-    const monitoring = new Monitoring(testMonitoringConfig({ retentionRows: 0 }), {
-      log: captureLog(),
-      openStore: async () => store,
-    });
+    const { store, monitoring, ids } = await thirtyRecorded(0);
     try {
-      const ids = Array.from({ length: 30 }, (_, i) => predictionId(Date.now() - 30 + i));
-      monitoring.capture(
-        origin,
-        ids,
-        ids.map(() => 'a text'),
-        ids.map(() => prediction),
-      );
-      expect(await monitoring.recorder.settle()).toBe(true);
       expect(await monitoring.prune()).toBe(0);
       expect((await store.find('1', ids)).size).toBe(30);
     } finally {

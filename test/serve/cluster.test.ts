@@ -242,6 +242,18 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
   const listeningCount = (server: Serve): number =>
     server.output().match(/Server listening at/g)?.length ?? 0;
 
+  /** The service's URL once `workers` workers listen. */
+  const listeningUrl = (server: Serve, workers: number): Promise<string> =>
+    until(
+      `${workers} workers listening`,
+      () =>
+        listeningCount(server) >= workers
+          ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
+          : undefined,
+      90_000,
+      server,
+    );
+
   it('keeps the healthy worker serving while a replacement cannot start, and retries it until it can', async () => {
     const experiment = 'cluster-outage';
     const runId = await logServedRun(fx.store, experiment, { name: 'only', f1: 0.7, model: fx.modelA });
@@ -389,15 +401,7 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
       TAGGER_SHUTDOWN_GRACE_MS: '30000',
     });
     try {
-      const url = await until(
-        'two workers listening',
-        () =>
-          listeningCount(server) >= 2
-            ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
-            : undefined,
-        90_000,
-        server,
-      );
+      const url = await listeningUrl(server, 2);
       const kept = new KeepAliveLoad(url, { connections: 3 }).start();
       const fresh = new KeepAliveLoad(url, { connections: 3, keepAlive: false }).start();
       await Promise.all([kept.settleMore(100), fresh.settleMore(100)]);
@@ -422,15 +426,7 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
       TAGGER_SHUTDOWN_GRACE_MS: '30000',
     });
     try {
-      const url = await until(
-        'two workers listening',
-        () =>
-          listeningCount(server) >= 2
-            ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
-            : undefined,
-        90_000,
-        server,
-      );
+      const url = await listeningUrl(server, 2);
       // Kept connections, as kube-proxy pins them to one pod; each loop reconnects after `Connection:
       // close` and ends at its first refused connection.
       const connections = 32;

@@ -7,21 +7,9 @@
  * Tagger's own code. `test/e2e/postgres-faults.test.ts` uses it.
  */
 import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
+import { pauseAtFirstModelFile } from './pause-at-model-file.js';
 
-const logArtifact = SqlTrackingStore.prototype.logArtifact;
-let paused = false;
-
-SqlTrackingStore.prototype.logArtifact = async function (
-  this: SqlTrackingStore,
-  runId: string,
-  path: string,
-  content: Uint8Array,
-): Promise<void> {
-  await logArtifact.call(this, runId, path, content);
-  if (paused || !path.startsWith('model/')) return;
-  paused = true;
-  process.stderr.write(`paused ${runId}\n`);
+pauseAtFirstModelFile(SqlTrackingStore, async () => {
   await new Promise<void>((resume) => process.stdin.once('data', () => resume()));
   process.stdin.pause();
-  process.stdin.unref?.();
-};
+});
