@@ -187,8 +187,11 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
   }, 300_000);
 
   it('bounds the queue by work: a request of long texts shares the encoder, one past the cap is a 413', async () => {
+    // The minilm run (256 tokens a text), whatever the tests before made best (one swaps to an encoder of
+    // 128 tokens, under which the probe's request is half the work).
     const server = await spawnServer({
       MLFLOW_TRACKING_URI: join(tmp, 'mlruns'),
+      TAGGER_RUN_ID: runs.enc!,
       TAGGER_ENCODER_THREADS: '1',
     });
     try {
