@@ -119,8 +119,10 @@ async function outageUnderLoad(
     // Every served prediction written or counted as dropped, once.
     expect(final.written + final.dropped).toBe(served);
     // The store is probed every half second while records wait: what drops after its return is what
-    // arrives before the next probe and while the full buffer drains, a small share of the outage's.
-    expect(droppedAfter).toBeLessThan(atReturn.dropped / 4);
+    // arrives before the next probe and while the full buffer drains, a small share of the outage's
+    // (measured: 128-198 alone, 9,228 of 50,974 in a loaded full run; before the change 1.6 times the
+    // outage's). Half leaves room for a starved process and still tells the two apart.
+    expect(droppedAfter).toBeLessThan(atReturn.dropped / 2);
   } finally {
     await load.stop();
     server.kill();
