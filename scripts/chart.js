@@ -13,7 +13,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const python = process.env.TAGGER_PYTHON || fileURLToPath(new URL('../.venv/bin/python', import.meta.url));
 if (!existsSync(python)) {
   process.stderr.write(
-    `chart: the Python venv is missing (${python}); create it with \`bash scripts/setup-python.sh\`\n`,
+    `chart: the Python venv is missing (${python}); create it once with \`bash scripts/setup-python.sh\` (about five minutes: it also holds the test tools), then run this again\n`,
   );
   process.exit(2);
 }

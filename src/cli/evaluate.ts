@@ -11,11 +11,19 @@ import {
   tagsOf,
 } from '../model/index.js';
 import { readDataset } from '../train/data.js';
-import { loadModelOfFlags, modelFor, readDefinitions, trackingOption } from './inputs.js';
+import {
+  type DataColumnFlags,
+  dataColumnOptions,
+  dataColumns,
+  loadModelOfFlags,
+  modelFor,
+  readDefinitions,
+  trackingOption,
+} from './inputs.js';
 import type { CliIo } from './io.js';
 import { behaviourSummary, formatMetric, textTable } from './output.js';
 
-interface EvaluateFlags {
+interface EvaluateFlags extends DataColumnFlags {
   data: string;
   runId?: string;
   experiment: string;
@@ -29,7 +37,7 @@ interface EvaluateFlags {
 /** `tagger evaluate`: a saved model or run scored on new labelled data, with training's report. */
 async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
   const definitions = await readDefinitions(flags);
-  const data = await readDataset(flags.data);
+  const data = await readDataset(flags.data, dataColumns(flags));
   const loaded = await loadModelOfFlags(flags, io);
   const suite = definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE;
   // An encoder run: every text scored (the data's, the suite's) is embedded once, first.
@@ -93,12 +101,13 @@ async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
 }
 
 export function registerEvaluate(program: Command, io: CliIo): void {
-  program
+  const evaluate = program
     .command('evaluate')
     .description(
       'Score the best run, a given run or a saved model on labelled data (title, description, tag): overall, per-tag and per-slice metrics, and the behavioural tests',
     )
-    .requiredOption('--data <csv>', 'labelled CSV (title, description, tag)')
+    .requiredOption('--data <csv>', 'labelled CSV (title, description, tag; or --text-column/--tag-column)');
+  dataColumnOptions(evaluate)
     .option('--run-id <id>', 'evaluate this run instead of the best one')
     .option('--experiment <name>', 'experiment whose best run is evaluated', 'best')
     .option('--model <dir>', 'evaluate a saved model directory instead of a run')

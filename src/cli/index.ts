@@ -4,6 +4,7 @@
  * nothing: `main(argv, io)` runs one command line (./main.ts is the process entry), so tests can drive
  * the commands in-process with captured output.
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { EncoderError } from '../encoder/errors.js';
 import { ModelFormatError, ModelInputError } from '../model/index.js';
@@ -42,6 +43,20 @@ const EXPECTED_ERRORS = [
   UsageError,
 ];
 
+/** Tagger's version (package.json's, read once: the same file from src/ and from dist/) and Node's. */
+function versionLine(): string {
+  let version = 'unknown';
+  try {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    if (typeof manifest.version === 'string') version = manifest.version;
+  } catch {
+    // A copy of dist/ without its package.json: the version is unknown, the command still runs.
+  }
+  return `tagger ${version} (Node.js ${process.version})`;
+}
+
 /** The one line printed after `tagger:` for an error. */
 function explain(error: unknown): string {
   if (EXPECTED_ERRORS.some((kind) => error instanceof kind)) {
@@ -60,6 +75,7 @@ function explain(error: unknown): string {
 export function buildProgram(io: CliIo = processIo()): Command {
   const program = new Command('tagger')
     .description('Train, inspect and serve text-tagging models tracked as MLflow runs.')
+    .version(versionLine(), '-V, --version', 'print the version of tagger and of the Node.js it runs on')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({

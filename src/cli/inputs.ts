@@ -4,8 +4,11 @@
  * predict with, and the options they share. A problem is a `UsageError`: its message is the whole
  * explanation, printed after `tagger:`.
  */
+import { existsSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { InvalidArgumentError, Option } from 'commander';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import {
   bindEmbeddings,
@@ -22,7 +25,9 @@ import type { PromotionGates } from '../service/gates.js';
 import { type LoadedForPrediction, loadModelForPrediction } from '../service/predict-command.js';
 import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
 import type { TrackingStore } from '../tracking/store.js';
+import type { DatasetColumns } from '../train/data.js';
 import { readDataWithInput } from '../train/dataset-input.js';
+import { failOrphanedRuns } from '../train/run-ends.js';
 import type { CliIo } from './io.js';
 
 export const DEFAULT_SEED = 42;
@@ -48,6 +53,56 @@ export const trackingOption = () =>
     '--tracking-uri <uri>',
     'MLflow tracking URI: sqlite:///file.db (default sqlite:///mlflow.db), postgresql://…, http(s)://server or a folder (mlruns layout)',
   ).env('MLFLOW_TRACKING_URI');
+
+/** `--text-column`, `--tag-column`, `--tags-column`: which columns of a data file hold the text and tags. */
+export interface DataColumnFlags {
+  textColumn?: string;
+  tagColumn?: string;
+  tagsColumn?: string;
+}
+
+/** Adds the data-column options to a command that reads labelled data (as `predict --input` has its own). */
+export function dataColumnOptions(command: Command): Command {
+  return command
+    .option(
+      '--text-column <name>',
+      "the column (a key in JSON) holding each row's text, instead of title + description",
+    )
+    .option('--tag-column <name>', 'the column holding the tag, one per row, instead of tag')
+    .option(
+      '--tags-column <name>',
+      'the column holding several tags per row (separated by | , or ;), instead of tags',
+    );
+}
+
+/** The columns the data-column flags name (the defaults where they are not given). */
+export function dataColumns(flags: DataColumnFlags): DatasetColumns {
+  if (flags.tagColumn !== undefined && flags.tagsColumn !== undefined) {
+    throw new UsageError('give --tag-column (one tag per row) or --tags-column (several), not both');
+  }
+  return { text: flags.textColumn, tag: flags.tagColumn, tags: flags.tagsColumn };
+}
+
+/** The data-column flags given, as the params a run records them with (`text_column`, …). */
+export function dataColumnParams(flags: DataColumnFlags): Record<string, string> {
+  return {
+    ...(flags.textColumn === undefined ? {} : { text_column: flags.textColumn }),
+    ...(flags.tagColumn === undefined ? {} : { tag_column: flags.tagColumn }),
+    ...(flags.tagsColumn === undefined ? {} : { tags_column: flags.tagsColumn }),
+  };
+}
+
+/**
+ * Marks FAILED the runs of `experiment` that a tagger left RUNNING when it stopped while logging them
+ * (the store lost late, SIGKILL), and says so; `train` and `optimize` do it before training.
+ */
+export async function failOrphanedRunsOf(store: TrackingStore, experiment: string, io: CliIo): Promise<void> {
+  for (const run of await failOrphanedRuns(store, experiment)) {
+    io.stderr.write(
+      `tagger: run ${run.runId} (${run.runName}) of experiment '${experiment}' was left RUNNING by a tagger that stopped while logging it (${run.process}); marked FAILED\n`,
+    );
+  }
+}
 
 /** Only commands that may create an experiment take it: the location is recorded on the experiment. */
 export const artifactRootOption = () =>
@@ -131,9 +186,11 @@ export async function readDefinitions(flags: { behaviour?: string; slices?: stri
 }
 
 /** The data files, each read once: rows to train on and the dataset inputs the runs record. */
-export async function readTrainingFiles(flags: { data: string; testData?: string }) {
-  const train = await readDataWithInput(flags.data, 'training');
-  const test = flags.testData === undefined ? undefined : await readDataWithInput(flags.testData, 'testing');
+export async function readTrainingFiles(flags: { data: string; testData?: string } & DataColumnFlags) {
+  const columns = dataColumns(flags);
+  const train = await readDataWithInput(flags.data, 'training', columns);
+  const test =
+    flags.testData === undefined ? undefined : await readDataWithInput(flags.testData, 'testing', columns);
   return {
     data: train.rows,
     testData: test?.rows,
@@ -145,18 +202,90 @@ export function defaultRunName(prefix: string): string {
   return `${prefix}-${new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-')}`;
 }
 
-/** Runs `work` on the store of `--tracking-uri` (or MLflow's variable and default), closed afterwards. */
+/**
+ * The file or folder a local tracking URI names (a SQLite database, an mlruns folder), absolute; null for
+ * a server (PostgreSQL, MLflow) or a URI that names nothing (opening it says why).
+ */
+export async function localStorePath(uri: string): Promise<string | null> {
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(uri)?.[1]?.toLowerCase();
+  if (scheme?.split('+')[0] === 'sqlite') {
+    const { parseSqlUri } = await import('../tracking/sql/sql-store.js');
+    try {
+      const target = parseSqlUri(uri);
+      return target.dialect === 'sqlite' ? target.file : null;
+    } catch {
+      return null;
+    }
+  }
+  if (scheme === 'file') {
+    try {
+      return fileURLToPath(uri);
+    } catch {
+      return null;
+    }
+  }
+  return scheme === undefined || scheme.length === 1 ? resolve(uri) : null;
+}
+
+/** What a message calls the store: its URI (no credentials) and, for a local one, the absolute path. */
+export function storeLabel(displayUri: string, path: string | null): string {
+  return path === null || displayUri.includes(path) ? displayUri : `${displayUri} (${path})`;
+}
+
+/** Whether `dir` is an mlruns file store (an experiment folder with its meta.yaml), not an artifact folder. */
+function isFileStore(dir: string): boolean {
+  try {
+    return readdirSync(dir).some((name) => existsSync(join(dir, name, 'meta.yaml')));
+  } catch {
+    return false;
+  }
+}
+
+/** Other tracking stores in `folder` (SQLite files, mlruns file stores), for "did you mean" lines. */
+function storesBeside(folder: string, except: string): string[] {
+  try {
+    return readdirSync(folder, { withFileTypes: true })
+      .filter(
+        (entry) =>
+          join(folder, entry.name) !== except &&
+          ((entry.isFile() && /\.(db|sqlite3?)$/i.test(entry.name)) ||
+            (entry.isDirectory() && isFileStore(join(folder, entry.name)))),
+      )
+      .map((entry) => entry.name)
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Runs `work` on the store of `--tracking-uri` (or MLflow's variable and default), closed afterwards.
+ * With `announce` (the commands that write runs), a store that did not exist before — created by this
+ * open, maybe from a mistyped URI — is said on `announce`, with the stores beside it.
+ */
 export async function withStore<T>(
   trackingUri: string | undefined,
-  work: (store: TrackingStore) => Promise<T>,
+  work: (store: TrackingStore, label: string) => Promise<T>,
   artifactRoot?: string,
+  announce?: CliIo['stderr'],
 ): Promise<T> {
+  const uri = resolveTrackingUri(trackingUri, process.env);
+  const path = await localStorePath(uri);
+  const existed = path === null || existsSync(path);
   const store = await openTrackingStore(
-    resolveTrackingUri(trackingUri, process.env),
+    uri,
     artifactRoot !== undefined && artifactRoot !== '' ? { artifactRoot } : {},
   );
+  const label = storeLabel(store.displayUri, path);
+  if (announce !== undefined && !existed && path !== null) {
+    const others = storesBeside(dirname(path), path);
+    announce.write(
+      `tagger: created a new tracking store, ${label}: nothing was there. If you meant an existing store, stop and check --tracking-uri (or MLFLOW_TRACKING_URI)` +
+        `${others.length > 0 ? `; beside it: ${others.join(', ')}` : ''}.\n`,
+    );
+  }
   try {
-    return await work(store);
+    return await work(store, label);
   } finally {
     await store.close();
   }

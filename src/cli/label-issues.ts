@@ -15,11 +15,18 @@ import {
 import { argsForData } from '../train/pipeline.js';
 import { createProgress, type Progress } from '../train/progress.js';
 import { embedForTraining, encoderArgs } from './embeddings.js';
-import { DEFAULT_SEED, parseInteger, readArgs, readTrainingFiles } from './inputs.js';
+import {
+  type DataColumnFlags,
+  DEFAULT_SEED,
+  dataColumnOptions,
+  parseInteger,
+  readArgs,
+  readTrainingFiles,
+} from './inputs.js';
 import type { CliIo } from './io.js';
 import { textTable } from './output.js';
 
-interface LabelIssuesFlags {
+interface LabelIssuesFlags extends DataColumnFlags {
   data: string;
   args?: string;
   seed: number;
@@ -100,7 +107,7 @@ export function labelIssuesText(report: LabelIssuesReport, file: string): string
 
 async function labelIssuesCommand(flags: LabelIssuesFlags, io: CliIo): Promise<void> {
   const given = await readArgs(flags.args);
-  const { data } = await readTrainingFiles({ data: flags.data });
+  const { data } = await readTrainingFiles(flags);
   const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
   // Args that name an encoder: every row's embedding, once, before the folds train (all rows are predicted).
   const encoder = await embedForTraining({ ...args, subset: null }, { data }, io, flags.quiet === true);
@@ -127,12 +134,13 @@ async function labelIssuesCommand(flags: LabelIssuesFlags, io: CliIo): Promise<v
 }
 
 export function registerLabelIssues(program: Command, io: CliIo): void {
-  program
+  const command = program
     .command('label-issues')
     .description(
       'List the rows of a data file whose given tag is probably wrong: every row is predicted by a model trained without it (cross-validation), and confident learning flags the rows whose tag that model finds unlikely, with the tag it suggests',
     )
-    .requiredOption('--data <csv>', 'data file (CSV or JSON, as for train: a tag or a tags column)')
+    .requiredOption('--data <csv>', 'data file (CSV or JSON, as for train: a tag or a tags column)');
+  dataColumnOptions(command)
     .option(
       '--args <json>',
       'training arguments of the out-of-fold models: a JSON file or inline JSON object (unset keys keep defaults)',

@@ -16,7 +16,9 @@ import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js'
 import {
   artifactRootOption,
   DEFAULT_SEED,
+  dataColumnOptions,
   defaultRunName,
+  failOrphanedRunsOf,
   parseInteger,
   readArgs,
   readDefinitions,
@@ -61,6 +63,7 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
       flags.trackingUri,
       async (store) => {
         await checkCanLog(store, flags.experiment);
+        await failOrphanedRunsOf(store, flags.experiment, io);
         try {
           return await optimize(store, {
             data,
@@ -88,6 +91,7 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
         }
       },
       flags.artifactRoot,
+      io.stderr,
     );
   } catch (error) {
     if (!(error instanceof SearchInterruptedError)) throw error;
@@ -207,10 +211,11 @@ function trialTable(trials: readonly Trial[], best: number, givenArgs: boolean):
 }
 
 export function registerOptimize(program: Command, io: CliIo): void {
-  program
+  const optimize = program
     .command('optimize')
     .description('Search hyper-parameters; each trial is a logged run; saves the best arguments')
-    .requiredOption('--data <csv>', 'training data CSV')
+    .requiredOption('--data <csv>', 'training data CSV');
+  dataColumnOptions(optimize)
     .requiredOption('--trials <n>', 'number of trials', parseInteger('--trials', 1))
     .option(
       '--folds <k>',

@@ -10,8 +10,12 @@ import { trainingProgress } from '../train/train-progress.js';
 import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
+  type DataColumnFlags,
   DEFAULT_SEED,
+  dataColumnOptions,
+  dataColumnParams,
   defaultRunName,
+  failOrphanedRunsOf,
   parseInteger,
   readArgs,
   readDefinitions,
@@ -24,7 +28,7 @@ import { labelIssuesLine, labelIssuesProgress, labelIssuesSummary } from './labe
 import { behaviourSummary, formatMetric } from './output.js';
 import { type ThreadOutcome, trainInThread } from './training-thread.js';
 
-export interface TrainFlags {
+export interface TrainFlags extends DataColumnFlags {
   data: string;
   testData?: string;
   args?: string;
@@ -50,11 +54,14 @@ export interface TrainFlags {
 }
 
 export function registerTrain(program: Command, io: CliIo): void {
-  program
+  const train = program
     .command('train')
-    .description('Train a tagger on a CSV (title, description, tag) and log it as an MLflow run')
+    .description(
+      'Train a tagger on a CSV (title, description, tag; or the columns --text-column/--tag-column name) and log it as an MLflow run',
+    )
     .requiredOption('--data <csv>', 'training data CSV')
-    .option('--test-data <csv>', 'separate test CSV; without it the data is split 70/15/15 (stratified)')
+    .option('--test-data <csv>', 'separate test CSV; without it the data is split 70/15/15 (stratified)');
+  dataColumnOptions(train)
     .option(
       '--args <json>',
       'training arguments: a JSON file or inline JSON object (unset keys keep defaults)',
@@ -123,11 +130,12 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     io,
     flags.quiet === true,
   );
-  const { outcome, logged, runName, registered } = await withStore(
+  const { outcome, logged, runName, registered, label } = await withStore(
     flags.trackingUri,
-    async (store) => {
+    async (store, label) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
+      await failOrphanedRunsOf(store, flags.experiment, io);
       const progress = trainingProgress(args, { silent: flags.quiet === true, stream: io.stderr });
       const folds = labelIssuesProgress(io, flags.quiet === true);
       // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once, and say so.
@@ -181,6 +189,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         source: 'tagger train',
         extraParams: {
           data: flags.data,
+          ...dataColumnParams(flags),
           ...(flags.testData ? { test_data: flags.testData } : {}),
           ...(flags.behaviour ? { behaviour: flags.behaviour } : {}),
           ...(flags.slices ? { slices: flags.slices } : {}),
@@ -188,6 +197,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         datasets,
         ...(outcome.labelIssues ? { labelIssues: outcome.labelIssues } : {}),
         catchSignals: true,
+        onStoreWait: (message) => io.stderr.write(`tagger: ${message}\n`),
       });
       const registered =
         flags.register === undefined
@@ -202,9 +212,10 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
                 { cause: error },
               );
             });
-      return { outcome, logged, runName, registered };
+      return { outcome, logged, runName, registered, label };
     },
     flags.artifactRoot,
+    io.stderr,
   );
   const { precision, recall, f1 } = outcome.performance.overall;
   const averages = outcome.performance.averages;
@@ -218,6 +229,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         run_name: runName,
         experiment: flags.experiment,
         experiment_id: logged.experimentId,
+        tracking_store: label,
         metrics: { precision, recall, f1, ...otherAverages },
         threshold: outcome.threshold,
         ...(outcome.model.tagThresholds === null
@@ -248,7 +260,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     return;
   }
   io.stdout.write(
-    `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}'.\n` +
+    `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}' in ${label}.\n` +
       `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}` +
       (averages && outcome.model.args.multi_label
         ? ` (weighted; micro f1 ${formatMetric(averages.micro.f1)}, macro f1 ${formatMetric(averages.macro.f1)}; several tags per text)`

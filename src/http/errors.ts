@@ -11,6 +11,7 @@ import {
   EncoderUnavailableError,
   NotLoggedError,
   QueueFullError,
+  RequestTooLargeError,
   RunLoadError,
   UnknownRunError,
 } from '../service/index.js';
@@ -106,6 +107,10 @@ export function installErrorHandling(
     }
     if (error instanceof UnknownRunError || error instanceof NotLoggedError) {
       return reply.code(404).send(errorEnvelope(request, 404, error.message));
+    }
+    if (error instanceof RequestTooLargeError) {
+      // More encoder work than one request may ask for: sending it again will not help, smaller will.
+      return reply.code(413).send(errorEnvelope(request, 413, error.message));
     }
     if (error instanceof QueueFullError || error instanceof EncoderUnavailableError) {
       // An encoder run's load shedding: the encoder's queue is full (the texts would wait too long), or

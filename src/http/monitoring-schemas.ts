@@ -101,7 +101,12 @@ const DriftResult = Type.Object(
     drifted: Type.Boolean({ description: 'PSI at or above the threshold, and p_value below 0.01' }),
     live: Type.Integer({ minimum: 0, description: 'Predictions compared' }),
     reference: Type.Integer({ minimum: 0, description: 'Test rows compared with' }),
-    reason: Type.Optional(Type.String({ description: 'Why there is no value' })),
+    reason: Type.Optional(
+      Type.String({
+        description:
+          'Why there is no value; or, for a PSI at or above the threshold that is not drift, why not (the shift is not significant with this many predictions)',
+      }),
+    ),
   },
   { title: 'DriftResult', additionalProperties: false },
 );

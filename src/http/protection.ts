@@ -4,7 +4,8 @@
  *   1. load shedding: too many requests in flight, or the event loop lagging → 503 + Retry-After;
  *   2. rate limiting per client (the API key when a valid one is sent, else the address) → 429 + Retry-After,
  *      counted per process or, with a Redis URL, across every worker and replica (fail open when Redis fails);
- *   3. API-key check → 401 (no key, with WWW-Authenticate) or 403 (wrong key).
+ *   3. API-key check → 401 (no key, with WWW-Authenticate) or 403 (wrong key, or a key without the scope
+ *      the route needs: `requiredScope`).
  * Rate limiting runs before the key check and buckets invalid keys by address, so guessing keys is rate
  * limited too. Health checks are exempt from all three (an orchestrator must always reach them);
  * /metrics needs the key but is never shed or rate limited (scrapes are few and must not disappear
@@ -13,7 +14,7 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyUnderPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiKeys, type Credential } from './auth.js';
+import { ApiKeys, allows, type Credential, type Scope } from './auth.js';
 import { HttpError } from './http-error.js';
 import type { HttpMetrics } from './observability.js';
 import type { HttpOptions } from './options.js';
@@ -42,7 +43,45 @@ export function routeClass(url: string | undefined): RouteClass {
   return 'api';
 }
 
+/**
+ * The scope a route needs (by method and matched route pattern): the one table of who may do what.
+ * Null: any valid key (docs when protected, unmatched URLs, which answer 404 to any key holder).
+ */
+export function requiredScope(method: string, url: string | undefined): Scope | null {
+  if (url === undefined) return null;
+  const kind = routeClass(url);
+  if (kind === 'metrics') return 'metrics';
+  if (kind !== 'api') return null;
+  if (method === 'POST' && (url === '/predict' || url === '/runs/:run_id/predict')) return 'predict';
+  // Labels for predictions, and the review queue that asks people for them (issue 32).
+  if (url === '/feedback' || url === '/review' || url.startsWith('/review/')) return 'feedback';
+  if (method === 'GET' || method === 'HEAD') return 'read';
+  return null;
+}
+
+/** What each scope lets a key do, for the 403's message. */
+const SCOPE_WORK: Record<Scope, string> = {
+  predict: 'ask for predictions',
+  feedback: 'label predictions',
+  read: 'read runs and monitoring',
+  metrics: 'read the metrics',
+  admin: 'do everything',
+};
+
 const credentials = new WeakMap<FastifyRequest, Credential>();
+
+/**
+ * Whether the request may see what `scope` covers: always without API keys, else with a valid key that
+ * has it (the readiness probe shows its details to such callers only).
+ */
+export function requestAllows(request: FastifyRequest, scope: Scope): boolean {
+  const credential = credentials.get(request);
+  if (credential === undefined || unprotected.has(request)) return true;
+  return credential.kind === 'valid' && allows(credential.scopes, scope);
+}
+
+/** Requests to an app without API keys: every caller may see everything. */
+const unprotected = new WeakSet<FastifyRequest>();
 
 const BEARER_CHALLENGE = 'Bearer realm="tagger"';
 
@@ -101,8 +140,18 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
       });
     }
 
+    if (keys.enabled) {
+      if (keys.unscoped > 0) {
+        app.log.warn(
+          { unscoped: keys.unscoped },
+          'API keys written without scopes have every scope (admin); give each client only what it needs, as <key>:predict, <key>:predict+feedback, <key>:read or <key>:metrics (docs/api.md#api-keys)',
+        );
+      }
+    }
+
     app.addHook('onRequest', async function identifyCredentials(request) {
       credentials.set(request, keys.enabled ? keys.identify(request) : { kind: 'missing' });
+      if (!keys.enabled) unprotected.add(request);
     });
 
     // 2. Rate limiting: per process, or across the deployment when Redis is configured.
@@ -140,7 +189,18 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
         const kind = routeClass(request.routeOptions.url);
         if (kind === 'health' || (kind === 'docs' && !options.protectDocs)) return;
         const credential = credentials.get(request) ?? { kind: 'missing' };
-        if (credential.kind === 'valid') return;
+        if (credential.kind === 'valid') {
+          const scope = requiredScope(request.method, request.routeOptions.url);
+          if (scope === null || allows(credential.scopes, scope)) return;
+          request.log.warn(
+            { keyId: credential.keyId, scope, url: request.routeOptions.url },
+            'request with an API key that lacks the scope',
+          );
+          throw new HttpError(
+            403,
+            `this API key may not ${SCOPE_WORK[scope]}: it needs the '${scope}' scope (it has ${[...credential.scopes].join(', ')})`,
+          );
+        }
         if (credential.kind === 'invalid') {
           // Headers help trace who sends a wrong key; the key itself is redacted by the logger.
           request.log.warn({ headers: request.headers }, 'request with an invalid API key');

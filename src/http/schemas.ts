@@ -503,8 +503,8 @@ export const ReadyData = Type.Object(
     problems: Type.Optional(
       Type.Array(Type.String(), {
         description:
-          'What is wrong while the served run keeps answering (still 200: the replica can serve): the last reload could not read the tracking store, or better-ranked runs are held back by the promotion gates or cannot be loaded. Absent when there is nothing to report.',
-        maxItems: 21,
+          'What is wrong while the served run keeps answering (still 200: the replica can serve): the last reload could not read the tracking store, better-ranked runs are held back by the promotion gates or cannot be loaded, or prediction records cannot be written (the record store down, locked or full). Folders of paths are masked. Absent when there is nothing to report.',
+        maxItems: 23,
       }),
     ),
   },

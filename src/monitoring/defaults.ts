@@ -8,6 +8,8 @@ export const MONITORING_DEFAULTS = {
   bufferSize: 10_000,
   flushMs: 1_000,
   retentionDays: 30,
+  /** ~2.4 GB of SQLite at ~480 bytes a record (dataset.csv's texts, 4 tags; docs/monitoring.md). */
+  retentionRows: 5_000_000,
   windowSeconds: 3_600,
   windowPredictions: 5_000,
   feedbackWindowSeconds: 7 * 86_400,

@@ -6,10 +6,12 @@ export { predictionId } from './ids.js';
 export { MemoryRecordStore } from './memory-record-store.js';
 export type { HistoryPoint, MonitoredRun, MonitoringSnapshot, TagShare } from './monitor.js';
 export {
+  DRIFT_SIGNIFICANCE,
   MONITORING_DEFAULTS,
   Monitoring,
   type MonitoringConfig,
   type MonitoringDeps,
+  PRUNE_EVERY_MS,
   vocabularyOf,
 } from './monitoring.js';
 export {

@@ -148,13 +148,22 @@ export class MemoryRecordStore implements RecordStore {
     return out.sort((a, b) => (a.predictionId < b.predictionId ? -1 : 1)).slice(0, query.limit);
   }
 
-  async prune(beforeMs: number): Promise<number> {
+  async prune(beforeMs: number, keepRows?: number): Promise<number> {
     let deleted = 0;
     for (const [id, record] of this.records) {
       if (record.createdMs >= beforeMs) continue;
       this.records.delete(id);
       this.feedback.delete(id);
       deleted++;
+    }
+    if (keepRows !== undefined && keepRows > 0 && this.records.size > keepRows) {
+      // Ids sort by time: the oldest are the smallest.
+      const ids = [...this.records.keys()].sort();
+      for (const id of ids.slice(0, ids.length - keepRows)) {
+        this.records.delete(id);
+        this.feedback.delete(id);
+        deleted++;
+      }
     }
     return deleted;
   }

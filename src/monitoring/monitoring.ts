@@ -6,6 +6,7 @@
  */
 import { Counter, type Registry } from 'prom-client';
 import { hashVocabulary, type ReferenceProfile } from '../model/index.js';
+import { maskPaths } from '../tracking/redact.js';
 import { CloudEventsSink } from './cloudevents-sink.js';
 
 export { MONITORING_DEFAULTS } from './defaults.js';
@@ -28,6 +29,8 @@ export interface MonitoringConfig {
   bufferSize: number;
   flushMs: number;
   retentionDays: number;
+  /** Most records kept in the store (the oldest go first); 0: only the age bounds them. */
+  retentionRows: number;
   /** CloudEvents sink (KServe's logger format); null: none. */
   sinkUrl: string | null;
   windowSeconds: number;
@@ -47,9 +50,12 @@ const BATCH_SIZE = 128;
 /** Labelled predictions live quality is computed from, at most (the most recent). */
 const FEEDBACK_LIMIT = 10_000;
 /** Significance a drift must reach besides its PSI threshold (see src/model/drift/drift.ts). */
-const DRIFT_SIGNIFICANCE = 0.01;
-/** How often old records are deleted (the first time a minute after start). */
-const PRUNE_EVERY_MS = 3_600_000;
+export const DRIFT_SIGNIFICANCE = 0.01;
+/**
+ * How often old records are deleted (the first time a minute after start): often enough that a busy
+ * server overshoots the row bound by little (600 predictions/s add 180,000 records in 5 minutes).
+ */
+export const PRUNE_EVERY_MS = 300_000;
 
 export interface MonitoringDeps {
   log: MonitoringLog;
@@ -170,16 +176,31 @@ export class Monitoring {
     return outcomes;
   }
 
+  /**
+   * What keeps records from being kept now (a record store that cannot be written: down, locked, full),
+   * with folders of paths masked; readiness and /monitoring list it.
+   */
+  problems(): string[] {
+    return this.recorder.problems().map(maskPaths);
+  }
+
   /** The latest live figures of what is served (refreshed when older than the interval). */
   figures(): Promise<MonitoringSnapshot | null> {
     return this.monitor.current();
   }
 
-  /** Deletes records older than the retention; failures are left to the next round (and the store's log). */
+  /**
+   * Deletes records older than the retention and beyond its row bound; failures are left to the next
+   * round (and the store's log).
+   */
   async prune(now = Date.now()): Promise<number> {
     try {
       const store = await this.store.get();
-      return await store.prune(now - this.config.retentionDays * 86_400_000);
+      const { retentionDays, retentionRows } = this.config;
+      return await store.prune(
+        now - retentionDays * 86_400_000,
+        retentionRows > 0 ? retentionRows : undefined,
+      );
     } catch {
       return 0;
     }

@@ -188,8 +188,17 @@ export interface RecordStore {
   feedbackWindow(query: FeedbackQuery): Promise<FeedbackWindow>;
   /** Labelled records in prediction-id order, one page at a time. */
   labelled(query: LabelledQuery): Promise<LabelledRecord[]>;
-  /** Deletes predictions made before `beforeMs` and their feedback; resolves with how many predictions. */
-  prune(beforeMs: number): Promise<number>;
+  /**
+   * Deletes predictions made before `beforeMs` and, with `keepRows`, all but the `keepRows` newest of
+   * the whole store (every scope: the bound is about the disk), with their feedback, in transactions of
+   * a bounded size; resolves with how many predictions.
+   */
+  prune(beforeMs: number, keepRows?: number): Promise<number>;
+  /**
+   * One cheap round trip to the database (SQL: `SELECT 1`), rejecting while it cannot be reached; the
+   * recorder probes a store that failed with it. Stores without a database (memory) have none.
+   */
+  ping?(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -171,6 +171,22 @@ export class Recorder {
     this.timer.unref();
   }
 
+  /**
+   * Sinks that cannot be written now, for people (readiness and /monitoring list them): where, since
+   * when, why and what it has cost so far. Empty while every sink writes.
+   */
+  problems(): string[] {
+    const problems: string[] = [];
+    for (const queue of this.queues) {
+      const failing = queue.failing;
+      if (failing === undefined) continue;
+      problems.push(
+        `prediction records cannot be written to the ${queue.sink.name === 'store' ? 'record store' : `${queue.sink.name} sink`} ${queue.sink.target} since ${new Date(failing.since).toISOString()} (${failing.error}); ${failing.dropped} dropped so far — predictions are served, and records wait (up to TAGGER_RECORD_BUFFER) until writing works again`,
+      );
+    }
+    return problems;
+  }
+
   /** Whether anything would be recorded (a sample rate above 0 and somewhere to write). */
   get recording(): boolean {
     return this.options.sampleRate > 0 && this.queues.length > 0 && !this.closed;

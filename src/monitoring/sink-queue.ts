@@ -4,6 +4,12 @@
  * dropped; beyond `capacity` waiting records new ones are dropped. Every drop is counted, and an outage
  * is logged twice — when it starts and when writing works again, with what it cost — never once per
  * failed write.
+ *
+ * The back-off spares a store that is down, but must not outlast the outage: while records wait, a sink
+ * that can be probed (the record store: `SELECT 1`, opening it first if needed) is probed every
+ * PROBE_MS, and the first probe or write that succeeds ends the back-off, so writing resumes within
+ * about half a second of the store's return instead of at the next retry (before: up to 30 s later,
+ * dropping the full buffer's newcomers all along — ~32,000 of 39,428 drops came after PostgreSQL was back).
  */
 import type { Counter } from 'prom-client';
 import { batchSize } from './batch.js';
@@ -23,6 +29,12 @@ export interface RecordSink {
    * copy and promote them (measured: more collector time than the records' own writing).
    */
   readonly concurrency?: number;
+  /**
+   * A cheap check that writing may work again (the record store: a `SELECT 1`, after opening the store
+   * if it is not open), called every PROBE_MS while records wait out a back-off; a success ends it.
+   * Without one, the back-off's next attempt is the only check.
+   */
+  probe?(): Promise<void>;
 }
 
 /** The subset of pino the monitoring layer writes to. */
@@ -50,6 +62,8 @@ export interface SinkQueueOptions {
 /** Attempts at one batch before it is dropped (a batch the store refuses for its content must not block the rest). */
 export const ATTEMPTS = 4;
 const MAX_BACKOFF_MS = 30_000;
+/** How often a sink is probed while records wait out a back-off. */
+export const PROBE_MS = 500;
 
 export class SinkQueue {
   private queue: CapturedBatch[] = [];
@@ -58,6 +72,8 @@ export class SinkQueue {
   private readonly writing = new Set<Promise<void>>();
   private inFlight = 0;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** The next probe, or true while one is under way. */
+  private probing: NodeJS.Timeout | true | undefined;
   private failures = 0;
   /** Set while writes fail: when the outage began and what was dropped since. */
   private outage: { since: number; dropped: number; error: string } | undefined;
@@ -73,6 +89,11 @@ export class SinkQueue {
     return this.waiting + this.inFlight;
   }
 
+  /** While writes fail: since when, the last error, and the records dropped since; else undefined. */
+  get failing(): { since: number; error: string; dropped: number } | undefined {
+    return this.outage === undefined ? undefined : { ...this.outage };
+  }
+
   /** Queues a batch (dropped and counted whole when it does not fit) and starts writing if idle. */
   offer(batch: CapturedBatch): void {
     const size = batchSize(batch);
@@ -83,6 +104,7 @@ export class SinkQueue {
     this.queue.push(batch);
     this.waiting += size;
     this.pump();
+    this.probeWhileWaiting();
   }
 
   /** Counts records dropped (here, or before they reached this queue: the recorder's buffer was full). */
@@ -115,6 +137,8 @@ export class SinkQueue {
   private succeeded(count: number): void {
     this.options.counters.written.inc({ sink: this.sink.name }, count);
     this.failures = 0;
+    // Writing works: what waits goes now, not when a back-off set by an earlier failure ends.
+    this.endBackoff();
     if (this.outage) {
       this.options.log.info(
         {
@@ -133,6 +157,7 @@ export class SinkQueue {
     const message = error instanceof Error ? error.message : String(error);
     const size = batchSize(batch);
     this.failures++;
+    if (this.outage !== undefined) this.outage.error = message;
     if (this.outage === undefined) {
       this.outage = { since: Date.now(), dropped: 0, error: message };
       this.options.log.warn(
@@ -159,6 +184,43 @@ export class SinkQueue {
       this.pump();
     }, delay);
     this.retryTimer.unref();
+    this.probeWhileWaiting();
+  }
+
+  /** Cancels the back-off under way (if any) and hands on what waits. */
+  private endBackoff(): void {
+    if (this.retryTimer === undefined) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.pump();
+  }
+
+  /**
+   * While records wait out a back-off, probes the sink every PROBE_MS (one probe at a time); the first
+   * success ends the back-off.
+   */
+  private probeWhileWaiting(): void {
+    const probe = this.sink.probe?.bind(this.sink);
+    if (probe === undefined || this.probing !== undefined) return;
+    const due = (): boolean => !this.closed && this.retryTimer !== undefined && this.queue.length > 0;
+    if (!due()) return;
+    const next = (): void => {
+      this.probing = undefined;
+      if (!due()) return;
+      this.probing = true;
+      probe().then(
+        () => {
+          this.probing = undefined;
+          this.endBackoff();
+        },
+        () => {
+          this.probing = undefined;
+          this.probeWhileWaiting();
+        },
+      );
+    };
+    this.probing = setTimeout(next, PROBE_MS);
+    this.probing.unref();
   }
 
   /** Resolves once nothing is queued or being written (or after `withinMs`); false if time ran out. */
@@ -195,6 +257,7 @@ export class SinkQueue {
     }
     this.closed = true;
     clearTimeout(this.retryTimer);
+    if (this.probing !== undefined && this.probing !== true) clearTimeout(this.probing);
     this.drop(this.waiting, 'write_failed');
     this.queue = [];
     this.waiting = 0;

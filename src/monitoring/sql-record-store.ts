@@ -93,6 +93,8 @@ export const idBound = (ms: number): string => {
 const INSERT_ROWS = 50;
 /** Ids per lookup statement. */
 const LOOKUP_IDS = 200;
+/** Predictions deleted per transaction when pruning. */
+const PRUNE_CHUNK = 20_000;
 
 const placeholders = (n: number): string => `(${new Array<string>(n).fill('?').join(', ')})`;
 
@@ -410,14 +412,51 @@ export class SqlRecordStore implements RecordStore {
     });
   }
 
-  prune(beforeMs: number): Promise<number> {
-    return this.call('cannot delete old prediction records', () =>
-      this.db.transaction(async (tx) => {
-        // Feedback is keyed by the prediction's id, so the same bound finds the feedback of old predictions.
-        await tx.run('DELETE FROM tagger_feedback WHERE prediction_id < ?', [idBound(beforeMs)]);
-        return tx.run('DELETE FROM tagger_predictions WHERE prediction_id < ?', [idBound(beforeMs)]);
-      }),
-    );
+  prune(beforeMs: number, keepRows?: number): Promise<number> {
+    return this.call('cannot delete old prediction records', async () => {
+      // Ids sort by time (idBound), so both bounds are one id: everything at or below it goes.
+      const older = await this.db.all(
+        'SELECT prediction_id FROM tagger_predictions WHERE prediction_id < ? ORDER BY prediction_id DESC LIMIT 1',
+        [idBound(beforeMs)],
+      );
+      let cut = older[0] === undefined ? null : String(older[0].prediction_id);
+      if (keepRows !== undefined && keepRows > 0) {
+        // The newest prediction beyond the ones kept (an index walk of keepRows entries).
+        const beyond = await this.db.all(
+          'SELECT prediction_id FROM tagger_predictions ORDER BY prediction_id DESC LIMIT 1 OFFSET ?',
+          [keepRows],
+        );
+        const id = beyond[0] === undefined ? null : String(beyond[0].prediction_id);
+        if (id !== null && (cut === null || id > cut)) cut = id;
+      }
+      return cut === null ? 0 : this.deleteThrough(cut);
+    });
+  }
+
+  /**
+   * Deletes the predictions with ids up to `cut` (and their feedback, keyed by the same ids) oldest first,
+   * PRUNE_CHUNK at a time: a transaction never holds the write lock long, whatever the backlog.
+   */
+  private async deleteThrough(cut: string): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const chunk = await this.db.all(
+        'SELECT prediction_id FROM tagger_predictions WHERE prediction_id <= ? ORDER BY prediction_id LIMIT 1 OFFSET ?',
+        [cut, PRUNE_CHUNK - 1],
+      );
+      const upTo = chunk[0] === undefined ? cut : String(chunk[0].prediction_id);
+      deleted += await this.db.transaction(async (tx) => {
+        await tx.run('DELETE FROM tagger_feedback WHERE prediction_id <= ?', [upTo]);
+        return tx.run('DELETE FROM tagger_predictions WHERE prediction_id <= ?', [upTo]);
+      });
+      if (upTo === cut) return deleted;
+    }
+  }
+
+  ping(): Promise<void> {
+    return this.call('cannot reach the database', async () => {
+      await this.db.all('SELECT 1 AS ok');
+    });
   }
 
   async close(): Promise<void> {

@@ -1,13 +1,17 @@
 /**
  * The record store of a serving process, opened lazily and again after a failure: a store that cannot be
  * opened at startup (PostgreSQL down, a read-only volume) must not stop the server — predictions are
- * served and their records dropped and counted meanwhile — and is tried again at most every `retryMs`.
- * A failure is logged when it first happens and when the store opens again, not at every attempt.
+ * served and their records dropped and counted meanwhile — and is tried again at most every `retryMs`,
+ * or every PROBE_OPEN_MS when the recorder probes it because records wait. A failure is logged when it
+ * first happens and when the store opens again, not at every attempt.
  */
 import { completeBatch } from './batch.js';
 import type { CapturedBatch, RecordStore } from './record-store.js';
 import { RecordStoreError } from './record-store.js';
 import type { MonitoringLog, RecordSink } from './sink-queue.js';
+
+/** How often a probe may try to open a store that could not be opened (each try starts a thread). */
+export const PROBE_OPEN_MS = 1_000;
 
 export class StoreHandle {
   private store: RecordStore | undefined;
@@ -23,14 +27,16 @@ export class StoreHandle {
     private readonly retryMs = 10_000,
   ) {}
 
-  /** The open store; rejects at once (with the last error) while a failed open is less than retryMs old. */
-  get(): Promise<RecordStore> {
+  /**
+   * The open store; rejects at once (with the last error) while a failed open is less than `retryMs`
+   * (the handle's, by default) old.
+   */
+  get(retryMs = this.retryMs): Promise<RecordStore> {
     if (this.store) return Promise.resolve(this.store);
     if (this.closed)
       return Promise.reject(new RecordStoreError('UNAVAILABLE', `records: ${this.displayUri} is closed`));
     if (this.opening) return this.opening;
-    if (this.failure && Date.now() - this.failure.at < this.retryMs)
-      return Promise.reject(this.failure.error);
+    if (this.failure && Date.now() - this.failure.at < retryMs) return Promise.reject(this.failure.error);
     this.opening = this.open().then(
       (store) => {
         this.opening = undefined;
@@ -68,6 +74,11 @@ export class StoreHandle {
       // A SQL store's writes queue in its worker thread (see RecordSink.concurrency); others one at a time
       // is as good (memory) — the store is not known before it opens, and 8 is harmless for either.
       concurrency: 8,
+      // Records wait for the store: open it if it is not (at most every PROBE_OPEN_MS), and ask it.
+      probe: async () => {
+        const store = await this.get(PROBE_OPEN_MS);
+        await store.ping?.();
+      },
       write: async (batch: CapturedBatch) => {
         const store = await this.get();
         // A SQL store completes the batch in its worker thread; any other store gets it completed here.

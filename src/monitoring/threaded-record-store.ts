@@ -184,8 +184,12 @@ export class ThreadedRecordStore implements RecordStore {
     return this.call('labelled', query);
   }
 
-  prune(beforeMs: number): Promise<number> {
-    return this.call('prune', beforeMs);
+  prune(beforeMs: number, keepRows?: number): Promise<number> {
+    return this.call('prune', beforeMs, keepRows);
+  }
+
+  ping(): Promise<void> {
+    return this.call('ping');
   }
 
   async close(): Promise<void> {

@@ -15,7 +15,12 @@
  * - a replacement starts with the run its siblings serve (they report it over IPC), so the workers do
  *   not answer from different runs until the next reload;
  * - SIGTERM/SIGINT/SIGHUP are forwarded to the workers (SIGHUP: each worker reloads its runs); after a
- *   stop signal the primary exits once every worker has, with status 0 only when all exited 0.
+ *   stop signal the primary exits once every worker has, with status 0 only when all exited 0;
+ * - during a shutdown, the workers close their listeners while still keeping connections alive, and
+ *   only once every worker has closed its own — and so the primary its socket — does any of them tell
+ *   clients to go (`Connection: close`): a client told so by one worker would reconnect through the
+ *   primary, and a connection waiting in the primary's queue when its socket closes is reset
+ *   (src/serve/drain.ts).
  *
  * Every worker loads the same store on its own, so all serve the same best run; a reload (SIGHUP or the
  * poller) happens in each worker separately.
@@ -44,6 +49,10 @@ export function resolveWorkerCount(flag: string | number | undefined, env: NodeJ
 
 /** Messages between primary and workers over the cluster's IPC channel. */
 type ToPrimary = { tagger: 'startup-failed'; message: string; expected: boolean };
+/** A worker has closed its listener during a shutdown (it keeps its connections until told). */
+type ListenerClosed = { tagger: 'listener-closed' };
+/** Every worker has closed its listener: the primary's socket is closed, connections may be ended. */
+type ListenersClosed = { tagger: 'listeners-closed' };
 /** A worker serves this run now (sent after loading and after every reload that swapped). */
 type ServingReport = { tagger: 'serving'; runId: string };
 /**
@@ -57,6 +66,9 @@ const isToPrimary = (value: unknown): value is ToPrimary =>
   value !== null &&
   (value as { tagger?: unknown }).tagger === 'startup-failed' &&
   typeof (value as { message?: unknown }).message === 'string';
+
+const isTagged = <T extends { tagger: string }>(value: unknown, tag: T['tagger']): value is T =>
+  typeof value === 'object' && value !== null && (value as { tagger?: unknown }).tagger === tag;
 
 const isServingReport = (value: unknown): value is ServingReport =>
   typeof value === 'object' &&
@@ -81,8 +93,23 @@ export function clusterWorkerHooks(): {
   preferRunId?: string;
   onServing?: (runId: string) => void;
   reportsSkips?: boolean;
+  listenerClosed?: () => Promise<void>;
 } {
   if (!cluster.isWorker || process.send === undefined) return {};
+  const listenerClosed = (): Promise<void> =>
+    new Promise<void>((done) => {
+      if (!process.connected) {
+        done();
+        return;
+      }
+      const onMessage = (message: unknown): void => {
+        if (!isTagged<ListenersClosed>(message, 'listeners-closed')) return;
+        process.off('message', onMessage);
+        done();
+      };
+      process.on('message', onMessage);
+      process.send?.({ tagger: 'listener-closed' } satisfies ListenerClosed);
+    });
   const reportsSkips = process.env[REPORTS_SKIPS_ENV] === '1';
   const preferRunId = process.env[PREFER_RUN_ENV];
   let reported: string | undefined;
@@ -91,7 +118,9 @@ export function clusterWorkerHooks(): {
     reported = runId;
     process.send?.({ tagger: 'serving', runId } satisfies ServingReport);
   };
-  return preferRunId ? { preferRunId, onServing, reportsSkips } : { onServing, reportsSkips };
+  return preferRunId
+    ? { preferRunId, onServing, reportsSkips, listenerClosed }
+    : { onServing, reportsSkips, listenerClosed };
 }
 
 const isToWorker = (value: unknown): value is ToWorker =>
@@ -167,6 +196,9 @@ interface Slot {
   servingRunId?: string;
   /** This worker logs skipped runs for all (REPORTS_SKIPS_ENV). */
   reportsSkips: boolean;
+  /** It has closed its listener during the shutdown; and has been told that every worker has. */
+  listenerClosed: boolean;
+  released: boolean;
 }
 
 /**
@@ -214,7 +246,14 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
         ...(prefer ? { [PREFER_RUN_ENV]: prefer } : {}),
         ...(reportsSkips ? { [REPORTS_SKIPS_ENV]: '1' } : {}),
       });
-      const slot: Slot = { worker, startedAt: Date.now(), listened: false, reportsSkips };
+      const slot: Slot = {
+        worker,
+        startedAt: Date.now(),
+        listened: false,
+        reportsSkips,
+        listenerClosed: false,
+        released: false,
+      };
       slots.set(worker.id, slot);
       worker.on('listening', () => {
         slot.listened = true;
@@ -224,8 +263,24 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
       worker.on('message', (message: unknown) => {
         if (isToPrimary(message)) slot.failure = message;
         else if (isServingReport(message)) slot.servingRunId = message.runId;
+        else if (isTagged<ListenerClosed>(message, 'listener-closed')) {
+          slot.listenerClosed = true;
+          releaseConnections();
+        }
       });
       worker.once('exit', (code, signal) => onExit(slot, code, signal));
+    };
+
+    /** Once every worker still running has closed its listener, they may end their connections. */
+    const releaseConnections = (): void => {
+      const running = [...slots.values()].filter((slot) => slot.worker.isConnected());
+      if (!running.every((slot) => slot.listenerClosed || !slot.listened)) return;
+      for (const slot of running) {
+        if (slot.listenerClosed && !slot.released) {
+          slot.released = true;
+          slot.worker.send({ tagger: 'listeners-closed' } satisfies ListenersClosed);
+        }
+      }
     };
 
     const finish = (): void => {
@@ -264,6 +319,7 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
 
     const onExit = (slot: Slot, code: number | null, signal: string | null): void => {
       slots.delete(slot.worker.id);
+      releaseConnections();
       const pid = slot.worker.process.pid;
       if (stopping) {
         if (stopping.reason === 'signal' && code !== 0) {

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { parse as parseYaml } from 'yaml';
-import { parseApiKeys } from '../http/auth.js';
+import { parseApiKeys, parseScopedKey } from '../http/auth.js';
 import type { HttpOptionsInput } from '../http/options.js';
 import { redactRedisUrl } from '../http/shared-rate-limit.js';
 // Not the layer's index: every command loads this module, and the index loads prom-client and more.
@@ -290,9 +290,24 @@ export type ServeConfig =
 const keyList = (value: unknown): string[] =>
   value === null ? [] : parseApiKeys(Array.isArray(value) ? value.join(',') : String(value));
 
-/** Keys from api_keys and api_keys_file (one per line), deduplicated. */
+/**
+ * Checks the scopes of the keys from one source (`<key>:<scope>+…`; a key alone has every scope), so a
+ * typo fails the start instead of widening or narrowing what a key may do.
+ */
+function checkScopes(entries: readonly string[], source: string): void {
+  for (const entry of entries) {
+    try {
+      parseScopedKey(entry);
+    } catch (error) {
+      throw new StartupError(`serve: ${source}: ${(error as Error).message}`);
+    }
+  }
+}
+
+/** Keys from api_keys and api_keys_file (one per line), deduplicated; the same key twice with other scopes is refused. */
 function apiKeys(settings: Map<SettingKey, Resolved>, readFile: (path: string) => string): string[] {
   const keys = keyList(settings.get('api_keys')!.value);
+  checkScopes(keys, settings.get('api_keys')!.source);
   const file = settings.get('api_keys_file')!;
   if (file.value !== null) {
     const path = String(file.value);
@@ -309,9 +324,21 @@ function apiKeys(settings: Map<SettingKey, Resolved>, readFile: (path: string) =
       // An empty key file would silently turn authentication off: refuse to start instead.
       throw new StartupError(`serve: ${file.source}: ${path} holds no keys (one per line, # for comments)`);
     }
+    checkScopes(fromFile, file.source);
     keys.push(...fromFile);
   }
-  return [...new Set(keys)];
+  const unique = [...new Set(keys)];
+  const seen = new Set<string>();
+  for (const entry of unique) {
+    const { key } = parseScopedKey(entry);
+    if (seen.has(key)) {
+      throw new StartupError(
+        `serve: API key ${key.slice(0, 2)}… is listed twice with different scopes; list it once, with every scope it needs (<key>:<scope>+<scope>)`,
+      );
+    }
+    seen.add(key);
+  }
+  return unique;
 }
 
 /**
@@ -391,6 +418,7 @@ function monitoringConfig(
     bufferSize: values.record_buffer,
     flushMs: values.record_flush_ms,
     retentionDays: values.record_retention_days,
+    retentionRows: values.record_retention_rows,
     sinkUrl: values.record_sink_url,
     windowSeconds: values.monitoring_window_s,
     windowPredictions: values.monitoring_window,
@@ -428,6 +456,8 @@ export function resolveServeConfig(
       maxBatch: values.encoder_max_batch,
       maxWaitMs: values.encoder_max_wait_ms,
       maxQueue: values.encoder_max_queue,
+      maxQueueTokens: values.encoder_max_queue_tokens,
+      maxRequestTokens: values.encoder_max_request_tokens,
       nice: values.encoder_nice,
     },
     monitoring: monitoringConfig(settings, values, values.model === null ? values.tracking_uri : null),

@@ -3,20 +3,26 @@
  * reload the experiment's runs on a timer and on SIGHUP, and shut down gracefully on SIGTERM/SIGINT.
  * Also runnable on its own: `node dist/serve/server.js` (env only).
  *
- * The shutdown sequence, built for removal from behind a load balancer or a Kubernetes Service:
+ * The shutdown sequence, built for removal from behind a load balancer or a Kubernetes Service, and for
+ * keep-alive clients that talk to this process directly (kube-proxy pins each client's connection to one
+ * pod), so that no request sent on an accepted connection is ever reset:
  * 1. readiness (`/health/ready`) answers 503 at once and reloads stop;
  * 2. for `shutdownDelayMs` (TAGGER_SHUTDOWN_DELAY_MS) the server still accepts connections and answers
  *    every request, each response saying `Connection: close`, while the balancer's health checks (or
- *    the endpoint controller) take it out of rotation — closing the listener at once would reset the
- *    connections still being routed here;
- * 3. the listener closes, idle keep-alive connections close, in-flight requests finish (at most
- *    `shutdownGraceMs`, after which the rest are cut and the exit status is 1);
- * 4. the tracking store closes, which also aborts a reload still retrying an unreachable store, and the
+ *    the endpoint controller) take it out of rotation and kept-alive clients reconnect elsewhere;
+ * 3. responses keep their connections open again until no new connection has arrived for
+ *    SETTLE_QUIET_MS (at most SETTLE_MAX_MS): a client that still has only this process to talk to then
+ *    stays on the connection it has instead of opening new ones, and the listener closes while nobody is
+ *    connecting — a connection the kernel completed but the process had not accepted yet would be reset
+ *    with the listener (31 of 32 client loops lost a request that way when it closed during step 2);
+ * 4. the listener closes (new connections are refused, which a client can safely retry), every response
+ *    says `Connection: close`, and a connection is closed by the server only after such a response or
+ *    once it has been idle for IDLE_CLOSE_MS — never at the instant a client may be sending on it;
+ *    in-flight requests finish within `shutdownGraceMs`, after which the rest are cut (exit status 1);
+ * 5. the tracking store closes, which also aborts a reload still retrying an unreachable store, and the
  *    process exits 0.
  */
 import { realpathSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
-import { Server as NetServer } from 'node:net';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
@@ -39,6 +45,7 @@ import { openTrackingStore, redactUri, type TrackingStore } from '../tracking/in
 import { clusterWorkerHooks } from './cluster.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
 import { resolveServeConfig, type ServeConfig, type ServeFlags } from './config.js';
+import { ConnectionDrain, SETTLE_MAX_MS } from './drain.js';
 import { listenForStopSignals, REPEAT_WINDOW_MS, type StopSignals } from './stop-signals.js';
 
 export { type ServeFlags, StartupError } from './config.js';
@@ -57,9 +64,10 @@ export interface RunningServer {
   reload(): Promise<ReloadResult | null>;
   /**
    * Graceful shutdown: marks the lifecycle draining (readiness 503), stops polling, keeps answering for
-   * the shutdown delay, then stops accepting connections, closes idle keep-alive connections at once and
-   * asks busy ones to close after their response, waits up to the grace period for in-flight requests,
-   * then closes what is left and the tracking store (aborting a reload under way).
+   * the shutdown delay (every response with `Connection: close`), waits until no client is connecting,
+   * then stops accepting connections and ends each one after its next response (or once it has been
+   * idle a second), waits up to the grace period for in-flight requests, then closes what is left and
+   * the tracking store (aborting a reload under way).
    * `drained` is false when the grace period ran out and connections were cut. Idempotent.
    */
   close(): Promise<{ drained: boolean }>;
@@ -80,6 +88,11 @@ export interface StartOptions {
    * the group logs each once (default true).
    */
   reportsSkips?: boolean | undefined;
+  /**
+   * A cluster worker's shutdown: told that this worker's listener is closed, resolves once every
+   * worker's is (src/serve/cluster.ts), before connections are ended.
+   */
+  listenerClosed?: (() => Promise<void>) | undefined;
 }
 
 /** A store that can wait for its server (the REST store); file stores are ready at once. */
@@ -209,7 +222,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   // never keeps the server from starting.
   const monitoring = new Monitoring(config.monitoring, { log: logger, registry: metrics.registry });
   const app = createApp({ serving, logger, http: config.http, metrics, monitoring });
-  const inFlight = trackResponses(app, lifecycle);
+  const connections = new ConnectionDrain(app.server);
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -240,13 +253,19 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
         poller?.stop();
         try {
           if (config.shutdownDelayMs > 0) {
+            // Every response closes its connection: kept-alive clients reconnect, elsewhere.
+            connections.closeAfterResponse = true;
             logger.info(
               { delayMs: config.shutdownDelayMs },
               'shutdown: not ready; still answering while the load balancer moves traffic away',
             );
             await sleep(config.shutdownDelayMs);
           }
-          const drained = await drainConnections(app, inFlight, config.shutdownGraceMs, logger);
+          // Clients still sending here keep the connection they have, so nobody is connecting when the
+          // listener closes (a connection not yet accepted would be reset with it).
+          connections.closeAfterResponse = false;
+          await connections.settle();
+          const drained = await connections.drain(config.shutdownGraceMs, logger, options.listenerClosed);
           await app.close();
           return { drained };
         } finally {
@@ -266,63 +285,6 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
-
-/**
- * Keeps the set of responses under way, and while draining asks every connection to close after its
- * response (`Connection: close`): a keep-alive client then opens no new request on a connection that is
- * about to go away, and the connection ends as soon as its last response is written.
- */
-function trackResponses(app: TaggerApp, lifecycle: ServingLifecycle): Set<ServerResponse> {
-  const inFlight = new Set<ServerResponse>();
-  // Prepended, so the header is set before Fastify can write the response.
-  app.server.prependListener('request', (_request, response: ServerResponse) => {
-    inFlight.add(response);
-    response.once('close', () => inFlight.delete(response));
-    if (lifecycle.draining) response.setHeader('connection', 'close');
-  });
-  return inFlight;
-}
-
-/**
- * Stops accepting connections and waits (at most `graceMs`) until every connection has ended; resolves
- * true when they all ended on their own, false when the grace period ran out and they were cut.
- */
-async function drainConnections(
-  app: TaggerApp,
-  inFlight: Set<ServerResponse>,
-  graceMs: number,
-  logger: pino.Logger,
-): Promise<boolean> {
-  const server = app.server;
-  // The listener closes first, on its own (net.Server's close, not http's, which closes idle connections
-  // before the listener): a client whose idle connection was closed could otherwise reconnect in between
-  // and land in the accept queue, which the kernel resets when the listener closes: a request lost after
-  // it was sent on an accepted connection. Fastify's close() later runs http's close for the rest.
-  const allClosed = new Promise<void>((done) => NetServer.prototype.close.call(server, () => done()));
-  // Responses not yet started will say `Connection: close`; ones already sent leave an idle keep-alive
-  // connection behind when they finish, which is closed right then instead of after keepAliveTimeout.
-  for (const response of inFlight) {
-    if (!response.headersSent) response.setHeader('connection', 'close');
-    else response.once('finish', () => setImmediate(() => server.closeIdleConnections()));
-  }
-  server.closeIdleConnections();
-  logger.info({ inFlight: inFlight.size, graceMs }, 'draining: no new connections, finishing requests');
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<false>((done) => {
-    timer = setTimeout(() => done(false), graceMs);
-  });
-  const drained = await Promise.race([allClosed.then(() => true as const), expired]);
-  clearTimeout(timer);
-  if (!drained) {
-    logger.error(
-      { graceMs, inFlight: inFlight.size },
-      'graceful shutdown: grace period over, closing the remaining connections',
-    );
-    server.closeAllConnections();
-    await allClosed;
-  }
-  return drained;
-}
 
 /** How long closing may take after the grace period (closing the app and the store) before giving up. */
 const CLOSE_BACKSTOP_MS = 5_000;
@@ -405,7 +367,7 @@ export async function serveUntilSignalled(
         logger.error({ graceMs: server.shutdownGraceMs }, 'graceful shutdown hangs; exiting');
         exit(1);
       },
-      server.shutdownDelayMs + server.shutdownGraceMs + CLOSE_BACKSTOP_MS,
+      server.shutdownDelayMs + SETTLE_MAX_MS + server.shutdownGraceMs + CLOSE_BACKSTOP_MS,
     );
     backstop.unref();
     try {

@@ -231,10 +231,34 @@ const SETTINGS = {
     schema: integer(
       0,
       10_000_000,
-      'encoder runs: most texts waiting for the encoder; a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; 0: no bound)',
+      'encoder runs: most texts waiting for the encoder; a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; one request counts for at most a quarter; 0: no bound)',
     ),
     default: DEFAULT_ENCODER_SETTINGS.maxQueue,
     what: 'a number of texts (0: no bound)',
+  }),
+  encoder_max_queue_tokens: row({
+    flag: '--encoder-max-queue-tokens',
+    arg: '<tokens>',
+    env: 'TAGGER_ENCODER_MAX_QUEUE_TOKENS',
+    schema: integer(
+      0,
+      100_000_000,
+      "encoder runs: most work waiting for the encoder, in estimated tokens (a text costs its tokens, at most the encoder's 256); a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; one request counts for at most a quarter; 0: no bound)",
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.maxQueueTokens ?? 0,
+    what: 'a number of tokens (0: no bound)',
+  }),
+  encoder_max_request_tokens: row({
+    flag: '--encoder-max-request-tokens',
+    arg: '<tokens>',
+    env: 'TAGGER_ENCODER_MAX_REQUEST_TOKENS',
+    schema: integer(
+      0,
+      100_000_000,
+      'encoder runs: most work one request may ask of the encoder, in estimated tokens; a larger request is refused with 413 (0: no bound)',
+    ),
+    default: DEFAULT_ENCODER_SETTINGS.maxRequestTokens ?? 0,
+    what: 'a number of tokens (0: no bound)',
   }),
   encoder_nice: row({
     flag: '--encoder-nice',
@@ -375,7 +399,7 @@ const SETTINGS = {
     env: 'TAGGER_API_KEYS',
     schema: Type.Union([Type.String(), Type.Array(Type.String())], {
       description:
-        'API keys, comma-separated (a list in the file); any key turns authentication on. A flag shows in `ps`: prefer the file or the variable',
+        'API keys, comma-separated (a list in the file), each `<key>` (every scope) or `<key>:<scope>[+<scope>…]` with scopes predict, feedback, read, metrics, admin (docs/api.md#api-keys); any key turns authentication on. A flag shows in `ps`: prefer the file or the variable',
     }),
     default: null,
     what: 'API keys, comma-separated (or a list of strings in the file)',
@@ -386,7 +410,9 @@ const SETTINGS = {
     flag: '--api-keys-file',
     arg: '<file>',
     env: 'TAGGER_API_KEYS_FILE',
-    schema: text('file with one API key per line (# comments); a file without keys refuses to start'),
+    schema: text(
+      'file with one API key per line, `<key>` or `<key>:<scope>[+<scope>…]` (# comments); a file without keys refuses to start',
+    ),
     default: null,
     http: true,
   }),
@@ -501,6 +527,18 @@ const SETTINGS = {
     schema: integer(1, 36_500, 'prediction records (and their feedback) older than this are deleted'),
     default: MONITORING_DEFAULTS.retentionDays,
     what: 'a number of days',
+  }),
+  record_retention_rows: row({
+    flag: '--record-retention-rows',
+    arg: '<n>',
+    env: 'TAGGER_RECORD_RETENTION_ROWS',
+    schema: integer(
+      0,
+      1_000_000_000,
+      'most prediction records kept in the store (all scopes), the oldest deleted first with their feedback, checked every 5 minutes; a record takes ~480 bytes on SQLite with texts of ~140 characters (docs/monitoring.md); 0: no bound but the age',
+    ),
+    default: MONITORING_DEFAULTS.retentionRows,
+    what: 'a number of records',
   }),
   record_buffer: row({
     flag: '--record-buffer',

@@ -1,20 +1,25 @@
 /**
  * Dynamic batching of encoder calls, as Triton's dynamic batcher and Text Embeddings Inference do it:
  * the texts of concurrent requests wait in one queue and go to the encoder together, in batches of at
- * most `maxBatch` texts. While the encoder works, new texts queue; when it is done, the next batch leaves
- * at once with whatever waited (up to `maxBatch`). When the encoder is idle, the first queued text waits
- * at most `maxWaitMs` for company before its batch leaves (0: at once). Within a batch the encoder sorts
- * texts by token count and pads them in groups (length-aware; src/encoder), so mixing requests costs no
- * padding of short texts to long ones.
+ * most `maxBatch` texts and `maxBatchTokens` estimated tokens. While the encoder works, new texts queue;
+ * when it is done, the next batch leaves at once with whatever waited. When the encoder is idle, the first
+ * queued text waits at most `maxWaitMs` for company before its batch leaves (0: at once). Within a batch
+ * the encoder sorts texts by token count and pads them in groups (length-aware; src/encoder), so mixing
+ * requests costs no padding of short texts to long ones.
  *
- * The queue is bounded: a call whose texts do not fit (more than `maxQueue` texts would wait) is refused
- * at once with QueueFullError (HTTP 503 + Retry-After) instead of growing the queue and every caller's
- * wait. An empty queue always takes a call, so a request larger than `maxQueue` is still served when the
- * server is otherwise idle. One batch is at the encoder at a time: its single thread pool is busy anyway,
- * and holding texts back until it is free is what lets them batch together.
+ * Work, not texts: a text's cost is its estimated tokens (`cost`, token-estimate.ts), since a 256-token
+ * text costs ~10 times a 30-token one. The queue is bounded in texts (`maxQueue`) and in tokens
+ * (`maxQueueTokens`): a call that does not fit is refused at once with QueueFullError (HTTP 503 +
+ * Retry-After) instead of growing every caller's wait, and a call over `maxRequestTokens` alone is refused
+ * with RequestTooLargeError (HTTP 413) whatever the queue holds. An empty queue takes any other call.
  *
- * Order: calls are served first come, first served; a large call is cut across batches, and its promise
- * resolves when its last text is embedded.
+ * Fair shares: a large call must not make the others wait for all of it (before: one request of 300 long
+ * CJK texts held the encoder for minutes, and a one-text request behind it waited with it). So each batch
+ * takes texts from the waiting calls in turn — one from each, oldest first, round after round — and in
+ * the admission check a call counts for at most a quarter of each bound (its share): a short request
+ * sent while a large one is under way is admitted and leaves with the next batch. One batch is at the
+ * encoder at a time: its single thread pool is busy anyway, and holding texts back until it is free is
+ * what lets them batch together.
  */
 
 export interface BatcherOptions {
@@ -24,6 +29,14 @@ export interface BatcherOptions {
   maxWaitMs: number;
   /** Most texts waiting; a call that would exceed it is refused (0: no bound). */
   maxQueue: number;
+  /** Most estimated tokens waiting; a call that would exceed it is refused (0: no bound). */
+  maxQueueTokens?: number;
+  /** Most estimated tokens of one call; a larger call is refused whatever the queue holds (0: no bound). */
+  maxRequestTokens?: number;
+  /** Most estimated tokens per batch (a batch always takes at least one text; 0: no bound). */
+  maxBatchTokens?: number;
+  /** A text's estimated cost in tokens (default 1: every text alike). */
+  cost?: (text: string) => number;
 }
 
 /** What the batcher reports, for metrics (all optional). */
@@ -32,7 +45,7 @@ export interface BatcherObserver {
   queued?(texts: number): void;
   /** A batch finished (or failed): its size and how long the encoder took. */
   batch?(texts: number, seconds: number): void;
-  /** A call was refused because the queue was full. */
+  /** A call was refused because the queue was full (or the call alone too large). */
   shed?(texts: number): void;
 }
 
@@ -43,37 +56,64 @@ export class QueueFullError extends Error {
     readonly texts: number,
     readonly queued: number,
     readonly maxQueue: number,
+    /** Set when the token bound refused it: estimated tokens waiting, the bound, the call's. */
+    tokens?: { queued: number; max: number; call: number },
   ) {
     super(
-      `the encoder is at capacity (${queued} texts waiting, at most ${maxQueue}; this request has ${texts}); retry later`,
+      tokens === undefined
+        ? `the encoder is at capacity (${queued} texts waiting, at most ${maxQueue}; this request has ${texts}); retry later`
+        : `the encoder is at capacity (~${tokens.queued} tokens of work waiting, at most ${tokens.max}; this request has ~${tokens.call}); retry later`,
+    );
+  }
+}
+
+/** One call is more work than the encoder takes from a single request: refused, whatever the queue. */
+export class RequestTooLargeError extends Error {
+  override readonly name = 'RequestTooLargeError';
+  constructor(
+    readonly tokens: number,
+    readonly maxTokens: number,
+    readonly texts: number,
+  ) {
+    super(
+      `this request is ~${tokens} tokens of encoder work (${texts} texts), more than the ${maxTokens} one request may take (TAGGER_ENCODER_MAX_REQUEST_TOKENS); send fewer or shorter texts per request`,
     );
   }
 }
 
 interface Call {
   texts: readonly string[];
+  /** Estimated tokens per text. */
+  costs: readonly number[];
   results: Float32Array[];
   /** Index of the next text to send. */
   next: number;
   /** Texts not answered yet. */
   remaining: number;
+  /** Estimated tokens of the texts not sent yet. */
+  waitingTokens: number;
   failed: boolean;
   resolve: (vectors: Float32Array[]) => void;
   reject: (error: unknown) => void;
 }
 
-interface Part {
+/** One text of a batch: whose, and where in its call (a batch's texts interleave calls). */
+interface Slot {
   call: Call;
-  from: number;
-  to: number;
+  position: number;
 }
+
+/** The share of a bound one call counts for in the admission check (see the module comment). */
+const SHARE = 4;
 
 export class DynamicBatcher {
   private readonly calls: Call[] = [];
   private queuedTexts = 0;
+  private queuedTokens = 0;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
   private idleWaiters: (() => void)[] = [];
+  private readonly cost: (text: string) => number;
 
   constructor(
     /** Embeds one batch; its answer has one vector per text, in order. */
@@ -87,14 +127,23 @@ export class DynamicBatcher {
     if (!(options.maxWaitMs >= 0)) {
       throw new RangeError(`service/batcher: maxWaitMs must be >= 0, got ${options.maxWaitMs}`);
     }
-    if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) {
-      throw new RangeError(`service/batcher: maxQueue must be an integer >= 0, got ${options.maxQueue}`);
+    for (const name of ['maxQueue', 'maxQueueTokens', 'maxRequestTokens', 'maxBatchTokens'] as const) {
+      const value = options[name] ?? 0;
+      if (!Number.isInteger(value) || value < 0) {
+        throw new RangeError(`service/batcher: ${name} must be an integer >= 0, got ${value}`);
+      }
     }
+    this.cost = options.cost ?? (() => 1);
   }
 
   /** Texts waiting (not yet sent to the encoder). */
   get queued(): number {
     return this.queuedTexts;
+  }
+
+  /** Estimated tokens waiting (not yet sent to the encoder). */
+  get queuedWork(): number {
+    return this.queuedTokens;
   }
 
   /** True while a batch is at the encoder. */
@@ -103,27 +152,68 @@ export class DynamicBatcher {
   }
 
   /**
-   * The embeddings of `texts`, in order, once their batches are done. Rejects at once with QueueFullError
-   * when the queue cannot take them, and with the encoder's error when one of their batches fails.
+   * What the waiting calls count for in the admission check: each at most its share of the bounds, so
+   * one large call never keeps the others out.
+   */
+  private admitted(): { texts: number; tokens: number } {
+    const { maxQueue, maxQueueTokens = 0 } = this.options;
+    let texts = 0;
+    let tokens = 0;
+    for (const call of this.calls) {
+      const left = call.texts.length - call.next;
+      texts += maxQueue > 0 ? Math.min(left, Math.ceil(maxQueue / SHARE)) : left;
+      tokens += maxQueueTokens > 0 ? Math.min(call.waitingTokens, Math.ceil(maxQueueTokens / SHARE)) : 0;
+    }
+    return { texts, tokens };
+  }
+
+  /**
+   * The embeddings of `texts`, in order, once their batches are done. Rejects at once with
+   * RequestTooLargeError when the call alone is more work than one may be, with QueueFullError when the
+   * queue cannot take it, and with the encoder's error when one of its batches fails.
    */
   submit(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
-    const { maxQueue } = this.options;
-    if (maxQueue > 0 && this.queuedTexts > 0 && this.queuedTexts + texts.length > maxQueue) {
+    const { maxQueue, maxQueueTokens = 0, maxRequestTokens = 0 } = this.options;
+    const costs = texts.map(this.cost);
+    const tokens = costs.reduce((sum, cost) => sum + cost, 0);
+    if (maxRequestTokens > 0 && tokens > maxRequestTokens) {
       this.observer.shed?.(texts.length);
-      return Promise.reject(new QueueFullError(texts.length, this.queuedTexts, maxQueue));
+      return Promise.reject(new RequestTooLargeError(tokens, maxRequestTokens, texts.length));
+    }
+    if (this.calls.length > 0) {
+      const waiting = this.admitted();
+      const ownTexts = maxQueue > 0 ? Math.min(texts.length, Math.ceil(maxQueue / SHARE)) : 0;
+      const ownTokens = maxQueueTokens > 0 ? Math.min(tokens, Math.ceil(maxQueueTokens / SHARE)) : 0;
+      if (maxQueue > 0 && waiting.texts + ownTexts > maxQueue) {
+        this.observer.shed?.(texts.length);
+        return Promise.reject(new QueueFullError(texts.length, this.queuedTexts, maxQueue));
+      }
+      if (maxQueueTokens > 0 && waiting.tokens + ownTokens > maxQueueTokens) {
+        this.observer.shed?.(texts.length);
+        return Promise.reject(
+          new QueueFullError(texts.length, this.queuedTexts, maxQueue, {
+            queued: this.queuedTokens,
+            max: maxQueueTokens,
+            call: tokens,
+          }),
+        );
+      }
     }
     return new Promise<Float32Array[]>((resolve, reject) => {
       this.calls.push({
         texts,
+        costs,
         results: new Array(texts.length),
         next: 0,
         remaining: texts.length,
+        waitingTokens: tokens,
         failed: false,
         resolve,
         reject,
       });
       this.queuedTexts += texts.length;
+      this.queuedTokens += tokens;
       this.observer.queued?.(this.queuedTexts);
       this.schedule();
     });
@@ -147,27 +237,54 @@ export class DynamicBatcher {
     }, this.options.maxWaitMs);
   }
 
+  /**
+   * The next batch: one text from each waiting call in turn, oldest call first, round after round, until
+   * the batch is full in texts or tokens (at least one text).
+   */
+  private takeBatch(): { texts: string[]; slots: Slot[]; tokens: number } {
+    const { maxBatch, maxBatchTokens = 0 } = this.options;
+    const texts: string[] = [];
+    const slots: Slot[] = [];
+    let tokens = 0;
+    let full = false;
+    while (!full && texts.length < maxBatch) {
+      let took = false;
+      for (const call of this.calls) {
+        if (call.next >= call.texts.length) continue;
+        const cost = call.costs[call.next]!;
+        if (texts.length > 0 && maxBatchTokens > 0 && tokens + cost > maxBatchTokens) {
+          full = true;
+          break;
+        }
+        slots.push({ call, position: call.next });
+        texts.push(call.texts[call.next]!);
+        call.waitingTokens -= cost;
+        call.next += 1;
+        tokens += cost;
+        took = true;
+        if (texts.length >= maxBatch) break;
+      }
+      if (!took) break;
+    }
+    // Calls whose every text is sent leave the queue (they are answered when their batches are).
+    for (let i = this.calls.length - 1; i >= 0; i--) {
+      if (this.calls[i]!.next >= this.calls[i]!.texts.length) this.calls.splice(i, 1);
+    }
+    return { texts, slots, tokens };
+  }
+
   private dispatch(): void {
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    const parts: Part[] = [];
-    const texts: string[] = [];
-    while (texts.length < this.options.maxBatch && this.calls.length > 0) {
-      const call = this.calls[0]!;
-      const from = call.next;
-      const to = Math.min(call.texts.length, from + this.options.maxBatch - texts.length);
-      for (let i = from; i < to; i++) texts.push(call.texts[i]!);
-      parts.push({ call, from, to });
-      call.next = to;
-      if (to === call.texts.length) this.calls.shift();
-    }
+    const { texts, slots, tokens } = this.takeBatch();
     if (texts.length === 0) {
       this.settleIdle();
       return;
     }
     this.queuedTexts -= texts.length;
+    this.queuedTokens -= tokens;
     this.observer.queued?.(this.queuedTexts);
     this.running = true;
     const started = performance.now();
@@ -180,17 +297,16 @@ export class DynamicBatcher {
     promise.then(
       (vectors) => {
         this.observer.batch?.(texts.length, (performance.now() - started) / 1000);
-        let at = 0;
-        for (const { call, from, to } of parts) {
-          for (let i = from; i < to; i++) call.results[i] = vectors[at++]!;
-          call.remaining -= to - from;
+        slots.forEach(({ call, position }, at) => {
+          call.results[position] = vectors[at]!;
+          call.remaining -= 1;
           if (call.remaining === 0 && !call.failed) call.resolve(call.results);
-        }
+        });
         this.finish();
       },
       (error: unknown) => {
         this.observer.batch?.(texts.length, (performance.now() - started) / 1000);
-        for (const { call } of parts) this.fail(call, error);
+        for (const { call } of slots) this.fail(call, error);
         this.finish();
       },
     );
@@ -205,6 +321,7 @@ export class DynamicBatcher {
     if (at >= 0) {
       this.calls.splice(at, 1);
       this.queuedTexts -= call.texts.length - call.next;
+      this.queuedTokens -= call.waitingTokens;
       this.observer.queued?.(this.queuedTexts);
     }
   }

@@ -19,6 +19,13 @@
 import type { EncoderThread } from '../encoder/thread.js';
 import type { EncoderSpec } from '../model/index.js';
 import { type BatcherObserver, DynamicBatcher } from './batcher.js';
+import { estimateTokens } from './token-estimate.js';
+
+/**
+ * Estimated tokens per batch: one padded pass of the encoder (src/encoder sorts a batch by length and pads
+ * it in groups of at most 4,096 tokens), so a batch of long texts takes seconds, not minutes.
+ */
+export const BATCH_TOKENS = 1_024;
 
 /** How the encoders of served runs are run (src/serve/settings.ts: TAGGER_ENCODER_*). */
 export interface EncoderSettings {
@@ -30,6 +37,10 @@ export interface EncoderSettings {
   maxWaitMs: number;
   /** Most texts waiting per encoder before requests are shed with 503 (0: no bound). */
   maxQueue: number;
+  /** Most estimated tokens waiting per encoder before requests are shed with 503 (0: no bound). */
+  maxQueueTokens?: number;
+  /** Most estimated tokens of one request; more is refused with 413 (0: no bound). */
+  maxRequestTokens?: number;
   /**
    * Linux nice value of the encoder threads (0–19): above 0 the event loop, which answers
    * probes, /metrics and TF-IDF requests, gets the CPU first when the encoder is saturated.
@@ -44,8 +55,14 @@ export const DEFAULT_ENCODER_SETTINGS: Readonly<EncoderSettings> = Object.freeze
   // Texts that arrive while the encoder works batch anyway; waiting when it is idle only adds latency
   // unless requests come in bursts (Triton's and TEI's default too).
   maxWaitMs: 0,
-  // ~2–3 s of work at the ~100 texts/s one core manages: beyond it a caller is better told to retry.
+  // 256 short texts, whose tokens the token bound below weighs (a long text costs ~10 short ones).
   maxQueue: 256,
+  // ~4–8 s of one core's work at 0.5–1 ms a token (measured, docs/serving.md): beyond it a caller is
+  // better told to retry.
+  maxQueueTokens: 8_192,
+  // ~30–60 s of one core's work: 1,000 texts of ~60 tokens; a request of 300 long CJK texts (~77,000
+  // tokens, 110 s) is refused instead of holding the encoder for minutes.
+  maxRequestTokens: 65_536,
   // Measured: no better /health/live p99 at 10 than at 0, and less encoder CPU when the host is shared.
   nice: 0,
 });
@@ -213,6 +230,10 @@ export class EncoderPool implements EncoderProvider {
         maxBatch: this.settings.maxBatch,
         maxWaitMs: this.settings.maxWaitMs,
         maxQueue: this.settings.maxQueue,
+        maxQueueTokens: this.settings.maxQueueTokens ?? 0,
+        maxRequestTokens: this.settings.maxRequestTokens ?? 0,
+        maxBatchTokens: BATCH_TOKENS,
+        cost: (text) => estimateTokens(text, spec.max_tokens),
       },
       this.observer,
     );

@@ -1,4 +1,7 @@
 /** Public surface of src/service: what the HTTP layer serves and how it is loaded. */
+
+/** Paths in what the API shows, masked as credentials are (the HTTP layer imports no tracking code). */
+export { maskPaths } from '../tracking/redact.js';
 export {
   ArtifactFormatError,
   type ArtifactReader,
@@ -15,6 +18,7 @@ export {
   type BatcherOptions,
   DynamicBatcher,
   QueueFullError,
+  RequestTooLargeError,
 } from './batcher.js';
 export { SingleFlightLru } from './cache.js';
 export type { HeldRun, ServingProblems } from './candidates.js';

@@ -38,6 +38,22 @@ export function maskQuery(query: string): string {
 const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
 
 /**
+ * An absolute file path in text — alone, after a space, quote, bracket or `=`, or as the path of a
+ * `scheme:///` URI — up to its last part. URLs with a host (`s3://b/k`, `http://h/p`) and model URIs
+ * (`models:/m/1`) are not paths.
+ */
+const ABSOLUTE_PATH = /(^|[\s('"=]|[a-z][a-z0-9+.-]*:\/\/\/)((?:\/[^\s/\\:;,()'"]+)+)\/([^\s/\\:;,()'"]+)/gi;
+
+/**
+ * Text with every absolute path's folders masked as `…`, as credentials are masked: what a server
+ * shows its callers names the file, not where the server keeps it.
+ * @example maskPaths('records: cannot write sqlite:////var/lib/tagger/mlflow.db') // 'records: cannot write sqlite:///…/mlflow.db'
+ */
+export function maskPaths(text: string): string {
+  return text.replace(ABSOLUTE_PATH, '$1…/$3');
+}
+
+/**
  * The URI without credentials, for messages and logs: the userinfo removed
  * (`scheme://user:password@host` → `scheme://host`) and credential query parameters masked
  * (`?password=…` → `?password=***`), the fragment dropped. A password typed with an unencoded `/` or

@@ -58,13 +58,56 @@ const NEWLINE_RE = /\r\n|\n|\r/g;
 const innerLineBreaks = (fields: readonly string[]): number =>
   fields.reduce((sum, field) => sum + (field.match(NEWLINE_RE)?.length ?? 0), 0);
 
+/**
+ * Which columns (CSV) or keys (JSON) hold the text and the tag(s), when they are not the defaults —
+ * `title` + `description`, and `tag` or `tags` (`tagger train --text-column/--tag-column/--tags-column`).
+ */
+export interface DatasetColumns {
+  /** One column holding the whole text, instead of title + description. */
+  text?: string | undefined;
+  /** The column of the tag, one per row. */
+  tag?: string | undefined;
+  /** The column of several tags per row (separated by `|`, `,` or `;`, or a JSON list). */
+  tags?: string | undefined;
+}
+
+/** Refuses a tag column and a tags column together: a file is single- or multi-label. */
+function checkColumns(given: DatasetColumns): void {
+  if (given.tag !== undefined && given.tags !== undefined) {
+    throw new DataError(
+      `data: give the tag column or the tags column, not both (${given.tag}, ${given.tags})`,
+    );
+  }
+}
+
+/** The text and label columns a file is read with: the defaults, or those given (matched lower-case). */
+function chosenColumns(
+  names: readonly string[],
+  given: DatasetColumns,
+  source: string,
+): { text: string[]; label: string; multiLabel: boolean } {
+  const text = given.text === undefined ? ['title', 'description'] : [given.text.trim().toLowerCase()];
+  checkColumns(given);
+  if (given.tag !== undefined) return { text, label: given.tag.trim().toLowerCase(), multiLabel: false };
+  if (given.tags !== undefined) return { text, label: given.tags.trim().toLowerCase(), multiLabel: true };
+  const label = labelColumn(names, source);
+  return { text, label, multiLabel: label === 'tags' };
+}
+
+/** The columns a run's dataset input records as its schema (what Tagger read of the file). */
+export function columnsRead(rows: readonly DatasetRow[], given: DatasetColumns = {}): string[] {
+  const text = given.text === undefined ? ['title', 'description'] : [given.text];
+  const label = given.tag ?? given.tags ?? (isMultiLabel(rows) ? 'tags' : 'tag');
+  return [...text, label];
+}
+
 /** The text a model sees for one project: title and description joined by a space. */
 export function projectText(title: string, description: string): string {
   return `${title} ${description}`;
 }
 
 /** Parses CSV content; `source` names the input in error messages. */
-export function parseDataset(content: string, source: string): DatasetRow[] {
+export function parseDataset(content: string, source: string, given: DatasetColumns = {}): DatasetRow[] {
   let parsed: [string[], number][];
   try {
     // The line a record ends on, for messages that point into the file. csv-parse's types assume
@@ -86,24 +129,25 @@ export function parseDataset(content: string, source: string): DatasetRow[] {
       `data: ${source} is empty; expected a header with columns ${REQUIRED_COLUMNS.join(', ')}`,
     );
   const names = header.map((name) => name.trim().toLowerCase());
-  const multiLabel = labelColumn(names, source) === 'tags';
-  const columns = multiLabel ? MULTI_LABEL_COLUMNS : REQUIRED_COLUMNS;
-  const missing = columns.filter((column) => !names.includes(column));
+  const columns = chosenColumns(names, given, source);
+  const { multiLabel } = columns;
+  const missing = [...columns.text, columns.label].filter((column) => !names.includes(column));
   if (missing.length > 0) {
+    const custom = given.text !== undefined || given.tag !== undefined || given.tags !== undefined;
     throw new DataError(
       `data: ${source} lacks column(s) ${missing.join(', ')}; found ${names.join(', ') || '(none)'}. ` +
-        `A dataset needs the columns ${REQUIRED_COLUMNS.join(', ')} (or ${MULTI_LABEL_COLUMNS.join(', ')} for several tags per text).`,
+        (custom
+          ? 'Name the columns that hold the text and the tag with --text-column and --tag-column (or --tags-column for several tags per text).'
+          : `A dataset needs the columns ${REQUIRED_COLUMNS.join(', ')} (or ${MULTI_LABEL_COLUMNS.join(', ')} for several tags per text), or name yours with --text-column and --tag-column.`),
     );
   }
   if (rows.length === 0) throw new DataError(`data: ${source} has a header but no rows`);
-  const titleAt = names.indexOf('title');
-  const descriptionAt = names.indexOf('description');
-  const labelAt = names.indexOf(multiLabel ? 'tags' : 'tag');
+  const textAt = columns.text.map((name) => names.indexOf(name));
+  const labelAt = names.indexOf(columns.label);
   return checkedRows(
     rows.map((row, index) => ({
       line: parsed[index + 1]![1] - innerLineBreaks(row),
-      title: row[titleAt] ?? '',
-      description: row[descriptionAt] ?? '',
+      text: textAt.map((at) => row[at] ?? ''),
       label: row[labelAt] ?? '',
     })),
     multiLabel,
@@ -122,11 +166,13 @@ function labelColumn(names: readonly string[], source: string): 'tag' | 'tags' {
   return names.includes('tags') ? 'tags' : 'tag';
 }
 
-/** One record as read, before checks: where it is, its text fields and its label cell (or list). */
+/**
+ * One record as read, before checks: where it is, its text fields (title and description, or the one
+ * text column) and its label cell (or list).
+ */
 interface RawRecord {
   line: number;
-  title: string;
-  description: string;
+  text: readonly string[];
   label: string | readonly string[];
 }
 
@@ -140,11 +186,11 @@ function checkedRows(
   const out: DatasetRow[] = [];
   const noTag: number[] = [];
   const noText: number[] = [];
-  records.forEach(({ line, title, description, label }, index) => {
+  records.forEach(({ line, text: fields, label }, index) => {
     const tags = typeof label === 'string' ? (multiLabel ? splitTags(label) : [label.trim()]) : label;
     if (tags.length === 0 || tags[0] === '') noTag.push(line);
-    if (title.trim() === '' && description.trim() === '') noText.push(line);
-    const text = projectText(title, description);
+    if (fields.every((field) => field.trim() === '')) noText.push(line);
+    const text = fields.length === 2 ? projectText(fields[0]!, fields[1]!) : fields.join(' ');
     out.push(
       multiLabel
         ? { record: index + 1, line, tag: tagSetKey(tags), tags, text }
@@ -160,7 +206,9 @@ function checkedRows(
       ? [`${noTag.length} row(s) have ${multiLabel ? 'no tags' : 'an empty tag'} (${where(noTag)})`]
       : []),
     ...(noText.length > 0
-      ? [`${noText.length} row(s) have neither a title nor a description (${where(noText)})`]
+      ? [
+          `${noText.length} row(s) have ${records[0]?.text.length === 2 ? 'neither a title nor a description' : 'no text'} (${where(noText)})`,
+        ]
       : []),
   ];
   if (problems.length > 0) {
@@ -174,7 +222,7 @@ function checkedRows(
  * (a list of strings, or one string separated like a CSV cell). Other keys (`id`, `created_on`, …) are
  * ignored. Entries are numbered from 1 in messages.
  */
-export function parseJsonDataset(content: string, source: string): DatasetRow[] {
+export function parseJsonDataset(content: string, source: string, given: DatasetColumns = {}): DatasetRow[] {
   let raw: unknown;
   try {
     raw = JSON.parse(content.charCodeAt(0) === 0xfeff ? content.slice(1) : content);
@@ -190,17 +238,21 @@ export function parseJsonDataset(content: string, source: string): DatasetRow[] 
   const isObject = (value: unknown): value is Record<string, unknown> =>
     typeof value === 'object' && value !== null && !Array.isArray(value);
   const first = raw[0];
-  const multiLabel = isObject(first) && Object.hasOwn(first, 'tags');
-  const key = multiLabel ? 'tags' : 'tag';
+  const custom = given.tag !== undefined || given.tags !== undefined;
+  checkColumns(given);
+  // Keys as given (JSON keys are not case-folded).
+  const multiLabel = custom ? given.tags !== undefined : isObject(first) && Object.hasOwn(first, 'tags');
+  const key = given.tag ?? given.tags ?? (multiLabel ? 'tags' : 'tag');
+  const textKeys = given.text === undefined ? ['title', 'description'] : [given.text];
   const records = raw.map((entry, index): RawRecord => {
     const at = `${source}: entry ${index + 1}`;
     if (!isObject(entry)) throw new DataError(`data: ${at} is not an object`);
-    if (Object.hasOwn(entry, multiLabel ? 'tag' : 'tags')) {
+    if (!custom && Object.hasOwn(entry, multiLabel ? 'tag' : 'tags')) {
       throw new DataError(
         `data: ${at} has ${multiLabel ? 'tag' : 'tags'}, but the first entry has ${key}; use one of them in every entry`,
       );
     }
-    const text = (name: 'title' | 'description'): string => {
+    const text = (name: string): string => {
       const value = entry[name] ?? '';
       if (typeof value !== 'string') throw new DataError(`data: ${at}: ${name} must be a string`);
       return value;
@@ -216,18 +268,21 @@ export function parseJsonDataset(content: string, source: string): DatasetRow[] 
       typeof label === 'string'
         ? label
         : [...new Set((label as string[]).map((tag) => tag.trim()).filter((tag) => tag !== ''))];
-    return { line: index + 1, title: text('title'), description: text('description'), label: labels };
+    return { line: index + 1, text: textKeys.map(text), label: labels };
   });
   return checkedRows(records, multiLabel, source, 'entry');
 }
 
 /** Reads and validates a dataset file. */
-export async function readDataset(path: string): Promise<DatasetRow[]> {
-  return (await readDatasetFile(path)).rows;
+export async function readDataset(path: string, columns: DatasetColumns = {}): Promise<DatasetRow[]> {
+  return (await readDatasetFile(path, columns)).rows;
 }
 
 /** Reads a dataset file once: its rows, validated, and the bytes they came from (for its digest). */
-export async function readDatasetFile(path: string): Promise<{ rows: DatasetRow[]; bytes: Uint8Array }> {
+export async function readDatasetFile(
+  path: string,
+  columns: DatasetColumns = {},
+): Promise<{ rows: DatasetRow[]; bytes: Uint8Array }> {
   let bytes: Uint8Array;
   try {
     bytes = new Uint8Array(await readFile(path));
@@ -239,5 +294,8 @@ export async function readDatasetFile(path: string): Promise<{ rows: DatasetRow[
   }
   const content = Buffer.from(bytes).toString('utf8');
   const isJson = extname(path).toLowerCase() === '.json';
-  return { rows: isJson ? parseJsonDataset(content, path) : parseDataset(content, path), bytes };
+  return {
+    rows: isJson ? parseJsonDataset(content, path, columns) : parseDataset(content, path, columns),
+    bytes,
+  };
 }

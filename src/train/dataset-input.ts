@@ -17,13 +17,7 @@ import { createHash } from 'node:crypto';
 import { basename, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DatasetInput } from '../tracking/store.js';
-import {
-  type DatasetRow,
-  isMultiLabel,
-  MULTI_LABEL_COLUMNS,
-  REQUIRED_COLUMNS,
-  readDatasetFile,
-} from './data.js';
+import { columnsRead, type DatasetColumns, type DatasetRow, readDatasetFile } from './data.js';
 
 export type DatasetContext = 'training' | 'testing';
 
@@ -52,6 +46,7 @@ export function datasetInput(
   bytes: Uint8Array,
   rows: readonly DatasetRow[],
   context: DatasetContext,
+  columns: DatasetColumns = {},
 ): DatasetInput {
   const absolute = resolve(path);
   return {
@@ -61,7 +56,7 @@ export function datasetInput(
       sourceType: 'local',
       source: pythonJson({ uri: pathToFileURL(absolute).href }),
       schema: pythonJson({
-        mlflow_colspec: (isMultiLabel(rows) ? MULTI_LABEL_COLUMNS : REQUIRED_COLUMNS).map((name) => ({
+        mlflow_colspec: columnsRead(rows, columns).map((name) => ({
           type: 'string',
           name,
           required: true,
@@ -77,7 +72,8 @@ export function datasetInput(
 export async function readDataWithInput(
   path: string,
   context: DatasetContext,
+  columns: DatasetColumns = {},
 ): Promise<{ rows: DatasetRow[]; input: DatasetInput }> {
-  const { rows, bytes } = await readDatasetFile(path);
-  return { rows, input: datasetInput(path, bytes, rows, context) };
+  const { rows, bytes } = await readDatasetFile(path, columns);
+  return { rows, input: datasetInput(path, bytes, rows, context, columns) };
 }

@@ -9,7 +9,10 @@
  * metrics, recorded as the run's output; see `logged-model.ts`).
  * The run is marked FINISHED only after every artifact is stored, FAILED if anything throws, and KILLED
  * when the process is interrupted (SIGINT/SIGTERM) while logging, so a half-logged run is never mistaken
- * for a complete one. (Only SIGKILL can leave a run RUNNING; serving never picks RUNNING runs.)
+ * for a complete one. When the store itself is lost (PostgreSQL down late in logging), marking it FAILED
+ * is tried again for a while, and a run still left RUNNING — or one whose process was SIGKILLed — is
+ * marked FAILED by the next `train` or `optimize` on its experiment (run-ends.ts); serving never picks
+ * RUNNING runs.
  */
 import { userInfo } from 'node:os';
 import {
@@ -25,11 +28,13 @@ import {
   type DatasetInput,
   getOrCreateExperiment,
   type MetricPoint,
+  TrackingError,
   type TrackingStore,
 } from '../tracking/store.js';
 import type { TrainingLabelIssues } from './label-issues.js';
 import { LOGGED_MODEL_NAME, MLMODEL_FILE, mlmodelYaml } from './logged-model.js';
 import type { TrainingOutcome } from './pipeline.js';
+import { loggingTags, markEnded } from './run-ends.js';
 
 /** Tag naming the model artifact format, so loaders can tell Tagger runs from others at a glance. */
 export const MODEL_FORMAT_TAG = 'tagger.model_format';
@@ -83,6 +88,8 @@ export interface LogRunInput {
   labelIssues?: TrainingLabelIssues;
   /** Stops logging when aborted: the run is marked KILLED and the abort reason is thrown. */
   signal?: AbortSignal;
+  /** Told when logging failed and the store is unreachable, while marking the run FAILED is retried. */
+  onStoreWait?: (message: string) => void;
   /**
    * Turn SIGINT/SIGTERM during logging into an abort (the CLI sets it). Only while logging: a training
    * (synchronous) is still stopped at once by the default handlers, and has no run to clean up yet.
@@ -167,6 +174,8 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       'mlflow.source.name': input.source,
       'mlflow.source.type': 'LOCAL',
       [MODEL_FORMAT_TAG]: MODEL_FORMAT,
+      // Which process logs it: a run it leaves RUNNING is found by the next train (run-ends.ts).
+      ...loggingTags(),
       ...encoderRecord.tags,
       ...input.extraTags,
       [EVALUATION_TAGS.testSetDigest]: input.outcome.testSet.digest,
@@ -328,7 +337,22 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     // MLflow's state for a model whose files did not all arrive; the run says why it stopped.
     if (modelId !== undefined)
       await store.finalizeLoggedModel(modelId, 'UPLOAD_FAILED').catch(() => undefined);
-    await store.updateRun(runId, { status, endTime: Date.now() }).catch(() => undefined);
+    // The store may be what failed: tried again while it is unreachable (not after a signal).
+    const ended = await markEnded(store, runId, status, {
+      signal,
+      onWait: (waitMs) =>
+        input.onStoreWait?.(
+          `logging run ${runId} failed and the tracking store is unreachable; trying to mark the run ${status} for up to ${waitMs / 1000} s`,
+        ),
+    });
+    if (!ended && !(error instanceof InterruptedError)) {
+      const message = error instanceof Error ? error.message : String(error);
+      throw new TrackingError(
+        error instanceof TrackingError ? error.code : 'UNAVAILABLE',
+        `${message}; run ${runId} could not be marked ${status} either (the store stayed unreachable), so it shows as RUNNING until the next tagger train or optimize on experiment '${input.experiment}' marks it FAILED`,
+        { cause: error },
+      );
+    }
     if (error instanceof InterruptedError && signal.aborted) {
       // Say which run, and what became of what it had stored.
       throw new InterruptedError(

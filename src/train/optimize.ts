@@ -10,6 +10,7 @@ import { type DatasetInput, getOrCreateExperiment, type TrackingStore } from '..
 import { type CrossValidation, CrossValidator, DEFAULT_FOLDS } from './cross-validate.js';
 import { InterruptedError, type LoggedRun, logTrainingRun } from './log-run.js';
 import { splitData, type TrainingInput, trainAndEvaluate } from './pipeline.js';
+import { LOGGING_PROCESS_TAG, loggingTags, markEnded } from './run-ends.js';
 import { sampleArgs } from './search-space.js';
 
 export { SEARCH_SPACE, sampleArgs } from './search-space.js';
@@ -104,7 +105,12 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
   const experimentId = await getOrCreateExperiment(store, input.experiment);
   const parent = await store.createRun(experimentId, {
     runName: input.runNamePrefix,
-    tags: { 'mlflow.source.name': 'tagger optimize', 'mlflow.source.type': 'LOCAL' },
+    tags: {
+      'mlflow.source.name': 'tagger optimize',
+      'mlflow.source.type': 'LOCAL',
+      // The process only, not when it started: a search may rightly run for hours (run-ends.ts).
+      [LOGGING_PROCESS_TAG]: loggingTags()[LOGGING_PROCESS_TAG]!,
+    },
   });
   const parentRunId = parent.info.runId;
   let stopRequested: 'SIGINT' | 'SIGTERM' | undefined;
@@ -177,7 +183,7 @@ export async function optimize(store: TrackingStore, input: OptimizeInput): Prom
     return { best, trials, parentRunId };
   } catch (error) {
     const status = error instanceof InterruptedError ? 'KILLED' : 'FAILED';
-    await store.updateRun(parentRunId, { status, endTime: Date.now() }).catch(() => undefined);
+    await markEnded(store, parentRunId, status, error instanceof InterruptedError ? { waitMs: 0 } : {});
     if (error instanceof InterruptedError) {
       // What was kept: the trials logged so far; what was not: the trial under way (logged ones say so).
       const underWay = error.what.startsWith('the run being logged')

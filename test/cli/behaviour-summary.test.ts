@@ -89,7 +89,9 @@ describe('the behavioural summary of tagger train', () => {
       expect(result.code, result.stderr).toBe(0);
       const lines = result.stdout.trim().split('\n');
       expect(lines).toHaveLength(2);
-      expect(lines[0]).toMatch(/^Logged run [0-9a-f]{32} \(train-[\d-]+\) to experiment 'best'\.$/);
+      expect(lines[0]).toMatch(
+        /^Logged run [0-9a-f]{32} \(train-[\d-]+\) to experiment 'best' in \S+( \(.+\))?\.$/,
+      );
       expect(lines[1]).toMatch(
         /^Test split \(\d+ rows\): precision \d\.\d{4}, recall \d\.\d{4}, f1 \d\.\d{4}$/,
       );

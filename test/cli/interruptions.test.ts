@@ -7,11 +7,11 @@
  * sleep. (`test/train/log-run-signals.test.ts` covers a signal while a run is being logged.)
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/index.js';
-import { CLI_ENTRY, cliFolder, FAST_ARGS } from '../support/cli.js';
+import { CLI_ENTRY, cliFolder, FAST_ARGS, startCli } from '../support/cli.js';
 import { SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-interrupt-', trained: true });
@@ -53,6 +53,47 @@ function interrupt(args: readonly string[], at: RegExp, signal: 'SIGINT' | 'SIGT
 const hidden = async (): Promise<string[]> =>
   (await readdir(cli.dir)).filter((name) => name.endsWith('.tmp'));
 
+/** Rows of the big inputs; the JSON Lines one as the probe's (200,000 rows and more). */
+const JSONL_ROWS = 400_000;
+const CSV_ROWS = 1_200_000;
+
+/**
+ * `tagger predict --input <input>` in a process group of its own, signalled as a job control shell or a
+ * process manager signals a group — at a known point and without a clock: once its output has rows, the
+ * group is stopped (SIGSTOP), the rows written so far counted, `signal` sent and the group continued.
+ * Resolves with the exit and how many rows the job had written when the signal went out.
+ */
+async function signalGroupMidway(
+  input: string,
+  output: string,
+  signal: 'SIGINT' | 'SIGTERM',
+): Promise<Exit & { rowsAtSignal: number }> {
+  const job = startCli(
+    ['predict', '--input', input, '--output', output, '--tracking-uri', cli.store, '--quiet'],
+    { cwd: cli.dir, detached: true },
+  );
+  const pid = job.child.pid!;
+  let rowsAtSignal = -1;
+  let sent = false;
+  // The job's temporary output (`.<name>.tagger-<hex>.tmp` beside the target) with a line in it.
+  const prefix = `.${output.split('/').at(-1)}.tagger-`;
+  while (!job.ended()) {
+    const temp = (await readdir(cli.dir)).find((name) => name.startsWith(prefix));
+    if (temp !== undefined && (await stat(join(cli.dir, temp)).catch(() => null))?.size) {
+      process.kill(-pid, 'SIGSTOP');
+      const written = await readFile(join(cli.dir, temp), 'utf8').catch(() => '');
+      rowsAtSignal = written.split('\n').length - 1;
+      process.kill(-pid, signal);
+      process.kill(-pid, 'SIGCONT');
+      sent = true;
+      break;
+    }
+    await new Promise((done) => setTimeout(done, 20));
+  }
+  const exit = await job.exited;
+  return { ...exit, stdout: job.stdout(), stderr: job.stderr(), sent, rowsAtSignal };
+}
+
 beforeAll(async () => {
   // Enough rows that tagging takes well over ten seconds after its first progress line: on a loaded
   // machine this test process may read that line (and so send the signal) seconds late, and a job that
@@ -63,6 +104,13 @@ beforeAll(async () => {
       `${i},Project ${i} on ${i % 3 ? 'object detection in drone images' : 'sentiment of product reviews'}`,
   );
   await writeFile(join(cli.dir, 'many.csv'), `id,text\n${rows.join('\n')}\n`);
+  const lines = Array.from({ length: JSONL_ROWS }, (_, i) =>
+    JSON.stringify({
+      id: i,
+      text: `Project ${i} on ${i % 3 ? 'object detection in drone images' : 'sentiment of product reviews'}`,
+    }),
+  );
+  await writeFile(join(cli.dir, 'many.jsonl'), `${lines.join('\n')}\n`);
 }, 60_000);
 
 describe('tagger predict --input interrupted', () => {
@@ -99,6 +147,37 @@ describe('tagger predict --input interrupted', () => {
     expect(await readFile(output, 'utf8')).toBe('the previous tags\n');
     expect(await hidden()).toEqual([]);
   }, 60_000);
+});
+
+describe('tagger predict --input: a signal to its process group stops it within a batch or two (issue 34, item 2)', () => {
+  // Before: Node delivered the file worker's batches in one go while they kept coming, so the handler of
+  // a signal ran only at the end of the file — a 200,000-row file tagged to the end, 26.7 s after the
+  // signal, and then thrown away. A batch is 512 rows; 4 are read ahead.
+  it.each([
+    ['JSON Lines', 'SIGINT', 130, 'many.jsonl', 'tags.jsonl', JSONL_ROWS],
+    ['CSV', 'SIGTERM', 143, 'many.csv', 'tags-group.csv', CSV_ROWS],
+  ] as const)(
+    '%s input, %s: exits %i soon after the signal, nothing presented as complete',
+    async (_format, signal, code, input, name, total) => {
+      const output = join(cli.dir, name);
+      const exit = await signalGroupMidway(input, output, signal);
+      expect(exit.sent, exit.stderr).toBe(true);
+      expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code, signal: null });
+      const stopped = /tagging stopped after ([\d,]+) rows of /.exec(exit.stderr);
+      expect(stopped, exit.stderr).not.toBeNull();
+      const rows = Number(stopped![1]!.replaceAll(',', ''));
+      console.log(
+        `${input}: ${exit.rowsAtSignal.toLocaleString('en-US')} rows written when ${signal} was sent, stopped after ${rows.toLocaleString('en-US')} of ${total.toLocaleString('en-US')}`,
+      );
+      // Within a few batches of the signal: the ones read ahead and the one under way.
+      expect(rows - exit.rowsAtSignal).toBeLessThanOrEqual(20 * 512);
+      expect(rows).toBeLessThan(total);
+      expect(exit.stdout).not.toMatch(/Tagged/);
+      expect((await readdir(cli.dir)).includes(name)).toBe(false);
+      expect(await hidden()).toEqual([]);
+    },
+    120_000,
+  );
 });
 
 describe('tagger train interrupted during the training', () => {

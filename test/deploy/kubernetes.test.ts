@@ -12,6 +12,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { SETTLE_MAX_MS } from '../../src/serve/drain.js';
 import { REPO_ROOT, venvPython } from '../support/components.js';
 
 const python = venvPython();
@@ -194,9 +195,12 @@ function checkServing(objects: K8sObject[], deploymentName: string): void {
     expect(['/health/live', '/health/ready']).toContain(probe.httpGet.path);
     expect(probePort(probe)).toBe(port);
   }
-  // Kubernetes waits longer than the server's own shutdown: the delay, then the drain.
+  // Kubernetes waits longer than the server's own shutdown: the delay, until no client connects (at most
+  // SETTLE_MAX_MS), then the drain.
   const shutdownMs =
-    Number(env.TAGGER_SHUTDOWN_DELAY_MS ?? 5000) + Number(env.TAGGER_SHUTDOWN_GRACE_MS ?? 10000);
+    Number(env.TAGGER_SHUTDOWN_DELAY_MS ?? 5000) +
+    SETTLE_MAX_MS +
+    Number(env.TAGGER_SHUTDOWN_GRACE_MS ?? 10000);
   expect(pod.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThan(shutdownMs);
   // Hardened: no root, nothing written to the image's filesystem, no capabilities.
   expect(pod.spec.securityContext.runAsNonRoot).toBe(true);

@@ -6,7 +6,11 @@
  *   an encoder on the event loop would hold every probe for a batch);
  * - SIGHUP to a run with another encoder under load fails no request, and the old encoder is closed;
  * - an encoder missing on the serving machine holds its run back with the reason in /health/ready while
- *   the next run serves (no crash).
+ *   the next run serves (no crash);
+ * - the encoder's queue is bounded by work (issue 34, item 4, the probe's request): 300 texts of 1,100
+ *   CJK characters are refused at once with 413 (before: 110 s of encoder time here, 201 s and 981 MB on
+ *   the probe's machine), and a one-text request sent while a long request is at the encoder is answered
+ *   before it (before: after all of it).
  * Loopback only.
  */
 import { readFileSync } from 'node:fs';
@@ -179,6 +183,55 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
       agent.destroy();
       server.child.kill('SIGTERM');
       expect((await server.exited).code).toBe(0);
+    }
+  }, 300_000);
+
+  it('bounds the queue by work: a request of long texts shares the encoder, one past the cap is a 413', async () => {
+    // The minilm run (256 tokens a text), whatever the tests before made best (one swaps to an encoder of
+    // 128 tokens, under which the probe's request is half the work).
+    const server = await spawnServer({
+      MLFLOW_TRACKING_URI: join(tmp, 'mlruns'),
+      TAGGER_RUN_ID: runs.enc!,
+      TAGGER_ENCODER_THREADS: '1',
+    });
+    try {
+      const cjk = '機械学習による画像分類と自然言語処理の研究開発をしています深層学習モデル';
+      const text = (i: number) =>
+        Array.from({ length: 1_100 }, (_, k) => cjk[(k * 7 + i) % cjk.length]).join('');
+      const post = (texts: string[]) =>
+        fetch(`${server.url}/predict`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ texts: texts.map((t) => ({ text: t })) }),
+        });
+      // The probe's request: ~77,000 tokens of encoder work, refused at once.
+      const probe = await post(Array.from({ length: 300 }, (_, i) => text(i)));
+      expect(probe.status).toBe(413);
+      expect(((await probe.json()) as { detail: string }).detail).toMatch(
+        /^this request is ~76800 tokens of encoder work \(300 texts\), more than the 65536 one request may take/,
+      );
+      // A long request within the cap (48 texts of 256 tokens: three batches of the encoder's 4,096
+      // tokens), then a one-text request once the first batch is at the encoder.
+      const order: string[] = [];
+      const long = post(Array.from({ length: 48 }, (_, i) => text(i))).then((response) => {
+        order.push('long');
+        return response.status;
+      });
+      for (;;) {
+        const metrics = await (await fetch(`${server.url}/metrics`)).text();
+        if (metric(metrics, 'tagger_encoder_queue_texts') > 0) break;
+        await new Promise((done) => setTimeout(done, 20));
+      }
+      const short = post(['Object detection with YOLO on drone images']).then((response) => {
+        order.push('short');
+        return response.status;
+      });
+      expect(await Promise.all([long, short])).toEqual([200, 200]);
+      // Its share of the next batch: answered before the long request, not after all of it.
+      expect(order).toEqual(['short', 'long']);
+    } finally {
+      server.kill();
+      await server.exited;
     }
   }, 300_000);
 });

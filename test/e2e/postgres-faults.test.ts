@@ -9,18 +9,22 @@
  * `pg_ctlcluster … stop -m immediate` followed by a start). The lock is then released.
  *
  * - `tagger train` whose run is being logged: one `tagger:` line, exit 1, the run FAILED (never
- *   RUNNING, which the README says only SIGKILL of tagger can leave) — not an unhandled 'error' event.
+ *   RUNNING) — not an unhandled 'error' event.
  * - `tagger serve` whose reload is reading the runs: the server keeps serving, the reload fails with a
  *   warning and the next one reads the store again.
+ * - `tagger train` whose PostgreSQL goes down late in logging (issue 34, item 6: the run, its metrics and
+ *   model files stored, the logged model not final): back within the wait, the run ends FAILED; down
+ *   longer, the next `tagger train` on the experiment marks it FAILED. Before, it stayed RUNNING.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { FAST_ARGS, spawnCli } from '../support/cli.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { FAST_ARGS, spawnCli, startCli } from '../support/cli.js';
+import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 import { trainModel } from '../support/fixtures.js';
 import {
   killServers,
@@ -125,6 +129,24 @@ async function whenBack<T>(url: string, fn: (client: pg.Client) => Promise<T>): 
   }
 }
 
+/** `tagger train` on the sample data into `uri` as a real process. */
+const train = (uri: string, artifactRoot: string, ...more: string[]) =>
+  spawnCli(
+    [
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--args',
+      FAST_ARGS,
+      '--tracking-uri',
+      uri,
+      '--artifact-root',
+      artifactRoot,
+      ...more,
+    ],
+    { cwd: dir, timeoutMs: 120_000 },
+  );
+
 const nonEmptyLines = (text: string): string[] => text.split('\n').filter((line) => line.trim() !== '');
 
 describe.runIf(pgBin !== null)('PostgreSQL: a connection lost while tagger train logs its run', () => {
@@ -139,20 +161,7 @@ describe.runIf(pgBin !== null)('PostgreSQL: a connection lost while tagger train
       // The schema first, so the table to lock exists.
       await (await openTrackingStore(uri, { artifactRoot })).close();
       const lock = await lockTable(url, 'metrics');
-      const training = spawnCli(
-        [
-          'train',
-          '--data',
-          SAMPLE_DATA,
-          '--args',
-          FAST_ARGS,
-          '--tracking-uri',
-          uri,
-          '--artifact-root',
-          artifactRoot,
-        ],
-        { cwd: dir, timeoutMs: 120_000 },
-      );
+      const training = train(uri, artifactRoot);
       try {
         // logBatch's first INSERT INTO metrics waits: its transaction holds a checked-out client.
         const pid = await lock.waiter();
@@ -243,4 +252,123 @@ describe.runIf(pgBin !== null)('PostgreSQL: a connection lost while tagger serve
     },
     180_000,
   );
+});
+
+const PAUSE_SQL_LOGGING = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'pause-sql-logging.ts')).href;
+
+/**
+ * `tagger train` into `uri` that pauses late in logging (test/support/pause-sql-logging.ts); `atPause`
+ * runs then (the database is taken away), and the training goes on. Resolves with its exit and output;
+ * `onLine` sees every stderr line as it comes.
+ */
+async function trainPausedLate(
+  uri: string,
+  artifactRoot: string,
+  atPause: () => Promise<void>,
+  onLine: (line: string) => void = () => undefined,
+): Promise<{ code: number | null; stderr: string; runId: string }> {
+  const job = startCli(
+    [
+      'train',
+      ...['--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri, '--artifact-root', artifactRoot],
+      ...['--quiet', '--no-label-issues'],
+    ],
+    { cwd: dir, preload: [PAUSE_SQL_LOGGING] },
+  );
+  let runId = '';
+  let paused!: () => void;
+  const pausedAt = new Promise<void>((done) => {
+    paused = done;
+  });
+  job.child.stderr.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) {
+      const match = /^paused ([0-9a-f]{32})$/.exec(line);
+      if (match) {
+        runId = match[1]!;
+        paused();
+      }
+      if (line !== '') onLine(line);
+    }
+  });
+  await Promise.race([pausedAt, job.exited]);
+  expect(runId, job.stderr()).not.toBe('');
+  await atPause();
+  job.child.stdin.end('go\n');
+  const { code } = await job.exited;
+  return { code, stderr: job.stderr(), runId };
+}
+
+async function runStatus(url: string, runId: string): Promise<{ status: string; failure: string | null }> {
+  return whenBack(url, async (client) => {
+    const { rows } = await client.query<{ status: string }>('SELECT status FROM runs WHERE run_uuid = $1', [
+      runId,
+    ]);
+    const tags = await client.query<{ value: string }>(
+      "SELECT value FROM tags WHERE run_uuid = $1 AND key = 'tagger.failure'",
+      [runId],
+    );
+    return { status: rows[0]?.status ?? 'missing', failure: tags.rows[0]?.value ?? null };
+  });
+}
+
+describe.runIf(pgBin !== null)('PostgreSQL lost late in logging (issue 34, item 6)', () => {
+  it('back while tagger waits: the run ends FAILED, never RUNNING', async () => {
+    const { uri, url } = await database('late_back');
+    const artifactRoot = join(dir, 'artifacts-late-back');
+    let waiting!: () => void;
+    const toldWaiting = new Promise<void>((done) => {
+      waiting = done;
+    });
+    const training = trainPausedLate(
+      uri,
+      artifactRoot,
+      () => postgres!.down(),
+      (line) => {
+        if (
+          /^tagger: logging run [0-9a-f]{32} failed and the tracking store is unreachable; trying to mark the run FAILED/.test(
+            line,
+          )
+        )
+          waiting();
+      },
+    );
+    // Once tagger says it waits for the store, the store comes back.
+    await Promise.race([toldWaiting, training]);
+    await postgres!.up();
+    const result = await training;
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+    expect(await runStatus(url, result.runId)).toEqual({ status: 'FAILED', failure: null });
+  }, 180_000);
+
+  it('down until tagger gives up: it says so, and the next tagger train marks the run FAILED', async () => {
+    const { uri, url } = await database('late_down');
+    const artifactRoot = join(dir, 'artifacts-late-down');
+    let result: Awaited<ReturnType<typeof trainPausedLate>>;
+    try {
+      result = await trainPausedLate(uri, artifactRoot, () => postgres!.down());
+    } finally {
+      await postgres!.up();
+    }
+    expect(result.code, result.stderr).toBe(1);
+    const messages = nonEmptyLines(result.stderr).filter((line) => line.startsWith('tagger:'));
+    expect(messages.at(-1)).toMatch(
+      new RegExp(
+        `; run ${result.runId} could not be marked FAILED either \\(the store stayed unreachable\\), so it shows as RUNNING until the next tagger train or optimize on experiment 'best' marks it FAILED$`,
+      ),
+    );
+    expect((await runStatus(url, result.runId)).status).toBe('RUNNING');
+
+    const next = await train(uri, artifactRoot, '--quiet', '--no-label-issues');
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).toMatch(
+      new RegExp(
+        `^tagger: run ${result.runId} \\(train-[\\d-]+\\) of experiment 'best' was left RUNNING by a tagger that stopped while logging it \\(\\S+ \\d+\\); marked FAILED$`,
+        'm',
+      ),
+    );
+    const after = await runStatus(url, result.runId);
+    expect(after.status).toBe('FAILED');
+    expect(after.failure).toMatch(/ended while logging it, before it could mark it FAILED/);
+  }, 240_000);
 });

@@ -6,11 +6,15 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp, createHttpMetrics } from '../../src/app.js';
+import { parseScopedKey } from '../../src/http/auth.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { inlineComponentSchemas } from '../../src/http/openapi-components.js';
+import { requiredScope } from '../../src/http/protection.js';
+import { resolveServeConfig } from '../../src/serve/config.js';
 import { ServedRuns, ServingLifecycle } from '../../src/service/index.js';
 import { instrumentStore } from '../support/fixtures.js';
 import { captureLog, expectEnvelope, postJson, runsApp } from '../support/http.js';
+import { type MonitoredApp, monitoredApp } from '../support/monitoring.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
 const fx = useServingFixture();
@@ -256,6 +260,144 @@ describe('API keys', () => {
     expect(warned[0].headers.authorization).toBe('[redacted]');
     expect(warned[1].headers['x-api-key']).toBe('[redacted]');
     for (const secret of ['SECRET1', 'SECRET2', KEYS[0]!]) expect(log).not.toContain(secret);
+  });
+});
+
+describe('API key scopes (issue 34, item 7)', () => {
+  // Before, every key could do everything: label any prediction, read every run and all traffic's
+  // monitoring, scrape /metrics; and the open readiness probe named held-back runs.
+  const PREDICT = 'scoped-predict-0123';
+  const FEEDBACK = 'scoped-feedback-0123';
+  const READ = 'scoped-read-0123';
+  const METRICS = 'scoped-metrics-0123';
+  const ALL = 'scoped-all-0123';
+  let served: MonitoredApp;
+  let lines: string[];
+  beforeAll(async () => {
+    const memory = memoryLogger();
+    lines = memory.lines;
+    served = await monitoredApp(fx.store, {
+      deps: {
+        logger: memory.logger,
+        http: {
+          apiKeys: [
+            `${PREDICT}:predict`,
+            `${FEEDBACK}:feedback+predict`,
+            `${READ}:read`,
+            `${METRICS}:metrics`,
+            ALL,
+          ],
+        },
+      },
+    });
+  });
+  afterAll(async () => {
+    await served?.close();
+  });
+
+  const call = (key: string | null, method: 'GET' | 'POST', url: string, payload?: unknown) =>
+    served.app.inject({
+      method,
+      url,
+      headers: { 'content-type': 'application/json', ...(key === null ? {} : { 'x-api-key': key }) },
+      ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+    });
+  const predict = (key: string) => call(key, 'POST', '/predict', { texts: [TEXT] });
+  const feedback = (key: string) =>
+    call(key, 'POST', '/feedback', {
+      feedback: [{ prediction_id: '00000000-0000-7000-8000-000000000000', tag: 'mlops' }],
+    });
+
+  it('each route needs its scope: predict, feedback (and the review queue), read, metrics', async () => {
+    const routes = [
+      ['POST', '/predict', 'predict'],
+      ['POST', '/runs/:run_id/predict', 'predict'],
+      ['POST', '/feedback', 'feedback'],
+      ['GET', '/review', 'feedback'],
+      ['POST', '/review/:prediction_id', 'feedback'],
+      ['GET', '/runs', 'read'],
+      ['GET', '/runs/:run_id', 'read'],
+      ['GET', '/runs/:run_id/errors', 'read'],
+      ['GET', '/performance', 'read'],
+      ['GET', '/args/:param', 'read'],
+      ['GET', '/monitoring', 'read'],
+      ['GET', '/metrics', 'metrics'],
+      ['GET', '/health/ready', null],
+      ['GET', '/openapi.json', null],
+    ] as const;
+    for (const [method, url, scope] of routes)
+      expect(requiredScope(method, url), `${method} ${url}`).toBe(scope);
+  });
+
+  it('a key answers only what its scopes allow, with a 403 naming the scope it lacks', async () => {
+    expect((await predict(PREDICT)).statusCode).toBe(200);
+    const denied = await call(PREDICT, 'GET', '/runs');
+    expect(denied.statusCode).toBe(403);
+    expect(expectEnvelope(denied, { method: 'GET', url: '/runs' }).detail).toBe(
+      "this API key may not read runs and monitoring: it needs the 'read' scope (it has predict)",
+    );
+    for (const [method, url] of [
+      ['GET', '/monitoring'],
+      ['GET', `/runs/${fx.runs.alpha}`],
+      ['GET', '/metrics'],
+    ] as const) {
+      expect((await call(PREDICT, method, url)).statusCode, url).toBe(403);
+    }
+    expect((await feedback(PREDICT)).statusCode).toBe(403);
+
+    // Labelling needs the feedback scope; this key may also predict.
+    expect((await feedback(FEEDBACK)).statusCode).toBe(200);
+    expect((await predict(FEEDBACK)).statusCode).toBe(200);
+    expect((await call(FEEDBACK, 'GET', '/monitoring')).statusCode).toBe(403);
+
+    expect((await call(READ, 'GET', '/runs')).statusCode).toBe(200);
+    expect((await call(READ, 'GET', '/monitoring')).statusCode).toBe(200);
+    expect((await predict(READ)).statusCode).toBe(403);
+    expect((await feedback(READ)).statusCode).toBe(403);
+
+    expect((await call(METRICS, 'GET', '/metrics')).statusCode).toBe(200);
+    expect((await call(METRICS, 'GET', '/runs')).statusCode).toBe(403);
+
+    // A key written alone has every scope, as before scopes; the server warns about such keys once.
+    for (const response of [
+      await predict(ALL),
+      await feedback(ALL),
+      await call(ALL, 'GET', '/runs'),
+      await call(ALL, 'GET', '/metrics'),
+    ]) {
+      expect(response.statusCode).toBe(200);
+    }
+    const warnings = lines.map((line) => JSON.parse(line)).filter((l) => /without scopes/.test(l.msg));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].unscoped).toBe(1);
+  });
+
+  it('readiness shows the served run and its problems only to a key that may read', async () => {
+    const open = await call(null, 'GET', '/health/ready');
+    expect(open.statusCode).toBe(200);
+    expect(open.json().data).toEqual({ status: 'ready' });
+    expect((await call(PREDICT, 'GET', '/health/ready')).json().data).toEqual({ status: 'ready' });
+    const detailed = (await call(READ, 'GET', '/health/ready')).json().data;
+    expect(detailed).toMatchObject({ status: 'ready', run_id: fx.runs.alpha });
+    // The fixture's broken run ranks above the served one: held back, and said so to this caller only.
+    expect(detailed.problems.join(' ')).toContain('cannot be loaded');
+  });
+
+  it('refuses to start with an unknown scope or one key listed twice with different scopes', () => {
+    expect(() => parseScopedKey('k3y:predict+fedback')).toThrow(
+      "API key k3…: unknown scope 'fedback'; scopes are predict, feedback, read, metrics, admin",
+    );
+    expect(parseScopedKey('k3y:predict+FEEDBACK')).toEqual({
+      key: 'k3y',
+      scopes: new Set(['predict', 'feedback']),
+    });
+    expect(parseScopedKey('k3y')).toEqual({ key: 'k3y', scopes: new Set(['admin']) });
+    expect(() => resolveServeConfig({}, { TAGGER_API_KEYS: 'k3y:predict,k4y:reed' })).toThrow(
+      /^serve: TAGGER_API_KEYS: API key k4…: unknown scope 'reed'/,
+    );
+    expect(() => resolveServeConfig({}, { TAGGER_API_KEYS: 'k3y:predict,k3y:read' })).toThrow(
+      /API key k3… is listed twice with different scopes/,
+    );
   });
 });
 

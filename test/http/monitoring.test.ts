@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitoringData } from '../../src/http/api-types.js';
 import { weightedMetrics } from '../../src/model/evaluation/metrics.js';
-import { RecordStoreError } from '../../src/monitoring/index.js';
+import { MemoryRecordStore, type RecordStore, RecordStoreError } from '../../src/monitoring/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { expectEnvelope, postJson } from '../support/http.js';
 import {
@@ -137,6 +137,28 @@ describe('GET /monitoring', () => {
   });
 });
 
+describe('a PSI at or above its threshold that is not drift', () => {
+  it('says why: the shift is not significant with so few predictions', async () => {
+    const few = await monitoredApp(store, { config: { minPredictions: 3 } });
+    try {
+      await predict(few, OTHER_DOMAIN_TEXTS.slice(0, 4));
+      const now = await figures(few);
+      const unseen = now.drift.unseen_ngrams;
+      expect(unseen.value).toBeGreaterThanOrEqual(unseen.threshold);
+      expect(unseen.drifted).toBe(false);
+      expect(unseen.reason).toMatch(
+        /^PSI \d\.\d{3} reaches the threshold 0\.2, but the shift is not significant: p = [\d.e-]+, and drift needs p < 0\.01; 4 predictions against \d+ test rows are too few to tell it from chance$/,
+      );
+      // A signal below its threshold needs no reason.
+      for (const signal of Object.values(now.drift)) {
+        if (signal.value !== null && signal.value < signal.threshold) expect(signal.reason).toBeUndefined();
+      }
+    } finally {
+      await few.close();
+    }
+  });
+});
+
 describe('an unavailable record store', () => {
   it('leaves predictions alone, answers feedback and figures with what it knows, counts drops, warns once', async () => {
     let attempts = 0;
@@ -179,6 +201,57 @@ describe('an unavailable record store', () => {
       expect(attempts).toBeLessThanOrEqual(2);
     } finally {
       await broken.close();
+    }
+  });
+});
+
+describe('a record store that cannot be written (locked, disk full)', () => {
+  it('says so in /health/ready and /monitoring while it lasts, with its path masked, and no more once writes work', async () => {
+    const records = new MemoryRecordStore();
+    const state = { full: true };
+    // The store opens, but its writes fail as a full disk's do, until told otherwise.
+    const full: RecordStore = Object.assign(Object.create(records) as RecordStore, {
+      displayUri: 'sqlite:////var/lib/tagger/records.db',
+      append: async (batch: Parameters<RecordStore['append']>[0]) => {
+        if (state.full)
+          throw new RecordStoreError(
+            'UNAVAILABLE',
+            'records: cannot write prediction records in sqlite:////var/lib/tagger/records.db: database or disk is full',
+          );
+        return records.append(batch);
+      },
+    });
+    const app = await monitoredApp(store, {
+      config: { flushMs: 10, storeDisplayUri: 'sqlite:////var/lib/tagger/records.db' },
+      openStore: async () => full,
+    });
+    try {
+      const ready = async () => {
+        const response = await app.app.inject({ method: 'GET', url: '/health/ready' });
+        expect(response.statusCode).toBe(200);
+        return (response.json().data as { problems?: string[] }).problems ?? [];
+      };
+      expect(await ready()).toEqual([]);
+      for (let i = 0; i < 3; i++) {
+        const response = await postJson(app.app, '/predict', { texts: [{ text: heldOut[i]!.text }] });
+        expect(response.statusCode).toBe(200);
+      }
+      await app.monitoring.recorder.settle(300);
+      const problem =
+        /^prediction records cannot be written to the record store sqlite:\/\/\/…\/records\.db since \S+ \(records: cannot write prediction records in sqlite:\/\/\/…\/records\.db: database or disk is full\); \d+ dropped so far/;
+      expect(await ready()).toEqual([expect.stringMatching(problem)]);
+      const now = await figures(app);
+      expect(now.problems).toContainEqual(expect.stringMatching(problem));
+      expect(now.recording.store).toBe('sqlite:///…/records.db');
+      expect(JSON.stringify(now)).not.toContain('/var/lib/tagger');
+      // Space again: the next write succeeds and the problem is gone.
+      state.full = false;
+      await postJson(app.app, '/predict', { texts: [{ text: heldOut[3]!.text }] });
+      expect(await app.monitoring.recorder.settle(10_000)).toBe(true);
+      expect(await ready()).toEqual([]);
+      expect((await figures(app)).problems.join(' ')).not.toMatch(/cannot be written/);
+    } finally {
+      await app.close();
     }
   });
 });

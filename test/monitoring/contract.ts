@@ -362,6 +362,33 @@ export function runRecordStoreContract(
       ).toHaveLength(1);
     });
 
+    test('prune with a row bound: the newest rows of the whole store stay, the rest go with their feedback', async () => {
+      const scope = newScope();
+      // The newest predictions of the store (a year ahead), oldest first.
+      const base = Date.now() + 365 * 86_400_000;
+      const records = Array.from({ length: 30 }, (_, i) => record(scope, { createdMs: base + i }));
+      await store.append(records);
+      await store.putFeedback(
+        records.map((r) => ({
+          predictionId: r.predictionId,
+          scope,
+          runId: 'run-a',
+          tags: ['cv'],
+          receivedMs: base,
+        })),
+      );
+      const deleted = await store.prune(0, 12);
+      expect(deleted).toBeGreaterThanOrEqual(18);
+      const ids = records.map((r) => r.predictionId);
+      expect([...(await store.find(scope, ids)).keys()].sort()).toEqual(ids.slice(18));
+      expect((await store.labelled({ scope, limit: 100 })).map((row) => row.predictionId)).toEqual(
+        ids.slice(18),
+      );
+      // Within the bound, nothing more goes.
+      expect(await store.prune(0, 12)).toBe(0);
+      expect((await store.find(scope, ids)).size).toBe(12);
+    });
+
     if (options.shared) {
       test('replicas: what one store records, another finds and labels; concurrent writers lose nothing', async () => {
         const scope = newScope();

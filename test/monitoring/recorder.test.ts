@@ -5,12 +5,12 @@
  */
 import { createHash } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hashVocabulary, type Prediction } from '../../src/model/index.js';
 import { completeBatch } from '../../src/monitoring/batch.js';
 import type { PredictionRecord } from '../../src/monitoring/record-store.js';
 import { Recorder, type RecordOrigin } from '../../src/monitoring/recorder.js';
-import { ATTEMPTS, type RecordSink } from '../../src/monitoring/sink-queue.js';
+import { ATTEMPTS, PROBE_MS, type RecordSink } from '../../src/monitoring/sink-queue.js';
 
 const prediction = (tag = 'nlp'): Prediction => ({
   predicted_tag: tag,
@@ -229,5 +229,54 @@ describe('Recorder', () => {
     expect(written).toHaveLength(5);
     r.capture(origin, ['late'], ['t'], [prediction()]);
     expect(written).toHaveLength(5);
+  });
+
+  it('writes again within a probe of the store coming back, however long it was down, and counts every record once', async () => {
+    // Simulated time (vitest's fake clock): the outage is a minute long and the assertions are exact.
+    vi.useFakeTimers();
+    try {
+      const { sink, written, state } = testSink();
+      const probes = { calls: 0 };
+      sink.probe = async () => {
+        probes.calls++;
+        if (state.fail) throw new Error('the store is down');
+      };
+      const { recorder: r, metric } = recorder(sink, { flushMs: 1_000, bufferSize: 1_000, batchSize: 100 });
+      const dropped = async () =>
+        (await metric('tagger_prediction_records_dropped_total', 'sink="store",reason="buffer_full"')) +
+        (await metric('tagger_prediction_records_dropped_total', 'sink="store",reason="write_failed"'));
+      let captured = 0;
+      // Traffic: one prediction every 10 ms of simulated time.
+      const traffic = async (ms: number) => {
+        for (let t = 0; t < ms; t += 10) {
+          r.capture(origin, [`p${captured}`], ['t'], [prediction()]);
+          captured++;
+          await vi.advanceTimersByTimeAsync(10);
+        }
+      };
+      await traffic(2_000);
+      state.fail = true;
+      await traffic(60_000);
+      const droppedDuring = await dropped();
+      expect(droppedDuring).toBeGreaterThan(4_000);
+      // The store is back: the next probe (at most PROBE_MS away) ends the back-off.
+      state.fail = false;
+      const writtenAtReturn = written.length;
+      await traffic(PROBE_MS + 10);
+      expect(written.length).toBeGreaterThan(writtenAtReturn);
+      await traffic(5_000);
+      const droppedAfter = (await dropped()) - droppedDuring;
+      // At most the one flush (a second of traffic, 100 records) that came before that probe; before the
+      // fix, the back-off had grown to 30 s and every flush of those 5 s was dropped.
+      expect(droppedAfter).toBeLessThanOrEqual(100);
+      expect(probes.calls).toBeGreaterThan(0);
+      r.flush();
+      await vi.advanceTimersByTimeAsync(1_000);
+      // Exact accounting: every captured prediction is written or counted as dropped, once.
+      expect(written.length + (await dropped())).toBe(captured);
+      expect(new Set(written.map((w) => w.predictionId)).size).toBe(written.length);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

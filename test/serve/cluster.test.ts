@@ -242,6 +242,18 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
   const listeningCount = (server: Serve): number =>
     server.output().match(/Server listening at/g)?.length ?? 0;
 
+  /** The service's URL once `workers` workers listen. */
+  const listeningUrl = (server: Serve, workers: number): Promise<string> =>
+    until(
+      `${workers} workers listening`,
+      () =>
+        listeningCount(server) >= workers
+          ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
+          : undefined,
+      90_000,
+      server,
+    );
+
   it('keeps the healthy worker serving while a replacement cannot start, and retries it until it can', async () => {
     const experiment = 'cluster-outage';
     const runId = await logServedRun(fx.store, experiment, { name: 'only', f1: 0.7, model: fx.modelA });
@@ -389,15 +401,7 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
       TAGGER_SHUTDOWN_GRACE_MS: '30000',
     });
     try {
-      const url = await until(
-        'two workers listening',
-        () =>
-          listeningCount(server) >= 2
-            ? /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output())?.[1]
-            : undefined,
-        90_000,
-        server,
-      );
+      const url = await listeningUrl(server, 2);
       const kept = new KeepAliveLoad(url, { connections: 3 }).start();
       const fresh = new KeepAliveLoad(url, { connections: 3, keepAlive: false }).start();
       await Promise.all([kept.settleMore(100), fresh.settleMore(100)]);
@@ -410,6 +414,37 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
         `--workers 2, SIGTERM behind a balancer: ${outcomes.length} requests, ${failed.length} failed`,
       );
       expect(failed).toEqual([]);
+      expect(await server.exit).toBe(0);
+    } finally {
+      server.child.kill('SIGKILL');
+    }
+  }, 180_000);
+
+  it('resets no request of keep-alive clients hammering it directly through SIGTERM (no balancer)', async () => {
+    const server = serve(['--workers', '2'], {
+      TAGGER_SHUTDOWN_DELAY_MS: '1000',
+      TAGGER_SHUTDOWN_GRACE_MS: '30000',
+    });
+    try {
+      const url = await listeningUrl(server, 2);
+      // Kept connections, as kube-proxy pins them to one pod; each loop reconnects after `Connection:
+      // close` and ends at its first refused connection.
+      const connections = 32;
+      const load = new KeepAliveLoad(url, { connections }).start();
+      await load.settleMore(300);
+      load.markSignal();
+      server.child.kill('SIGTERM');
+      const outcomes = await load.ended();
+      const reset = outcomes.filter((o) => o.error !== undefined && o.error !== 'ECONNREFUSED');
+      console.log(
+        `--workers 2, keep-alive clients through SIGTERM, no balancer: ${outcomes.length} requests ` +
+          `(${outcomes.filter((o) => o.sentAfterSignal).length} after the signal), ${reset.length} reset`,
+      );
+      // Before: a worker's `Connection: close` sent its clients through the primary, whose queue was
+      // reset when the last worker closed (2–14 of 32 loops lost a request).
+      expect(reset).toEqual([]);
+      expect(outcomes.filter((o) => o.status !== undefined && o.status !== 200)).toEqual([]);
+      expect(outcomes.some((o) => o.sentAfterSignal && o.status === 200)).toBe(true);
       expect(await server.exit).toBe(0);
     } finally {
       server.child.kill('SIGKILL');

@@ -51,6 +51,8 @@ describe('resolveServeConfig', () => {
         maxBatch: 32,
         maxWaitMs: 0,
         maxQueue: 256,
+        maxQueueTokens: 8_192,
+        maxRequestTokens: 65_536,
         nice: 0,
       },
       // Records go into the tracking database when it is one (src/monitoring/open.ts).
@@ -68,6 +70,7 @@ describe('resolveServeConfig', () => {
         bufferSize: 10_000,
         flushMs: 1_000,
         retentionDays: 30,
+        retentionRows: 5_000_000,
         sinkUrl: null,
         windowSeconds: 3_600,
         windowPredictions: 5_000,

@@ -1,6 +1,10 @@
-/** The dynamic batcher on a fake encoder: batch sizes, waiting, order, the bounded queue, failures. */
+/**
+ * The dynamic batcher on a fake encoder: batch sizes, waiting, fair shares between calls, the queue
+ * bounded in texts and in estimated tokens, the cap on one call's work, failures.
+ */
 import { describe, expect, it } from 'vitest';
-import { DynamicBatcher, QueueFullError } from '../../src/service/index.js';
+import { DynamicBatcher, QueueFullError, RequestTooLargeError } from '../../src/service/index.js';
+import { estimateTokens } from '../../src/service/token-estimate.js';
 
 /** A fake encoder: each text's "embedding" is its number; every batch is recorded and held until released. */
 function fakeEncoder() {
@@ -56,14 +60,16 @@ describe('DynamicBatcher', () => {
     expect(encoder.batches).toHaveLength(3);
   });
 
-  it('cuts a large call across batches and answers it whole, in order, after calls before it', async () => {
+  it('cuts a large call across batches and gives the calls behind it their share of each batch', async () => {
     const encoder = fakeEncoder();
     const batcher = new DynamicBatcher(encoder.run, { maxBatch: 3, maxWaitMs: 0, maxQueue: 0 });
     const small = batcher.submit(['100']);
     const large = batcher.submit(texts(0, 7));
     const after = batcher.submit(['200']);
     while (encoder.running > 0) await encoder.finish();
-    expect(encoder.batches).toEqual([['100'], ['0', '1', '2'], ['3', '4', '5'], ['6', '200']]);
+    // One text of each waiting call in turn, oldest first: the short call behind the large one leaves
+    // with the next batch instead of after all of it (before: ['0','1','2'], ['3','4','5'], ['6','200']).
+    expect(encoder.batches).toEqual([['100'], ['0', '200', '1'], ['2', '3', '4'], ['5', '6']]);
     expect(values(await small)).toEqual([100]);
     expect(values(await large)).toEqual([0, 1, 2, 3, 4, 5, 6]);
     expect(values(await after)).toEqual([200]);
@@ -94,36 +100,103 @@ describe('DynamicBatcher', () => {
     const encoder = fakeEncoder();
     const batcher = new DynamicBatcher(
       encoder.run,
-      { maxBatch: 2, maxWaitMs: 0, maxQueue: 5 },
+      { maxBatch: 2, maxWaitMs: 0, maxQueue: 8 },
       { shed: (n) => shed.push(n) },
     );
     const running = batcher.submit(['0']);
     const huge = batcher.submit(texts(10, 9)); // the queue was empty: taken though over the bound
     expect(batcher.queued).toBe(9);
-    await expect(batcher.submit(['x'])).rejects.toBeInstanceOf(QueueFullError);
-    expect(shed).toEqual([1]);
-    expect(batcher.queued).toBe(9);
+    // The huge call counts for a quarter of the bound (2 texts), so others still get in, up to the bound.
+    const beside = [batcher.submit(['x1', 'x2']), batcher.submit(['x3', 'x4']), batcher.submit(['x5'])];
+    expect(batcher.queued).toBe(14);
+    await expect(batcher.submit(texts(30, 2))).rejects.toBeInstanceOf(QueueFullError);
+    expect(shed).toEqual([2]);
+    expect(batcher.queued).toBe(14);
     while (encoder.running > 0) await encoder.finish();
-    await Promise.all([running, huge]);
-    const queued = [batcher.submit(['1']), batcher.submit(texts(2, 2)), batcher.submit(texts(4, 2))];
-    expect(batcher.queued).toBe(4);
-    const error = await batcher.submit(texts(6, 2)).catch((e: unknown) => e);
+    expect((await Promise.all([running, huge, ...beside])).map((v) => v.length)).toEqual([1, 9, 2, 2, 1]);
+    // '1' goes to the idle encoder at once; the rest wait, each counted up to 2 texts.
+    const queued = [
+      batcher.submit(['1']),
+      batcher.submit(texts(2, 2)),
+      batcher.submit(texts(4, 2)),
+      batcher.submit(texts(6, 2)),
+      batcher.submit(texts(8, 2)),
+    ];
+    expect(batcher.queued).toBe(8);
+    const error = await batcher.submit(texts(10, 2)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(QueueFullError);
     expect((error as QueueFullError).message).toBe(
-      'the encoder is at capacity (4 texts waiting, at most 5; this request has 2); retry later',
+      'the encoder is at capacity (8 texts waiting, at most 8; this request has 2); retry later',
     );
     while (encoder.running > 0) await encoder.finish();
-    expect((await Promise.all(queued)).map(values)).toEqual([[1], [2, 3], [4, 5]]);
+    expect((await Promise.all(queued)).map(values)).toEqual([[1], [2, 3], [4, 5], [6, 7], [8, 9]]);
+  });
+
+  it('weighs texts by their estimated tokens: the queue and each batch are bounded in work', async () => {
+    const encoder = fakeEncoder();
+    // A text's cost: its number (the fake encoder's texts are numbers).
+    const batcher = new DynamicBatcher(encoder.run, {
+      maxBatch: 100,
+      maxWaitMs: 0,
+      maxQueue: 0,
+      maxQueueTokens: 400,
+      maxBatchTokens: 250,
+      cost: (text) => Number(text),
+    });
+    const first = batcher.submit(['10']);
+    const a = batcher.submit(['100', '100', '100']);
+    const b = batcher.submit(['150', '150']);
+    const c = batcher.submit(['120']);
+    expect(batcher.queuedWork).toBe(720);
+    // Each waiting call counts for at most a quarter of the 400 tokens (100): 300 counted, and a call of
+    // 101 counts 100 too — in; then the queue is full, even for a call of 1.
+    const d = batcher.submit(['101']);
+    const error = await batcher.submit(['1']).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(QueueFullError);
+    expect((error as QueueFullError).message).toBe(
+      'the encoder is at capacity (~821 tokens of work waiting, at most 400; this request has ~1); retry later',
+    );
+    while (encoder.running > 0) await encoder.finish();
+    // Round after round, one text of each call, each batch at most 250 tokens (and at least one text).
+    expect(encoder.batches).toEqual([['10'], ['100', '150'], ['100', '150'], ['100', '120'], ['101']]);
+    expect((await Promise.all([first, a, b, c, d])).map(values)).toEqual([
+      [10],
+      [100, 100, 100],
+      [150, 150],
+      [120],
+      [101],
+    ]);
+  });
+
+  it('refuses a call over maxRequestTokens whatever the queue holds (HTTP 413: smaller will do)', async () => {
+    const encoder = fakeEncoder();
+    const shed: number[] = [];
+    const batcher = new DynamicBatcher(
+      encoder.run,
+      { maxBatch: 8, maxWaitMs: 0, maxQueue: 0, maxRequestTokens: 100, cost: (text) => Number(text) },
+      { shed: (n) => shed.push(n) },
+    );
+    const error = await batcher.submit(['60', '50']).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RequestTooLargeError);
+    expect((error as RequestTooLargeError).message).toBe(
+      'this request is ~110 tokens of encoder work (2 texts), more than the 100 one request may take (TAGGER_ENCODER_MAX_REQUEST_TOKENS); send fewer or shorter texts per request',
+    );
+    expect(shed).toEqual([2]);
+    expect(encoder.batches).toEqual([]);
+    const ok = batcher.submit(['60', '40']);
+    await encoder.finish();
+    expect(values(await ok)).toEqual([60, 40]);
   });
 
   it("fails only the calls of a failed batch, once, dropping a failed call's texts still waiting", async () => {
     const encoder = fakeEncoder();
-    const batcher = new DynamicBatcher(encoder.run, { maxBatch: 2, maxWaitMs: 0, maxQueue: 0 });
+    // One text a batch: the split call's first batch holds only its own text.
+    const batcher = new DynamicBatcher(encoder.run, { maxBatch: 1, maxWaitMs: 0, maxQueue: 0 });
     const first = batcher.submit(['0']);
     const split = batcher.submit(texts(1, 4)).catch((error: unknown) => error);
     const last = batcher.submit(['9']);
     await encoder.finish();
-    expect(encoder.batches[1]).toEqual(['1', '2']);
+    expect(encoder.batches[1]).toEqual(['1']);
     await encoder.fail(new Error('encoder died'));
     expect(String(await split)).toBe('Error: encoder died');
     expect(encoder.batches[2]).toEqual(['9']);
@@ -155,5 +228,15 @@ describe('DynamicBatcher', () => {
     expect(() => new DynamicBatcher(run, { maxBatch: 0, maxWaitMs: 0, maxQueue: 0 })).toThrow(RangeError);
     expect(() => new DynamicBatcher(run, { maxBatch: 1, maxWaitMs: -1, maxQueue: 0 })).toThrow(RangeError);
     expect(() => new DynamicBatcher(run, { maxBatch: 1, maxWaitMs: 0, maxQueue: 1.5 })).toThrow(RangeError);
+  });
+});
+
+describe('estimateTokens', () => {
+  it('counts a CJK character, a word or a symbol as a token, long words as a few more, capped at the limit', () => {
+    expect(estimateTokens('Transformers for text classification', 256)).toBe(2 + 2 + 1 + 1 + 3);
+    expect(estimateTokens('機械学習', 256)).toBe(6);
+    expect(estimateTokens('a, b!', 256)).toBe(2 + 4);
+    expect(estimateTokens('機'.repeat(1_100), 256)).toBe(256);
+    expect(estimateTokens('', 256)).toBe(2);
   });
 });

@@ -4,7 +4,7 @@
  * command costs. `spawnCli` starts a real process (tsx on src/cli/main.ts) for what needs one: another
  * user, signals, a process's exit.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +90,60 @@ export function spawnCli(
       },
     );
   });
+}
+
+/** A `tagger` process under way (`startCli`): its output so far and its end. */
+export interface CliProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  stdout(): string;
+  stderr(): string;
+  /** Whether it has ended (process and streams closed). */
+  ended(): boolean;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Processes `startCli` started: killed by their PID if one still runs when the test process exits. */
+const startedCli = new Set<ChildProcessWithoutNullStreams>();
+process.once('exit', () => {
+  for (const child of startedCli)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+/**
+ * Starts a real `tagger <args>` process (tsx on src/cli/main.ts) and returns at once, for a test that acts
+ * on it while it runs (signals, taking a store away); `detached`: in a process group of its own.
+ */
+export function startCli(
+  args: readonly string[],
+  options: CliOptions & {
+    detached?: boolean /** Modules to `--import` first (test preloads). */;
+    preload?: readonly string[];
+  } = {},
+): CliProcess {
+  const preload = (options.preload ?? []).flatMap((module) => ['--import', module]);
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, ...preload, CLI_ENTRY, ...args], {
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    env: { ...process.env, MLFLOW_TRACKING_URI: '', ...options.env },
+    detached: options.detached ?? false,
+  });
+  startedCli.add(child);
+  let stdout = '';
+  let stderr = '';
+  let ended = false;
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once('close', (code, signal) => {
+      ended = true;
+      startedCli.delete(child);
+      done({ code, signal });
+    }),
+  );
+  return { child, stdout: () => stdout, stderr: () => stderr, ended: () => ended, exited };
 }
 
 /** A clean failure: non-zero exit, a `tagger:` message, and no stack trace. */

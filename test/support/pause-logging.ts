@@ -6,25 +6,15 @@
  * sleeps and without a hook in Tagger's own code. `test/train/log-run-signals.test.ts` uses it.
  */
 import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
+import { pauseAtFirstModelFile } from './pause-at-model-file.js';
 
-const logArtifact = FileTrackingStore.prototype.logArtifact;
-let paused = false;
-
-FileTrackingStore.prototype.logArtifact = async function (
-  this: FileTrackingStore,
-  runId: string,
-  path: string,
-  content: Uint8Array,
-): Promise<void> {
-  await logArtifact.call(this, runId, path, content);
-  if (paused || !path.startsWith('model/')) return;
-  paused = true;
+pauseAtFirstModelFile(FileTrackingStore, () => {
   // Registered after Tagger's own listeners (logging has begun), so those see the signal first.
   const handled = {
     SIGINT: process.listenerCount('SIGINT') > 0,
     SIGTERM: process.listenerCount('SIGTERM') > 0,
   };
-  const signalled = new Promise<void>((resume) => {
+  return new Promise<void>((resume) => {
     // Signal listeners do not keep Node running: without a handle it would exit (13, unsettled await).
     const keepAlive = setInterval(() => {}, 60_000);
     const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
@@ -38,6 +28,4 @@ FileTrackingStore.prototype.logArtifact = async function (
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
-  process.stderr.write(`paused ${runId}\n`);
-  await signalled;
-};
+});

@@ -358,6 +358,8 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     await page.close();
   });
 
+  // Every view at two sizes with screenshots and axe checks: ~20 s alone on the shared 2-core VM, and the
+  // default 30 s ran out under the full suite (issue 34's run).
   it('opens a run: metrics, per-tag chart, confusion heatmap, slices, curves, arguments and its mistakes', async () => {
     const { page, errors } = await open(`${base}/ui/`);
     await page.getByRole('link', { name: 'weak' }).click();
@@ -446,7 +448,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
       await p.locator('table.mistakes').waitFor();
       await p.locator('canvas[aria-label^="Training"]').waitFor();
     });
-  });
+  }, 120_000);
 
   it("shows a run's probable label errors in its training data with the suggested fix, and a vote's losses without epochs", async () => {
     const found = labelIssues.middle;
@@ -753,7 +755,7 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
       await p.locator('table.mistakes').waitFor();
       await p.getByTestId('no-epochs').waitFor();
     });
-  });
+  }, 120_000);
 
   it('tags texts with every tag a multi-label model gives them, as chips with their probabilities', async () => {
     const texts = [SEVERAL_TAGS_TEXT, 'Object detection in images with YOLO'];

@@ -110,7 +110,10 @@ function DriftTable({ drift }: { drift: MonitoringReport['drift'] }) {
                 <td class="num">{metric(figures.value)}</td>
                 <td class="num">{metric(figures.threshold)}</td>
                 <td class="num">{figures.p_value === null ? '—' : figures.p_value.toExponential(1)}</td>
-                <td>{figures.drifted ? 'yes' : figures.value === null ? (figures.reason ?? '—') : 'no'}</td>
+                {/* "no" under a PSI above the threshold says why when pointed at (not significant yet). */}
+                <td title={figures.value !== null ? figures.reason : undefined}>
+                  {figures.drifted ? 'yes' : figures.value === null ? (figures.reason ?? '—') : 'no'}
+                </td>
               </tr>
             );
           })}

@@ -5,10 +5,10 @@
  * Both read and write the shared record store through src/monitoring, so any replica answers for
  * predictions any replica recorded.
  */
-import { DRIFT_SIGNALS } from '../../model/index.js';
+import { DRIFT_SIGNALS, type DriftSignal } from '../../model/index.js';
 import type { FeedbackOutcome, Monitoring, MonitoringSnapshot } from '../../monitoring/index.js';
-import { RecordStoreError } from '../../monitoring/index.js';
-import type { ServingState } from '../../service/index.js';
+import { DRIFT_SIGNIFICANCE, RecordStoreError } from '../../monitoring/index.js';
+import { maskPaths, type ServingState } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../http-error.js';
 import { scopeOf } from '../monitored.js';
@@ -19,6 +19,18 @@ import { Envelope } from '../schemas.js';
 import type { TaggerApp } from '../types.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * Why a signal is not drift although its PSI reaches the threshold: the shift is not significant with
+ * so few predictions (src/model/drift.ts judges both). Without it, a reader saw "drifted: no" under a
+ * PSI above the threshold and nothing more.
+ */
+function notDriftedReason(result: MonitoringSnapshot['drift'][DriftSignal]): string | undefined {
+  if (result.reason !== undefined) return result.reason;
+  if (result.drifted || result.value === null || result.value < result.threshold || result.pValue === null)
+    return undefined;
+  return `PSI ${result.value.toFixed(3)} reaches the threshold ${result.threshold}, but the shift is not significant: p = ${result.pValue.toPrecision(2)}, and drift needs p < ${DRIFT_SIGNIFICANCE}; ${result.live} predictions against ${result.reference} test rows are too few to tell it from chance`;
+}
 
 /** The app has no monitoring (an app built without it, e.g. by a test): say so instead of failing. */
 function need(monitoring: Monitoring | null): Monitoring {
@@ -57,6 +69,7 @@ export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
     drift: Object.fromEntries(
       DRIFT_SIGNALS.map((signal) => {
         const result = snapshot.drift[signal];
+        const reason = notDriftedReason(result);
         return [
           signal,
           {
@@ -66,7 +79,7 @@ export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
             drifted: result.drifted,
             live: result.live,
             reference: result.reference,
-            ...(result.reason === undefined ? {} : { reason: result.reason }),
+            ...(reason === undefined ? {} : { reason }),
           },
         ];
       }),
@@ -79,12 +92,12 @@ export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
       drift: point.drift,
     })),
     recording: {
-      store: config.storeDisplayUri,
+      store: maskPaths(config.storeDisplayUri),
       sample_rate: config.sampleRate,
       text: config.keepText ? ('full' as const) : ('hash' as const),
       retention_days: config.retentionDays,
     },
-    problems: snapshot.problems,
+    problems: [...snapshot.problems, ...monitoring.problems()].map(maskPaths),
   };
 }
 

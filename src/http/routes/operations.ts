@@ -3,10 +3,11 @@
  * /health/ready` (a model is loaded and the server is not draining) and `GET /metrics` (Prometheus text
  * format, the one response outside the envelope besides 422).
  */
-import type { ServingState } from '../../service/index.js';
+import { maskPaths, type ServingState } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../http-error.js';
 import { type HttpMetrics, METRICS_CONTENT_TYPE } from '../observability.js';
+import { requestAllows } from '../protection.js';
 import { errorResponses } from '../responses.js';
 import { Envelope, LiveData, ReadyData } from '../schemas.js';
 import { servedNow, servingProblems, takesTraffic } from '../served.js';
@@ -46,7 +47,7 @@ export function operationsRoutes(
         tags: ['Operations'],
         summary: 'Readiness probe',
         description:
-          'Answers 200 with the served run when a model is loaded and the server takes traffic; 503 (with `Retry-After`) before loading and while draining for shutdown. Never authenticated, rate limited or shed.',
+          'Answers 200 when a model is loaded and the server takes traffic; 503 (with `Retry-After`) before loading and while draining for shutdown. Never authenticated, rate limited or shed. With API keys configured, the served run and the problems are shown only to a caller sending a key with the `read` scope; others get the status alone.',
         response: { 200: Envelope(ReadyData, 'ReadyResponse'), ...errorResponses(500, 503) },
       },
     },
@@ -65,7 +66,14 @@ export function operationsRoutes(
         if (error instanceof HttpError) throw error;
         return notReady('no model is loaded');
       }
-      const problems = servingProblems(current());
+      // What serves, and what keeps records from being kept (a record store down, locked or full).
+      // The details (which run, what is held back and why) are for callers whose key may read runs;
+      // an orchestrator's probe, which sends no key, learns only that the replica is ready.
+      if (!requestAllows(request, 'read')) return envelope(request, 200, { status: 'ready' as const });
+      const problems = [
+        ...servingProblems(current()),
+        ...(request.server.taggerMonitoring?.problems() ?? []),
+      ].map(maskPaths);
       return envelope(request, 200, {
         status: 'ready' as const,
         ...(runId === null ? {} : { run_id: runId }),
