@@ -20,6 +20,9 @@ export {
   openRecordStore,
 } from './open.js';
 export {
+  FEEDBACK_SELECTIONS,
+  type FeedbackSelection,
+  type LabelReview,
   type PredictionRecord,
   type RecordStore,
   RecordStoreError,

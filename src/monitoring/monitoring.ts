@@ -4,6 +4,7 @@
  * and the retention of old records. The serving process creates it from its settings and closes it at
  * shutdown; the HTTP layer records predictions through it, takes feedback and reads the figures.
  */
+import { randomUUID } from 'node:crypto';
 import { Counter, type Registry } from 'prom-client';
 import { hashVocabulary, type ReferenceProfile } from '../model/index.js';
 import { CloudEventsSink } from './cloudevents-sink.js';
@@ -50,6 +51,11 @@ const FEEDBACK_LIMIT = 10_000;
 const DRIFT_SIGNIFICANCE = 0.01;
 /** How often old records are deleted (the first time a minute after start). */
 const PRUNE_EVERY_MS = 3_600_000;
+/**
+ * The longest `POST /feedback` waits for records still on their way from the server that answered
+ * (arrival.ts): a few flush intervals, well inside the request deadline (TAGGER_REQUEST_TIMEOUT_MS).
+ */
+const feedbackWaitMs = (flushMs: number): number => Math.min(20_000, Math.max(10_000, 4 * flushMs));
 
 export interface MonitoringDeps {
   log: MonitoringLog;
@@ -88,6 +94,10 @@ export class Monitoring {
   private readonly feedbackCount: Counter<'result'>;
   private readonly pruneTimer: NodeJS.Timeout;
   private firstPrune: NodeJS.Timeout;
+  /** This process as a writer of records (arrival.ts): its marks are published every flush interval. */
+  readonly writerId = randomUUID();
+  private readonly markTimer: NodeJS.Timeout;
+  private marking: Promise<void> | undefined;
 
   constructor(
     readonly config: MonitoringConfig,
@@ -133,7 +143,14 @@ export class Monitoring {
       labelNames: ['result'] as const,
       registers: deps.registry ? [deps.registry] : [],
     });
-    for (const result of ['accepted', 'replaced', 'superseded', 'unknown_prediction', 'invalid'] as const) {
+    for (const result of [
+      'accepted',
+      'replaced',
+      'superseded',
+      'unknown_prediction',
+      'pending',
+      'invalid',
+    ] as const) {
       this.feedbackCount.inc({ result }, 0);
     }
     const prune = () => void this.prune();
@@ -141,6 +158,32 @@ export class Monitoring {
     this.firstPrune.unref();
     this.pruneTimer = setInterval(prune, PRUNE_EVERY_MS);
     this.pruneTimer.unref();
+    this.markTimer = setInterval(() => void this.publishMark(), config.flushMs);
+    this.markTimer.unref();
+  }
+
+  /**
+   * Publishes what this process has written (one at a time; skipped while the store is not open, since
+   * nothing is written then either). Failures wait for the next interval: a stale mark only makes
+   * feedback for very recent predictions wait, never refuse them.
+   */
+  publishMark(): Promise<void> {
+    if (this.marking !== undefined || !this.recorder.recording) return this.marking ?? Promise.resolve();
+    const now = Date.now();
+    const mark = {
+      writerId: this.writerId,
+      writtenThroughMs: this.recorder.writtenThroughMs(now),
+      heartbeatMs: now,
+      flushMs: this.config.flushMs,
+    };
+    this.marking = this.store
+      .get()
+      .then((store) => store.putWriterMark(mark))
+      .catch(() => undefined)
+      .finally(() => {
+        this.marking = undefined;
+      });
+    return this.marking;
   }
 
   /** Starts following what is served (the app calls it with its serving state). */
@@ -165,6 +208,17 @@ export class Monitoring {
       scope,
       retentionDays: this.config.retentionDays,
       sampleRate: this.config.sampleRate,
+      arrival: {
+        flushMs: this.config.flushMs,
+        maxWaitMs: feedbackWaitMs(this.config.flushMs),
+        local: this.recorder.recording
+          ? {
+              writerId: this.writerId,
+              flush: () => this.recorder.flush(),
+              writtenThroughMs: (now) => this.recorder.writtenThroughMs(now),
+            }
+          : undefined,
+      },
     });
     for (const outcome of outcomes) this.feedbackCount.inc({ result: outcome.result });
     return outcomes;
@@ -189,8 +243,15 @@ export class Monitoring {
   async close(withinMs = 5_000): Promise<void> {
     clearTimeout(this.firstPrune);
     clearInterval(this.pruneTimer);
+    clearInterval(this.markTimer);
     this.monitor.stop();
     await this.recorder.close(withinMs);
+    await this.marking;
+    // Nothing is left to write: other servers need not wait for this one any more.
+    await this.store
+      .get()
+      .then((store) => store.removeWriterMark(this.writerId))
+      .catch(() => undefined);
     await this.store.close();
   }
 }

@@ -57,6 +57,8 @@ export class SinkQueue {
   /** Writes under way, and the records they hold. */
   private readonly writing = new Set<Promise<void>>();
   private inFlight = 0;
+  /** The batches being written (for oldestPendingMs). */
+  private readonly writingBatches = new Set<CapturedBatch>();
   private retryTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   /** Set while writes fail: when the outage began and what was dropped since. */
@@ -71,6 +73,18 @@ export class SinkQueue {
   /** Records waiting, and being written. */
   get pending(): number {
     return this.waiting + this.inFlight;
+  }
+
+  /**
+   * When the oldest record still waiting or being written here was captured (epoch ms), or null when
+   * nothing is: what a writer's mark is computed from (feedback.ts).
+   */
+  oldestPendingMs(): number | null {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const batch of [...this.queue, ...this.writingBatches]) {
+      for (const ms of batch.createdMs) if (ms < oldest) oldest = ms;
+    }
+    return oldest === Number.POSITIVE_INFINITY ? null : oldest;
   }
 
   /** Queues a batch (dropped and counted whole when it does not fit) and starts writing if idle. */
@@ -99,6 +113,7 @@ export class SinkQueue {
       const size = batchSize(batch);
       this.waiting -= size;
       this.inFlight += size;
+      this.writingBatches.add(batch);
       const write: Promise<void> = this.sink.write(batch).then(
         () => this.succeeded(size),
         (error: unknown) => this.failed(batch, error),
@@ -106,6 +121,7 @@ export class SinkQueue {
       this.writing.add(write);
       void write.finally(() => {
         this.writing.delete(write);
+        this.writingBatches.delete(batch);
         this.inFlight -= size;
         this.pump();
       });

@@ -154,7 +154,11 @@ describe.skipIf(executablePath === null)('the Live view', () => {
     expect(await row.getAttribute('class')).toBe('drifted');
     const ids = await predict(heldOut.map((row) => row.text));
     await post('/feedback', {
-      feedback: ids.map((p, i) => ({ prediction_id: p.prediction_id, tag: heldOut[i]!.tag })),
+      feedback: ids.map((p, i) => ({
+        prediction_id: p.prediction_id,
+        tag: heldOut[i]!.tag,
+        selection: 'random_share',
+      })),
     });
     await expect
       .poll(async () => page.locator('[data-live="f1"] dd').first().textContent(), { timeout: 15_000 })
