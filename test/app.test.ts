@@ -76,6 +76,6 @@ describe('createApp', () => {
 
   it('builds a documentation-only app whose document covers both variants', async () => {
     const document = await generateOpenApiDocument();
-    expect(Object.keys(document.paths as object)).toHaveLength(16);
+    expect(Object.keys(document.paths as object)).toHaveLength(18);
   });
 });

@@ -11,6 +11,13 @@ const LabelIssue = Type.Object(
       description: 'The line of the training data file the row starts on (null when the rows had none)',
     }),
     text: Type.String({ description: 'The row’s text (long texts are cut, ending with …)' }),
+    text_key: Type.Optional(
+      Type.String({
+        pattern: '^[0-9a-f]{64}$',
+        description:
+          'SHA-256 of the row’s whole text, case and spacing aside: names the row for `POST /review/label-issues` (absent in runs logged before reviews existed)',
+      }),
+    ),
     kind: Type.Enum(['tag', 'extra_tag', 'missing_tag'], {
       description:
         '`tag`: the row’s tag is probably wrong; multi-label rows, one of their tags: `extra_tag` (listed, probably does not apply) or `missing_tag` (not listed, probably applies)',

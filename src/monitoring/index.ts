@@ -29,4 +29,11 @@ export {
   recordScope,
 } from './record-store.js';
 export type { RecordOrigin } from './recorder.js';
+export {
+  decided,
+  REVIEW_ORDERS,
+  type ReviewItem,
+  type ReviewOrder,
+  type ReviewQueue,
+} from './review.js';
 export type { MonitoringLog, RecordSink } from './sink-queue.js';

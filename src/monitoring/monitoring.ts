@@ -14,8 +14,9 @@ export { MONITORING_DEFAULTS } from './defaults.js';
 import { type FeedbackItem, type FeedbackOutcome, receiveFeedback } from './feedback.js';
 import { Monitor, type MonitoredRun, type MonitoringSnapshot } from './monitor.js';
 import { openRecordStore } from './open.js';
-import type { RecordStore, Vocabulary } from './record-store.js';
+import type { LabelReview, RecordStore, Vocabulary } from './record-store.js';
 import { Recorder, type RecordOrigin } from './recorder.js';
+import { type ReviewOrder, type ReviewQueue, reviewQueue } from './review.js';
 import type { MonitoringLog, RecordSink } from './sink-queue.js';
 import { StoreHandle } from './store-handle.js';
 
@@ -222,6 +223,32 @@ export class Monitoring {
     });
     for (const outcome of outcomes) this.feedbackCount.inc({ result: outcome.result });
     return outcomes;
+  }
+
+  /**
+   * The review queue of a run's recent unlabelled predictions (review.ts), chosen from the feedback
+   * window; rejects with a RecordStoreError when the store is unavailable.
+   */
+  async review(
+    run: { scope: string; runId: string },
+    request: { limit: number; order: ReviewOrder; randomShare: number },
+  ): Promise<ReviewQueue> {
+    const store = await this.store.get();
+    return reviewQueue(store, {
+      ...run,
+      ...request,
+      sinceMs: Date.now() - this.config.feedbackWindowSeconds * 1000,
+    });
+  }
+
+  /** The decisions on label issues of a scope. */
+  async labelReviews(scope: string): Promise<LabelReview[]> {
+    return (await this.store.get()).labelReviews(scope);
+  }
+
+  /** Records decisions on label issues (a later one for the same text replaces the earlier). */
+  async putLabelReviews(reviews: readonly LabelReview[]): Promise<void> {
+    await (await this.store.get()).putLabelReviews(reviews);
   }
 
   /** The latest live figures of what is served (refreshed when older than the interval). */

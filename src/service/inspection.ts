@@ -129,6 +129,8 @@ export interface ServedLabelIssue {
   given_tag?: string;
   /** Single-label: the row's tag as written in the data, when the models know it as `given_tag` (folded). */
   data_tag?: string;
+  /** SHA-256 of the row's whole text (src/train/label-issues.ts: textKey); absent in older runs. */
+  text_key?: string;
   suggested_tag?: string;
   tag?: string;
   given_tags?: string[];
@@ -195,10 +197,13 @@ export function parseLabelIssues(raw: unknown): ServedLabelIssues {
       );
     }
     const issue = item as unknown as ServedLabelIssue;
+    // Runs logged before decisions on issues existed have no text_key (they cannot be reviewed).
+    const key = isRecord(item) && typeof item.text_key === 'string' && /^[0-9a-f]{64}$/.test(item.text_key);
     const base = {
       rank: issue.rank,
       line: issue.line,
       text: issue.text,
+      ...(key ? { text_key: issue.text_key! } : {}),
       kind: issue.kind,
       given_probability: issue.given_probability,
       suggested_probability: issue.suggested_probability,

@@ -18,6 +18,7 @@
  * (`extra_tag`) or an unlisted one that probably does (`missing_tag`).
  * The report is plain JSON (for `tagger label-issues --json`, a training artifact and the inspection page).
  */
+import { createHash } from 'node:crypto';
 import {
   bindEmbeddings,
   type LabelledText,
@@ -33,7 +34,7 @@ import {
 } from '../model/index.js';
 import { crossValidationFolds, DEFAULT_FOLDS } from './cross-validate.js';
 import { DataError } from './data.js';
-import { checkTrainable } from './data-checks.js';
+import { checkTrainable, sameText } from './data-checks.js';
 import { MIN_SPLIT_ROWS } from './pipeline.js';
 
 export interface LabelIssueOptions {
@@ -61,6 +62,11 @@ interface IssueBase {
   /** The file line the row starts on, when the rows carry one. */
   line: number | null;
   text: string;
+  /**
+   * SHA-256 (hex) of the row's whole text as duplicate checks compare it (`textKey`): names the row for a
+   * person's decision on it (`POST /review/label-issues`) across runs and however long the text is.
+   */
+  text_key: string;
   /** The out-of-fold probability of the label as given. */
   given_probability: number;
   /** The out-of-fold probability of the suggested label. */
@@ -217,8 +223,11 @@ function rank(issues: Unranked[]): LabelIssue[] {
     .map((issue, i) => ({ ...issue, rank: i + 1 }) as LabelIssue);
 }
 
+/** The key of a text as decisions on label issues and corrections match it (case and spacing aside). */
+export const textKey = (text: string): string => createHash('sha256').update(sameText(text)).digest('hex');
+
 function base(data: readonly LabelIssueRow[], row: number) {
-  return { row, line: data[row]!.line ?? null, text: data[row]!.text };
+  return { row, line: data[row]!.line ?? null, text: data[row]!.text, text_key: textKey(data[row]!.text) };
 }
 
 function singleLabelIssues(

@@ -34,6 +34,9 @@ const ENDPOINTS: [string, string, string][] = [
   ['get', '/metrics', 'Operations'],
   ['post', '/feedback', 'Monitoring'],
   ['get', '/monitoring', 'Monitoring'],
+  ['get', '/review', 'Monitoring'],
+  ['get', '/review/label-issues', 'Monitoring'],
+  ['post', '/review/label-issues', 'Monitoring'],
 ];
 
 /** Operations whose success is the envelope (all but the Prometheus text of /metrics). */
