@@ -21,6 +21,7 @@ import {
 import type { CliIo } from './io.js';
 import { labelIssuesLine, labelIssuesProgress, labelIssuesSummary } from './label-issues.js';
 import { behaviourSummary, formatMetric } from './output.js';
+import { type ServingNote, servingLine, servingNote } from './serving-note.js';
 import { type ThreadOutcome, trainInThread } from './training-thread.js';
 
 export interface TrainFlags {
@@ -108,7 +109,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     io,
     flags.quiet === true,
   );
-  const { outcome, logged, runName, registered } = await withStore(
+  const { outcome, logged, runName, registered, note } = await withStore(
     flags.trackingUri,
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
@@ -186,7 +187,15 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
                 { cause: error },
               );
             });
-      return { outcome, logged, runName, registered };
+      // What tagger serve will make of it, said last (a run held back by a gate was silently never served).
+      const note: ServingNote = await servingNote(store, flags.experiment, logged.runId).catch(
+        (error: unknown) => ({
+          served: false,
+          reason: `cannot tell whether it is served: ${(error as Error).message}`,
+          fix: null,
+        }),
+      );
+      return { outcome, logged, runName, registered, note };
     },
     flags.artifactRoot,
   );
@@ -227,6 +236,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ? {}
           : { label_issues: labelIssuesSummary(outcome.labelIssues) }),
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
+        serving: note,
       })}\n`,
     );
     return;
@@ -257,4 +267,5 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         `serve it by alias: tagger alias set ${registered.name} champion ${registered.version}, then tagger serve --model-uri models:/${registered.name}@champion\n`,
     );
   }
+  io.stdout.write(servingLine(note, logged.runId, flags.experiment));
 }

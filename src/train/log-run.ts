@@ -176,6 +176,13 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...(input.outcome.warnings.length > 0
         ? { [EVALUATION_TAGS.warnings]: input.outcome.warnings.join('\n').slice(0, 8_000) }
         : {}),
+      ...(input.outcome.dataWarnings.length > 0
+        ? {
+            [EVALUATION_TAGS.dataChecks]: [...new Set(input.outcome.dataWarnings.map((w) => w.kind))].join(
+              ',',
+            ),
+          }
+        : {}),
       ...(input.labelIssues !== undefined && 'skipped' in input.labelIssues
         ? { [LABEL_ISSUES_SKIPPED_TAG]: input.labelIssues.skipped.slice(0, 8_000) }
         : {}),

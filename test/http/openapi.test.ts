@@ -147,6 +147,7 @@ describe('openapi.json', () => {
       'metrics',
       'params',
       'served',
+      'warnings',
     ]);
   });
 });
