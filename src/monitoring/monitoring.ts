@@ -164,12 +164,15 @@ export class Monitoring {
   }
 
   /**
-   * Publishes what this process has written (one at a time; skipped while the store is not open, since
-   * nothing is written then either). Failures wait for the next interval: a stale mark only makes
-   * feedback for very recent predictions wait, never refuse them.
+   * Publishes what this process has written (one at a time; skipped while the store is not open — this
+   * never opens it, so a server that predicts nothing creates no tables —, since nothing is written then
+   * either). Failures wait for the next interval: a stale mark only makes feedback for very recent
+   * predictions wait, never refuse them.
    */
   publishMark(): Promise<void> {
-    if (this.marking !== undefined || !this.recorder.recording) return this.marking ?? Promise.resolve();
+    if (this.marking !== undefined) return this.marking;
+    const store = this.store.peek();
+    if (store === undefined || !this.recorder.recording) return Promise.resolve();
     const now = Date.now();
     const mark = {
       writerId: this.writerId,
@@ -177,9 +180,8 @@ export class Monitoring {
       heartbeatMs: now,
       flushMs: this.config.flushMs,
     };
-    this.marking = this.store
-      .get()
-      .then((store) => store.putWriterMark(mark))
+    this.marking = store
+      .putWriterMark(mark)
       .catch(() => undefined)
       .finally(() => {
         this.marking = undefined;
@@ -276,8 +278,8 @@ export class Monitoring {
     await this.marking;
     // Nothing is left to write: other servers need not wait for this one any more.
     await this.store
-      .get()
-      .then((store) => store.removeWriterMark(this.writerId))
+      .peek()
+      ?.removeWriterMark(this.writerId)
       .catch(() => undefined);
     await this.store.close();
   }
