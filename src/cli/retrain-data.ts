@@ -186,9 +186,12 @@ function sourceUri(input: DatasetInput): string | null {
 }
 
 /**
- * Reads one recorded data file again — from `override` (`--data`, `--test-data`), else where the run
- * recorded it (a local file, or `runs:/<id>/<path>`: an artifact, as `tagger retrain` records its merged
- * data) — and refuses it unless its digest is the recorded one.
+ * Reads one recorded data file again — from `override` (`--data`, `--test-data`) when that is the file
+ * recorded (its digest), else where the run recorded it (a local file, or `runs:/<id>/<path>`: an
+ * artifact, as `tagger retrain` records its merged data) — and refuses it unless its digest is the recorded
+ * one. An override that is not the run's file is passed over when the recorded one can be read (a
+ * scheduled `retrain --data` keeps working once the served run is a retrained one, whose data is an
+ * artifact); else its mismatch is the error.
  */
 async function readRecorded(
   store: TrackingStore,
@@ -198,53 +201,75 @@ async function readRecorded(
   flag: '--data' | '--test-data',
 ): Promise<DataSource> {
   const recorded = input.dataset.digest;
-  const uri = sourceUri(input);
-  let bytes: Uint8Array;
-  let where: string;
+  let refused: UsageError | undefined;
   if (override !== undefined) {
-    where = override;
+    let bytes: Uint8Array;
     try {
       bytes = new Uint8Array(await readFile(override));
     } catch (error) {
       throw new UsageError(`${flag}: cannot read ${override}: ${(error as Error).message}`);
     }
-  } else if (uri?.startsWith('runs:/')) {
+    const digest = fileDigest(bytes);
+    if (digest === recorded) return parsed(input, override, digest, bytes);
+    refused = new UsageError(
+      `${flag} ${override} is not the ${contextOf(input)} data of run ${runId}: its digest is ${digest}, the run recorded ${recorded} (${input.dataset.name}); give the file the run was trained on`,
+    );
+  }
+  try {
+    const { bytes, where } = await readSource(store, runId, input, flag);
+    const digest = fileDigest(bytes);
+    if (digest !== recorded) {
+      throw new UsageError(
+        `retrain: the ${contextOf(input)} data of run ${runId}, ${where}, changed since the run was trained: its digest is ${digest}, the run recorded ${recorded}; give the file it was trained on with ${flag} <file>`,
+      );
+    }
+    return parsed(input, where, digest, bytes);
+  } catch (error) {
+    throw refused ?? error;
+  }
+}
+
+/** Where the run recorded its data, read: a local file, or an artifact (`runs:/<id>/<path>`). */
+async function readSource(
+  store: TrackingStore,
+  runId: string,
+  input: DatasetInput,
+  flag: '--data' | '--test-data',
+): Promise<{ bytes: Uint8Array; where: string }> {
+  const recorded = input.dataset.digest;
+  const uri = sourceUri(input);
+  if (uri?.startsWith('runs:/')) {
     const match = /^runs:\/([^/]+)\/(.+)$/.exec(uri);
-    if (match === null)
+    if (match === null) {
       throw new UsageError(
         `retrain: run ${runId} records its data at ${uri}, which is not runs:/<id>/<path>`,
       );
-    where = uri;
+    }
     try {
-      bytes = await store.readArtifact(match[1]!, match[2]!);
+      return { bytes: await store.readArtifact(match[1]!, match[2]!), where: uri };
     } catch (error) {
       throw new UsageError(
         `retrain: the ${contextOf(input)} data of run ${runId} (${uri}) cannot be read: ${(error as Error).message}; give the file with ${flag}`,
       );
     }
-  } else if (uri?.startsWith('file:')) {
-    where = fileURLToPath(uri);
+  }
+  if (uri?.startsWith('file:')) {
+    const where = fileURLToPath(uri);
     try {
-      bytes = new Uint8Array(await readFile(where));
+      return { bytes: new Uint8Array(await readFile(where)), where };
     } catch (error) {
       const gone = (error as NodeJS.ErrnoException).code === 'ENOENT';
       throw new UsageError(
         `retrain: the ${contextOf(input)} data of run ${runId}, ${where}, ${gone ? 'is gone' : `cannot be read (${(error as Error).message})`}: give the file it was trained on with ${flag} <file> (digest ${recorded})`,
       );
     }
-  } else {
-    throw new UsageError(
-      `retrain: run ${runId} records its ${contextOf(input)} data as ${input.dataset.name} at ${uri ?? 'no location'}, which Tagger cannot read: give the file with ${flag} <file> (digest ${recorded})`,
-    );
   }
-  const digest = fileDigest(bytes);
-  if (digest !== recorded) {
-    throw new UsageError(
-      override !== undefined
-        ? `${flag} ${override} is not the ${contextOf(input)} data of run ${runId}: its digest is ${digest}, the run recorded ${recorded} (${input.dataset.name}); give the file the run was trained on`
-        : `retrain: the ${contextOf(input)} data of run ${runId}, ${where}, changed since the run was trained: its digest is ${digest}, the run recorded ${recorded}; give the file it was trained on with ${flag} <file>`,
-    );
-  }
+  throw new UsageError(
+    `retrain: run ${runId} records its ${contextOf(input)} data as ${input.dataset.name} at ${uri ?? 'no location'}, which Tagger cannot read: give the file with ${flag} <file> (digest ${recorded})`,
+  );
+}
+
+function parsed(input: DatasetInput, where: string, digest: string, bytes: Uint8Array): DataSource {
   let rows: DatasetRow[];
   try {
     rows = parseBytes(bytes, input.dataset.name);

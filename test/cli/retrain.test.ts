@@ -320,6 +320,19 @@ describe('tagger retrain', () => {
     expect(back.code, back.stderr).toBe(0);
     expect(back.stdout).toMatch(/its training data .*original\.csv \(digest [0-9a-f]{16}, as recorded\)/);
     await copyFile(original, data);
+    // A --data that is not the run's file is passed over while the recorded one can be read (a scheduled
+    // retrain keeps one --data for the first served run; later runs keep theirs as artifacts).
+    await label(robotics(2, 400));
+    const passedOver = await retrain(
+      '--run-id',
+      parent,
+      '--data',
+      SAMPLE_DATA.replace('projects.csv', 'projects-multilabel.csv'),
+    );
+    expect(passedOver.code, passedOver.stderr).toBe(0);
+    expect(passedOver.stdout).toMatch(
+      /its training data .*projects\.csv \(digest [0-9a-f]{16}, as recorded\)/,
+    );
   }, 240_000);
 
   it('feedback export --merged writes what retrain trains on; the plain export adds the fixes it can', async () => {
