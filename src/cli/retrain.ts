@@ -21,10 +21,9 @@ import { registerModelVersion, resolveTrackingUri } from '../tracking/index.js';
 import { type DatasetInput, TrackingError, type TrackingStore } from '../tracking/store.js';
 import { isMultiLabel } from '../train/data.js';
 import { fileDigest, pythonJson } from '../train/dataset-input.js';
-import { InterruptedError, logTrainingRun } from '../train/log-run.js';
+import { logTrainingRun } from '../train/log-run.js';
 import { trainingCsv } from '../train/merge-corrections.js';
 import { argsForData } from '../train/pipeline.js';
-import { trainingProgress } from '../train/train-progress.js';
 import { embedForTraining, encoderArgs } from './embeddings.js';
 import {
   defaultRunName,
@@ -38,8 +37,8 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
-import { labelIssuesProgress } from './label-issues.js';
 import { formatMetric } from './output.js';
+import { trainReporting } from './reported-training.js';
 import {
   findParent,
   type HeldOutLabel,
@@ -49,7 +48,7 @@ import {
   prepare,
   promotionTarget,
 } from './retrain-data.js';
-import { type ThreadOutcome, trainInThread } from './training-thread.js';
+import type { ThreadOutcome } from './training-thread.js';
 
 export interface RetrainFlags {
   experiment: string;
@@ -372,43 +371,18 @@ async function retrainFrom(
     io,
     flags.quiet === true,
   );
-  const progress = trainingProgress(args, {
-    silent: flags.quiet === true || flags.json === true,
-    stream: io.stderr,
-  });
-  const folds = labelIssuesProgress(io, flags.quiet === true || flags.json === true);
   // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once (and the lease is released).
-  const stop = new AbortController();
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
-    stop.abort(new InterruptedError(signal, 'the retraining stopped; nothing was logged or promoted'));
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  let outcome: ThreadOutcome;
-  try {
-    outcome = await trainInThread(
-      {
-        data: merged.rows,
-        testData: data.test,
-        ...(encoder ? { encoder } : {}),
-        args,
-        seed,
-        onEpoch: progress.onEpoch,
-        onRefitEpoch: progress.onRefitEpoch,
-        onMember: progress.onMember,
-        labelIssues: flags.labelIssues !== false,
-        onLabelIssuesFold: (done, total) => {
-          if (!folds.started()) progress.stop();
-          folds.update(done, total);
-        },
-      },
-      stop.signal,
-    );
-  } finally {
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
-    progress.stop();
-    folds.stop();
-  }
+  const outcome = await trainReporting(
+    {
+      data: merged.rows,
+      testData: data.test,
+      ...(encoder ? { encoder } : {}),
+      args,
+      seed,
+      labelIssues: flags.labelIssues !== false,
+    },
+    { io, quiet: flags.quiet === true || flags.json === true, kept: 'nothing was logged or promoted' },
+  );
   const fresh = newTags(prepared, parentTags, new Set(outcome.model.tags));
   if (fresh.length > 0) {
     say(

@@ -3,9 +3,8 @@ import type { Command } from 'commander';
 import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
-import { InterruptedError, logTrainingRun } from '../train/log-run.js';
+import { logTrainingRun } from '../train/log-run.js';
 import { argsForData } from '../train/pipeline.js';
-import { trainingProgress } from '../train/train-progress.js';
 import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
@@ -19,10 +18,10 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
-import { labelIssuesLine, labelIssuesProgress, labelIssuesSummary } from './label-issues.js';
+import { labelIssuesLine, labelIssuesSummary } from './label-issues.js';
 import { behaviourSummary, formatMetric } from './output.js';
+import { trainReporting } from './reported-training.js';
 import { type ServingNote, servingLine, servingNote } from './serving-note.js';
-import { type ThreadOutcome, trainInThread } from './training-thread.js';
 
 export interface TrainFlags {
   data: string;
@@ -114,47 +113,24 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     async (store) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
-      const progress = trainingProgress(args, { silent: flags.quiet === true, stream: io.stderr });
-      const folds = labelIssuesProgress(io, flags.quiet === true);
       // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once, and say so.
-      const stop = new AbortController();
-      const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
-        stop.abort(
-          new InterruptedError(
-            signal,
-            `${folds.started() ? folds.where() : `the training stopped after ${progress.where()}`}; nothing was logged (no run was created in ${store.displayUri})`,
-          ),
-        );
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      let outcome: ThreadOutcome;
-      try {
-        outcome = await trainInThread(
-          {
-            data,
-            ...(testData ? { testData } : {}),
-            ...(behaviour ? { behaviour } : {}),
-            ...(slices ? { slices } : {}),
-            ...(encoder ? { encoder } : {}),
-            args,
-            seed: flags.seed,
-            onEpoch: progress.onEpoch,
-            onRefitEpoch: progress.onRefitEpoch,
-            onMember: progress.onMember,
-            labelIssues: flags.labelIssues !== false,
-            onLabelIssuesFold: (done, total) => {
-              if (!folds.started()) progress.stop();
-              folds.update(done, total);
-            },
-          },
-          stop.signal,
-        );
-      } finally {
-        process.removeListener('SIGINT', onSignal);
-        process.removeListener('SIGTERM', onSignal);
-        progress.stop();
-        folds.stop();
-      }
+      const outcome = await trainReporting(
+        {
+          data,
+          ...(testData ? { testData } : {}),
+          ...(behaviour ? { behaviour } : {}),
+          ...(slices ? { slices } : {}),
+          ...(encoder ? { encoder } : {}),
+          args,
+          seed: flags.seed,
+          labelIssues: flags.labelIssues !== false,
+        },
+        {
+          io,
+          quiet: flags.quiet === true,
+          kept: `nothing was logged (no run was created in ${store.displayUri})`,
+        },
+      );
       // From here the signals are logTrainingRun's (catchSignals), registered before it awaits anything.
       const runName = flags.runName ?? defaultRunName('train');
       const logged = await logTrainingRun(store, {

@@ -88,7 +88,8 @@ const SELECTIONS: ReadonlySet<string> = new Set(FEEDBACK_SELECTIONS);
 export const selectionOf = (value: unknown): FeedbackSelection =>
   typeof value === 'string' && SELECTIONS.has(value) ? (value as FeedbackSelection) : 'unspecified';
 
-function jsonList(value: unknown): string[] {
+/** A JSON list column written by the SQL adapter; anything else is read as empty rather than trusted. */
+export function jsonList(value: unknown): string[] {
   try {
     const parsed: unknown = JSON.parse(String(value));
     return Array.isArray(parsed) ? parsed.filter((tag): tag is string => typeof tag === 'string') : [];

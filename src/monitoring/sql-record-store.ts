@@ -30,6 +30,7 @@ import {
   type WriterMark,
 } from './record-store.js';
 import * as loop from './sql-loop-tables.js';
+import { jsonList } from './sql-loop-tables.js';
 
 export const RECORDS_SCHEMA_VERSION = 1;
 /** Serialises table creation across replicas on PostgreSQL (fixed, distinct from the tracking store's). */
@@ -122,16 +123,6 @@ function rowValues(record: PredictionRecord): SqlValue[] {
     record.text === null ? null : record.text.replaceAll('\u0000', '\uFFFD'),
     record.textSha256,
   ];
-}
-
-/** A JSON column written by this module; anything else is read as empty rather than trusted. */
-function jsonList(value: unknown): string[] {
-  try {
-    const parsed: unknown = JSON.parse(String(value));
-    return Array.isArray(parsed) ? parsed.filter((tag): tag is string => typeof tag === 'string') : [];
-  } catch {
-    return [];
-  }
 }
 
 function jsonKeys(value: unknown): string[] {

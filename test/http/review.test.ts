@@ -11,12 +11,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { readDataset } from '../../src/train/data.js';
 import { trainingLabelIssues } from '../../src/train/label-issues.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { trainAndEvaluate } from '../../src/train/pipeline.js';
-import { SAMPLE_DATA } from '../support/components.js';
 import { expectEnvelope, postJson } from '../support/http.js';
+import { sampleWithWrongTags } from '../support/label-noise.js';
 import { type MonitoredApp, monitoredApp, splitSample } from '../support/monitoring.js';
 
 let dir: string;
@@ -33,9 +32,7 @@ beforeAll(async () => {
   const writer = await openTrackingStore(uri);
   try {
     // Four rows given another tag, so label-issue finding has something to find.
-    const rows = (await readDataset(SAMPLE_DATA)).map((row, i) =>
-      i % 50 === 7 ? { ...row, tag: row.tag === 'mlops' ? 'computer-vision' : 'mlops' } : row,
-    );
+    const rows = await sampleWithWrongTags();
     const args = parseTrainingArgs({});
     const outcome = trainAndEvaluate({ data: rows, args, seed: 42 });
     const labelIssues = trainingLabelIssues(rows, args, 42);

@@ -11,26 +11,21 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import axe from 'axe-core';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { readDataset } from '../../src/train/data.js';
 import { trainingLabelIssues } from '../../src/train/label-issues.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { trainAndEvaluate } from '../../src/train/pipeline.js';
 import { launchOfflineChromium } from '../support/chromium.js';
-import { chromiumPath, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
+import { chromiumPath, REPO_ROOT } from '../support/components.js';
+import { sampleWithWrongTags } from '../support/label-noise.js';
 import { type MonitoredApp, monitoredApp, splitSample } from '../support/monitoring.js';
-
-/* The page's globals as the page.evaluate callbacks use them (this test program has no DOM lib). */
-declare const document: { documentElement: { clientWidth: number; scrollWidth: number } };
-declare const window: { axe: typeof axe };
+import { checkPage, openOffline, SCREENSHOTS } from '../support/page-checks.js';
 
 const executablePath = chromiumPath();
-const SCREENSHOTS = process.env.TAGGER_SCREENSHOT_DIR ?? join(REPO_ROOT, 'test-results', 'ui');
 
 let dir: string;
 let store: TrackingStore;
@@ -53,9 +48,7 @@ beforeAll(async () => {
   const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
   const writer = await openTrackingStore(uri);
   try {
-    const rows = (await readDataset(SAMPLE_DATA)).map((row, i) =>
-      i % 50 === 7 ? { ...row, tag: row.tag === 'mlops' ? 'computer-vision' : 'mlops' } : row,
-    );
+    const rows = await sampleWithWrongTags();
     const args = parseTrainingArgs({});
     const test = rows.slice(0, 60);
     const train = rows.slice(60);
@@ -95,41 +88,9 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function open(path: string, width = 1280, height = 900) {
-  const page = await browser.newPage({ viewport: { width, height } });
-  const external: string[] = [];
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(String(error)));
-  await page.route('**/*', async (route) => {
-    const target = new URL(route.request().url());
-    if (target.protocol === 'data:' || target.hostname === '127.0.0.1') await route.continue();
-    else {
-      external.push(target.href);
-      await route.abort();
-    }
-  });
-  await page.goto(`${base}/ui/${path}`);
-  return { page, external, errors };
-}
-
-async function checks(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  const width = await page.evaluate(() => [
-    document.documentElement.clientWidth,
-    document.documentElement.scrollWidth,
-  ]);
-  expect(width[1], `${name}: the page scrolls sideways`).toBeLessThanOrEqual(width[0]! + 1);
-  await page.evaluate(axe.source);
-  const result = (await page.evaluate(() =>
-    window.axe.run(document as never, {
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
-    }),
-  )) as axe.AxeResults;
-  const serious = result.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.id}: ${violation.help}`);
-  expect(serious, name).toEqual([]);
-}
+const open = (path: string, width = 1280, height = 900) =>
+  openOffline(browser, `${base}/ui/${path}`, width, height);
+const checks = checkPage;
 
 /** Every label stored so far, by prediction id. */
 async function labels() {

@@ -98,6 +98,33 @@ function OtherTag({ onTag, onCancel }: { onTag: (tag: string) => void; onCancel:
   );
 }
 
+/** "another tag…" (key 0, opening its field) and skip (key s), under the tag buttons. */
+function OtherOrSkip({
+  other,
+  setOther,
+  onTag,
+  onSkip,
+}: {
+  other: boolean;
+  setOther: (open: boolean) => void;
+  onTag: (tag: string) => void;
+  onSkip: () => void;
+}) {
+  return (
+    <>
+      <p class="actions">
+        <button type="button" aria-keyshortcuts="0" onClick={() => setOther(true)}>
+          <kbd>0</kbd> another tag…
+        </button>{' '}
+        <button type="button" aria-keyshortcuts="s" onClick={onSkip}>
+          <kbd>s</kbd> skip
+        </button>
+      </p>
+      {other && <OtherTag onTag={onTag} onCancel={() => setOther(false)} />}
+    </>
+  );
+}
+
 /** A bar of tag buttons, numbered 1–9 for their keys. */
 function TagButtons({
   tags,
@@ -251,22 +278,15 @@ function PredictionsReview() {
         onTag={(tag) => void answer(tag)}
         label="The right tag"
       />
-      <p class="actions">
-        <button type="button" aria-keyshortcuts="0" onClick={() => setOther(true)}>
-          <kbd>0</kbd> another tag…
-        </button>{' '}
-        <button
-          type="button"
-          aria-keyshortcuts="s"
-          onClick={() => {
-            setNote('Skipped.');
-            next();
-          }}
-        >
-          <kbd>s</kbd> skip
-        </button>
-      </p>
-      {other && <OtherTag onTag={(tag) => void answer(tag)} onCancel={() => setOther(false)} />}
+      <OtherOrSkip
+        other={other}
+        setOther={setOther}
+        onTag={(tag) => void answer(tag)}
+        onSkip={() => {
+          setNote('Skipped.');
+          next();
+        }}
+      />
       <p class="note" aria-live="polite" data-testid="review-note">
         {note}
       </p>
@@ -391,22 +411,15 @@ function IssuesReview() {
         onTag={(tag) => void decide('fix', tag)}
         label="Fix to"
       />
-      <p class="actions">
-        <button type="button" aria-keyshortcuts="0" onClick={() => setOther(true)}>
-          <kbd>0</kbd> another tag…
-        </button>{' '}
-        <button
-          type="button"
-          aria-keyshortcuts="s"
-          onClick={() => {
-            setNote('Skipped.');
-            next();
-          }}
-        >
-          <kbd>s</kbd> skip
-        </button>
-      </p>
-      {other && <OtherTag onTag={(tag) => void decide('fix', tag)} onCancel={() => setOther(false)} />}
+      <OtherOrSkip
+        other={other}
+        setOther={setOther}
+        onTag={(tag) => void decide('fix', tag)}
+        onSkip={() => {
+          setNote('Skipped.');
+          next();
+        }}
+      />
       <p class="note" aria-live="polite" data-testid="issue-note">
         {note}
       </p>
