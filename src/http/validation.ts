@@ -27,7 +27,7 @@ const ajv = new Ajv({
  * Query strings are text on the wire. Without coercion an integer parameter could never validate, so
  * exactly the strings that are decimal integers (`5`, `-1`) become numbers first; anything else
  * (`1.5`, `1e2`, `0x10`, ``) stays a string and fails the integer check, as pydantic's `int` would.
- * Likewise a number parameter takes plain decimals (`0.25`, `1`), and a boolean one `true` / `false`.
+ * Likewise a number parameter takes decimals (`0.25`, `1`, `2.5e-3`), and a boolean one `true` / `false`.
  */
 function queryKeys(schema: unknown, type: string): string[] {
   const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
@@ -36,7 +36,7 @@ function queryKeys(schema: unknown, type: string): string[] {
 
 // Any length: a huge value becomes a large (inexact) number that the schema's `maximum` rejects.
 const DECIMAL_INTEGER = /^[+-]?\d+$/;
-const DECIMAL_NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)$/;
+const DECIMAL_NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const BOOLEAN: Readonly<Record<string, boolean>> = { true: true, false: false };
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {

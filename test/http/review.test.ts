@@ -132,9 +132,24 @@ describe('GET /review', () => {
     expect(random.data.items.map((item) => item.selection)).toEqual(Array(5).fill('random_share'));
   });
 
-  it('refuses a query that is not one, pydantic style', async () => {
-    for (const query of ['?limit=0', '?limit=201', '?order=loudest', '?random_share=2']) {
-      expect((await review(query)).response.statusCode).toBe(422);
+  it('refuses a query that is not one, pydantic style; takes numbers and booleans as query strings write them', async () => {
+    for (const query of [
+      '?limit=0',
+      '?limit=201',
+      '?order=loudest',
+      '?random_share=2',
+      '?random_share=0x1',
+      '?explain=yes',
+    ]) {
+      expect((await review(query)).response.statusCode, query).toBe(422);
+    }
+    for (const query of [
+      '?random_share=1',
+      '?random_share=.5',
+      '?random_share=2.5e-3',
+      '?explain=false&limit=3',
+    ]) {
+      expect((await review(query)).response.statusCode, query).toBe(200);
     }
   });
 });

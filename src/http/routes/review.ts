@@ -204,7 +204,7 @@ export function reviewRoutes(
         body: labelIssueDecisions(limits),
         response: {
           200: Envelope(LabelIssueDecisionsData, 'LabelIssueDecisionsResponse'),
-          ...errorResponses(404, 409, 413, 415, 422, 500, 503),
+          ...errorResponses(400, 404, 409, 413, 415, 422, 500, 503),
         },
       },
     },
