@@ -215,7 +215,7 @@ export function decide(
 }
 
 /** Makes the decision real: the alias moves, or the run's promotion tag; last, so nothing is half-done. */
-async function promote(store: TrackingStore, runId: string, target: PromotionTarget): Promise<string> {
+export async function promote(store: TrackingStore, runId: string, target: PromotionTarget): Promise<string> {
   if (target.kind === 'alias') {
     const version = await registerModelVersion(store.registry, target.name, {
       source: `runs:/${runId}/${RUN_ARTIFACTS.modelDir}`,

@@ -243,5 +243,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         `serve it by alias: tagger alias set ${registered.name} champion ${registered.version}, then tagger serve --model-uri models:/${registered.name}@champion\n`,
     );
   }
-  io.stdout.write(servingLine(note, logged.runId, flags.experiment));
+  // Quiet: only a gate holding the run back is said (on stderr, beside the warnings); else the last line.
+  if (!flags.quiet) io.stdout.write(servingLine(note, logged.runId, flags.experiment));
+  else if (note.fix !== null) io.stderr.write(`tagger: ${servingLine(note, logged.runId, flags.experiment)}`);
 }

@@ -9,7 +9,7 @@
 import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decide } from '../../src/cli/retrain.js';
+import { decide, promote } from '../../src/cli/retrain.js';
 import { heldOutLabel } from '../../src/cli/retrain-data.js';
 import { EVALUATION_TAGS } from '../../src/model/index.js';
 import { predictionId } from '../../src/monitoring/ids.js';
@@ -497,5 +497,36 @@ describe('the promotion decision', () => {
         'live labels not judged: 19 held out of the random share, fewer than --min-live-labels 20',
       ]),
     });
+  });
+});
+
+describe('promoting', () => {
+  it('moves nothing when the alias cannot be moved: the run stays unpromoted, and the error says so', async () => {
+    const tagged: Record<string, string>[] = [];
+    const store = {
+      registry: {
+        getRegisteredModel: async () => ({ name: 'tagger', aliases: { champion: 1 }, latestVersion: 1 }),
+        createRegisteredModel: async () => undefined,
+        createModelVersion: async () => ({ name: 'tagger', version: 2, source: 's', runId: 'r2' }),
+        setAlias: async () => {
+          throw new Error('the registry is down');
+        },
+      },
+      logBatch: async (_runId: string, batch: { tags?: Record<string, string> }) => {
+        if (batch.tags) tagged.push(batch.tags);
+      },
+    } as unknown as Parameters<typeof promote>[0];
+    await expect(
+      promote(store, 'r2', {
+        kind: 'alias',
+        uri: 'models:/tagger@champion',
+        name: 'tagger',
+        alias: 'champion',
+      }),
+    ).rejects.toThrow(
+      /run r2 was registered as version 2 of 'tagger', but the alias 'champion' could not be moved to it \(the registry is down\): nothing was promoted; models:\/tagger@champion still points where it did/,
+    );
+    // The promotion tag is the last step: never set when the alias did not move.
+    expect(tagged).toEqual([]);
   });
 });
