@@ -180,7 +180,7 @@ export function decide(
     reasons.push('the replaced run has no f1 to beat');
   } else if (f1 - parentF1 >= flags.minGain - 1e-12) {
     checks.push(
-      `test f1 ${formatMetric(f1)} is ${formatMetric(f1 - parentF1)} above ${formatMetric(parentF1)} (margin ${flags.minGain})`,
+      `test f1 ${formatMetric(f1)} against the served run's ${formatMetric(parentF1)} on the same test rows: ${f1 >= parentF1 ? '+' : ''}${formatMetric(f1 - parentF1)}, margin ${flags.minGain}`,
     );
   } else {
     reasons.push(
@@ -215,7 +215,12 @@ export function decide(
 }
 
 /** Makes the decision real: the alias moves, or the run's promotion tag; last, so nothing is half-done. */
-export async function promote(store: TrackingStore, runId: string, target: PromotionTarget): Promise<string> {
+export async function promote(
+  store: TrackingStore,
+  runId: string,
+  target: PromotionTarget,
+  experimentName = 'best',
+): Promise<string> {
   if (target.kind === 'alias') {
     const version = await registerModelVersion(store.registry, target.name, {
       source: `runs:/${runId}/${RUN_ARTIFACTS.modelDir}`,
@@ -234,7 +239,14 @@ export async function promote(store: TrackingStore, runId: string, target: Promo
     return `${target.uri} now points at version ${version.version} (run ${runId})`;
   }
   await store.logBatch(runId, { tags: { [EVALUATION_TAGS.promotion]: 'promoted' } });
-  return `run ${runId} may be served as the experiment's best (tagger serve picks it up at its next reload)`;
+  // The experiment's best is the best f1 among the runs that pass the gates: say whether that is it now.
+  const run = await store.getRun(runId);
+  const read = run === null ? null : await readRuns(store, experimentName);
+  const served = read?.ok ? servingVerdict(read.runs, runId, servingGates()).served : undefined;
+  if (served === undefined || served.info.runId === runId) {
+    return `tagger serve --experiment ${experimentName} serves run ${runId} from its next reload`;
+  }
+  return `but run ${served.info.runId} still ranks above it by f1 (${served.metrics.f1?.toFixed(4) ?? '?'}), so tagger serve --experiment ${experimentName} keeps serving that one (a margin below 0 promotes runs that are worse)`;
 }
 
 function datasetOf(
@@ -512,7 +524,7 @@ async function retrainFrom(
       `Not promoted (no --promote): run ${childId} stays a candidate, never served. ${decision.promote ? `It would be promoted (${decision.checks.join('; ')})` : `It would not be: ${decision.reasons.join('; ')}`}.`,
     );
   } else if (decision.promote) {
-    promoted = await promote(store, childId, target);
+    promoted = await promote(store, childId, target, parent.experimentName);
     say(`PROMOTED to ${targetName}: ${decision.checks.join('; ')}. ${promoted}.`);
   } else {
     const reason = decision.reasons.join('; ');
