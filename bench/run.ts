@@ -24,6 +24,7 @@ const SECTIONS: Section[] = [
   { name: 'tracking', load: () => import('./tracking.js') },
   { name: 'batch', load: () => import('./batch.js') },
   { name: 'monitoring', load: () => import('./monitoring.js') },
+  { name: 'loop', load: () => import('./loop.js') },
   { name: 'ui', load: () => import('./ui.js') },
   { name: 'scale', load: () => import('./scale.js') },
 ];

@@ -22,6 +22,7 @@ import { type CliIo, processIo } from './io.js';
 import { registerLabelIssues } from './label-issues.js';
 import { registerOptimize } from './optimize.js';
 import { registerPredict } from './predict.js';
+import { registerRetrain } from './retrain.js';
 import { registerServe } from './serve.js';
 import { printable, printableIo } from './terminal.js';
 import { fewerRetriesFor, reportTrackingRetries } from './tracking-retries.js';
@@ -93,6 +94,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
   registerEvaluate(program, io);
   registerLabelIssues(program, io);
   registerFeedback(program, io);
+  registerRetrain(program, io);
   registerServe(program, io, explain);
   return program;
 }

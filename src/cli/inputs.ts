@@ -293,10 +293,11 @@ export async function withStore<T>(
 
 /**
  * The promotion gates as `tagger serve` would apply them here: from the same variables
- * (TAGGER_MIN_TEST_SIZE, TAGGER_MIN_TAGS, TAGGER_ALLOW_INCOMPARABLE, TAGGER_MIN_BEHAVIOURAL_PASS_RATE)
+ * (TAGGER_MIN_TEST_SIZE, TAGGER_MIN_TAGS, TAGGER_ALLOW_INCOMPARABLE, TAGGER_MIN_BEHAVIOURAL_PASS_RATE,
+ * TAGGER_ALLOW_TEST_LEAK)
  * and TAGGER_CONFIG's file, else the defaults.
  */
-function servingGates(): PromotionGates {
+export function servingGates(): PromotionGates {
   let settings: ReturnType<typeof resolveSettings>;
   try {
     settings = resolveSettings({}, process.env);
@@ -311,6 +312,7 @@ function servingGates(): PromotionGates {
     minTags: value('min_tags') as number,
     allowIncomparable: value('allow_incomparable') as boolean,
     minBehaviouralPassRate: value('min_behavioural_pass_rate') as number,
+    allowTestLeak: value('allow_test_leak') as boolean,
   };
 }
 

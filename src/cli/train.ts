@@ -3,10 +3,9 @@ import type { Command } from 'commander';
 import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
-import { InterruptedError, logTrainingRun } from '../train/log-run.js';
+import { logTrainingRun } from '../train/log-run.js';
 import { defaultTrainingThreads } from '../train/parallel.js';
 import { argsForData, largeDataSettings } from '../train/pipeline.js';
-import { trainingProgress } from '../train/train-progress.js';
 import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
@@ -24,9 +23,10 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
-import { labelIssuesLine, labelIssuesProgress, labelIssuesSummary } from './label-issues.js';
+import { labelIssuesLine, labelIssuesSummary } from './label-issues.js';
 import { behaviourSummary, formatMetric } from './output.js';
-import { type ThreadOutcome, trainInThread } from './training-thread.js';
+import { trainReporting } from './reported-training.js';
+import { type ServingNote, servingLine, servingNote } from './serving-note.js';
 
 export interface TrainFlags extends DataColumnFlags {
   data: string;
@@ -130,54 +130,31 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
     io,
     flags.quiet === true,
   );
-  const { outcome, logged, runName, registered, label } = await withStore(
+  const { outcome, logged, runName, registered, label, note } = await withStore(
     flags.trackingUri,
     async (store, label) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
       await checkCanLog(store, flags.experiment);
       await failOrphanedRunsOf(store, flags.experiment, io);
-      const progress = trainingProgress(args, { silent: flags.quiet === true, stream: io.stderr });
-      const folds = labelIssuesProgress(io, flags.quiet === true);
       // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once, and say so.
-      const stop = new AbortController();
-      const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
-        stop.abort(
-          new InterruptedError(
-            signal,
-            `${folds.started() ? folds.where() : `the training stopped after ${progress.where()}`}; nothing was logged (no run was created in ${store.displayUri})`,
-          ),
-        );
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      let outcome: ThreadOutcome;
-      try {
-        outcome = await trainInThread(
-          {
-            data,
-            ...(testData ? { testData } : {}),
-            ...(behaviour ? { behaviour } : {}),
-            ...(slices ? { slices } : {}),
-            ...(encoder ? { encoder } : {}),
-            args,
-            seed: flags.seed,
-            threads: flags.threads,
-            onEpoch: progress.onEpoch,
-            onRefitEpoch: progress.onRefitEpoch,
-            onMember: progress.onMember,
-            labelIssues: flags.labelIssues !== false,
-            onLabelIssuesFold: (done, total) => {
-              if (!folds.started()) progress.stop();
-              folds.update(done, total);
-            },
-          },
-          stop.signal,
-        );
-      } finally {
-        process.removeListener('SIGINT', onSignal);
-        process.removeListener('SIGTERM', onSignal);
-        progress.stop();
-        folds.stop();
-      }
+      const outcome = await trainReporting(
+        {
+          data,
+          ...(testData ? { testData } : {}),
+          ...(behaviour ? { behaviour } : {}),
+          ...(slices ? { slices } : {}),
+          ...(encoder ? { encoder } : {}),
+          args,
+          seed: flags.seed,
+          threads: flags.threads,
+          labelIssues: flags.labelIssues !== false,
+        },
+        {
+          io,
+          quiet: flags.quiet === true,
+          kept: `nothing was logged (no run was created in ${store.displayUri})`,
+        },
+      );
       // From here the signals are logTrainingRun's (catchSignals), registered before it awaits anything.
       const runName = flags.runName ?? defaultRunName('train');
       const logged = await logTrainingRun(store, {
@@ -212,7 +189,15 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
                 { cause: error },
               );
             });
-      return { outcome, logged, runName, registered, label };
+      // What tagger serve will make of it, said last (a run held back by a gate was silently never served).
+      const note: ServingNote = await servingNote(store, flags.experiment, logged.runId).catch(
+        (error: unknown) => ({
+          served: false,
+          reason: `cannot tell whether it is served: ${(error as Error).message}`,
+          fix: null,
+        }),
+      );
+      return { outcome, logged, runName, registered, label, note };
     },
     flags.artifactRoot,
     io.stderr,
@@ -255,6 +240,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ? {}
           : { label_issues: labelIssuesSummary(outcome.labelIssues) }),
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
+        serving: note,
       })}\n`,
     );
     return;
@@ -285,4 +271,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         `serve it by alias: tagger alias set ${registered.name} champion ${registered.version}, then tagger serve --model-uri models:/${registered.name}@champion\n`,
     );
   }
+  // Quiet: only a gate holding the run back is said (on stderr, beside the warnings); else the last line.
+  if (!flags.quiet) io.stdout.write(servingLine(note, logged.runId, flags.experiment));
+  else if (note.fix !== null) io.stderr.write(`tagger: ${servingLine(note, logged.runId, flags.experiment)}`);
 }

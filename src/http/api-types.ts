@@ -18,6 +18,7 @@ import type { DriftSignal } from '../model/index.js';
 import type * as ExplanationSchemas from './explanation-schemas.js';
 import type * as LabelIssueSchemas from './label-issue-schemas.js';
 import type * as MonitoringSchemas from './monitoring-schemas.js';
+import type * as ReviewSchemas from './review-schemas.js';
 import type * as Schemas from './schemas.js';
 
 /**
@@ -158,3 +159,32 @@ export type MonitoringData = { monitoring: MonitoringReport };
 
 /** POST /feedback: one answer per item. */
 export type FeedbackData = Static<typeof MonitoringSchemas.FeedbackData>;
+
+/** POST /feedback's body. */
+export type FeedbackPayload = Static<typeof MonitoringSchemas.FeedbackPayload>;
+
+/** One feedback item (what the Review view and the try-it box send). */
+export type FeedbackItem = FeedbackPayload['feedback'][number];
+
+/** GET /review: the predictions that most need a person. */
+export type ReviewData = Refine<
+  Static<typeof ReviewSchemas.ReviewData>,
+  {
+    items: (Omit<Static<typeof ReviewSchemas.ReviewData>['items'][number], 'predicted_probabilities'> & {
+      predicted_probabilities: MapOf<number>;
+    })[];
+  }
+>;
+
+/** One item of the review queue. */
+export type ReviewItem = ReviewData['items'][number];
+
+/** GET /review/label-issues: training rows to decide on. */
+export type LabelIssuesReviewData = Static<typeof ReviewSchemas.LabelIssuesReviewData>;
+
+/** One training row to decide on. */
+export type IssueToReview = LabelIssuesReviewData['items'][number];
+
+/** POST /review/label-issues' body and answer. */
+export type LabelIssueDecisions = Static<typeof ReviewSchemas.LabelIssueDecisions>;
+export type LabelIssueDecisionsData = Static<typeof ReviewSchemas.LabelIssueDecisionsData>;

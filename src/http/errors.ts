@@ -35,7 +35,11 @@ const isClientError = (error: FastifyError): boolean =>
   typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500;
 
 /** The body lists whose `maxItems` is a size limit of the server (so a 413 rather than a 422), by path. */
-const LIMITED_LISTS: Readonly<Record<string, string>> = { '/texts': 'texts', '/feedback': 'feedback items' };
+const LIMITED_LISTS: Readonly<Record<string, string>> = {
+  '/texts': 'texts',
+  '/feedback': 'feedback items',
+  '/decisions': 'decisions',
+};
 
 /** A `maxItems` failure of `texts` (or of `feedback`): a size limit of the server, so a 413 rather than a 422. */
 const tooManyTexts = (errors: readonly ErrorObject[], context: string): ErrorObject | undefined =>

@@ -16,6 +16,7 @@ import { inspectionRoutes } from './routes/inspection.js';
 import { modelRoutes } from './routes/model.js';
 import { monitoringRoutes } from './routes/monitoring.js';
 import { operationsRoutes } from './routes/operations.js';
+import { reviewRoutes } from './routes/review.js';
 import { runRoutes } from './routes/runs.js';
 import { servedNow, takesTraffic } from './served.js';
 import type { TaggerApp } from './types.js';
@@ -60,6 +61,8 @@ export interface ApiSetup {
 const STORE_ROUTES = new Set([
   '/feedback',
   '/monitoring',
+  '/review',
+  '/review/label-issues',
   '/runs/:run_id',
   '/runs/:run_id/predict',
   '/runs/:run_id/history',
@@ -183,6 +186,7 @@ export function installApi(
     modelRoutes(api, () => servedNow(current()).served);
     operationsRoutes(api, current, metrics, { ready: setup.ready, closing: () => closing });
     monitoringRoutes(api, current, options.limits, options.retryAfterSeconds);
+    reviewRoutes(api, current, options.limits, options.retryAfterSeconds, mode);
   });
   registerDocsRoutes(app);
   registerUiRoutes(app, setup.uiDir);

@@ -11,10 +11,23 @@ const LabelIssue = Type.Object(
       description: 'The line of the training data file the row starts on (null when the rows had none)',
     }),
     text: Type.String({ description: 'The row’s text (long texts are cut, ending with …)' }),
+    text_key: Type.Optional(
+      Type.String({
+        pattern: '^[0-9a-f]{64}$',
+        description:
+          'SHA-256 of the row’s whole text, case and spacing aside: names the row for `POST /review/label-issues` (absent in runs logged before reviews existed)',
+      }),
+    ),
     kind: Type.Enum(['tag', 'extra_tag', 'missing_tag'], {
       description:
         '`tag`: the row’s tag is probably wrong; multi-label rows, one of their tags: `extra_tag` (listed, probably does not apply) or `missing_tag` (not listed, probably applies)',
     }),
+    margin: Type.Optional(
+      Type.Number({
+        description:
+          'Single-label runs: the given tag’s probability minus the best other tag’s (negative: another is likelier); issues are ranked by it, lowest first',
+      }),
+    ),
     given_probability: Type.Number({
       minimum: 0,
       maximum: 1,
@@ -61,7 +74,18 @@ export const RunLabelIssuesData = Type.Object(
     folds: Type.Integer({ minimum: 0, description: 'Cross-validation folds of the out-of-fold models' }),
     seed: Type.Integer({ minimum: 0, description: 'The seed of the folds and their training' }),
     tags: Type.Array(Type.String(), { description: 'The tags as the models know them' }),
-    found: Type.Integer({ minimum: 0, description: 'Issues found in all' }),
+    found: Type.Integer({
+      minimum: 0,
+      description:
+        'Issues found in all: as many as the confident joint estimates are mislabelled (single-label runs), the most unlikely candidates',
+    }),
+    candidates: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Rows whose suggested tag differs from the given one, flagged or not (absent in older runs)',
+      }),
+    ),
     issues: Type.Array(LabelIssue, {
       description: 'The most unlikely given labels first (at most 1,000 are logged per run)',
     }),

@@ -4,6 +4,7 @@
  */
 import Type from 'typebox';
 import { DRIFT_SIGNALS } from '../model/index.js';
+import { FEEDBACK_SELECTIONS } from '../monitoring/index.js';
 import { HTTP_DEFAULTS } from './options.js';
 import { Metrics } from './schemas.js';
 
@@ -37,6 +38,12 @@ export const feedbackPayload = (limits: { texts: number }) =>
                 description: 'The right tags (multi-label runs; a single-label run takes exactly one)',
               }),
             ),
+            selection: Type.Optional(
+              Type.Enum([...FEEDBACK_SELECTIONS], {
+                description:
+                  'How the prediction was chosen for labelling: `random_share` (drawn at random: the review queue’s random share, or your own random sample — the only labels live precision / recall / f1 are computed from), `uncertainty` / `drift` / `newest` / `random` (the review queue’s orders: give its item’s `selection`), `correction` (a person flagging an answer as wrong), `unspecified` (the default). Every label feeds retraining.',
+              }),
+            ),
           },
           {
             title: 'FeedbackItem',
@@ -62,13 +69,16 @@ const FeedbackOutcome = Type.Object(
   {
     index: Type.Integer({ minimum: 0, description: "The item's position in the request" }),
     prediction_id: Type.String(),
-    status: Type.Union([Type.Literal(200), Type.Literal(404), Type.Literal(409), Type.Literal(422)], {
+    status: Type.Union(
+      [Type.Literal(200), Type.Literal(404), Type.Literal(409), Type.Literal(422), Type.Literal(503)],
+      {
+        description:
+          "The item's own status: 200 stored (also for a tag the run does not know: kept for retraining, said in `detail`); 404 no such prediction recorded for what this server serves (unknown id, not sampled, or past retention); 409 a later item of this request labels the same prediction (the later one wins); 422 a label that is not one (several tags for a single-label run, none); 503 the prediction is recent and its record may still be on its way from the server that answered it: send the item again (the response carries Retry-After)",
+      },
+    ),
+    result: Type.Enum(['accepted', 'replaced', 'superseded', 'unknown_prediction', 'pending', 'invalid'], {
       description:
-        "The item's own status: 200 stored; 404 no such prediction recorded for what this server serves (unknown id, not sampled, or past retention); 409 a later item of this request labels the same prediction (the later one wins); 422 a label the prediction's run cannot take",
-    }),
-    result: Type.Enum(['accepted', 'replaced', 'superseded', 'unknown_prediction', 'invalid'], {
-      description:
-        'accepted (first label), replaced (it replaces an earlier label), or why it was not stored',
+        'accepted (first label), replaced (it replaces an earlier label), or why it was not stored (pending: retry)',
     }),
     detail: Type.String({ description: 'What happened, for a person' }),
     run_id: Type.Optional(
@@ -155,9 +165,32 @@ export const MonitoringReport = Type.Object(
     last_feedback_at: IsoOrNull('When feedback on the served run last arrived; null: never'),
     live: Type.Union([Metrics, Type.Null()], {
       description:
-        'Precision, recall, f1 (weighted over tags) and num_samples from feedback, computed as training computes the test metrics; null without feedback',
+        'Precision, recall, f1 (weighted over tags) and num_samples from the labels of the random share (`live_basis`), computed as training computes the test metrics; null without such labels',
     }),
-    live_class: Type.Object({}, { additionalProperties: Metrics, description: 'Live metrics of each tag' }),
+    live_basis: Type.Object(
+      {
+        sample: Type.Literal('random_share', {
+          description:
+            'What `live` is computed from: labels of predictions drawn at random (feedback with `selection: random_share`), an unbiased sample of the traffic',
+        }),
+        num_samples: Type.Integer({ minimum: 0, description: 'Labels of the random share in the window' }),
+        other_labels: Type.Integer({
+          minimum: 0,
+          description:
+            'Labels chosen otherwise (uncertainty, drift, corrections, unspecified): a biased sample, left out of `live` (they feed retraining)',
+        }),
+        reason: Type.Optional(Type.String({ description: 'Why `live` is null' })),
+      },
+      { additionalProperties: false, title: 'LiveBasis' },
+    ),
+    live_all: Type.Union([Metrics, Type.Null()], {
+      description:
+        'The same figures over every label in the window, however chosen: biased (least-confident predictions and corrections are mistakes more often), for comparison only; null without feedback',
+    }),
+    live_class: Type.Object(
+      {},
+      { additionalProperties: Metrics, description: 'Live metrics of each tag (random share)' },
+    ),
     test: Metrics,
     drift: Type.Object(Object.fromEntries(DRIFT_SIGNALS.map((signal) => [signal, DriftResult])), {
       additionalProperties: false,

@@ -88,6 +88,10 @@ const metricValue = (value: number): number | 'NaN' | 'Infinity' | '-Infinity' =
 const isoTime = (ms: number | null): string | null =>
   ms !== null && Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : null;
 
+/** A promotion tag as the API states it (any other value a store holds is left out). */
+export const isPromotion = (value: string | null): value is 'candidate' | 'promoted' | 'rejected' =>
+  value === 'candidate' || value === 'promoted' || value === 'rejected';
+
 export function runRecord(
   run: RunSummary,
   serving: {
@@ -109,6 +113,8 @@ export function runRecord(
     metrics: Object.fromEntries(Object.entries(run.metrics).map(([key, value]) => [key, metricValue(value)])),
     params: { ...run.params },
     served: run.runId === serving.servedRunId,
+    warnings: [...run.warnings],
+    ...(isPromotion(run.promotion) ? { promotion: run.promotion } : {}),
     ...(run.runId === serving.servedRunId && serving.modelVersion
       ? { model_version: serving.modelVersion }
       : {}),

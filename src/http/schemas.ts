@@ -333,8 +333,23 @@ export const PerformanceData = Type.Object(
   { title: 'PerformanceData', additionalProperties: false },
 );
 
+const RunWarnings = Type.Array(Type.String(), {
+  description:
+    'The data checks’ warnings of its training (repeated rows, a test set leaked into the training data, folded tags, a tiny test split, …): its metrics mislead as they say. A run whose test rows leaked is not served unless TAGGER_ALLOW_TEST_LEAK',
+});
+
+const Promotion = Type.Enum(['candidate', 'promoted', 'rejected'], {
+  description:
+    'A run trained by `tagger retrain`: `candidate` (not promoted yet: not served), `promoted`, or `rejected` (not served; `not_served_because` says why)',
+});
+
 export const RunPerformanceData = Type.Object(
-  { run_id: Type.String(), performance: Performance },
+  {
+    run_id: Type.String(),
+    performance: Performance,
+    warnings: Type.Optional(RunWarnings),
+    promotion: Type.Optional(Promotion),
+  },
   { title: 'RunPerformanceData', additionalProperties: false },
 );
 
@@ -368,6 +383,8 @@ export const RunRecord = Type.Object(
       { additionalProperties: Type.String(), description: 'Logged params (strings, as MLflow stores them)' },
     ),
     served: Type.Boolean({ description: 'True for the run that answers /predict now' }),
+    warnings: RunWarnings,
+    promotion: Type.Optional(Promotion),
     mlflow_url: Type.Optional(
       Type.String({
         description:

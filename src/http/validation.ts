@@ -27,26 +27,40 @@ const ajv = new Ajv({
  * Query strings are text on the wire. Without coercion an integer parameter could never validate, so
  * exactly the strings that are decimal integers (`5`, `-1`) become numbers first; anything else
  * (`1.5`, `1e2`, `0x10`, ``) stays a string and fails the integer check, as pydantic's `int` would.
+ * Likewise a number parameter takes decimals (`0.25`, `1`, `2.5e-3`), and a boolean one `true` / `false`.
  */
-function integerQueryKeys(schema: unknown): string[] {
+function queryKeys(schema: unknown, type: string): string[] {
   const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
-  return Object.keys(properties).filter((key) => properties[key]?.type === 'integer');
+  return Object.keys(properties).filter((key) => properties[key]?.type === type);
 }
 
 // Any length: a huge value becomes a large (inexact) number that the schema's `maximum` rejects.
 const DECIMAL_INTEGER = /^[+-]?\d+$/;
+const DECIMAL_NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+const BOOLEAN: Readonly<Record<string, boolean>> = { true: true, false: false };
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const validate = ajv.compile(schema as object);
   if (httpPart !== 'querystring') return validate;
-  const integers = integerQueryKeys(schema);
+  const integers = queryKeys(schema, 'integer');
+  const numbers = queryKeys(schema, 'number');
+  const booleans = queryKeys(schema, 'boolean');
+  const coerced = integers.length + numbers.length + booleans.length > 0;
   return (data: unknown) => {
     let value = data;
-    if (integers.length > 0 && typeof data === 'object' && data !== null) {
+    if (coerced && typeof data === 'object' && data !== null) {
       const copy: Record<string, unknown> = { ...(data as Record<string, unknown>) };
       for (const key of integers) {
         const raw = copy[key];
         if (typeof raw === 'string' && DECIMAL_INTEGER.test(raw)) copy[key] = Number(raw);
+      }
+      for (const key of numbers) {
+        const raw = copy[key];
+        if (typeof raw === 'string' && DECIMAL_NUMBER.test(raw)) copy[key] = Number(raw);
+      }
+      for (const key of booleans) {
+        const raw = copy[key];
+        if (typeof raw === 'string' && Object.hasOwn(BOOLEAN, raw)) copy[key] = BOOLEAN[raw];
       }
       value = copy;
     }

@@ -11,7 +11,29 @@ export const EVALUATION_TAGS = {
   trainedTags: 'tagger.trained_tags',
   /** The data warnings of the training, one per line. */
   warnings: 'tagger.warnings',
+  /**
+   * The kinds of those warnings, comma-separated (DATA_CHECK_KINDS), for rules to read — the promotion gate
+   * holds back a run whose test rows leaked into its training data (`test_leak`).
+   */
+  dataChecks: 'tagger.data_checks',
+  /**
+   * A retrained run's promotion (`tagger retrain`): `candidate` (not decided: never served), `rejected`
+   * (never served; `tagger.promotion.reason` says why) or `promoted`. Runs without it are served as before.
+   */
+  promotion: 'tagger.promotion',
+  promotionReason: 'tagger.promotion.reason',
 } as const;
+
+/** The data checks whose warnings a run records by kind (tag `tagger.data_checks`). */
+export const DATA_CHECK_KINDS = [
+  'duplicate_rows',
+  'unreadable_texts',
+  'folded_tags',
+  'small_test_split',
+  'test_leak',
+  'conflicting_labels',
+] as const;
+export type DataCheckKind = (typeof DATA_CHECK_KINDS)[number];
 
 export const EVALUATION_METRICS = {
   /**

@@ -18,9 +18,17 @@ export interface ExportFilter {
   sinceMs?: number | undefined;
 }
 
+/** More rows to write after the labelled records (label-issue fixes: text and the right tags). */
+export interface ExtraRow {
+  text: string;
+  tags: readonly string[];
+}
+
 export interface ExportSummary {
-  /** Rows written. */
+  /** Rows written (labelled records and extra rows). */
   rows: number;
+  /** Of them, extra rows (label-issue fixes). */
+  extra: number;
   /** Labelled records left out because only their text's hash was kept. */
   hashedOnly: number;
   multiLabel: boolean;
@@ -42,6 +50,7 @@ export async function writeLabelledCsv(
   store: RecordStore,
   output: string,
   filter: ExportFilter = {},
+  extraRows: readonly ExtraRow[] = [],
 ): Promise<ExportSummary> {
   const temporary = join(dirname(output), `.${Date.now().toString(36)}-${process.pid}.tagger-export.tmp`);
   const stream = createWriteStream(temporary, { encoding: 'utf8' });
@@ -54,7 +63,7 @@ export async function writeLabelledCsv(
   } catch (error) {
     throw new ExportError(`feedback export: cannot write ${output}: ${(error as Error).message}`);
   }
-  const summary: ExportSummary = { rows: 0, hashedOnly: 0, multiLabel: false, runs: [] };
+  const summary: ExportSummary = { rows: 0, extra: 0, hashedOnly: 0, multiLabel: false, runs: [] };
   const runs = new Set<string>();
   let kind: boolean | undefined;
   const write = (line: string): Promise<void> | undefined =>
@@ -82,6 +91,15 @@ export async function writeLabelledCsv(
         summary.rows++;
         runs.add(record.runId);
       }
+    }
+    for (const row of extraRows) {
+      if (kind === undefined) {
+        kind = row.tags.length > 1;
+        await write(`title,description,${kind ? 'tags' : 'tag'}\n`);
+      }
+      await write(`${field(row.text)},"",${field(row.tags.join('|'))}\n`);
+      summary.rows++;
+      summary.extra++;
     }
     stream.end();
     await finished(stream);

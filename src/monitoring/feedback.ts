@@ -1,27 +1,37 @@
 /**
  * Feedback labels for recorded predictions (`POST /feedback`), judged item by item: each item gets its
- * own status and a sentence saying what happened — accepted (200), replacing earlier feedback (200),
- * superseded by a later item of the same request for the same prediction (409: the later one wins,
- * counted once), an id no prediction of this scope was recorded under (404: unknown, not sampled, or
- * past retention), or a label the prediction's run cannot take (422: a tag it does not know, several
- * tags for a single-label run, none at all, both `tag` and `tags`). Only the scope's own records are
- * looked up, so feedback never reaches another experiment's predictions.
+ * own status and a sentence saying what happened — accepted (200; also for a tag the run does not know,
+ * which is kept for retraining and said so), replacing earlier feedback (200), superseded by a later item
+ * of the same request for the same prediction (409: the later one wins, counted once), an id no
+ * prediction of this scope was recorded under (404: unknown, not sampled, or past retention), a record
+ * that may still be on its way from the server that answered (503 `pending`: retry; see arrival.ts), or a
+ * label that is not one (422: several tags for a single-label run, none at all, both `tag` and `tags`).
+ * Only the scope's own records are looked up, so feedback never reaches another experiment's predictions.
  */
-import type { FeedbackEntry, RecordedPrediction, RecordStore } from './record-store.js';
+import { type ArrivalOptions, awaitArrivals } from './arrival.js';
+import type { FeedbackEntry, FeedbackSelection, RecordedPrediction, RecordStore } from './record-store.js';
 
 export interface FeedbackItem {
   prediction_id: string;
   tag?: string | undefined;
   tags?: readonly string[] | undefined;
+  /** How the prediction was chosen for labelling (record-store.ts: FeedbackSelection); default unspecified. */
+  selection?: FeedbackSelection | undefined;
 }
 
-export type FeedbackResult = 'accepted' | 'replaced' | 'superseded' | 'unknown_prediction' | 'invalid';
+export type FeedbackResult =
+  | 'accepted'
+  | 'replaced'
+  | 'superseded'
+  | 'unknown_prediction'
+  | 'pending'
+  | 'invalid';
 
 export interface FeedbackOutcome {
   /** The item's position in the request. */
   index: number;
   prediction_id: string;
-  status: 200 | 404 | 409 | 422;
+  status: 200 | 404 | 409 | 422 | 503;
   result: FeedbackResult;
   detail: string;
   /** The recorded prediction's run (when it was found). */
@@ -49,18 +59,29 @@ function givenTags(item: FeedbackItem): { tags: string[] } | { problem: string }
   return { tags };
 }
 
+const runName = (recorded: RecordedPrediction): string =>
+  recorded.runId === '' ? 'the served model' : `run ${recorded.runId}`;
+
 /** Why a prediction cannot take these tags, or null when it can. */
 function tagProblem(tags: readonly string[], recorded: RecordedPrediction): string | null {
-  const run = recorded.runId === '' ? 'the served model' : `run ${recorded.runId}`;
   if (!recorded.multiLabel && tags.length !== 1) {
-    return `${run} gives one tag per text (single-label): send one tag as \`tag\`, not ${tags.length}`;
+    return `${runName(recorded)} gives one tag per text (single-label): send one tag as \`tag\`, not ${tags.length}`;
   }
+  return null;
+}
+
+/**
+ * What is said of tags the run does not know: stored all the same (a person who names a tag the model
+ * lacks is telling what the next model needs), kept for retraining, where it becomes a tag of its own once
+ * it has `min_freq` rows; live metrics count such a label as a miss.
+ */
+function newTagsNote(tags: readonly string[], recorded: RecordedPrediction): string | null {
   const known = new Set(recorded.tags);
   const unknown = tags.filter((tag) => !known.has(tag));
   if (unknown.length === 0) return null;
   const list =
     recorded.tags.length > 30 ? `${recorded.tags.slice(0, 30).join(', ')}, …` : recorded.tags.join(', ');
-  return `${unknown.map(quote).join(', ')} ${unknown.length === 1 ? 'is not a tag' : 'are not tags'} of ${run}; its tags are ${list}`;
+  return `${unknown.map(quote).join(', ')} ${unknown.length === 1 ? 'is not a tag' : 'are not tags'} of ${runName(recorded)} (its tags are ${list}): kept for retraining, where a new tag is learnt once it has min_freq rows (tagger retrain says which)`;
 }
 
 export interface FeedbackContext {
@@ -69,6 +90,8 @@ export interface FeedbackContext {
   retentionDays: number;
   sampleRate: number;
   now?: () => number;
+  /** Wait for records still on their way (arrival.ts); without it an id not found is unknown at once. */
+  arrival?: ArrivalOptions;
 }
 
 /** Judges and stores feedback items; resolves with one outcome per item, in order. */
@@ -100,10 +123,31 @@ export async function receiveFeedback(
     context.scope,
     wanted.map(({ index }) => items[index]!.prediction_id.toLowerCase()),
   );
+  const missing = [
+    ...new Set(
+      wanted.map(({ index }) => items[index]!.prediction_id.toLowerCase()).filter((id) => !recorded.has(id)),
+    ),
+  ];
+  const arrivals =
+    missing.length > 0 && context.arrival
+      ? await awaitArrivals(store, context.scope, missing, context.arrival)
+      : { found: new Map<string, RecordedPrediction>(), pending: new Map<string, string>() };
+  for (const [id, prediction] of arrivals.found) recorded.set(id, prediction);
   const accepted: { index: number; tags: string[]; prediction: RecordedPrediction }[] = [];
   for (const { index, tags } of wanted) {
     const id = items[index]!.prediction_id;
     const prediction = recorded.get(id.toLowerCase());
+    const pending = arrivals.pending.get(id.toLowerCase());
+    if (prediction === undefined && pending !== undefined) {
+      outcomes[index] = {
+        index,
+        prediction_id: id,
+        status: 503,
+        result: 'pending',
+        detail: `not stored yet: no prediction ${id} is recorded so far, but ${pending}; send this item again in a few seconds`,
+      };
+      continue;
+    }
     if (prediction === undefined) {
       const sampled = context.sampleRate < 1 ? ', was not sampled (TAGGER_RECORD_SAMPLE_RATE)' : '';
       outcomes[index] = {
@@ -148,22 +192,24 @@ export async function receiveFeedback(
   }
 
   const receivedMs = (context.now ?? Date.now)();
-  const entries: FeedbackEntry[] = winners.map(({ tags, prediction }) => ({
+  const entries: FeedbackEntry[] = winners.map(({ index, tags, prediction }) => ({
     predictionId: prediction.predictionId,
     scope: context.scope,
     runId: prediction.runId,
     tags,
     receivedMs,
+    selection: items[index]!.selection ?? 'unspecified',
   }));
   const replaced = entries.length > 0 ? await store.putFeedback(entries) : new Set<string>();
   for (const { index, tags, prediction } of winners) {
     const again = replaced.has(prediction.predictionId);
+    const note = newTagsNote(tags, prediction);
     outcomes[index] = {
       index,
       prediction_id: items[index]!.prediction_id,
       status: 200,
       result: again ? 'replaced' : 'accepted',
-      detail: again ? 'stored; it replaces the feedback given before for this prediction' : 'stored',
+      detail: `${again ? 'stored; it replaces the feedback given before for this prediction' : 'stored'}${note === null ? '' : `; ${note}`}`,
       run_id: prediction.runId,
       tags,
     };

@@ -22,10 +22,20 @@ export {
   openRecordStore,
 } from './open.js';
 export {
+  FEEDBACK_SELECTIONS,
+  type FeedbackSelection,
+  type LabelReview,
   type PredictionRecord,
   type RecordStore,
   RecordStoreError,
   recordScope,
 } from './record-store.js';
 export type { RecordOrigin } from './recorder.js';
+export {
+  decided,
+  REVIEW_ORDERS,
+  type ReviewItem,
+  type ReviewOrder,
+  type ReviewQueue,
+} from './review.js';
 export type { MonitoringLog, RecordSink } from './sink-queue.js';

@@ -8,14 +8,20 @@ import { binOf } from '../model/index.js';
 import type {
   FeedbackEntry,
   FeedbackQuery,
+  FeedbackSelection,
   FeedbackWindow,
   LabelledQuery,
   LabelledRecord,
+  LabelReview,
+  Lease,
   PredictionRecord,
   RecordedPrediction,
   RecordStore,
+  ReviewCandidate,
+  ReviewQuery,
   WindowCounts,
   WindowQuery,
+  WriterMark,
 } from './record-store.js';
 
 /** Records a memory store keeps by default: ~100 MB at most with texts of a few hundred characters. */
@@ -26,6 +32,7 @@ interface Feedback {
   receivedMs: number;
   scope: string;
   runId: string;
+  selection: FeedbackSelection;
 }
 
 export class MemoryRecordStore implements RecordStore {
@@ -33,6 +40,9 @@ export class MemoryRecordStore implements RecordStore {
   /** Insertion order is creation order (records arrive in batches, in time order), so the first is the oldest. */
   private readonly records = new Map<string, PredictionRecord>();
   private readonly feedback = new Map<string, Feedback>();
+  private readonly marks = new Map<string, WriterMark>();
+  private readonly reviews = new Map<string, LabelReview>();
+  private readonly leases = new Map<string, Lease>();
 
   constructor(private readonly capacity = MEMORY_CAPACITY) {}
 
@@ -76,6 +86,7 @@ export class MemoryRecordStore implements RecordStore {
         receivedMs: entry.receivedMs,
         scope: entry.scope,
         runId: entry.runId,
+        selection: entry.selection ?? 'unspecified',
       });
     }
     return replaced;
@@ -108,7 +119,12 @@ export class MemoryRecordStore implements RecordStore {
 
   async feedbackWindow(query: FeedbackQuery): Promise<FeedbackWindow> {
     let lastReceivedMs: number | null = null;
-    const rows: { predicted: string[]; truth: string[]; receivedMs: number }[] = [];
+    const rows: {
+      predicted: string[];
+      truth: string[];
+      selection: FeedbackSelection;
+      receivedMs: number;
+    }[] = [];
     for (const [id, feedback] of this.feedback) {
       if (feedback.scope !== query.scope || feedback.runId !== query.runId) continue;
       lastReceivedMs = Math.max(lastReceivedMs ?? 0, feedback.receivedMs);
@@ -117,12 +133,15 @@ export class MemoryRecordStore implements RecordStore {
       rows.push({
         predicted: [...record.predictedTags],
         truth: [...feedback.tags],
+        selection: feedback.selection,
         receivedMs: feedback.receivedMs,
       });
     }
     rows.sort((a, b) => b.receivedMs - a.receivedMs);
     return {
-      labelled: rows.slice(0, query.limit).map(({ predicted, truth }) => ({ predicted, truth })),
+      labelled: rows
+        .slice(0, query.limit)
+        .map(({ predicted, truth, selection }) => ({ predicted, truth, selection })),
       lastReceivedMs,
     };
   }
@@ -143,6 +162,8 @@ export class MemoryRecordStore implements RecordStore {
         text: record.text,
         multiLabel: record.multiLabel,
         tags: [...feedback.tags],
+        receivedMs: feedback.receivedMs,
+        selection: feedback.selection,
       });
     }
     return out.sort((a, b) => (a.predictionId < b.predictionId ? -1 : 1)).slice(0, query.limit);
@@ -165,7 +186,75 @@ export class MemoryRecordStore implements RecordStore {
         deleted++;
       }
     }
+    for (const [id, mark] of this.marks) if (mark.heartbeatMs < beforeMs) this.marks.delete(id);
     return deleted;
+  }
+
+  async putWriterMark(mark: WriterMark): Promise<void> {
+    this.marks.set(mark.writerId, { ...mark });
+  }
+
+  async removeWriterMark(writerId: string): Promise<void> {
+    this.marks.delete(writerId);
+  }
+
+  async writerMarks(): Promise<WriterMark[]> {
+    return [...this.marks.values()].map((mark) => ({ ...mark }));
+  }
+
+  async reviewCandidates(query: ReviewQuery): Promise<ReviewCandidate[]> {
+    const all = [...this.records.values()];
+    const out: ReviewCandidate[] = [];
+    for (let i = all.length - 1; i >= 0 && out.length < query.limit; i--) {
+      const r = all[i]!;
+      if (r.scope !== query.scope || r.runId !== query.runId || r.createdMs < query.sinceMs) continue;
+      if (this.feedback.has(r.predictionId) || r.text === null) continue;
+      out.push({
+        predictionId: r.predictionId,
+        createdMs: r.createdMs,
+        runId: r.runId,
+        multiLabel: r.multiLabel,
+        predictedTag: r.predictedTag,
+        predictedTags: [...r.predictedTags],
+        probabilities: { ...r.probabilities },
+        confidence: r.confidence,
+        unseenShare: r.unseenShare,
+        text: r.text,
+      });
+    }
+    return out;
+  }
+
+  async putLabelReviews(reviews: readonly LabelReview[]): Promise<void> {
+    for (const review of reviews) {
+      const copy = structuredClone(review) as LabelReview;
+      copy.text = copy.text.replaceAll('\u0000', '\uFFFD');
+      this.reviews.set(`${review.scope}\u0000${review.textKey}`, copy);
+    }
+  }
+
+  async labelReviews(scope: string): Promise<LabelReview[]> {
+    return [...this.reviews.values()]
+      .filter((review) => review.scope === scope)
+      .sort((a, b) => a.receivedMs - b.receivedMs || (a.textKey < b.textKey ? -1 : 1))
+      .map((review) => structuredClone(review) as LabelReview);
+  }
+
+  async takeLease(name: string, holder: string, ttlMs: number, nowMs: number): Promise<Lease> {
+    const held = this.leases.get(name);
+    if (held !== undefined && held.holder !== holder && held.expiresMs > nowMs) return { ...held };
+    const lease = {
+      name,
+      holder,
+      acquiredMs: held?.holder === holder ? held.acquiredMs : nowMs,
+      expiresMs: nowMs + ttlMs,
+    };
+    this.leases.set(name, lease);
+    return { ...lease };
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    if (this.leases.get(name)?.holder === holder) this.leases.delete(name);
   }
 
   async close(): Promise<void> {

@@ -67,8 +67,16 @@ export interface MonitoringSnapshot {
   tags: TagShare[];
   feedback: number;
   lastFeedbackMs: number | null;
-  /** null without feedback in the window. */
+  /**
+   * From the labels of the random share only (selection `random_share`): labels chosen by uncertainty,
+   * drift or as corrections are a biased sample (mostly mistakes), so they never make the live figures.
+   * null without such labels in the window.
+   */
   live: Metrics | null;
+  /** What `live` comes from: the random share's size, the other labels left out, why it is null. */
+  liveBasis: { sample: 'random_share'; numSamples: number; otherLabels: number; reason: string | null };
+  /** Every label of the window, however chosen (biased; for comparison). null without feedback. */
+  liveAll: Metrics | null;
   liveByTag: Record<string, Metrics>;
   drift: Record<DriftSignal, DriftResult>;
   test: MonitoredRun['test'];
@@ -186,8 +194,11 @@ export class Monitor {
           limit: this.options.feedbackLimit,
         }),
       ]);
-      const quality =
+      const randomShare = feedback.labelled.filter((label) => label.selection === 'random_share');
+      const quality = randomShare.length > 0 ? liveQuality(randomShare, run.tags, run.multiLabel) : null;
+      const all =
         feedback.labelled.length > 0 ? liveQuality(feedback.labelled, run.tags, run.multiLabel) : null;
+      const otherLabels = feedback.labelled.length - randomShare.length;
       const reference = run.reference;
       const drift =
         reference === null
@@ -229,6 +240,18 @@ export class Monitor {
         feedback: feedback.labelled.length,
         lastFeedbackMs: feedback.lastReceivedMs,
         live: quality?.overall ?? null,
+        liveBasis: {
+          sample: 'random_share',
+          numSamples: randomShare.length,
+          otherLabels,
+          reason:
+            quality !== null
+              ? null
+              : otherLabels > 0
+                ? `none of the ${otherLabels} labels in the feedback window is of the random share (selection random_share): they were chosen by uncertainty, drift or as corrections, a biased sample (live_all shows them, for comparison); the review queue's random share (GET /review) gives unbiased ones`
+                : 'no feedback in the feedback window',
+        },
+        liveAll: all?.overall ?? null,
         liveByTag: quality?.class ?? {},
         drift,
         test: run.test,
@@ -247,6 +270,13 @@ export class Monitor {
         feedback: 0,
         lastFeedbackMs: null,
         live: null,
+        liveBasis: {
+          sample: 'random_share',
+          numSamples: 0,
+          otherLabels: 0,
+          reason: 'the record store is unavailable',
+        },
+        liveAll: null,
         liveByTag: {},
         drift: emptyDrift(this.options.drift, 'the record store is unavailable'),
         test: run.test,
@@ -330,7 +360,7 @@ export class Monitor {
     for (const metric of ['precision', 'recall', 'f1'] as const) {
       gauge(
         `tagger_live_${metric}`,
-        `Live ${metric} of the served run from feedback (weighted over tags, as the test metrics); absent without feedback`,
+        `Live ${metric} of the served run from the feedback labels of the random share (an unbiased sample; weighted over tags, as the test metrics); absent without such labels`,
         [],
         (set, s) => {
           if (s.live !== null) set({}, s.live[metric]);
@@ -339,11 +369,20 @@ export class Monitor {
     }
     gauge(
       'tagger_live_tag_f1',
-      'Live f1 of each tag of the served run from feedback; absent without feedback',
+      'Live f1 of each tag of the served run from the labels of the random share; absent without them',
       ['tag'],
       (set, s) => {
         if (s.live === null) return;
         for (const [tag, metrics] of Object.entries(s.liveByTag)) set({ tag }, metrics.f1);
+      },
+    );
+    gauge(
+      'tagger_live_labels',
+      "Labels in the feedback window on the served run's predictions, by how they were chosen (sample=random_share: what the live figures come from; sample=other: uncertainty, drift, corrections, unspecified)",
+      ['sample'],
+      (set, s) => {
+        set({ sample: 'random_share' }, s.liveBasis.numSamples);
+        set({ sample: 'other' }, s.liveBasis.otherLabels);
       },
     );
     gauge(

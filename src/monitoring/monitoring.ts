@@ -4,6 +4,7 @@
  * and the retention of old records. The serving process creates it from its settings and closes it at
  * shutdown; the HTTP layer records predictions through it, takes feedback and reads the figures.
  */
+import { randomUUID } from 'node:crypto';
 import { Counter, type Registry } from 'prom-client';
 import { hashVocabulary, type ReferenceProfile } from '../model/index.js';
 import { maskPaths } from '../tracking/redact.js';
@@ -14,8 +15,9 @@ export { MONITORING_DEFAULTS } from './defaults.js';
 import { type FeedbackItem, type FeedbackOutcome, receiveFeedback } from './feedback.js';
 import { Monitor, type MonitoredRun, type MonitoringSnapshot } from './monitor.js';
 import { openRecordStore } from './open.js';
-import type { RecordStore, Vocabulary } from './record-store.js';
+import type { LabelReview, RecordStore, Vocabulary } from './record-store.js';
 import { Recorder, type RecordOrigin } from './recorder.js';
+import { type ReviewOrder, type ReviewQueue, reviewQueue } from './review.js';
 import type { MonitoringLog, RecordSink } from './sink-queue.js';
 import { StoreHandle } from './store-handle.js';
 
@@ -56,6 +58,11 @@ export const DRIFT_SIGNIFICANCE = 0.01;
  * server overshoots the row bound by little (600 predictions/s add 180,000 records in 5 minutes).
  */
 export const PRUNE_EVERY_MS = 300_000;
+/**
+ * The longest `POST /feedback` waits for records still on their way from the server that answered
+ * (arrival.ts): a few flush intervals, well inside the request deadline (TAGGER_REQUEST_TIMEOUT_MS).
+ */
+const feedbackWaitMs = (flushMs: number): number => Math.min(20_000, Math.max(10_000, 4 * flushMs));
 
 export interface MonitoringDeps {
   log: MonitoringLog;
@@ -94,6 +101,10 @@ export class Monitoring {
   private readonly feedbackCount: Counter<'result'>;
   private readonly pruneTimer: NodeJS.Timeout;
   private firstPrune: NodeJS.Timeout;
+  /** This process as a writer of records (arrival.ts): its marks are published every flush interval. */
+  readonly writerId = randomUUID();
+  private readonly markTimer: NodeJS.Timeout;
+  private marking: Promise<void> | undefined;
 
   constructor(
     readonly config: MonitoringConfig,
@@ -139,7 +150,14 @@ export class Monitoring {
       labelNames: ['result'] as const,
       registers: deps.registry ? [deps.registry] : [],
     });
-    for (const result of ['accepted', 'replaced', 'superseded', 'unknown_prediction', 'invalid'] as const) {
+    for (const result of [
+      'accepted',
+      'replaced',
+      'superseded',
+      'unknown_prediction',
+      'pending',
+      'invalid',
+    ] as const) {
       this.feedbackCount.inc({ result }, 0);
     }
     const prune = () => void this.prune();
@@ -147,6 +165,34 @@ export class Monitoring {
     this.firstPrune.unref();
     this.pruneTimer = setInterval(prune, PRUNE_EVERY_MS);
     this.pruneTimer.unref();
+    this.markTimer = setInterval(() => void this.publishMark(), config.flushMs);
+    this.markTimer.unref();
+  }
+
+  /**
+   * Publishes what this process has written (one at a time; skipped while the store is not open — this
+   * never opens it, so a server that predicts nothing creates no tables —, since nothing is written then
+   * either). Failures wait for the next interval: a stale mark only makes feedback for very recent
+   * predictions wait, never refuse them.
+   */
+  publishMark(): Promise<void> {
+    if (this.marking !== undefined) return this.marking;
+    const store = this.store.peek();
+    if (store === undefined || !this.recorder.recording) return Promise.resolve();
+    const now = Date.now();
+    const mark = {
+      writerId: this.writerId,
+      writtenThroughMs: this.recorder.writtenThroughMs(now),
+      heartbeatMs: now,
+      flushMs: this.config.flushMs,
+    };
+    this.marking = store
+      .putWriterMark(mark)
+      .catch(() => undefined)
+      .finally(() => {
+        this.marking = undefined;
+      });
+    return this.marking;
   }
 
   /** Starts following what is served (the app calls it with its serving state). */
@@ -171,6 +217,17 @@ export class Monitoring {
       scope,
       retentionDays: this.config.retentionDays,
       sampleRate: this.config.sampleRate,
+      arrival: {
+        flushMs: this.config.flushMs,
+        maxWaitMs: feedbackWaitMs(this.config.flushMs),
+        local: this.recorder.recording
+          ? {
+              writerId: this.writerId,
+              flush: () => this.recorder.flush(),
+              writtenThroughMs: (now) => this.recorder.writtenThroughMs(now),
+            }
+          : undefined,
+      },
     });
     for (const outcome of outcomes) this.feedbackCount.inc({ result: outcome.result });
     return outcomes;
@@ -182,6 +239,32 @@ export class Monitoring {
    */
   problems(): string[] {
     return this.recorder.problems().map(maskPaths);
+  }
+
+  /**
+   * The review queue of a run's recent unlabelled predictions (review.ts), chosen from the feedback
+   * window; rejects with a RecordStoreError when the store is unavailable.
+   */
+  async review(
+    run: { scope: string; runId: string },
+    request: { limit: number; order: ReviewOrder; randomShare: number },
+  ): Promise<ReviewQueue> {
+    const store = await this.store.get();
+    return reviewQueue(store, {
+      ...run,
+      ...request,
+      sinceMs: Date.now() - this.config.feedbackWindowSeconds * 1000,
+    });
+  }
+
+  /** The decisions on label issues of a scope. */
+  async labelReviews(scope: string): Promise<LabelReview[]> {
+    return (await this.store.get()).labelReviews(scope);
+  }
+
+  /** Records decisions on label issues (a later one for the same text replaces the earlier). */
+  async putLabelReviews(reviews: readonly LabelReview[]): Promise<void> {
+    await (await this.store.get()).putLabelReviews(reviews);
   }
 
   /** The latest live figures of what is served (refreshed when older than the interval). */
@@ -210,8 +293,15 @@ export class Monitoring {
   async close(withinMs = 5_000): Promise<void> {
     clearTimeout(this.firstPrune);
     clearInterval(this.pruneTimer);
+    clearInterval(this.markTimer);
     this.monitor.stop();
     await this.recorder.close(withinMs);
+    await this.marking;
+    // Nothing is left to write: other servers need not wait for this one any more.
+    await this.store
+      .peek()
+      ?.removeWriterMark(this.writerId)
+      .catch(() => undefined);
     await this.store.close();
   }
 }

@@ -93,6 +93,25 @@ export interface RecordedPrediction {
   createdMs: number;
 }
 
+/**
+ * How a labelled prediction was chosen for a person to label (the feedback item's `selection`):
+ * `random_share` — drawn at random from the served run's recent predictions (the review queue's random
+ * share, or a client's own random sample): the only labels that are an unbiased sample of the traffic,
+ * so the only ones live precision / recall / f1 are computed from; `uncertainty`, `drift`, `newest`,
+ * `random` — the review queue's other orders; `correction` — a person flagging an answer they saw was
+ * wrong ("wrong tag?"); `unspecified` — not said (an API client). Every label feeds retraining.
+ */
+export const FEEDBACK_SELECTIONS = [
+  'random_share',
+  'uncertainty',
+  'drift',
+  'newest',
+  'random',
+  'correction',
+  'unspecified',
+] as const;
+export type FeedbackSelection = (typeof FEEDBACK_SELECTIONS)[number];
+
 /** A feedback label for a recorded prediction. */
 export interface FeedbackEntry {
   predictionId: string;
@@ -102,6 +121,8 @@ export interface FeedbackEntry {
   /** The right tags (one for a single-label run). */
   tags: readonly string[];
   receivedMs: number;
+  /** How the prediction was chosen for labelling; absent: `unspecified`. */
+  selection?: FeedbackSelection;
 }
 
 /** The bins of the numeric signals, by lower edges (see src/model/drift/profile.ts). */
@@ -140,8 +161,8 @@ export interface FeedbackQuery {
 }
 
 export interface FeedbackWindow {
-  /** Each labelled prediction: the model's tags and the tags given. */
-  labelled: { predicted: string[]; truth: string[] }[];
+  /** Each labelled prediction: the model's tags, the tags given and how it was chosen for labelling. */
+  labelled: { predicted: string[]; truth: string[]; selection: FeedbackSelection }[];
   /** When the run's most recent feedback arrived (any time, not only in the window); null: never. */
   lastReceivedMs: number | null;
 }
@@ -155,6 +176,9 @@ export interface LabelledRecord {
   text: string | null;
   multiLabel: boolean;
   tags: string[];
+  /** When the label arrived, and how the prediction was chosen for labelling. */
+  receivedMs: number;
+  selection: FeedbackSelection;
 }
 
 export interface LabelledQuery {
@@ -166,6 +190,74 @@ export interface LabelledQuery {
   /** Keyset paging: records with a prediction id after this one. */
   after?: string | undefined;
   limit: number;
+}
+
+/**
+ * What one recording process (a writer: a server, a `--workers` process) has written: every prediction it
+ * captured at or before `writtenThroughMs` is in the store (or was dropped and counted). Published every
+ * flush interval, so feedback for an id that is not (yet) found can tell "still on its way from some
+ * writer" from "truly unknown" (see feedback.ts).
+ */
+export interface WriterMark {
+  writerId: string;
+  writtenThroughMs: number;
+  /** When the writer last published (its clock). */
+  heartbeatMs: number;
+  /** How often it publishes (its flush interval). */
+  flushMs: number;
+}
+
+/** A recorded prediction as the review queue lists it. */
+export interface ReviewCandidate {
+  predictionId: string;
+  createdMs: number;
+  runId: string;
+  multiLabel: boolean;
+  predictedTag: string;
+  predictedTags: string[];
+  probabilities: Record<string, number>;
+  confidence: number;
+  unseenShare: number;
+  /** null: only the hash was kept (such records are not listed). */
+  text: string | null;
+}
+
+export interface ReviewQuery {
+  scope: string;
+  runId: string;
+  /** Only predictions made at or after this time. */
+  sinceMs: number;
+  /** At most this many of the run's most recent unlabelled predictions. */
+  limit: number;
+}
+
+/**
+ * A person's decision on a training row that label-issue finding flagged: `keep` (the given tags are
+ * right; the row is not listed again while its tags stay) or `fix` (the right tags are `tags`: a
+ * correction that retraining applies and the export writes).
+ */
+export interface LabelReview {
+  scope: string;
+  /** SHA-256 of the row's text as duplicate checks compare it (src/train: sameText), hex. */
+  textKey: string;
+  /** The text as the label issue showed it (possibly cut). */
+  text: string;
+  /** The row's tags as given in the data. */
+  givenTags: string[];
+  decision: 'keep' | 'fix';
+  /** `fix`: the right tags; `keep`: the given ones. */
+  tags: string[];
+  /** The run whose label issues listed it. */
+  runId: string;
+  receivedMs: number;
+}
+
+/** A lease on a name (one `tagger retrain` at a time): who holds it, until when. */
+export interface Lease {
+  name: string;
+  holder: string;
+  acquiredMs: number;
+  expiresMs: number;
 }
 
 export interface RecordStore {
@@ -199,6 +291,25 @@ export interface RecordStore {
    * recorder probes a store that failed with it. Stores without a database (memory) have none.
    */
   ping?(): Promise<void>;
+  /** Publishes a writer's mark (replacing its previous one). */
+  putWriterMark(mark: WriterMark): Promise<void>;
+  /** Forgets a writer (it stopped with nothing left to write). */
+  removeWriterMark(writerId: string): Promise<void>;
+  /** Every writer's latest mark. */
+  writerMarks(): Promise<WriterMark[]>;
+  /** A run's most recent predictions that have no feedback and kept their text, newest first. */
+  reviewCandidates(query: ReviewQuery): Promise<ReviewCandidate[]>;
+  /** Stores decisions on label issues (a later one for the same text replaces an earlier one). */
+  putLabelReviews(reviews: readonly LabelReview[]): Promise<void>;
+  /** The decisions on label issues of a scope. */
+  labelReviews(scope: string): Promise<LabelReview[]>;
+  /**
+   * Takes (or, for its holder, renews) the lease on `name` until `nowMs + ttlMs` unless another holder's
+   * lease has not expired; resolves with the lease as it now stands (its holder says who won).
+   */
+  takeLease(name: string, holder: string, ttlMs: number, nowMs: number): Promise<Lease>;
+  /** Gives up a lease (only its holder's). */
+  releaseLease(name: string, holder: string): Promise<void>;
   close(): Promise<void>;
 }
 

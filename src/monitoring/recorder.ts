@@ -250,6 +250,20 @@ export class Recorder {
   }
 
   /**
+   * Every prediction this process captured at or before the time returned is in the record store (sink
+   * `store`) or was dropped and counted: one millisecond before the oldest record still in the buffer or
+   * the store's queue, or before `now` when nothing waits (a capture in this millisecond may still come).
+   */
+  writtenThroughMs(now = Date.now()): number {
+    let oldest = this.buffer[0]?.createdMs ?? Number.POSITIVE_INFINITY;
+    for (const queue of this.queues) {
+      if (queue.sink.name !== 'store') continue;
+      oldest = Math.min(oldest, queue.oldestPendingMs() ?? Number.POSITIVE_INFINITY);
+    }
+    return Math.min(oldest, now) - 1;
+  }
+
+  /**
    * Flushes now and waits until every sink has written what was waiting (at most `withinMs`); false when
    * time ran out. For tests and tools that need records in the store before they go on.
    */

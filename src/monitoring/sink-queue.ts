@@ -71,6 +71,8 @@ export class SinkQueue {
   /** Writes under way, and the records they hold. */
   private readonly writing = new Set<Promise<void>>();
   private inFlight = 0;
+  /** The batches being written (for oldestPendingMs). */
+  private readonly writingBatches = new Set<CapturedBatch>();
   private retryTimer: NodeJS.Timeout | undefined;
   /** The next probe, or true while one is under way. */
   private probing: NodeJS.Timeout | true | undefined;
@@ -92,6 +94,18 @@ export class SinkQueue {
   /** While writes fail: since when, the last error, and the records dropped since; else undefined. */
   get failing(): { since: number; error: string; dropped: number } | undefined {
     return this.outage === undefined ? undefined : { ...this.outage };
+  }
+
+  /**
+   * When the oldest record still waiting or being written here was captured (epoch ms), or null when
+   * nothing is: what a writer's mark is computed from (feedback.ts).
+   */
+  oldestPendingMs(): number | null {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const batch of [...this.queue, ...this.writingBatches]) {
+      for (const ms of batch.createdMs) if (ms < oldest) oldest = ms;
+    }
+    return oldest === Number.POSITIVE_INFINITY ? null : oldest;
   }
 
   /** Queues a batch (dropped and counted whole when it does not fit) and starts writing if idle. */
@@ -121,6 +135,7 @@ export class SinkQueue {
       const size = batchSize(batch);
       this.waiting -= size;
       this.inFlight += size;
+      this.writingBatches.add(batch);
       const write: Promise<void> = this.sink.write(batch).then(
         () => this.succeeded(size),
         (error: unknown) => this.failed(batch, error),
@@ -128,6 +143,7 @@ export class SinkQueue {
       this.writing.add(write);
       void write.finally(() => {
         this.writing.delete(write);
+        this.writingBatches.delete(batch);
         this.inFlight -= size;
         this.pump();
       });

@@ -17,13 +17,20 @@ import {
   type FeedbackWindow,
   type LabelledQuery,
   type LabelledRecord,
+  type LabelReview,
+  type Lease,
   type PredictionRecord,
   type RecordedPrediction,
   type RecordStore,
   RecordStoreError,
+  type ReviewCandidate,
+  type ReviewQuery,
   type WindowCounts,
   type WindowQuery,
+  type WriterMark,
 } from './record-store.js';
+import * as loop from './sql-loop-tables.js';
+import { jsonList } from './sql-loop-tables.js';
 
 export const RECORDS_SCHEMA_VERSION = 1;
 /** Serialises table creation across replicas on PostgreSQL (fixed, distinct from the tracking store's). */
@@ -120,16 +127,6 @@ function rowValues(record: PredictionRecord): SqlValue[] {
   ];
 }
 
-/** A JSON column written by this module; anything else is read as empty rather than trusted. */
-function jsonList(value: unknown): string[] {
-  try {
-    const parsed: unknown = JSON.parse(String(value));
-    return Array.isArray(parsed) ? parsed.filter((tag): tag is string => typeof tag === 'string') : [];
-  } catch {
-    return [];
-  }
-}
-
 function jsonKeys(value: unknown): string[] {
   try {
     const parsed: unknown = JSON.parse(String(value));
@@ -161,6 +158,9 @@ export interface SqlRecordStoreOptions {
 }
 
 export class SqlRecordStore implements RecordStore {
+  /** The additions the database has (sql-loop-tables.ts); below RECORDS_REVISION only when opened read-only. */
+  private revision = loop.RECORDS_REVISION;
+
   private constructor(
     private readonly db: SqlDriver,
     readonly displayUri: string,
@@ -206,7 +206,10 @@ export class SqlRecordStore implements RecordStore {
 
   private async ensureTables(readOnly: boolean): Promise<void> {
     const found = await this.schemaVersion(this.db);
-    if (found !== null) return this.checkVersion(found);
+    if (found !== null) {
+      this.checkVersion(found);
+      return this.revise(readOnly);
+    }
     if (readOnly) {
       throw new RecordStoreError(
         'NOT_FOUND',
@@ -223,7 +226,38 @@ export class SqlRecordStore implements RecordStore {
         "INSERT INTO tagger_records_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO NOTHING",
         [String(RECORDS_SCHEMA_VERSION)],
       );
+      await loop.reviseTo2(this.db, tx);
     });
+  }
+
+  /** Adds what a database of an older revision lacks (additions only: see sql-loop-tables.ts). */
+  private async revise(readOnly: boolean): Promise<void> {
+    const found = await loop.revisionOf(this.db);
+    if (found >= loop.RECORDS_REVISION) return;
+    if (readOnly) {
+      this.revision = found;
+      return;
+    }
+    await this.db.transaction(async (tx) => {
+      if (this.db.dialect === 'postgresql')
+        await tx.all('SELECT pg_advisory_xact_lock(?)', [POSTGRES_RECORDS_LOCK]);
+      if ((await loop.revisionOf(tx)) < loop.RECORDS_REVISION) await loop.reviseTo2(this.db, tx);
+    });
+  }
+
+  /** The feedback's `selection` as a select expression (a read-only database of revision 1 has none). */
+  private get selectionColumn(): string {
+    return this.revision >= 2 ? 'f.selection' : "'unspecified'";
+  }
+
+  /** Writing what revision 2 added to a read-only database of revision 1 cannot happen. */
+  private needRevision(what: string): void {
+    if (this.revision < 2) {
+      throw new RecordStoreError(
+        'UNSUPPORTED',
+        `records: ${this.displayUri} was opened read-only and predates ${what}; open it writable once (tagger serve does) to add it`,
+      );
+    }
   }
 
   /** A database error as a RecordStoreError naming the store (never its password). */
@@ -297,9 +331,16 @@ export class SqlRecordStore implements RecordStore {
         }
         for (const entry of entries) {
           await tx.run(
-            `INSERT INTO tagger_feedback (prediction_id, scope, run_id, tags, received_ms, updates) VALUES (?, ?, ?, ?, ?, 0)
-             ON CONFLICT (prediction_id) DO UPDATE SET tags = excluded.tags, received_ms = excluded.received_ms, updates = tagger_feedback.updates + 1`,
-            [entry.predictionId, entry.scope, entry.runId, JSON.stringify(entry.tags), entry.receivedMs],
+            `INSERT INTO tagger_feedback (prediction_id, scope, run_id, tags, received_ms, updates, selection) VALUES (?, ?, ?, ?, ?, 0, ?)
+             ON CONFLICT (prediction_id) DO UPDATE SET tags = excluded.tags, received_ms = excluded.received_ms, updates = tagger_feedback.updates + 1, selection = excluded.selection`,
+            [
+              entry.predictionId,
+              entry.scope,
+              entry.runId,
+              JSON.stringify(entry.tags),
+              entry.receivedMs,
+              entry.selection ?? 'unspecified',
+            ],
           );
         }
         return replaced;
@@ -355,7 +396,7 @@ export class SqlRecordStore implements RecordStore {
   feedbackWindow(query: FeedbackQuery): Promise<FeedbackWindow> {
     return this.call('cannot read feedback', async () => {
       const rows = await this.db.all(
-        `SELECT p.predicted_tags AS predicted, p.predicted_tag AS tag, f.tags AS truth FROM tagger_feedback f
+        `SELECT p.predicted_tags AS predicted, p.predicted_tag AS tag, f.tags AS truth, ${this.selectionColumn} AS selection FROM tagger_feedback f
          JOIN tagger_predictions p ON p.prediction_id = f.prediction_id
          WHERE f.scope = ? AND f.run_id = ? AND f.received_ms >= ? ORDER BY f.received_ms DESC LIMIT ?`,
         [query.scope, query.runId, query.sinceMs, query.limit],
@@ -369,6 +410,7 @@ export class SqlRecordStore implements RecordStore {
         labelled: rows.map((row) => ({
           predicted: row.predicted === null ? [String(row.tag)] : jsonList(row.predicted),
           truth: jsonList(row.truth),
+          selection: loop.selectionOf(row.selection),
         })),
         lastReceivedMs: lastValue === null || lastValue === undefined ? null : Number(lastValue),
       };
@@ -396,7 +438,7 @@ export class SqlRecordStore implements RecordStore {
         params.push(query.after);
       }
       const rows = await this.db.all(
-        `SELECT p.prediction_id, p.run_id, p.created_ms, p.text, p.multi_label, f.tags FROM tagger_feedback f
+        `SELECT p.prediction_id, p.run_id, p.created_ms, p.text, p.multi_label, f.tags, f.received_ms, ${this.selectionColumn} AS selection FROM tagger_feedback f
          JOIN tagger_predictions p ON p.prediction_id = f.prediction_id
          ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY f.prediction_id LIMIT ?`,
         [...params, query.limit],
@@ -408,6 +450,8 @@ export class SqlRecordStore implements RecordStore {
         text: row.text === null || row.text === undefined ? null : String(row.text),
         multiLabel: Number(row.multi_label) === 1,
         tags: jsonList(row.tags),
+        receivedMs: Number(row.received_ms),
+        selection: loop.selectionOf(row.selection),
       }));
     });
   }
@@ -429,7 +473,9 @@ export class SqlRecordStore implements RecordStore {
         const id = beyond[0] === undefined ? null : String(beyond[0].prediction_id);
         if (id !== null && (cut === null || id > cut)) cut = id;
       }
-      return cut === null ? 0 : this.deleteThrough(cut);
+      const deleted = cut === null ? 0 : await this.deleteThrough(cut);
+      await this.db.transaction((tx) => loop.pruneWriterMarks(tx, beforeMs));
+      return deleted;
     });
   }
 
@@ -457,6 +503,48 @@ export class SqlRecordStore implements RecordStore {
     return this.call('cannot reach the database', async () => {
       await this.db.all('SELECT 1 AS ok');
     });
+  }
+
+  async putWriterMark(mark: WriterMark): Promise<void> {
+    this.needRevision('writer marks');
+    return this.call('cannot publish what was written', () => loop.putWriterMark(this.db, mark));
+  }
+
+  async removeWriterMark(writerId: string): Promise<void> {
+    this.needRevision('writer marks');
+    return this.call('cannot remove a writer', () => loop.removeWriterMark(this.db, writerId));
+  }
+
+  writerMarks(): Promise<WriterMark[]> {
+    if (this.revision < 2) return Promise.resolve([]);
+    return this.call('cannot read what was written', () => loop.writerMarks(this.db));
+  }
+
+  reviewCandidates(query: ReviewQuery): Promise<ReviewCandidate[]> {
+    return this.call('cannot read prediction records', () =>
+      loop.reviewCandidates(this.db, query, idBound(query.sinceMs)),
+    );
+  }
+
+  async putLabelReviews(reviews: readonly LabelReview[]): Promise<void> {
+    this.needRevision('label-issue reviews');
+    if (reviews.length === 0) return;
+    return this.call('cannot write label-issue reviews', () => loop.putLabelReviews(this.db, reviews));
+  }
+
+  labelReviews(scope: string): Promise<LabelReview[]> {
+    if (this.revision < 2) return Promise.resolve([]);
+    return this.call('cannot read label-issue reviews', () => loop.labelReviews(this.db, scope));
+  }
+
+  async takeLease(name: string, holder: string, ttlMs: number, nowMs: number): Promise<Lease> {
+    this.needRevision('leases');
+    return this.call('cannot take a lease', () => loop.takeLease(this.db, name, holder, ttlMs, nowMs));
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    this.needRevision('leases');
+    return this.call('cannot release a lease', () => loop.releaseLease(this.db, name, holder));
   }
 
   async close(): Promise<void> {

@@ -27,6 +27,11 @@ export class StoreHandle {
     private readonly retryMs = 10_000,
   ) {}
 
+  /** The store if it is open now, without opening it. */
+  peek(): RecordStore | undefined {
+    return this.store;
+  }
+
   /**
    * The open store; rejects at once (with the last error) while a failed open is less than `retryMs`
    * (the handle's, by default) old.

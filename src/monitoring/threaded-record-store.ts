@@ -19,12 +19,17 @@ import type {
   FeedbackWindow,
   LabelledQuery,
   LabelledRecord,
+  LabelReview,
+  Lease,
   PredictionRecord,
   RecordedPrediction,
   RecordStore,
   RecordStoreErrorCode,
+  ReviewCandidate,
+  ReviewQuery,
   WindowCounts,
   WindowQuery,
+  WriterMark,
 } from './record-store.js';
 import { RecordStoreError } from './record-store.js';
 import type { CallMessage, PostedBatch, WorkerAnswer, WorkerSetup } from './record-store-worker.js';
@@ -190,6 +195,38 @@ export class ThreadedRecordStore implements RecordStore {
 
   ping(): Promise<void> {
     return this.call('ping');
+  }
+
+  putWriterMark(mark: WriterMark): Promise<void> {
+    return this.call('putWriterMark', mark);
+  }
+
+  removeWriterMark(writerId: string): Promise<void> {
+    return this.call('removeWriterMark', writerId);
+  }
+
+  writerMarks(): Promise<WriterMark[]> {
+    return this.call('writerMarks');
+  }
+
+  reviewCandidates(query: ReviewQuery): Promise<ReviewCandidate[]> {
+    return this.call('reviewCandidates', query);
+  }
+
+  putLabelReviews(reviews: readonly LabelReview[]): Promise<void> {
+    return this.call('putLabelReviews', reviews);
+  }
+
+  labelReviews(scope: string): Promise<LabelReview[]> {
+    return this.call('labelReviews', scope);
+  }
+
+  takeLease(name: string, holder: string, ttlMs: number, nowMs: number): Promise<Lease> {
+    return this.call('takeLease', name, holder, ttlMs, nowMs);
+  }
+
+  releaseLease(name: string, holder: string): Promise<void> {
+    return this.call('releaseLease', name, holder);
   }
 
   async close(): Promise<void> {

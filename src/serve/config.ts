@@ -490,6 +490,7 @@ export function resolveServeConfig(
       minTags: values.min_tags,
       allowIncomparable: values.allow_incomparable,
       minBehaviouralPassRate: values.min_behavioural_pass_rate,
+      allowTestLeak: values.allow_test_leak,
     },
     storeWaitMs: values.store_wait_ms,
     reloadIntervalMs: values.reload_interval_ms,

@@ -306,6 +306,16 @@ const SETTINGS = {
     }),
     default: SERVE_DEFAULTS.gates.allowIncomparable,
   }),
+  allow_test_leak: row({
+    flag: '--allow-test-leak',
+    arg: '<bool>',
+    env: 'TAGGER_ALLOW_TEST_LEAK',
+    schema: Type.Boolean({
+      description:
+        'promotion gate off: serve runs whose test rows repeat training rows (data check test_leak), whose f1 overstates them (tagger predict and evaluate read it too)',
+    }),
+    default: SERVE_DEFAULTS.gates.allowTestLeak,
+  }),
   min_behavioural_pass_rate: row({
     flag: '--min-behavioural-pass-rate',
     arg: '<rate>',

@@ -19,6 +19,8 @@ export interface PromotionGates {
   allowIncomparable: boolean;
   /** A run whose `behavioural_pass_rate` is lower is not served (0: off). */
   minBehaviouralPassRate: number;
+  /** Serve runs whose test rows leaked into their training data (off by default: their f1 overstates them). */
+  allowTestLeak: boolean;
 }
 
 export const DEFAULT_GATES: PromotionGates = {
@@ -26,7 +28,33 @@ export const DEFAULT_GATES: PromotionGates = {
   minTags: 2,
   allowIncomparable: false,
   minBehaviouralPassRate: 0,
+  allowTestLeak: false,
 };
+
+/** A run's data-check kinds (tag `tagger.data_checks`). */
+export function dataCheckKinds(run: Pick<Run, 'tags'>): string[] {
+  const kinds = run.tags[EVALUATION_TAGS.dataChecks];
+  return kinds === undefined || kinds === '' ? [] : kinds.split(',');
+}
+
+/** A run's data warnings (tag `tagger.warnings`, one per line). */
+export function dataWarnings(run: Pick<Run, 'tags'>): string[] {
+  const text = run.tags[EVALUATION_TAGS.warnings];
+  return text === undefined ? [] : text.split('\n').filter((line) => line.trim() !== '');
+}
+
+/**
+ * The leak warning of a run whose test rows are also training rows, or null: by its kind, or — runs logged
+ * before kinds were — by the warning's words (data-checks.ts: overlapWarnings).
+ */
+export function testLeakWarning(run: Pick<Run, 'tags'>): string | null {
+  const warnings = dataWarnings(run);
+  const byWords = warnings.find((line) =>
+    /test rows .*have the same text as a training or validation row/.test(line),
+  );
+  if (byWords !== undefined) return byWords;
+  return dataCheckKinds(run).includes('test_leak') ? 'its test rows repeat training rows' : null;
+}
 
 function intTag(run: Run, key: string): number | null {
   const text = run.tags[key];
@@ -34,8 +62,19 @@ function intTag(run: Run, key: string): number | null {
   return Number(text);
 }
 
-/** Why a run fails the gates that concern it alone (test size, tags learnt, behavioural tests), or null. */
+/**
+ * Why a run fails the gates that concern it alone (test size, tags learnt, behavioural tests, a leaked
+ * test set, a retrained candidate not promoted), or null.
+ */
 function ownFailure(candidate: Run, gates: PromotionGates): string | null {
+  const promotion = candidate.tags[EVALUATION_TAGS.promotion];
+  if (promotion === 'candidate') {
+    return 'it is a retrained candidate that was not promoted (tagger retrain --promote promotes only a run that beats the served one; its output says why not)';
+  }
+  if (promotion === 'rejected') {
+    const why = candidate.tags[EVALUATION_TAGS.promotionReason];
+    return `tagger retrain did not promote it${why ? `: ${why}` : ''}`;
+  }
   const testSize = intTag(candidate, EVALUATION_TAGS.testSetSize);
   if (testSize !== null && testSize < gates.minTestSize) {
     return `its test split has ${testSize} rows, fewer than the ${gates.minTestSize} required (TAGGER_MIN_TEST_SIZE)`;
@@ -43,6 +82,12 @@ function ownFailure(candidate: Run, gates: PromotionGates): string | null {
   const tags = intTag(candidate, EVALUATION_TAGS.trainedTags);
   if (tags !== null && tags < gates.minTags) {
     return `its model learnt ${tags} tag(s), fewer than the ${gates.minTags} required (TAGGER_MIN_TAGS)`;
+  }
+  if (!gates.allowTestLeak) {
+    const leak = testLeakWarning(candidate);
+    if (leak !== null) {
+      return `its test rows leaked into its training data, so its f1 overstates it (${leak}); remove the repeated rows and train again, or set TAGGER_ALLOW_TEST_LEAK=true to serve it anyway`;
+    }
   }
   const passRate = candidate.metrics[EVALUATION_METRICS.behaviouralPassRate];
   if (passRate !== undefined && passRate < gates.minBehaviouralPassRate) {
@@ -93,4 +138,23 @@ export function gateFailure(candidate: Run, gates: PromotionGates, reference?: R
     }
   }
   return null;
+}
+
+/** What `tagger serve` would make of one run of an experiment (read in f1 order), its artifacts aside. */
+export interface ServingVerdict {
+  /** Why the gates hold it back, or null. */
+  heldBack: string | null;
+  /** The run that would be served (the first FINISHED run in f1 order that passes the gates). */
+  served: Run | undefined;
+}
+
+export function servingVerdict(runs: readonly Run[], runId: string, gates: PromotionGates): ServingVerdict {
+  const reference = referenceRun(runs, gates);
+  const run = runs.find((candidate) => candidate.info.runId === runId);
+  const heldBack =
+    run === undefined ? 'it is not a run of the experiment' : gateFailure(run, gates, reference);
+  const served = runs.find(
+    (candidate) => candidate.info.status === 'FINISHED' && gateFailure(candidate, gates, reference) === null,
+  );
+  return { heldBack, served };
 }

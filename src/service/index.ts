@@ -42,7 +42,17 @@ export {
   UnknownRunError,
   withStoreHint,
 } from './errors.js';
-export { DEFAULT_GATES, gateFailure, type PromotionGates, referenceRun } from './gates.js';
+export {
+  DEFAULT_GATES,
+  dataCheckKinds,
+  dataWarnings,
+  gateFailure,
+  type PromotionGates,
+  referenceRun,
+  type ServingVerdict,
+  servingVerdict,
+  testLeakWarning,
+} from './gates.js';
 export {
   HISTORY_METRICS,
   type ServedConfusion,

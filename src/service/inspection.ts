@@ -129,6 +129,10 @@ export interface ServedLabelIssue {
   given_tag?: string;
   /** Single-label: the row's tag as written in the data, when the models know it as `given_tag` (folded). */
   data_tag?: string;
+  /** SHA-256 of the row's whole text (src/train/label-issues.ts: textKey); absent in older runs. */
+  text_key?: string;
+  /** Single-label: the given tag's probability minus the best other tag's (the rank); absent in older runs. */
+  margin?: number;
   suggested_tag?: string;
   tag?: string;
   given_tags?: string[];
@@ -145,6 +149,8 @@ export interface ServedLabelIssues {
   tags: string[];
   /** Issues found in all; `issues` holds the most unlikely of them (capped by training). */
   found: number;
+  /** Rows whose suggested label differed from the given one, flagged or not; absent in older runs. */
+  candidates?: number;
   issues: ServedLabelIssue[];
 }
 
@@ -155,7 +161,7 @@ const isProbability = (value: unknown): value is number =>
 export function parseLabelIssues(raw: unknown): ServedLabelIssues {
   const where = RUN_ARTIFACTS.labelIssues;
   if (!isRecord(raw)) throw new ArtifactFormatError(`${where} must hold a JSON object`);
-  const { multi_label, rows, folds, seed, tags, found, issues } = raw;
+  const { multi_label, rows, folds, seed, tags, found, issues, candidates } = raw;
   if (typeof multi_label !== 'boolean')
     throw new ArtifactFormatError(`${where}: multi_label must be a boolean`);
   if (!isCount(rows) || !isCount(folds) || !isCount(seed)) {
@@ -195,10 +201,16 @@ export function parseLabelIssues(raw: unknown): ServedLabelIssues {
       );
     }
     const issue = item as unknown as ServedLabelIssue;
+    // Runs logged before decisions on issues existed have no text_key (they cannot be reviewed).
+    const key = isRecord(item) && typeof item.text_key === 'string' && /^[0-9a-f]{64}$/.test(item.text_key);
     const base = {
       rank: issue.rank,
       line: issue.line,
       text: issue.text,
+      ...(key ? { text_key: issue.text_key! } : {}),
+      ...(isRecord(item) && typeof item.margin === 'number' && Number.isFinite(item.margin)
+        ? { margin: item.margin }
+        : {}),
       kind: issue.kind,
       given_probability: issue.given_probability,
       suggested_probability: issue.suggested_probability,
@@ -213,7 +225,16 @@ export function parseLabelIssues(raw: unknown): ServedLabelIssues {
           suggested_tag: issue.suggested_tag!,
         };
   });
-  return { multi_label, rows, folds, seed, tags, found, issues: parsed };
+  return {
+    multi_label,
+    rows,
+    folds,
+    seed,
+    tags,
+    found,
+    ...(isCount(candidates) && candidates >= found ? { candidates } : {}),
+    issues: parsed,
+  };
 }
 
 /** Reads and checks a run's label issues; rejects with the reader's error (e.g. NOT_FOUND) or a format error. */

@@ -5,6 +5,7 @@
  * successor at each reload. A run id from a request is looked up in the snapshot's run list (a Map)
  * before anything is read.
  */
+import { EVALUATION_TAGS } from '../model/index.js';
 import type { ModelVersion } from '../tracking/model-registry.js';
 import { type Run, type RunStatus, TrackingError, type TrackingStore } from '../tracking/store.js';
 import {
@@ -18,6 +19,7 @@ import {
 import { SingleFlightLru } from './cache.js';
 import { EncoderLoadError, type EncoderProvider, releaseEncoder } from './encoders.js';
 import { NotLoggedError, RunLoadError, UnknownRunError } from './errors.js';
+import { dataWarnings } from './gates.js';
 import {
   readHistory,
   readLabelIssues,
@@ -40,6 +42,10 @@ export interface RunSummary {
   /** Latest value of each metric; may be NaN or ±Infinity. */
   readonly metrics: Readonly<Record<string, number>>;
   readonly params: Readonly<Record<string, string>>;
+  /** The data warnings of its training (tag `tagger.warnings`), one per item. */
+  readonly warnings: readonly string[];
+  /** A retrained run's promotion (`candidate`, `promoted`, `rejected`); null for other runs. */
+  readonly promotion: string | null;
 }
 
 /** What a model URI resolved to when the snapshot was made (registry mode). */
@@ -61,6 +67,8 @@ export const summarize = (run: Run): RunSummary =>
     endTime: run.info.endTime,
     metrics: Object.freeze(Object.fromEntries(Object.entries(run.metrics))),
     params: Object.freeze(Object.fromEntries(Object.entries(run.params))),
+    warnings: Object.freeze(dataWarnings(run)),
+    promotion: run.tags[EVALUATION_TAGS.promotion] ?? null,
   });
 
 /** What a store failure means for a client, without the store's paths or URIs. */
@@ -316,7 +324,10 @@ export function sameRuns(a: readonly RunSummary[], b: readonly RunSummary[]): bo
         x.startTime === y.startTime &&
         x.endTime === y.endTime &&
         sameMetrics(x.metrics, y.metrics) &&
-        sameParams(x.params, y.params)
+        sameParams(x.params, y.params) &&
+        x.promotion === y.promotion &&
+        x.warnings.length === y.warnings.length &&
+        x.warnings.every((warning, k) => warning === y.warnings[k])
       );
     })
   );

@@ -9,6 +9,7 @@
  */
 import {
   cleanText,
+  type DataCheckKind,
   type LabelledText,
   multiLabelModelTags,
   OTHER_TAG,
@@ -106,12 +107,18 @@ export function unreadableTextsWarning(rows: readonly LabelledText[], args: Trai
   return `${empty.length} row(s) have no word the model can read once stopwords, punctuation, URLs and non-ASCII letters are removed (${rowList(rows, empty)}): they teach it nothing; rewrite or remove them`;
 }
 
+/** One data warning, with its kind (recorded as the run's tag `tagger.data_checks`). */
+export interface DataWarning {
+  kind: DataCheckKind;
+  message: string;
+}
+
 /**
  * Test rows whose text is also a training (or validation) row, which inflates the test f1; and texts
  * labelled with different tags, which no model can get right both times.
  */
-export function overlapWarnings(seen: readonly LabelledText[], test: readonly LabelledText[]): string[] {
-  const warnings: string[] = [];
+export function overlapWarnings(seen: readonly LabelledText[], test: readonly LabelledText[]): DataWarning[] {
+  const warnings: DataWarning[] = [];
   const tagsOf = new Map<string, Set<string>>();
   for (const row of [...seen, ...test]) {
     const key = sameText(row.text);
@@ -122,15 +129,17 @@ export function overlapWarnings(seen: readonly LabelledText[], test: readonly La
   const known = new Set(seen.map((row) => sameText(row.text)));
   const leaked = test.filter((row) => known.has(sameText(row.text))).length;
   if (leaked > 0) {
-    warnings.push(
-      `${leaked} of the ${test.length} test rows (${((100 * leaked) / test.length).toFixed(1)}%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates`,
-    );
+    warnings.push({
+      kind: 'test_leak',
+      message: `${leaked} of the ${test.length} test rows (${((100 * leaked) / test.length).toFixed(1)}%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates`,
+    });
   }
   const conflicting = [...tagsOf.values()].filter((tags) => tags.size > 1).length;
   if (conflicting > 0) {
-    warnings.push(
-      `${conflicting} text(s) appear with different tags: no model can get both right; check those labels`,
-    );
+    warnings.push({
+      kind: 'conflicting_labels',
+      message: `${conflicting} text(s) appear with different tags: no model can get both right; check those labels`,
+    });
   }
   return warnings;
 }
@@ -144,7 +153,7 @@ export function dataWarnings(
   classes: readonly string[],
   testSize: number,
 ): {
-  warnings: string[];
+  warnings: DataWarning[];
   trainedTags: number;
 } {
   const counts = rowsPerTag(train.map(tagsOf));
@@ -152,19 +161,21 @@ export function dataWarnings(
   const folded = [...counts].filter(([tag]) => !kept.has(tag)).sort((a, b) => b[1] - a[1]);
   const learnt = learntTags(train, kept);
   const multiLabel = train.some((row) => row.tags !== undefined);
-  const warnings: string[] = [];
+  const warnings: DataWarning[] = [];
   if (folded.length > 0) {
     const shown = folded
       .slice(0, 10)
       .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'})`);
-    warnings.push(
-      `${folded.length} tag(s) were ${foldedInto(multiLabel)} (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
-    );
+    warnings.push({
+      kind: 'folded_tags',
+      message: `${folded.length} tag(s) were ${foldedInto(multiLabel)} (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
+    });
   }
   if (testSize < MIN_TRUSTED_TEST_ROWS) {
-    warnings.push(
-      `the test split has only ${testSize} rows: its f1 is too noisy to rank runs by (tagger serve skips runs tested on fewer than TAGGER_MIN_TEST_SIZE rows, default ${MIN_TRUSTED_TEST_ROWS})`,
-    );
+    warnings.push({
+      kind: 'small_test_split',
+      message: `the test split has only ${testSize} rows: its f1 is too noisy to rank runs by (tagger serve skips runs tested on fewer than TAGGER_MIN_TEST_SIZE rows, default ${MIN_TRUSTED_TEST_ROWS})`,
+    });
   }
   return { warnings, trainedTags: learnt.size };
 }

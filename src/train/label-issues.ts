@@ -1,23 +1,28 @@
 /**
- * Rows whose labels are probably wrong, by confident learning (Northcutt, Jiang & Chuang 2021, as cleanlab's
- * `find_label_issues(filter_by='confident_learning')` with `rank_by='self_confidence'`):
+ * Rows whose labels are probably wrong, by confident learning (Northcutt, Jiang & Chuang 2021, as cleanlab):
  * 1. out-of-fold probabilities: every row is predicted by a model trained without it, through the
  *    cross-validation folds `tagger optimize` uses (cross-validate.ts), with the given training args;
  * 2. per-tag thresholds: a tag's threshold is the mean out-of-fold probability of that tag over the rows
  *    labelled with it (its mean self-confidence);
  * 3. a row's suggested tag is its most probable tag among those whose probability reaches their threshold
  *    (cleanlab's confident joint; `confident: true`), or, when no tag reaches its threshold, its most
- *    probable tag (cleanlab's `predicted_neq_given`; `confident: false`); a row whose suggested tag differs
- *    from its given tag is an issue;
- * 4. issues are ranked by how unlikely the given tag is (its out-of-fold probability, lowest first).
- * On dataset.csv with 20 tags flipped at random, the confident joint alone flagged 24–30 rows holding 15 of
- * the 20 (three flips); with the fallback the top 50 held 17, 17 and 18, as many as ranking every row by
- * self-confidence (test/train/label-issues.test.ts).
+ *    probable tag (`confident: false`); a row whose suggested tag differs from its given tag is a
+ *    candidate;
+ * 4. how many rows are mislabelled is estimated from the confident joint calibrated to the tags' row
+ *    counts (cleanlab's `estimate_num_label_issues`, off-diagonal sum), and that many candidates are
+ *    flagged, the most unlikely first: ranked by the normalized margin — the given tag's probability minus
+ *    the best other tag's (cleanlab's `rank_by='normalized_margin'`).
+ * Issue 32 found the previous rule (every candidate, ranked by self-confidence) flagged 76 rows of
+ * dataset.csv, 3–4× the errors: on dataset.csv with 20 tags flipped at random (three seeds of flips) it
+ * flagged 90–102 rows holding 19–20 flips (precision 0.19–0.21); this rule flags 33–41 holding 16–17 of
+ * them (precision 0.41–0.48, recall in the top 50 at 0.8–0.85), where ranking by self-confidence within
+ * the same estimate fell to 14 of 41 on one seed (test/train/label-issues.test.ts).
  * Multi-label rows are judged per tag, as cleanlab's multi-label mode does: each tag is a two-class problem
  * (listed or not) with its two thresholds, and an issue is a listed tag that probably does not apply
  * (`extra_tag`) or an unlisted one that probably does (`missing_tag`).
  * The report is plain JSON (for `tagger label-issues --json`, a training artifact and the inspection page).
  */
+import { createHash } from 'node:crypto';
 import {
   bindEmbeddings,
   type LabelledText,
@@ -33,7 +38,7 @@ import {
 } from '../model/index.js';
 import { crossValidationFolds, DEFAULT_FOLDS } from './cross-validate.js';
 import { DataError } from './data.js';
-import { checkTrainable } from './data-checks.js';
+import { checkTrainable, sameText } from './data-checks.js';
 import { MIN_SPLIT_ROWS } from './pipeline.js';
 
 export interface LabelIssueOptions {
@@ -61,6 +66,11 @@ interface IssueBase {
   /** The file line the row starts on, when the rows carry one. */
   line: number | null;
   text: string;
+  /**
+   * SHA-256 (hex) of the row's whole text as duplicate checks compare it (`textKey`): names the row for a
+   * person's decision on it (`POST /review/label-issues`) across runs and however long the text is.
+   */
+  text_key: string;
   /** The out-of-fold probability of the label as given. */
   given_probability: number;
   /** The out-of-fold probability of the suggested label. */
@@ -75,6 +85,8 @@ interface IssueBase {
 /** Single-label: the given tag is probably wrong and `suggested_tag` probably right. */
 export interface TagIssue extends IssueBase {
   kind: 'tag';
+  /** The given tag's probability minus the best other tag's (negative: another tag is likelier): the rank. */
+  margin: number;
   /** The tag as the models know it (`other` for a tag folded by min_freq or accepted_tags). */
   given_tag: string;
   /** Only when it differs from `given_tag`: the row's tag as written in the data, which was folded. */
@@ -108,8 +120,13 @@ export interface LabelIssuesReport {
    * mean probability of the tag not applying) for the others. null for a tag no row has.
    */
   thresholds: Record<string, number | { listed: number | null; unlisted: number | null } | null>;
-  /** How many issues were found (before `top`). */
+  /** How many issues were found (flagged: the estimated number of label errors; before `top`). */
   found: number;
+  /**
+   * Rows (multi-label: row tags) whose suggested label differs from the given one, flagged or not: the
+   * estimate keeps the most unlikely `found` of them.
+   */
+  candidates?: number;
   issues: LabelIssue[];
 }
 
@@ -189,48 +206,89 @@ export function labelIssuesOf(
   oof: OutOfFold,
   options: LabelIssueOptions,
 ): LabelIssuesReport {
-  const issues = options.args.multi_label ? multiLabelIssues(data, oof) : singleLabelIssues(data, oof);
-  const ranked = rank(issues.issues);
+  if (options.args.multi_label) {
+    const issues = multiLabelIssues(data, oof);
+    const ranked = rank(issues.issues, (issue) => issue.given_probability);
+    return report(ranked, ranked.length, issues.thresholds, data, oof, options);
+  }
+  const issues = singleLabelIssues(data, oof);
+  // The most unlikely of the candidates, as many as the calibrated confident joint says are mislabelled.
+  const ranked = rank(issues.issues, (issue) => (issue as { margin: number }).margin).slice(
+    0,
+    issues.estimate,
+  );
+  return report(ranked, issues.issues.length, issues.thresholds, data, oof, options);
+}
+
+function report(
+  ranked: LabelIssue[],
+  candidates: number,
+  thresholds: LabelIssuesReport['thresholds'],
+  data: readonly LabelIssueRow[],
+  oof: OutOfFold,
+  options: LabelIssueOptions,
+): LabelIssuesReport {
   return {
     multi_label: options.args.multi_label,
     rows: data.length,
     folds: options.folds ?? DEFAULT_FOLDS,
     seed: options.seed,
     tags: oof.tags,
-    thresholds: issues.thresholds,
+    thresholds,
     found: ranked.length,
+    candidates,
     issues: options.top === undefined ? ranked : ranked.slice(0, options.top),
   };
 }
 
 type Unranked = Omit<TagIssue, 'rank'> | Omit<TagSetIssue, 'rank'>;
 
-/** Lowest given-label probability first; ties by row, then tag, so the order is stable. */
-function rank(issues: Unranked[]): LabelIssue[] {
+/** By `key`, lowest first; ties by row, then tag, so the order is stable. */
+function rank(issues: Unranked[], key: (issue: Unranked) => number): LabelIssue[] {
   return issues
     .sort(
       (a, b) =>
-        a.given_probability - b.given_probability ||
-        a.row - b.row ||
-        ('tag' in a && 'tag' in b ? a.tag.localeCompare(b.tag) : 0),
+        key(a) - key(b) || a.row - b.row || ('tag' in a && 'tag' in b ? a.tag.localeCompare(b.tag) : 0),
     )
     .map((issue, i) => ({ ...issue, rank: i + 1 }) as LabelIssue);
 }
 
+/**
+ * The number of label errors the confident joint implies (cleanlab's `estimate_num_label_issues`,
+ * `off_diagonal_calibrated`): the joint's rows rescaled to the tags' row counts, its off-diagonal summed.
+ */
+function estimatedErrors(joint: readonly (readonly number[])[], rowsPerTag: readonly number[]): number {
+  let errors = 0;
+  joint.forEach((row, given) => {
+    const total = row.reduce((a, b) => a + b, 0);
+    if (total === 0) return;
+    row.forEach((count, suggested) => {
+      if (suggested !== given) errors += (count / total) * rowsPerTag[given]!;
+    });
+  });
+  return Math.round(errors);
+}
+
+/** The key of a text as decisions on label issues and corrections match it (case and spacing aside). */
+export const textKey = (text: string): string => createHash('sha256').update(sameText(text)).digest('hex');
+
 function base(data: readonly LabelIssueRow[], row: number) {
-  return { row, line: data[row]!.line ?? null, text: data[row]!.text };
+  return { row, line: data[row]!.line ?? null, text: data[row]!.text, text_key: textKey(data[row]!.text) };
 }
 
 function singleLabelIssues(
   data: readonly LabelIssueRow[],
   { tags, probabilities, given }: OutOfFold,
-): { issues: Unranked[]; thresholds: LabelIssuesReport['thresholds'] } {
+): { issues: Unranked[]; thresholds: LabelIssuesReport['thresholds']; estimate: number } {
   const thresholds = tags.map((_, k) =>
     mean(probabilities.filter((_, r) => given[r]![0] === k).map((p) => p[k]!)),
   );
+  const joint = tags.map(() => new Array<number>(tags.length).fill(0));
+  const rowsPerTag = new Array<number>(tags.length).fill(0);
   const issues: Unranked[] = [];
   probabilities.forEach((p, r) => {
     const label = given[r]![0]!;
+    rowsPerTag[label]!++;
     let suggested = -1;
     for (let k = 0; k < tags.length; k++) {
       const threshold = thresholds[k];
@@ -238,8 +296,11 @@ function singleLabelIssues(
       if (suggested < 0 || p[k]! > p[suggested]!) suggested = k;
     }
     const confident = suggested >= 0;
+    if (confident) joint[label]![suggested]!++;
     if (!confident) suggested = p.indexOf(Math.max(...p));
     if (suggested === label) return;
+    let other = 0;
+    for (let k = 0; k < tags.length; k++) if (k !== label && p[k]! > other) other = p[k]!;
     issues.push({
       kind: 'tag',
       ...base(data, r),
@@ -249,9 +310,14 @@ function singleLabelIssues(
       given_probability: p[label]!,
       suggested_probability: p[suggested]!,
       confident,
+      margin: p[label]! - other,
     });
   });
-  return { issues, thresholds: Object.fromEntries(tags.map((tag, k) => [tag, thresholds[k] ?? null])) };
+  return {
+    issues,
+    thresholds: Object.fromEntries(tags.map((tag, k) => [tag, thresholds[k] ?? null])),
+    estimate: estimatedErrors(joint, rowsPerTag),
+  };
 }
 
 function multiLabelIssues(

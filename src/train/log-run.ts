@@ -78,8 +78,13 @@ export interface LogRunInput {
   extraMetricHistory?: Record<string, readonly number[]>;
   /** Extra tags (e.g. `mlflow.parentRunId` for the trials of a search). */
   extraTags?: Record<string, string>;
-  /** The data files, logged as the run's dataset inputs (see `dataset-input.ts`). */
-  datasets?: DatasetInput[];
+  /**
+   * The data files, logged as the run's dataset inputs (see `dataset-input.ts`); a function when they name
+   * the run itself (`tagger retrain` records its merged data as the run's artifacts, `runs:/<id>/…`).
+   */
+  datasets?: DatasetInput[] | ((runId: string) => DatasetInput[]);
+  /** More artifacts (run-relative path, bytes), stored before the run is marked FINISHED. */
+  extraArtifacts?: readonly [string, Uint8Array][];
   /**
    * The training data's label issues (`trainingLabelIssues`): logged as `label_issues.json` with the
    * metrics `label_issues` (how many) and `label_issues_seconds`, or, when it could not look, the reason
@@ -185,6 +190,13 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...(input.outcome.warnings.length > 0
         ? { [EVALUATION_TAGS.warnings]: input.outcome.warnings.join('\n').slice(0, 8_000) }
         : {}),
+      ...(input.outcome.dataWarnings.length > 0
+        ? {
+            [EVALUATION_TAGS.dataChecks]: [...new Set(input.outcome.dataWarnings.map((w) => w.kind))].join(
+              ',',
+            ),
+          }
+        : {}),
       ...(input.labelIssues !== undefined && 'skipped' in input.labelIssues
         ? { [LABEL_ISSUES_SKIPPED_TAG]: input.labelIssues.skipped.slice(0, 8_000) }
         : {}),
@@ -194,9 +206,10 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
   let modelId: string | undefined;
   try {
     const { outcome } = input;
-    if (input.datasets !== undefined && input.datasets.length > 0) {
+    const datasets = typeof input.datasets === 'function' ? input.datasets(runId) : input.datasets;
+    if (datasets !== undefined && datasets.length > 0) {
       signal.throwIfAborted();
-      await store.logInputs(runId, input.datasets);
+      await store.logInputs(runId, datasets);
     }
     const now = Date.now();
     const params: Record<string, string> = {};
@@ -309,6 +322,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
         `${RUN_ARTIFACTS.modelDir}/${name}`,
         bytes,
       ]),
+      ...(input.extraArtifacts ?? []),
     ];
     for (const [path, bytes] of artifacts) {
       signal.throwIfAborted();

@@ -32,6 +32,7 @@ import {
 import { DataError } from './data.js';
 import {
   checkTrainable,
+  type DataWarning,
   dataWarnings,
   duplicateRowsWarning,
   overlapWarnings,
@@ -97,6 +98,8 @@ export interface TrainingOutcome {
    * folded tags, a tiny test split, leaked test rows, conflicting labels); see data-checks.ts.
    */
   warnings: string[];
+  /** The same warnings with their kinds (the run's tag `tagger.data_checks`; the leak gate reads it). */
+  dataWarnings: DataWarning[];
   /** The behaviour suite's result on the returned model. */
   behaviour: BehaviourReport;
   /** The slice definitions used and how many test rows fell into each (empty ones are not in `performance`). */
@@ -265,9 +268,11 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     input.args.refit && split.validation.length > 0 ? [...split.train, ...split.validation] : split.train;
   checkTrainable(fitRows, input.args);
   // Before the training, in the order a person fixes a file: its own rows, then how the splits relate.
-  const dataProblems = [duplicateRowsWarning(data), unreadableTextsWarning(data, input.args)].filter(
-    (warning): warning is string => warning !== null,
-  );
+  const dataProblems: DataWarning[] = [];
+  const duplicates = duplicateRowsWarning(data);
+  if (duplicates !== null) dataProblems.push({ kind: 'duplicate_rows', message: duplicates });
+  const unreadable = unreadableTextsWarning(data, input.args);
+  if (unreadable !== null) dataProblems.push({ kind: 'unreadable_texts', message: unreadable });
   const startedAt = Date.now();
   const started = performance.now();
   const fitTimes: number[] = [];
@@ -285,7 +290,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   });
   const trainingSeconds = (performance.now() - started) / 1000;
   const { warnings: trainedWarnings, trainedTags } = dataWarnings(fitRows, trained.model.tags, test.length);
-  const warnings = [
+  const checked = [
     ...dataProblems,
     ...trainedWarnings,
     ...overlapWarnings([...split.train, ...split.validation], test),
@@ -311,7 +316,8 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     sizes: { train: split.train.length, validation: split.validation.length, test: test.length },
     testSet: { digest: testSetDigest(test), size: test.length },
     trainedTags,
-    warnings,
+    warnings: checked.map((warning) => warning.message),
+    dataWarnings: checked,
     behaviour: runBehaviourSuite(scored, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
     slices: { definitions: sliceDefinitions, rows: sliceRows },
     // The vocabulary is that of the rows the returned model learnt from; the test split is predicted

@@ -271,9 +271,42 @@ describe('tagger train', () => {
       expect(run?.tags['tagger.trained_tags']).toBe('2');
       expect(run?.tags['tagger.test_set.digest']).toMatch(/^[0-9a-f]{64}$/);
       expect(run?.tags['tagger.warnings']).toContain('repeat an earlier row');
+      expect(run?.tags['tagger.data_checks']).toBe('duplicate_rows,small_test_split');
     } finally {
       await tracking.close();
     }
+  });
+
+  it('says at the end whether tagger serve will serve the run, and the fix when a gate holds it back', async () => {
+    const uri = `sqlite:///${join(cli.dir, 'gated.db')}`;
+    const first = await tagger(['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout.trim().split('\n').at(-1)).toMatch(
+      /^tagger serve --experiment best serves run [0-9a-f]{32} \(the best run that passes the promotion gates\)\.$/,
+    );
+    // Other data (every row but the first 30): other test rows than the experiment's first run.
+    const lines = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n');
+    const other = join(cli.dir, 'other.csv');
+    await writeFile(other, [lines[0], ...lines.slice(31)].join('\n'));
+    const second = await tagger(['train', '--data', other, '--args', FAST_ARGS, '--tracking-uri', uri]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout.trim().split('\n').at(-1)).toMatch(
+      /^NOT SERVED: tagger serve --experiment best holds run [0-9a-f]{32} back: its f1 was measured on another test set than run [0-9a-f]{32}'s.*Fix: train on new data into an experiment of its own .*tagger retrain .*TAGGER_ALLOW_INCOMPARABLE=true/,
+    );
+    const json = await tagger([
+      'train',
+      '--data',
+      other,
+      '--args',
+      FAST_ARGS,
+      '--tracking-uri',
+      uri,
+      '--json',
+    ]);
+    expect(JSON.parse(json.stdout).serving).toMatchObject({
+      served: false,
+      fix: expect.stringMatching(/retrain/),
+    });
   });
 
   it('refuses data of one tag before training, and rows without text by line', async () => {

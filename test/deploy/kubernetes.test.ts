@@ -81,6 +81,26 @@ const SETS: Record<string, unknown> = {
     batch: { enabled: true, input: 's3://b/in.csv', output: 's3://b/out.csv', shards: 3 },
   },
   'batch without input': { ...TRACKING, batch: { enabled: true, output: 's3://b/part-{index}.csv' } },
+  // Retraining on a schedule (issue 32): promoting to a registry alias, with the first run's data on a volume.
+  retrain: {
+    ...TRACKING,
+    mlflow: { ...TRACKING.mlflow, credentialsSecret: 'mlflow-credentials' },
+    records: { existingSecret: 'tagger-records' },
+    retrain: {
+      enabled: true,
+      schedule: '30 2 * * 1-5',
+      promote: 'models:/tagger@champion',
+      minGain: 0.01,
+      data: '/data/dataset.csv',
+      dataVolume: { persistentVolumeClaim: { claimName: 'tagger-data', readOnly: true } },
+    },
+  },
+  'retrain without records': { ...TRACKING, retrain: { enabled: true } },
+  'retrain to a bad target': {
+    ...TRACKING,
+    records: { existingSecret: 'tagger-records' },
+    retrain: { enabled: true, promote: 'runs:/abc/model' },
+  },
   // The Prometheus Operator's objects (docs/monitoring.md), with API keys and shared prediction records.
   monitoring: {
     ...TRACKING,
@@ -369,6 +389,63 @@ describe.skipIf(python === null || !hasKubectl)('the kustomize manifests', () =>
     expect(problems).toEqual([]);
     const deployment = one(objects, 'Deployment');
     checkServing(objects, deployment.metadata.name);
+  });
+});
+
+describe.skipIf(python === null)('the retrain CronJob (retrain.enabled)', () => {
+  it('lints, renders and validates strictly; runs tagger retrain --promote on the schedule, one at a time', () => {
+    const set = result.sets.retrain!;
+    expect(set.render_error).toBeNull();
+    expect(set.lint!.errors).toEqual([]);
+    expect(set.lint!.messages.filter((m) => m.severity >= 2)).toEqual([]);
+    expect(set.problems).toEqual([]);
+    expect(only(result.sets.defaults!.objects, 'CronJob')).toEqual([]);
+    const cron = one(set.objects, 'CronJob');
+    expect(cron.spec).toMatchObject({ schedule: '30 2 * * 1-5', concurrencyPolicy: 'Forbid' });
+    const job = cron.spec!.jobTemplate.spec;
+    expect(job.backoffLimit).toBe(0);
+    const pod = job.template.spec;
+    expect(pod.restartPolicy).toBe('Never');
+    const [container] = pod.containers;
+    expect(container.command).toEqual(['node', 'bin/tagger.js']);
+    expect(container.args).toEqual([
+      'retrain',
+      '--experiment',
+      'best',
+      '--promote',
+      'models:/tagger@champion',
+      '--min-gain',
+      '0.01',
+      '--min-live-labels',
+      '20',
+      '--data',
+      '/data/dataset.csv',
+      '--quiet',
+    ]);
+    const env = Object.fromEntries(
+      container.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
+    expect(env.MLFLOW_TRACKING_URI).toBe(TRACKING.mlflow.trackingUri);
+    const known = variablesTaggerReads();
+    for (const name of Object.keys(env)) expect(known, `${name} is read by Tagger`).toContain(name);
+    // The record store (feedback, decisions, the lease) and the tracking server's credentials, from Secrets.
+    expect(container.envFrom.map((e: { secretRef: { name: string } }) => e.secretRef.name)).toEqual([
+      'tagger-records',
+      'mlflow-credentials',
+    ]);
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
+    expect(container.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toEqual(['/tmp', '/data']);
+    expect(container.resources.limits.memory).toBeDefined();
+  });
+
+  it('refuses a retrain without the shared record store, or to a target that is not an alias', () => {
+    expect(result.sets['retrain without records']!.render_error).toMatch(
+      /retrain needs the shared record store/,
+    );
+    expect(result.sets['retrain to a bad target']!.render_error).toMatch(
+      /retrain\.promote|does not match pattern|promote/,
+    );
   });
 });
 

@@ -50,7 +50,7 @@ it('the Helm chart installs the very same rules (its copy in files/ is identical
 /** PromQL words that are not metric names: functions, operators, and the label names the queries use. */
 const NOT_METRICS = new Set([
   ...['max', 'min', 'sum', 'by', 'rate', 'increase', 'time', 'unless', 'and', 'or'],
-  ...['signal', 'tag', 'source', 'sink', 'reason', 'result', 'run_id', 'instance'],
+  ...['signal', 'tag', 'source', 'sink', 'reason', 'result', 'run_id', 'instance', 'sample'],
 ]);
 
 /** The identifiers of a PromQL expression outside quotes and range selectors, e.g. `[5m]`. */

@@ -204,7 +204,12 @@ describe.skipIf(prometheusBin === null)('alerts from a real Prometheus scraping 
     // Every label names another tag than the one predicted.
     const other = (tag: string) => (tag === 'mlops' ? 'computer-vision' : 'mlops');
     const answer = await post<FeedbackData>('/feedback', {
-      feedback: predictions.map((p) => ({ prediction_id: p.prediction_id, tag: other(p.predicted_tag) })),
+      // Drawn at random from the traffic (here: all of it), so they count for the live figures.
+      feedback: predictions.map((p) => ({
+        prediction_id: p.prediction_id,
+        tag: other(p.predicted_tag),
+        selection: 'random_share',
+      })),
     });
     expect(answer.data.rejected).toBe(0);
     expect(answer.data.accepted).toBeGreaterThanOrEqual(50);

@@ -289,6 +289,8 @@ function expectedRecord(
     metrics: run.metrics,
     params: run.params,
     served: runId === servedRunId,
+    // The data checks' warnings of its training (tag tagger.warnings; none for these data).
+    warnings: [],
     mlflow_url: `${serverUri}/#/experiments/${experimentId}/runs/${runId}`,
   };
 }
@@ -404,6 +406,7 @@ describe.skipIf(!mlflow || !python)('tagger train and serve against a real MLflo
         expect(run.body.data).toEqual({
           run_id: id,
           performance: decode(seen.runs[id]?.downloads['performance.json']),
+          warnings: [],
         });
       }
       const args = await api(tagger.url, '/args');
@@ -513,7 +516,11 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
     for (const name of ['py-best', 'py-mid']) {
       const run = await api(url, `/runs/${created[name]}`);
       expect(run.status, name).toBe(200);
-      expect(run.body.data).toEqual({ run_id: created[name], performance: await performanceOf(name) });
+      expect(run.body.data).toEqual({
+        run_id: created[name],
+        performance: await performanceOf(name),
+        warnings: [],
+      });
     }
 
     // A non-best run's model, loaded from the server on demand, predicts like the best one's model

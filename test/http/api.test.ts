@@ -174,7 +174,11 @@ describe('GET /runs/{run_id}', () => {
       const response = await get(url);
       expect(response.statusCode).toBe(200);
       const body = expectEnvelope(response, { method: 'GET', url });
-      expect(body.data).toEqual({ run_id: fx.runs[name], performance: roundTrip(model.performance) });
+      expect(body.data).toEqual({
+        run_id: fx.runs[name],
+        performance: roundTrip(model.performance),
+        warnings: expect.any(Array),
+      });
     }
   });
 

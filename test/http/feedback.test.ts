@@ -31,7 +31,8 @@ beforeAll(async () => {
   store = await openTrackingStore(uri, { readOnly: true });
   // Two replicas of experiment `best` and a server of experiment `other`, all recording into the
   // tracking database (the default record store of a SQL tracking store).
-  const config = { storeUri: uri, storeDisplayUri: 'mlflow.db' };
+  // The production flush interval: a record waits up to a second in the buffer of the replica that answered.
+  const config = { storeUri: uri, storeDisplayUri: 'mlflow.db', flushMs: 1000 };
   one = await monitoredApp(store, { config });
   two = await monitoredApp(store, { config });
   other = await monitoredApp(store, { config, experiment: 'other' });
@@ -104,7 +105,7 @@ describe('POST /feedback', () => {
     expect(again.json().data.feedback[0]).toMatchObject({ status: 200, result: 'replaced' });
   });
 
-  it('answers each item on its own: unknown ids 404, tags the run does not know 422, duplicates 409', async () => {
+  it('answers each item on its own: unknown ids 404, unknown tags kept and said, malformed labels 422, duplicates 409', async () => {
     const ids = await predictIds(one, ['Transformers for text', 'GANs for faces', 'Feature stores']);
     const unknown = '00000000-0000-4000-8000-000000000000';
     const response = await feedback(two, [
@@ -124,7 +125,7 @@ describe('POST /feedback', () => {
     expect(items.map((item) => [item.status, item.result])).toEqual([
       [200, 'accepted'],
       [404, 'unknown_prediction'],
-      [422, 'invalid'],
+      [200, 'accepted'],
       [409, 'superseded'],
       [200, 'accepted'],
       [422, 'invalid'],
@@ -135,7 +136,7 @@ describe('POST /feedback', () => {
     ]);
     expect(items[1]!.detail).toMatch(/the id is unknown, or it is older than the records kept \(30 days\)/);
     expect(items[2]!.detail).toMatch(
-      /"cooking" is not a tag of run .*; its tags are computer-vision, mlops, natural-language-processing, other/,
+      /^stored; "cooking" is not a tag of run .* \(its tags are computer-vision, mlops, natural-language-processing, other\): kept for retraining, where a new tag is learnt once it has min_freq rows/,
     );
     expect(items[3]!.detail).toMatch(/item 4 of this request labels the same prediction; the later one wins/);
     expect(items[5]!.detail).toMatch(/gives one tag per text .*not 2/);
@@ -143,7 +144,7 @@ describe('POST /feedback', () => {
     expect(items[7]!.detail).toMatch(/give the right tag as `tag`/);
     expect(items[8]!.detail).toMatch(/is not one: send the `prediction_id` of a predict answer/);
     expect(items[9]!.detail).toMatch(/must name at least one tag/);
-    expect(response.json().data).toMatchObject({ accepted: 2, rejected: 8 });
+    expect(response.json().data).toMatchObject({ accepted: 3, rejected: 7 });
   });
 
   it('answers a well-formed request 200 even when no item could be stored, each item saying why', async () => {
@@ -158,7 +159,7 @@ describe('POST /feedback', () => {
       feedback: [{ status: 404, result: 'unknown_prediction' }],
     });
     const [id] = await predictIds(one, ['Kubeflow pipelines']);
-    const bad = await feedback(one, [{ prediction_id: id, tag: 'no-such-tag' }]);
+    const bad = await feedback(one, [{ prediction_id: id, tags: ['mlops', 'other'] }]);
     expect(bad.statusCode).toBe(200);
     expect(bad.json().data).toMatchObject({
       accepted: 0,
@@ -166,6 +167,70 @@ describe('POST /feedback', () => {
       feedback: [{ status: 422, result: 'invalid' }],
     });
   });
+
+  it('takes labels sent the moment the answers arrive, on another replica, before any record was written', async () => {
+    const texts = Array.from({ length: 40 }, (_, i) => `Graph neural networks for molecules, variant ${i}`);
+    const served = await postJson(one.app, '/predict', { texts: texts.map((text) => ({ text })) });
+    const ids = (served.json().data.predictions as { prediction_id: string }[]).map((p) => p.prediction_id);
+    // No settle(): the records wait in replica one's buffer when the labels reach replica two.
+    const response = await feedback(
+      two,
+      ids.map((prediction_id) => ({ prediction_id, tag: 'other', selection: 'random_share' })),
+    );
+    expect(response.json().data).toMatchObject({ accepted: 40, rejected: 0 });
+    const labelled = await (await two.monitoring.store.get()).labelled({ limit: 10_000 });
+    const mine = labelled.filter((row) => ids.includes(row.predictionId));
+    expect(mine).toHaveLength(40);
+    expect(new Set(mine.map((row) => row.selection))).toEqual(new Set(['random_share']));
+  });
+
+  it('answers pending (503 and Retry-After), never unknown, while a server that may have answered has not written', async () => {
+    const store = await two.monitoring.store.get();
+    const made = Date.now() - 5_000;
+    // A third replica, alive (its heartbeat is fresh) but behind: it has written nothing newer than `made - 1`.
+    const writerId = 'replica-that-is-behind';
+    await store.putWriterMark({ writerId, writtenThroughMs: made - 1, heartbeatMs: Date.now(), flushMs: 50 });
+    const beat = setInterval(() => {
+      void store.putWriterMark({
+        writerId,
+        writtenThroughMs: made - 1,
+        heartbeatMs: Date.now(),
+        flushMs: 50,
+      });
+    }, 200);
+    try {
+      // An id that replica could have made: a version-7 UUID of five seconds ago, recorded nowhere yet.
+      const hex = made.toString(16).padStart(12, '0');
+      const id = `${hex.slice(0, 8)}-${hex.slice(8)}-7abc-8def-0123456789ab`;
+      const [known] = await predictIds(one, ['Reinforcement learning for robots']);
+      const response = await feedback(two, [
+        { prediction_id: id, tag: 'mlops' },
+        { prediction_id: known, tag: 'mlops' },
+      ]);
+      expect(response.statusCode).toBe(200);
+      expect(response.headers['retry-after']).toBeDefined();
+      const items = response.json().data.feedback;
+      expect(items[0]).toMatchObject({ status: 503, result: 'pending' });
+      expect(items[0].detail).toMatch(
+        /a server that may have answered it has not written its records of that time yet.*send this item again/,
+      );
+      expect(items[1]).toMatchObject({ status: 200, result: 'accepted' });
+      // Once that replica has written past the id's time, the id is known not to exist.
+      clearInterval(beat);
+      await store.putWriterMark({
+        writerId,
+        writtenThroughMs: Date.now(),
+        heartbeatMs: Date.now(),
+        flushMs: 50,
+      });
+      const again = await feedback(two, [{ prediction_id: id, tag: 'mlops' }]);
+      expect(again.json().data.feedback[0]).toMatchObject({ status: 404, result: 'unknown_prediction' });
+      expect(again.headers['retry-after']).toBeUndefined();
+    } finally {
+      clearInterval(beat);
+      await store.removeWriterMark(writerId);
+    }
+  }, 60_000);
 
   it('never reaches another experiment’s predictions in the shared database', async () => {
     const [id] = await predictIds(other, ['Object detection with YOLO']);

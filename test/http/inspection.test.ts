@@ -236,6 +236,8 @@ describe('links to MLflow', () => {
     endTime: 1,
     metrics: {},
     params: {},
+    warnings: [],
+    promotion: null,
   };
 
   it("link each run to MLflow's UI when the store is a tracking server, and not otherwise", async () => {

@@ -97,26 +97,46 @@ describe('GET /monitoring', () => {
     expect(now.history.length).toBeGreaterThanOrEqual(2);
   });
 
-  it('computes live precision, recall and f1 from feedback exactly as training computes its metrics', async () => {
+  it('computes live precision, recall and f1 from the random share exactly as training computes its metrics, and says so', async () => {
     const predictions = await predict(
       served,
       heldOut.map((row) => row.text),
     );
+    // Every third label is of the random share; the others were chosen by uncertainty or are corrections.
+    const selection = (i: number) =>
+      i % 3 === 0 ? 'random_share' : i % 3 === 1 ? 'uncertainty' : 'correction';
     const response = await postJson(served.app, '/feedback', {
-      feedback: predictions.map((p, i) => ({ prediction_id: p.prediction_id, tag: heldOut[i]!.tag })),
+      feedback: predictions.map((p, i) => ({
+        prediction_id: p.prediction_id,
+        tag: heldOut[i]!.tag,
+        selection: selection(i),
+      })),
     });
     expect(response.json().data.accepted).toBe(heldOut.length);
     const now = await figures(served);
+    const random = heldOut.map((_, i) => i).filter((i) => selection(i) === 'random_share');
     const expected = weightedMetrics(
+      random.map((i) => heldOut[i]!.tag),
+      random.map((i) => predictions[i]!.predicted_tag),
+    );
+    const everything = weightedMetrics(
       heldOut.map((row) => row.tag),
       predictions.map((p) => p.predicted_tag),
     );
     expect(now.feedback).toBe(heldOut.length);
     expect(now.live).toEqual(expected);
+    expect(now.live_all).toEqual(everything);
+    expect(now.live_basis).toEqual({
+      sample: 'random_share',
+      num_samples: random.length,
+      other_labels: heldOut.length - random.length,
+    });
     expect(Object.keys(now.live_class).sort()).toEqual(now.tags.map((t) => t.tag).sort());
     expect(now.last_feedback_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
     const metrics = await metricLines(served);
     expect(metrics).toContain(`tagger_live_f1 ${expected.f1}`);
+    expect(metrics).toContain(`tagger_live_labels{sample="random_share"} ${random.length}`);
+    expect(metrics).toContain(`tagger_live_labels{sample="other"} ${heldOut.length - random.length}`);
     expect(metrics).toContain(`tagger_monitoring_window_feedback ${heldOut.length}`);
     expect(metrics).toContain(`tagger_feedback_received_total{result="accepted"} ${heldOut.length}`);
   });

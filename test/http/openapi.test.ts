@@ -40,6 +40,9 @@ const ENDPOINTS: [string, string, string][] = [
   ['get', '/metrics', 'Operations'],
   ['post', '/feedback', 'Monitoring'],
   ['get', '/monitoring', 'Monitoring'],
+  ['get', '/review', 'Monitoring'],
+  ['get', '/review/label-issues', 'Monitoring'],
+  ['post', '/review/label-issues', 'Monitoring'],
 ];
 
 /** Operations whose success is the envelope (all but the Prometheus text of /metrics). */
@@ -134,9 +137,10 @@ describe('openapi.json', () => {
     expect(body.required).toEqual(['feedback']);
     expect(body.properties.feedback).toMatchObject({ minItems: 1, maxItems: 1000 });
     expect(body.properties.feedback.items.required).toEqual(['prediction_id']);
+    expect(body.properties.feedback.items.properties.selection.enum).toContain('random_share');
     const answered = operation.responses['200'].content['application/json'].schema.properties.data;
     expect(answered.properties.feedback.items.properties.status.anyOf.map((s: Json) => s.enum[0])).toEqual([
-      200, 404, 409, 422,
+      200, 404, 409, 422, 503,
     ]);
     expect(operation.responses['422'].content['application/json'].schema.title).toBe('ValidationError');
     expect(operation.responses['413']).toBeDefined();
@@ -193,6 +197,7 @@ describe('openapi.json', () => {
       'metrics',
       'params',
       'served',
+      'warnings',
     ]);
   });
 });

@@ -121,6 +121,7 @@ describe('single-model mode', () => {
       '/monitoring',
       '/performance',
       '/predict',
+      '/review',
     ]);
   });
 });

@@ -160,10 +160,14 @@ export function runRecordStoreContract(
           text: null,
           multiLabel: true,
           tags: ['nlp'],
+          receivedMs: 1,
+          selection: 'unspecified',
         },
       ]);
       const window = await store.feedbackWindow({ scope, runId: 'run-m', sinceMs: 0, limit: 10 });
-      expect(window.labelled).toEqual([{ predicted: ['cv', 'nlp'], truth: ['nlp'] }]);
+      expect(window.labelled).toEqual([
+        { predicted: ['cv', 'nlp'], truth: ['nlp'], selection: 'unspecified' },
+      ]);
     });
 
     test('append: an id recorded before keeps its first record; large batches and odd texts round-trip', async () => {
@@ -208,9 +212,12 @@ export function runRecordStoreContract(
         receivedMs,
       });
       expect([...(await store.putFeedback([entry(['cv'], 1000)]))]).toEqual([]);
-      expect([...(await store.putFeedback([entry(['other'], 2000)]))]).toEqual([r.predictionId]);
+      expect([
+        ...(await store.putFeedback([{ ...entry(['other'], 2000), selection: 'random_share' }])),
+      ]).toEqual([r.predictionId]);
       const window = await store.feedbackWindow({ scope, runId: r.runId, sinceMs: 0, limit: 10 });
-      expect(window.labelled).toEqual([{ predicted: ['nlp'], truth: ['other'] }]);
+      // The later label's selection replaces the earlier one's, with its tags.
+      expect(window.labelled).toEqual([{ predicted: ['nlp'], truth: ['other'], selection: 'random_share' }]);
       expect(window.lastReceivedMs).toBe(2000);
       expect((await store.find(scope, [r.predictionId])).get(r.predictionId)!.tags).toEqual([
         'cv',
@@ -294,9 +301,9 @@ export function runRecordStoreContract(
       ]);
       const window = await store.feedbackWindow({ scope, runId: 'run-a', sinceMs: 1001, limit: 3 });
       expect(window.labelled).toEqual([
-        { predicted: ['p4'], truth: ['t4'] },
-        { predicted: ['p3'], truth: ['t3'] },
-        { predicted: ['p2'], truth: ['t2'] },
+        { predicted: ['p4'], truth: ['t4'], selection: 'unspecified' },
+        { predicted: ['p3'], truth: ['t3'], selection: 'unspecified' },
+        { predicted: ['p2'], truth: ['t2'], selection: 'unspecified' },
       ]);
       expect(window.lastReceivedMs).toBe(1004);
       const never = await store.feedbackWindow({ scope: newScope(), runId: 'run-a', sinceMs: 0, limit: 3 });
@@ -407,11 +414,145 @@ export function runRecordStoreContract(
             ]),
           ).toEqual(new Set([ids[0]]));
           const window = await other.feedbackWindow({ scope, runId: 'run-a', sinceMs: 0, limit: 10 });
-          expect(window.labelled).toEqual([{ predicted: ['nlp'], truth: ['nlp'] }]);
+          expect(window.labelled).toEqual([{ predicted: ['nlp'], truth: ['nlp'], selection: 'unspecified' }]);
+          // Marks and leases are seen by every replica: one writer's mark, one retrain at a time.
+          await store.putWriterMark({
+            writerId: `w-${scope}`,
+            writtenThroughMs: 5,
+            heartbeatMs: 6,
+            flushMs: 7,
+          });
+          expect((await other.writerMarks()).find((m) => m.writerId === `w-${scope}`)).toEqual({
+            writerId: `w-${scope}`,
+            writtenThroughMs: 5,
+            heartbeatMs: 6,
+            flushMs: 7,
+          });
+          const name = `lease-${scope}`;
+          const taken = await Promise.all([
+            store.takeLease(name, 'a', 60_000, 1000),
+            other.takeLease(name, 'b', 60_000, 1000),
+          ]);
+          // Whoever came second sees the first one's lease.
+          expect(taken[0]!.holder).toBe(taken[1]!.holder);
+          await store.removeWriterMark(`w-${scope}`);
         } finally {
           await other.close();
         }
       });
     }
+
+    test('writer marks: the latest per writer, removed on request and with old records', async () => {
+      const id = `writer-${newScope()}`;
+      await store.putWriterMark({ writerId: id, writtenThroughMs: 100, heartbeatMs: 200, flushMs: 1000 });
+      await store.putWriterMark({ writerId: id, writtenThroughMs: 300, heartbeatMs: 400, flushMs: 500 });
+      const mine = (await store.writerMarks()).filter((mark) => mark.writerId === id);
+      expect(mine).toEqual([{ writerId: id, writtenThroughMs: 300, heartbeatMs: 400, flushMs: 500 }]);
+      await store.removeWriterMark(id);
+      expect((await store.writerMarks()).some((mark) => mark.writerId === id)).toBe(false);
+      const old = `writer-${newScope()}`;
+      await store.putWriterMark({ writerId: old, writtenThroughMs: 1, heartbeatMs: 2, flushMs: 1000 });
+      await store.prune(1000);
+      expect((await store.writerMarks()).some((mark) => mark.writerId === old)).toBe(false);
+    });
+
+    test('review candidates: the run’s recent predictions with a text and no feedback, newest first', async () => {
+      const scope = newScope();
+      const now = Date.now();
+      const records = [
+        record(scope, { createdMs: now - 100_000, text: 'too old' }),
+        record(scope, { createdMs: now - 40, text: 'labelled' }),
+        record(scope, { createdMs: now - 30, text: null }),
+        record(scope, { createdMs: now - 20, text: 'other run', runId: 'run-b' }),
+        record(scope, {
+          createdMs: now - 10,
+          text: 'unsure',
+          confidence: 0.4,
+          unseenShare: 0.5,
+          predictedTag: 'cv',
+          predictedTags: ['cv'],
+          probabilities: { cv: 0.4, nlp: 0.35, other: 0.25 },
+        }),
+        record(scope, { createdMs: now, text: 'sure' }),
+      ];
+      await store.append(records);
+      await store.putFeedback([
+        { predictionId: records[1]!.predictionId, scope, runId: 'run-a', tags: ['cv'], receivedMs: now },
+      ]);
+      const found = await store.reviewCandidates({ scope, runId: 'run-a', sinceMs: now - 50_000, limit: 10 });
+      expect(found.map((c) => c.text)).toEqual(['sure', 'unsure']);
+      expect(found[1]).toEqual({
+        predictionId: records[4]!.predictionId,
+        createdMs: now - 10,
+        runId: 'run-a',
+        multiLabel: false,
+        predictedTag: 'cv',
+        predictedTags: ['cv'],
+        probabilities: { cv: 0.4, nlp: 0.35, other: 0.25 },
+        confidence: 0.4,
+        unseenShare: 0.5,
+        text: 'unsure',
+      });
+      expect(
+        (await store.reviewCandidates({ scope, runId: 'run-a', sinceMs: 0, limit: 1 })).map((c) => c.text),
+      ).toEqual(['sure']);
+    });
+
+    test('label reviews: one decision per text of a scope, the later one replacing the earlier', async () => {
+      const scope = newScope();
+      const review = {
+        scope,
+        textKey: 'a'.repeat(64),
+        text: 'YOLO for \u0000 drones',
+        givenTags: ['nlp'],
+        decision: 'keep' as const,
+        tags: ['nlp'],
+        runId: 'run-a',
+        receivedMs: 10,
+      };
+      await store.putLabelReviews([
+        review,
+        { ...review, textKey: 'b'.repeat(64), text: 'b', receivedMs: 11 },
+      ]);
+      await store.putLabelReviews([
+        { ...review, decision: 'fix', tags: ['computer-vision'], receivedMs: 12 },
+      ]);
+      const reviews = await store.labelReviews(scope);
+      expect(reviews.map((r) => [r.textKey[0], r.decision, r.tags])).toEqual([
+        ['b', 'keep', ['nlp']],
+        ['a', 'fix', ['computer-vision']],
+      ]);
+      expect(reviews[1]).toMatchObject({
+        text: 'YOLO for \uFFFD drones',
+        givenTags: ['nlp'],
+        runId: 'run-a',
+      });
+      expect(await store.labelReviews(newScope())).toEqual([]);
+    });
+
+    test('leases: one holder until it expires or is released; its holder renews it', async () => {
+      const name = `retrain:${newScope()}`;
+      expect(await store.takeLease(name, 'a', 1000, 10_000)).toEqual({
+        name,
+        holder: 'a',
+        acquiredMs: 10_000,
+        expiresMs: 11_000,
+      });
+      expect((await store.takeLease(name, 'b', 1000, 10_500)).holder).toBe('a');
+      expect(await store.takeLease(name, 'a', 1000, 10_600)).toMatchObject({
+        holder: 'a',
+        acquiredMs: 10_000,
+        expiresMs: 11_600,
+      });
+      // Expired: the next taker gets it.
+      expect(await store.takeLease(name, 'b', 1000, 12_000)).toMatchObject({
+        holder: 'b',
+        acquiredMs: 12_000,
+      });
+      await store.releaseLease(name, 'a');
+      expect((await store.takeLease(name, 'c', 1000, 12_100)).holder).toBe('b');
+      await store.releaseLease(name, 'b');
+      expect((await store.takeLease(name, 'c', 1000, 12_100)).holder).toBe('c');
+    });
   });
 }

@@ -83,7 +83,10 @@ describe('the SQL adapter beside MLflow', () => {
     expect(schemaOf("tbl_name NOT LIKE 'tagger_%'")).toEqual(mlflowBefore);
     expect(schemaOf("type = 'table' AND name LIKE 'tagger_%'").map((row) => row.name)).toEqual([
       'tagger_feedback',
+      'tagger_label_reviews',
+      'tagger_leases',
       'tagger_predictions',
+      'tagger_record_writers',
       'tagger_records_meta',
     ]);
     // And MLflow's store still opens it as its own.
@@ -108,6 +111,45 @@ describe('the SQL adapter beside MLflow', () => {
     await expect(openRecordStore(`sqlite:///${empty}`, { readOnly: true })).rejects.toThrow(
       /holds no prediction records/,
     );
+  });
+
+  it('takes a database of revision 1 to revision 2 by additions only: read-only it is read as it is', async () => {
+    const file = join(dir, 'revision-1.db');
+    const uri = `sqlite:///${file}`;
+    const scope = newScope();
+    const made = await openRecordStore(uri);
+    const labelled = record(scope);
+    await made.append([labelled]);
+    await made.putFeedback([
+      { predictionId: labelled.predictionId, scope, runId: 'run-a', tags: ['cv'], receivedMs: 5 },
+    ]);
+    await made.close();
+    // What a Tagger before revisions wrote: no revision key, no selection column, no new tables.
+    const db = new DatabaseSync(file);
+    db.exec(`DELETE FROM tagger_records_meta WHERE key = 'revision';
+      DROP TABLE tagger_record_writers; DROP TABLE tagger_label_reviews; DROP TABLE tagger_leases;
+      ALTER TABLE tagger_feedback DROP COLUMN selection;`);
+    db.close();
+    const readOnly = await openRecordStore(uri, { readOnly: true });
+    expect(await readOnly.labelled({ scope, limit: 10 })).toMatchObject([{ selection: 'unspecified' }]);
+    expect(await readOnly.writerMarks()).toEqual([]);
+    expect(await readOnly.labelReviews(scope)).toEqual([]);
+    await expect(readOnly.takeLease('x', 'y', 1, 1)).rejects.toThrow(/opened read-only and predates leases/);
+    await readOnly.close();
+    const writable = await openRecordStore(uri);
+    expect(
+      (await writable.feedbackWindow({ scope, runId: 'run-a', sinceMs: 0, limit: 10 })).labelled,
+    ).toEqual([{ predicted: ['nlp'], truth: ['cv'], selection: 'unspecified' }]);
+    expect((await writable.takeLease('x', 'y', 10, 1)).holder).toBe('y');
+    await writable.close();
+    const check = new DatabaseSync(file, { readOnly: true });
+    try {
+      expect(check.prepare("SELECT value FROM tagger_records_meta WHERE key = 'revision'").get()).toEqual({
+        value: '2',
+      });
+    } finally {
+      check.close();
+    }
   });
 
   it('names the forms a record store URI can take', async () => {

@@ -55,6 +55,7 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   min_test_size: ['100', 100],
   min_tags: ['3', 3],
   allow_incomparable: ['on', true],
+  allow_test_leak: ['true', true],
   min_behavioural_pass_rate: ['0.85', 0.85],
   store_wait_ms: ['1500', 1500],
   shutdown_delay_ms: ['0', 0],

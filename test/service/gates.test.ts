@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng, EVALUATION_METRICS, EVALUATION_TAGS, parseTrainingArgs } from '../../src/model/index.js';
-import { DEFAULT_GATES, gateFailure } from '../../src/service/index.js';
+import { DEFAULT_GATES, gateFailure, servingVerdict } from '../../src/service/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import type { Run } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';
@@ -54,6 +54,60 @@ describe('gateFailure', () => {
       /learnt 1 tag\(s\), fewer than the 2 required \(TAGGER_MIN_TAGS\)/,
     );
     expect(gateFailure(run('tiny', evaluated('d1', 9, 4)), { ...DEFAULT_GATES, minTestSize: 0 })).toBeNull();
+  });
+
+  it('holds back a run whose test rows leaked into its training data, by kind or (older runs) by its warning', () => {
+    const leak =
+      '12 of the 40 test rows (30.0%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates';
+    const byKind = run('kind', {
+      ...evaluated('d1', 200, 4),
+      [EVALUATION_TAGS.warnings]: leak,
+      [EVALUATION_TAGS.dataChecks]: 'duplicate_rows,test_leak',
+    });
+    const byWords = run('words', {
+      ...evaluated('d1', 200, 4),
+      [EVALUATION_TAGS.warnings]: `other\n${leak}`,
+    });
+    for (const leaking of [byKind, byWords]) {
+      expect(gateFailure(leaking, DEFAULT_GATES)).toMatch(
+        /test rows leaked into its training data, so its f1 overstates it \(12 of the 40 test rows .*TAGGER_ALLOW_TEST_LEAK=true/,
+      );
+      expect(gateFailure(leaking, { ...DEFAULT_GATES, allowTestLeak: true })).toBeNull();
+    }
+    // Other warnings hold nothing back.
+    const duplicates = run('dup', {
+      ...evaluated('d1', 200, 4),
+      [EVALUATION_TAGS.dataChecks]: 'duplicate_rows',
+    });
+    expect(gateFailure(duplicates, DEFAULT_GATES)).toBeNull();
+  });
+
+  it('holds back a retrained run until it is promoted, saying why it was not', () => {
+    const tagged = (promotion: string, reason?: string) =>
+      run(promotion, {
+        ...evaluated('d1', 200, 4),
+        [EVALUATION_TAGS.promotion]: promotion,
+        ...(reason ? { [EVALUATION_TAGS.promotionReason]: reason } : {}),
+      });
+    expect(gateFailure(tagged('candidate'), DEFAULT_GATES)).toMatch(
+      /retrained candidate that was not promoted/,
+    );
+    expect(gateFailure(tagged('rejected', 'its test f1 0.91 is not 0.005 above 0.92'), DEFAULT_GATES)).toBe(
+      'tagger retrain did not promote it: its test f1 0.91 is not 0.005 above 0.92',
+    );
+    expect(gateFailure(tagged('promoted'), DEFAULT_GATES)).toBeNull();
+  });
+
+  it('servingVerdict: what serve makes of one run among the experiment’s, in f1 order', () => {
+    const best = run('best', evaluated('d2', 200, 4), { f1: 0.99 });
+    const first = { ...run('first', evaluated('d1', 200, 4), { f1: 0.9 }) };
+    first.info = { ...first.info, endTime: 1 };
+    const second = run('second', evaluated('d1', 200, 4), { f1: 0.8 });
+    second.info = { ...second.info, endTime: 5 };
+    best.info = { ...best.info, endTime: 9 };
+    const runs = [best, first, second];
+    expect(servingVerdict(runs, 'best', DEFAULT_GATES).heldBack).toMatch(/another test set than run first/);
+    expect(servingVerdict(runs, 'second', DEFAULT_GATES)).toMatchObject({ heldBack: null, served: first });
   });
 
   it("holds back a run measured on another test set than the reference run's unless told to allow it", () => {

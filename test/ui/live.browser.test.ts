@@ -9,8 +9,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import axe from 'axe-core';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
@@ -23,21 +22,9 @@ import {
   splitSample,
   trainRun,
 } from '../support/monitoring.js';
-
-/* The page's globals as the page.evaluate callbacks use them (this test program has no DOM lib). */
-declare const document: {
-  documentElement: { clientWidth: number; scrollWidth: number };
-  querySelectorAll(selector: string): Iterable<{
-    closest(s: string): unknown;
-    getBoundingClientRect(): { left: number; right: number };
-    offsetParent: unknown;
-    tagName: string;
-  }>;
-};
-declare const window: { axe: typeof axe };
+import { checkPage, openOffline, SCREENSHOTS } from '../support/page-checks.js';
 
 const executablePath = chromiumPath();
-const SCREENSHOTS = process.env.TAGGER_SCREENSHOT_DIR ?? join(REPO_ROOT, 'test-results', 'ui');
 
 let dir: string;
 let store: TrackingStore;
@@ -90,44 +77,8 @@ async function predict(texts: string[]): Promise<{ prediction_id: string }[]> {
   return answer.data.predictions as { prediction_id: string }[];
 }
 
-async function open(
-  width: number,
-  height: number,
-): Promise<{ page: Page; external: string[]; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width, height } });
-  const external: string[] = [];
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(String(error)));
-  await page.route('**/*', async (route) => {
-    const target = new URL(route.request().url());
-    if (target.protocol === 'data:' || target.hostname === '127.0.0.1') await route.continue();
-    else {
-      external.push(target.href);
-      await route.abort();
-    }
-  });
-  await page.goto(`${base}/ui/#/live`);
-  return { page, external, errors };
-}
-
-async function checks(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  const width = await page.evaluate(() => [
-    document.documentElement.clientWidth,
-    document.documentElement.scrollWidth,
-  ]);
-  expect(width[1], `${name}: the page scrolls sideways`).toBeLessThanOrEqual(width[0]! + 1);
-  await page.evaluate(axe.source);
-  const result = (await page.evaluate(() =>
-    window.axe.run(document as never, {
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
-    }),
-  )) as axe.AxeResults;
-  const serious = result.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.id}: ${violation.help}`);
-  expect(serious, name).toEqual([]);
-}
+const open = (width: number, height: number) => openOffline(browser, `${base}/ui/#/live`, width, height);
+const checks = checkPage;
 
 describe.skipIf(executablePath === null)('the Live view', () => {
   it('shows the window beside the test split, with no drift for texts like the training data', async () => {
@@ -154,7 +105,11 @@ describe.skipIf(executablePath === null)('the Live view', () => {
     expect(await row.getAttribute('class')).toBe('drifted');
     const ids = await predict(heldOut.map((row) => row.text));
     await post('/feedback', {
-      feedback: ids.map((p, i) => ({ prediction_id: p.prediction_id, tag: heldOut[i]!.tag })),
+      feedback: ids.map((p, i) => ({
+        prediction_id: p.prediction_id,
+        tag: heldOut[i]!.tag,
+        selection: 'random_share',
+      })),
     });
     await expect
       .poll(async () => page.locator('[data-live="f1"] dd').first().textContent(), { timeout: 15_000 })

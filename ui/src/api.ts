@@ -7,8 +7,14 @@
 import type {
   ArgsData,
   Envelope,
+  FeedbackData,
+  FeedbackItem,
+  LabelIssueDecisions,
+  LabelIssueDecisionsData,
+  LabelIssuesReviewData,
   MonitoringData,
   PredictData,
+  ReviewData,
   RunErrorsData,
   RunHistoryData,
   RunLabelIssuesData,
@@ -114,6 +120,25 @@ export const api = {
   labelIssues: (runId: string) => call<RunLabelIssuesData>(`/runs/${encodeURIComponent(runId)}/label-issues`),
   /** The served run's live figures (GET /monitoring). */
   monitoring: () => call<MonitoringData>('/monitoring').then((data) => data.monitoring),
+  /** The review queue (GET /review). */
+  review: (limit: number, order = 'uncertainty') =>
+    call<ReviewData>(`/review?limit=${limit}&order=${encodeURIComponent(order)}`),
+  /** Labels for recorded predictions (POST /feedback): each item answered on its own. */
+  feedback: (items: FeedbackItem[]) =>
+    call<FeedbackData>('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ feedback: items }),
+    }),
+  /** The served run's label issues not decided yet (GET /review/label-issues). */
+  issuesToReview: (limit: number) => call<LabelIssuesReviewData>(`/review/label-issues?limit=${limit}`),
+  /** Keep / fix decisions on label issues (POST /review/label-issues). */
+  decide: (decisions: LabelIssueDecisions['decisions']) =>
+    call<LabelIssueDecisionsData>('/review/label-issues', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ decisions }),
+    }),
   /** With the served model, or with one run's model when `runId` is given. */
   predict: (texts: string[], runId?: string) =>
     call<PredictAnswer>(runId === undefined ? '/predict' : `/runs/${encodeURIComponent(runId)}/predict`, {

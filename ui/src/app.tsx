@@ -1,5 +1,5 @@
 /**
- * The page: a hash router over the views (runs, one run, two runs compared, try it), the run list kept
+ * The page: a hash router over the views (runs, one run, two runs compared, try it, live, review), the run list kept
  * fresh by polling (so a hot reload of the served run shows up), and the API-key prompt.
  */
 import { useCallback, useEffect, useState } from 'preact/hooks';
@@ -10,6 +10,7 @@ import { shortId } from './format';
 import { LiveView } from './live';
 import { Failure, useLoad } from './load';
 import { isMultiLabel } from './multi-label';
+import { ReviewView } from './review';
 import { ArgsTable, MetricCards, MetricsTable, MultiLabelBadge, PerTag, RunView } from './run';
 import { RunsTable } from './runs';
 import { TryIt } from './try';
@@ -22,7 +23,8 @@ type Route =
   | { view: 'run'; runId: string }
   | { view: 'compare'; left: string; right: string }
   | { view: 'try'; runId?: string }
-  | { view: 'live' };
+  | { view: 'live' }
+  | { view: 'review' };
 
 function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
@@ -31,6 +33,7 @@ function parseRoute(hash: string): Route {
     return { view: 'compare', left: parts[1], right: parts[2] };
   if (parts[0] === 'try') return parts[1] ? { view: 'try', runId: parts[1] } : { view: 'try' };
   if (parts[0] === 'live') return { view: 'live' };
+  if (parts[0] === 'review') return { view: 'review' };
   return { view: 'runs' };
 }
 
@@ -159,6 +162,8 @@ export function App() {
     body = failure ? <Failure error={failure} /> : <p class="loading">Loading runs…</p>;
   } else if (route.view === 'live') {
     body = <LiveView />;
+  } else if (route.view === 'review') {
+    body = <ReviewView hasRuns={runs !== null} />;
   } else if (route.view === 'try') {
     // A run's own model (`#/try/<run id>`); single-model mode has no runs, only the served model.
     const run = route.runId !== undefined && runs !== null ? byId(route.runId) : undefined;
@@ -233,6 +238,7 @@ export function App() {
           {link('runs', 'Runs', '#/')}
           {link('try', 'Try it', '#/try')}
           {link('live', 'Live', '#/live')}
+          {link('review', 'Review', '#/review')}
           <a href="../docs">API docs</a>
         </nav>
         {failure && runs !== undefined && <p class="warn">Run list not refreshed: {failure.message}</p>}

@@ -78,6 +78,15 @@ function QualityCards({ report }: { report: MonitoringReport }) {
           <dd class="sub">test split {metric(test[key])}</dd>
         </div>
       ))}
+      <div class="card" data-live="basis">
+        <dt>from the random share</dt>
+        <dd>{report.live_basis.num_samples} labels</dd>
+        <dd class="sub">
+          {report.live_basis.other_labels} others left out (biased: chosen by uncertainty, drift or as
+          corrections
+          {report.live_all === null ? '' : `; their f1 ${metric(report.live_all.f1)}`})
+        </dd>
+      </div>
     </dl>
   );
 }
@@ -285,6 +294,11 @@ export function LiveView() {
         </ul>
       )}
       <QualityCards report={report} />
+      {report.live_basis.reason !== undefined && (
+        <p class="hint" data-testid="live-basis-reason">
+          Live precision, recall and f1: {report.live_basis.reason}.
+        </p>
+      )}
       <h3>Drift</h3>
       <DriftTable drift={report.drift} />
       <OverTime report={report} />

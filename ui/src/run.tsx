@@ -542,6 +542,17 @@ export function RunView({ run }: { run: RunRecord }) {
         )}
       </p>
       {run.not_served_because && <p class="warn">Not served: {run.not_served_because}</p>}
+      {run.warnings.length > 0 && (
+        <section class="warnings" aria-labelledby="warnings-title" data-testid="run-warnings">
+          <h3 id="warnings-title">Data warnings of its training</h3>
+          <p class="hint">The data checks warned that this run’s metrics mislead as follows:</p>
+          <ul>
+            {run.warnings.map((warning) => (
+              <li key={warning}>{warning}</li>
+            ))}
+          </ul>
+        </section>
+      )}
       {performance.error && <Failure error={performance.error} />}
       {performance.value && (
         <>

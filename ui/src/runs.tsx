@@ -207,6 +207,17 @@ export function RunsTable({ runs, onOpen, onCompare }: RunsTableProps) {
                       held back
                     </span>
                   )}
+                  {run.warnings.length > 0 && (
+                    <span class="badge warn" data-testid="data-warnings" title={run.warnings.join('\n')}>
+                      ⚠ {run.warnings.length} data warning{run.warnings.length === 1 ? '' : 's'}
+                      <span class="visually-hidden">: {run.warnings.join('; ')}</span>
+                    </span>
+                  )}
+                  {run.promotion && run.promotion !== 'promoted' && (
+                    <span class="badge muted" title="tagger retrain: served only once promoted">
+                      {run.promotion}
+                    </span>
+                  )}
                   {run.mlflow_url && (
                     <a class="mlflow" href={run.mlflow_url} target="_blank" rel="noopener noreferrer">
                       MLflow

@@ -24,13 +24,13 @@ import { TableScroll } from './table-scroll';
 const MAX_TEXTS = 20;
 
 /** The contributions a text's highlights show, and to what (a linear model's tag, or one member's score). */
-interface Highlights {
+export interface Highlights {
   contributions: readonly Contribution[];
   /** What the contributions moved, e.g. `computer-vision` or `nb_lr's score of computer-vision`. */
   target: string;
 }
 
-function Highlighted({ text, highlights }: { text: string; highlights: Highlights | null }) {
+export function Highlighted({ text, highlights }: { text: string; highlights: Highlights | null }) {
   if (!highlights) return <p class="text">{text}</p>;
   const segments = highlight(text, highlights.contributions);
   const peak = Math.max(1e-9, ...segments.map((s) => Math.abs(s.weight)));
@@ -57,7 +57,7 @@ function Highlighted({ text, highlights }: { text: string; highlights: Highlight
 }
 
 /** One linear score's split: the listed n-grams, then how they, the others and the bias make the score. */
-function ScoreSplit({
+export function ScoreSplit({
   split,
   label,
 }: {
@@ -118,7 +118,7 @@ const LINKS: Record<MemberExplanation['link'], string> = {
  * A soft vote's explanation: the members' probabilities of the tag and how the vote combines them (its
  * probability has no per-n-gram split, so none is shown), then each member's own exact split.
  */
-function VoteSplit({ explanation }: { explanation: VoteExplanation }) {
+export function VoteSplit({ explanation }: { explanation: VoteExplanation }) {
   const { vote, tag } = explanation;
   const total = vote.members.reduce((sum, m) => sum + m.weight, 0);
   return (
@@ -203,6 +203,83 @@ function PredictedTags({ prediction }: { prediction: Prediction }) {
   );
 }
 
+/**
+ * "wrong tag?": the person says what the right tag is, sent as feedback on this prediction (a correction:
+ * it feeds retraining, not the live figures, since only wrong answers get it).
+ */
+function WrongTag({ prediction }: { prediction: Prediction }) {
+  const [open, setOpen] = useState(false);
+  const [other, setOther] = useState('');
+  const [said, setSaid] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const tags = Object.keys(prediction.predicted_probabilities).sort();
+  const send = async (tag: string) => {
+    setBusy(true);
+    try {
+      const answer = await api.feedback([
+        { prediction_id: prediction.prediction_id, tag, selection: 'correction' },
+      ]);
+      const outcome = answer.feedback[0]!;
+      setSaid(
+        outcome.status === 200
+          ? `Thanks: ${tag} is stored for retraining${outcome.detail === 'stored' ? '' : ` (${outcome.detail.replace(/^stored; /, '')})`}.`
+          : `Not stored: ${outcome.detail}`,
+      );
+      if (outcome.status === 200) setOpen(false);
+    } catch (failure) {
+      if (failure instanceof AuthError)
+        window.dispatchEvent(new CustomEvent('tagger:auth', { detail: failure }));
+      setSaid(`Not stored: ${failure instanceof Error ? failure.message : String(failure)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="wrong-tag">
+      {!open && (
+        <button type="button" class="link" onClick={() => setOpen(true)} data-testid="wrong-tag">
+          wrong tag?
+        </button>
+      )}
+      {open && (
+        <fieldset>
+          <legend>The right tag:</legend>
+          {tags.map((tag) => (
+            <button key={tag} type="button" disabled={busy} data-tag={tag} onClick={() => void send(tag)}>
+              {tag}
+            </button>
+          ))}{' '}
+          <form
+            class="other-tag"
+            onSubmit={(event) => {
+              event.preventDefault();
+              if (other.trim() !== '') void send(other.trim());
+            }}
+          >
+            <label for={`other-${prediction.prediction_id}`}>another tag…</label>
+            <input
+              id={`other-${prediction.prediction_id}`}
+              value={other}
+              onInput={(event) => setOther(event.currentTarget.value)}
+            />
+            <button type="submit" disabled={busy || other.trim() === ''}>
+              Send
+            </button>
+          </form>{' '}
+          <button type="button" class="link" onClick={() => setOpen(false)}>
+            cancel
+          </button>
+        </fieldset>
+      )}
+      {said !== null && (
+        <p class="note" aria-live="polite" data-testid="wrong-tag-note">
+          {said}
+        </p>
+      )}
+    </div>
+  );
+}
+
 function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel: boolean | undefined }) {
   const probabilities = Object.entries(prediction.predicted_probabilities).sort((a, b) => b[1] - a[1]);
   const explanation = prediction.explanation;
@@ -232,6 +309,7 @@ function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel
         </p>
       )}
       <Highlighted text={prediction.input_text} highlights={highlights} />
+      {!multi && <WrongTag prediction={prediction} />}
       {members && members.length > 0 && (
         <p class="hint member-pick">
           Highlights: the n-grams behind the score of {explanation!.tag} of the member{' '}

@@ -64,6 +64,13 @@ export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
     feedback: snapshot.feedback,
     last_feedback_at: snapshot.lastFeedbackMs === null ? null : iso(snapshot.lastFeedbackMs),
     live: snapshot.live,
+    live_basis: {
+      sample: snapshot.liveBasis.sample,
+      num_samples: snapshot.liveBasis.numSamples,
+      other_labels: snapshot.liveBasis.otherLabels,
+      ...(snapshot.liveBasis.reason === null ? {} : { reason: snapshot.liveBasis.reason }),
+    },
+    live_all: snapshot.liveAll,
     live_class: snapshot.liveByTag,
     test: snapshot.test,
     drift: Object.fromEntries(
@@ -114,7 +121,7 @@ export function monitoringRoutes(
         tags: ['Monitoring'],
         summary: 'Label recorded predictions',
         description:
-          'Gives the right tag (`tag`) or tags (`tags`, multi-label runs) of predictions by their `prediction_id`, whichever replica answered them. Each item is answered on its own in `data.feedback`, with its own status: 200 stored (`accepted`, or `replaced` when it replaces an earlier label: the later one wins, counted once), 404 not recorded for what this server serves (unknown, not sampled, past retention, another experiment’s), 409 a later item of the request labels the same prediction, 422 a label its run cannot take (a tag it does not know, several for a single-label run, none). A well-formed request is answered 200 whatever its items’ fate (`accepted` and `rejected` count them); a body that is not this shape is the usual 422, more items than the limit a 413. A prediction record itself never changes.',
+          'Gives the right tag (`tag`) or tags (`tags`, multi-label runs) of predictions by their `prediction_id`, whichever replica or worker answered them and however soon after the answer (a record still on its way is waited for), with how each was chosen for labelling (`selection`). Each item is answered on its own in `data.feedback`, with its own status: 200 stored (`accepted`, or `replaced` when it replaces an earlier label: the later one wins, counted once; a tag the run does not know is stored too, for retraining, and said in `detail`), 404 not recorded for what this server serves (unknown, not sampled, past retention, another experiment’s), 409 a later item of the request labels the same prediction, 422 a label that is not one (several tags for a single-label run, none), 503 `pending`: its record may still arrive from the server that answered it (a slow or failing record store) — send the item again after `Retry-After`. A well-formed request is answered 200 whatever its items’ fate (`accepted` and `rejected` count them); a body that is not this shape is the usual 422, more items than the limit a 413, the record store unreachable a 503. A prediction record itself never changes.',
         body: feedbackPayload(limits),
         response: {
           200: Envelope(FeedbackData, 'FeedbackResponse'),
@@ -122,7 +129,7 @@ export function monitoringRoutes(
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const monitoring = need(request.server.taggerMonitoring);
       const scope = scopeOf(current());
       let outcomes: FeedbackOutcome[];
@@ -134,6 +141,8 @@ export function monitoringRoutes(
       // The request is answered as a whole (it was well-formed and each item was judged); each item's
       // own status says what became of it, as bulk APIs do.
       const accepted = outcomes.filter((o) => o.status === 200).length;
+      // Items whose records may still arrive are answered 503 each; the header says when to send them again.
+      if (outcomes.some((o) => o.status === 503)) reply.header('retry-after', String(retryAfterSeconds));
       return envelope(request, 200, { accepted, rejected: outcomes.length - accepted, feedback: outcomes });
     },
   );

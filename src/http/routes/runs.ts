@@ -5,7 +5,7 @@
 import type { ServedRuns } from '../../service/index.js';
 import { envelope } from '../envelope.js';
 import type { HttpLimits } from '../options.js';
-import { errorResponses, predict, runRecord } from '../responses.js';
+import { errorResponses, isPromotion, predict, runRecord } from '../responses.js';
 import {
   Envelope,
   predictPayload,
@@ -59,7 +59,8 @@ export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: Htt
       schema: {
         tags: ['Runs'],
         summary: 'Performance of one run',
-        description: "The run's performance report (`overall`, `class`, `slices`), read from its artifacts.",
+        description:
+          "The run's performance report (`overall`, `class`, `slices`), read from its artifacts, with the data checks' warnings of its training (`warnings`) and, for a retrained run, its promotion.",
         params: RunIdParams,
         response: {
           200: Envelope(RunPerformanceData, 'RunResponse'),
@@ -69,8 +70,15 @@ export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: Htt
     },
     async (request) => {
       const { run_id } = request.params;
-      const performance = await current().performance(run_id);
-      return envelope(request, 200, { run_id, performance });
+      const servedRuns = current();
+      const performance = await servedRuns.performance(run_id);
+      const run = servedRuns.current.run(run_id);
+      return envelope(request, 200, {
+        run_id,
+        performance,
+        warnings: [...run.warnings],
+        ...(isPromotion(run.promotion) ? { promotion: run.promotion } : {}),
+      });
     },
   );
 

@@ -1,0 +1,151 @@
+/**
+ * No label is lost (issue 32): a real `tagger serve --workers 2` recording into its SQLite tracking
+ * database at the default flush interval (records wait up to a second in the buffer of the worker that
+ * answered), 1,000 single-text predictions spread over both workers, and the feedback for all of them
+ * sent at once the moment the last answer arrived, newest first — to whichever worker each connection
+ * lands on. Every
+ * one of the 1,000 labels is stored; none is refused as unknown or left pending.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ENTRY } from '../support/cli.js';
+import { TSX_LOADER } from '../support/components.js';
+import { freePort } from '../support/free-port.js';
+import { splitSample, trainRun } from '../support/monitoring.js';
+
+let dir: string;
+let child: ChildProcess | undefined;
+let url: string;
+let texts: string[];
+let stderr = '';
+
+/** What the two routes answer, as far as this test reads them. */
+interface Answer {
+  data: {
+    predictions: { prediction_id: string }[];
+    feedback: { status: number; result: string; detail: string }[];
+  };
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-arrival-'));
+  const sample = await splitSample(dir);
+  texts = sample.heldOut.map((row) => row.text);
+  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  await trainRun(uri, { data: sample.train });
+  const port = await freePort();
+  url = `http://127.0.0.1:${port}`;
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
+  }
+  child = spawn(
+    process.execPath,
+    ['--import', TSX_LOADER, CLI_ENTRY, 'serve', '--port', String(port), '--workers', '2'],
+    {
+      // The record store is the tracking database (the default), flushed every second (the default).
+      env: {
+        ...env,
+        MLFLOW_TRACKING_URI: uri,
+        TAGGER_RELOAD_INTERVAL_MS: '0',
+        TAGGER_SHUTDOWN_DELAY_MS: '0',
+        TAGGER_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const ready = await fetch(`${url}/health/ready`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ready) break;
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`tagger serve --workers 2 did not start: ${stderr}`);
+    await new Promise((done) => setTimeout(done, 200));
+  }
+}, 180_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    child.kill('SIGTERM');
+    await new Promise((done) => child!.once('exit', done));
+  }
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('feedback the moment the answers arrive, over two workers', () => {
+  it('stores all 1,000 labels of 1,000 single-text predictions, sent at once', async () => {
+    // Many kept-alive connections, each handed to a worker by the primary in turn.
+    const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+    const post = (path: string, body: unknown) =>
+      new Promise<{ status: number; body: Answer }>((resolve, reject) => {
+        const payload = JSON.stringify(body);
+        const sent = request(
+          `${url}${path}`,
+          { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on('data', (chunk: Buffer) => chunks.push(chunk));
+            response.on('end', () => {
+              try {
+                resolve({
+                  status: response.statusCode ?? 0,
+                  body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Answer,
+                });
+              } catch (error) {
+                reject(error);
+              }
+            });
+            response.on('error', reject);
+          },
+        );
+        sent.on('error', reject);
+        sent.end(payload);
+      });
+    try {
+      // In the order the answers arrive, so the labels below go newest first: the records most likely to
+      // still wait in a worker's buffer are labelled first.
+      const predictions: { prediction_id: string }[] = [];
+      await Promise.all(
+        Array.from({ length: 1000 }, async (_, i) => {
+          const answer = await post('/predict', { texts: [{ text: `${texts[i % texts.length]} (${i})` }] });
+          expect(answer.status).toBe(200);
+          predictions.push(answer.body.data.predictions[0]!);
+        }),
+      );
+      const answers = await Promise.all(
+        predictions
+          .reverse()
+          .map((p) => post('/feedback', { feedback: [{ prediction_id: p.prediction_id, tag: 'mlops' }] })),
+      );
+      const items = answers.map((answer) => {
+        expect(answer.status).toBe(200);
+        return answer.body.data.feedback[0]!;
+      });
+      const refused = items.filter((item) => item.status !== 200);
+      expect(refused, JSON.stringify(refused.slice(0, 3))).toEqual([]);
+    } finally {
+      agent.destroy();
+    }
+    const db = new DatabaseSync(join(dir, 'mlflow.db'), { readOnly: true });
+    try {
+      expect(db.prepare('SELECT COUNT(*) AS n FROM tagger_feedback').get()).toEqual({ n: 1000 });
+      // Both workers recorded (each publishes its own writer mark).
+      expect(
+        (db.prepare('SELECT COUNT(*) AS n FROM tagger_record_writers').get() as { n: number }).n,
+      ).toBeGreaterThanOrEqual(2);
+    } finally {
+      db.close();
+    }
+  }, 300_000);
+});

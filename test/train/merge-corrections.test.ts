@@ -1,0 +1,83 @@
+/**
+ * The merge of `tagger retrain`, pure: a correction of a training text relabels every row of it (case and
+ * spacing aside), one of a new text adds a row, one of a test text is left out (the test rows stay), the
+ * latest of disagreeing corrections wins and is counted; and the training file it writes reads back to
+ * the very same texts.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseDataset } from '../../src/train/data.js';
+import { type Correction, mergeCorrections, trainingCsv } from '../../src/train/merge-corrections.js';
+
+const row = (text: string, tag: string) => ({ text, tag });
+const fix = (
+  text: string,
+  tag: string,
+  receivedMs = 1,
+  source: Correction['source'] = 'feedback',
+): Correction => ({
+  text,
+  tags: [tag],
+  source,
+  receivedMs,
+});
+
+describe('mergeCorrections', () => {
+  it('relabels, adds, keeps the test rows, and says what it did', () => {
+    const pool = [row('YOLO for drones', 'nlp'), row('yolo  for DRONES', 'nlp'), row('BERT for NER', 'nlp')];
+    const test = [row('GANs for faces', 'cv')];
+    const { rows, summary } = mergeCorrections({
+      pool,
+      test,
+      multiLabel: false,
+      corrections: [
+        fix('YOLO for drones', 'other', 1),
+        fix('Yolo for drones ', 'cv', 2, 'label_issue'),
+        fix('BERT for NER', 'nlp'),
+        fix('GANs for faces', 'nlp'),
+        fix('Kubeflow pipelines', 'mlops'),
+      ],
+    });
+    expect(rows.map((r) => [r.text, r.tag, r.origin])).toEqual([
+      ['YOLO for drones', 'cv', 'label_issue'],
+      ['yolo  for DRONES', 'cv', 'label_issue'],
+      ['BERT for NER', 'nlp', 'data'],
+      ['Kubeflow pipelines', 'mlops', 'feedback'],
+    ]);
+    expect(summary).toEqual({
+      relabelled: { feedback: 0, label_issue: 2 },
+      confirmed: 1,
+      added: { feedback: 1, label_issue: 0 },
+      testCorrections: 1,
+      contradictions: 1,
+    });
+  });
+
+  it('merges multi-label corrections as tag sets', () => {
+    const { rows } = mergeCorrections({
+      pool: [{ text: 'a b', tag: 'x', tags: ['x'] }],
+      test: [],
+      multiLabel: true,
+      corrections: [{ text: 'a b', tags: ['y', 'x'], source: 'feedback', receivedMs: 1 }],
+    });
+    expect(rows).toEqual([{ text: 'a b', tag: 'x|y', tags: ['x', 'y'], origin: 'feedback' }]);
+  });
+});
+
+describe('trainingCsv', () => {
+  it('writes rows that read back to the very same texts and tags', () => {
+    const rows = [
+      row('Transfer learning, "quoted" and\nmultiline', 'nlp'),
+      row(' leading space and  two spaces ', 'cv'),
+      row('single', 'other'),
+    ];
+    const back = parseDataset(trainingCsv(rows, false), 'merged.csv');
+    expect(back.map((r) => [r.text, r.tag])).toEqual([
+      ['Transfer learning, "quoted" and\nmultiline', 'nlp'],
+      [' leading space and  two spaces ', 'cv'],
+      // No space to split at: all title, read back with training's joining space.
+      ['single ', 'other'],
+    ]);
+    const multi = parseDataset(trainingCsv([{ text: 'a b', tag: 'x|y', tags: ['y', 'x'] }], true), 'm.csv');
+    expect(multi[0]).toMatchObject({ text: 'a b', tags: ['x', 'y'] });
+  });
+});
