@@ -6,6 +6,7 @@
  *   platform -> nothing of ours (what the machine or container lets a process use; read by train and serve)
  *   train  -> model, tracking
  *   service -> model, tracking; encoder only by import() (encoder runs' encoders, in a worker thread)
+ *   batch (batch tagging of files) -> model; of service only types; only cli imports it
  *   monitoring -> model; of tracking only the SQL driver plumbing it reuses (never service, http, train)
  *   http   -> model, service, monitoring (never tracking or train directly)
  *   app (the app factory) -> http, service, model, tracking, monitoring
@@ -121,6 +122,27 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/service' },
       to: { path: '^src/(http|train|app|serve|cli|monitoring)' },
+    },
+    {
+      name: 'batch-deps',
+      comment: 'src/batch tags files with a loaded model: model code, and of src/service only its types',
+      severity: 'error',
+      from: { path: '^src/batch/' },
+      to: { path: '^src/(?!batch/|model/|service/)' },
+    },
+    {
+      name: 'batch-uses-service-types-only',
+      comment: 'src/batch reads the encoder lease type of src/service, nothing that runs',
+      severity: 'error',
+      from: { path: '^src/batch/' },
+      to: { path: '^src/service/', dependencyTypesNot: ['type-only', 'pre-compilation-only'] },
+    },
+    {
+      name: 'batch-users',
+      comment: 'batch tagging of files is a command: only the command line imports src/batch',
+      severity: 'error',
+      from: { path: '^src/(?!batch/|cli/)' },
+      to: { path: '^src/batch/' },
     },
     {
       name: 'monitoring-deps',

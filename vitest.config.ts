@@ -29,7 +29,7 @@ const NOT_UNIT = [
   'test/train/encoder.test.ts', // the real ONNX sentence encoder, in worker threads
   'test/serve/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
   'test/service/encoder-serving.test.ts', // the real ONNX sentence encoder, in worker threads
-  'test/service/batch-*.test.ts', // batch tagging reads and writes each file in a worker thread
+  'test/batch/*.test.ts', // batch tagging reads and writes each file in a worker thread
   'test/http/shared-rate-limit.test.ts', // redis-server
   'test/hardening/{hostile,load,schemathesis,credentials}.test.ts', // real sockets, autocannon, schemathesis, serve processes
   'test/monitoring/{record-stores,cloudevents}.test.ts', // PostgreSQL, a listening CloudEvents receiver

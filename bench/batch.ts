@@ -1,5 +1,5 @@
 /**
- * Batch tagging of a file (`tagger predict --input … --output …`, src/service/batch-predict.ts) against
+ * Batch tagging of a file (`tagger predict --input … --output …`, src/batch/batch-predict.ts) against
  * in-process prediction of the same texts in batches of the same size, side by side (in-process before
  * and after the file run, averaged), plus how much the process grows while it streams a large file.
  * The file is generated from holdout.csv's texts: 20,000 rows with --quick, else about
@@ -10,8 +10,8 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from '
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
+import { tagFile } from '../src/batch/batch-predict.js';
 import { DEFAULT_TRAINING_ARGS, stratifiedSplit, trainTagger } from '../src/model/index.js';
-import { tagFile } from '../src/service/batch-predict.js';
 import { DATA_DIR as DATA } from './paths.js';
 import type { BenchOptions, BenchRow } from './section.js';
 

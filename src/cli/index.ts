@@ -6,11 +6,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { BatchInputError } from '../batch/batch-predict.js';
 import { EncoderError } from '../encoder/errors.js';
 import { ModelFormatError, ModelInputError } from '../model/index.js';
 import { ExportError, RecordStoreError } from '../monitoring/index.js';
 import { StartupError } from '../serve/server.js';
-import { BatchInputError } from '../service/batch-predict.js';
 import { TrackingError } from '../tracking/store.js';
 import { DataError } from '../train/data.js';
 import { InterruptedError } from '../train/log-run.js';

@@ -1,8 +1,8 @@
 /** `tagger predict`: tags for texts given on the command line (optionally explained), or for a whole file. */
 import { stat } from 'node:fs/promises';
 import { type Command, InvalidArgumentError } from 'commander';
-import { DEFAULT_MAX_ROW_BYTES, type Shard, type TagFileResult, tagFile } from '../service/batch-predict.js';
-import { isS3Url } from '../service/object-store.js';
+import { DEFAULT_MAX_ROW_BYTES, type Shard, type TagFileResult, tagFile } from '../batch/batch-predict.js';
+import { isS3Url } from '../batch/object-store.js';
 import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
 import { explanationBlock } from './explanation.js';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BATCH_CHARS, type ReaderMessage, readBatches } from '../../src/service/batch-io.js';
-import { type BadRow, BatchInputError, tagFile } from '../../src/service/batch-predict.js';
+import { MAX_BATCH_CHARS, type ReaderMessage, readBatches } from '../../src/batch/batch-io.js';
+import { type BadRow, BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
 import { trainModel } from '../support/fixtures.js';
 
 const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });

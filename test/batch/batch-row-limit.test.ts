@@ -13,8 +13,8 @@ import { parse } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BadRow, BatchInputError, tagFile } from '../../src/service/batch-predict.js';
-import { DEFAULT_MAX_ROW_BYTES, RowLimiter, type TooLongRow } from '../../src/service/batch-row-limit.js';
+import { type BadRow, BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
+import { DEFAULT_MAX_ROW_BYTES, RowLimiter, type TooLongRow } from '../../src/batch/batch-row-limit.js';
 import { trainModel } from '../support/fixtures.js';
 
 const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TagModel } from '../model/index.js';
+import type { Embedder } from '../service/encoders.js';
 import {
   BATCH_WORKER_MARK,
   type BatchFormat,
@@ -27,7 +28,6 @@ import {
   type WorkerMessage,
   type WriterOptions,
 } from './batch-io.js';
-import type { Embedder } from './encoders.js';
 import {
   checkS3Bucket,
   isS3Url,

@@ -13,7 +13,7 @@ import { parseTrainingArgs, trainTagger } from '../../src/model/index.js';
 
 const neutraliseFormula = (v: string) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
 
-import { tagFile } from '../../src/service/batch-predict.js';
+import { tagFile } from '../../src/batch/batch-predict.js';
 import { sampleTexts } from '../support/fixtures.js';
 
 /** Tags a spreadsheet would also take for formulas: they come from someone's training data. */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BatchInputError, tagFile } from '../../src/service/batch-predict.js';
+import { BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
 import { trainModel } from '../support/fixtures.js';
 
 const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
