@@ -5,12 +5,12 @@
  *   encoder -> nothing of ours (sentence encoders: files, ONNX Runtime, tokenizers; loaded by import())
  *   platform -> nothing of ours (what the machine or container lets a process use; read by train and serve)
  *   train  -> model, tracking
- *   service -> model, tracking; encoder only by import() (encoder runs' encoders, in a worker thread)
- *   batch (batch tagging of files) -> model; of service only types; only cli imports it
- *   monitoring -> model; of tracking only the SQL driver plumbing it reuses (never service, http, train)
- *   http   -> model, service, monitoring (never tracking or train directly)
- *   app (the app factory) -> http, service, model, tracking, monitoring
- *   serve (the serving process) -> app and everything below; never cli
+ *   served-models (what is served) -> model, tracking; encoder only by import() (encoder runs' encoders, in a worker thread)
+ *   batch (batch tagging of files) -> model; of served-models only types; only cli imports it
+ *   monitoring -> model; of tracking only the SQL driver plumbing it reuses (never served-models, http, train)
+ *   http   -> model, served-models, monitoring (never tracking or train directly)
+ *   app (the app factory) -> http, served-models, model, tracking, monitoring
+ *   server (the serving process) -> app and everything below; never cli
  *   cli (the command line) -> anything; nothing imports it
  */
 
@@ -89,13 +89,13 @@ module.exports = {
       comment:
         'the machine is asked by the processes that size themselves (train, serve, cli), never by model code',
       severity: 'error',
-      from: { path: '^src/(model|tracking|encoder|monitoring|http|service|app\\.ts)' },
+      from: { path: '^src/(model|tracking|encoder|monitoring|http|served-models|app\\.ts)' },
       to: { path: '^src/platform/' },
     },
     {
       name: 'encoder-users',
       comment:
-        'the encoder is loaded by the layers that compute embeddings (train, cli; service and serve when they serve encoder runs), never by model, tracking, monitoring, http or the app factory',
+        'the encoder is loaded by the layers that compute embeddings (train, cli; served-models and server when they serve encoder runs), never by model, tracking, monitoring, http or the app factory',
       severity: 'error',
       from: { path: '^src/(model|tracking|monitoring|http|app\\.ts)' },
       to: { path: '^src/encoder/' },
@@ -103,9 +103,9 @@ module.exports = {
     {
       name: 'encoder-loaded-lazily',
       comment:
-        'the service layer loads src/encoder with import() (or imports its types): a process serving TF-IDF runs never loads ONNX Runtime',
+        'the serving layers load src/encoder with import() (or imports its types): a process serving TF-IDF runs never loads ONNX Runtime',
       severity: 'error',
-      from: { path: '^src/(service|serve)/' },
+      from: { path: '^src/(served-models|server)/' },
       to: {
         path: '^src/encoder/',
         dependencyTypesNot: ['dynamic-import', 'type-only', 'pre-compilation-only'],
@@ -115,27 +115,28 @@ module.exports = {
       name: 'train-deps',
       severity: 'error',
       from: { path: '^src/train' },
-      to: { path: '^src/(http|service|app|serve|cli|monitoring)' },
+      to: { path: '^src/(http|served-models|app|server|cli|monitoring)' },
     },
     {
-      name: 'service-deps',
+      name: 'served-models-deps',
       severity: 'error',
-      from: { path: '^src/service' },
-      to: { path: '^src/(http|train|app|serve|cli|monitoring)' },
+      from: { path: '^src/served-models/' },
+      to: { path: '^src/(http|train|app|server|cli|monitoring)' },
     },
     {
       name: 'batch-deps',
-      comment: 'src/batch tags files with a loaded model: model code, and of src/service only its types',
+      comment:
+        'src/batch tags files with a loaded model: model code, and of src/served-models only its types',
       severity: 'error',
       from: { path: '^src/batch/' },
-      to: { path: '^src/(?!batch/|model/|service/)' },
+      to: { path: '^src/(?!batch/|model/|served-models/)' },
     },
     {
-      name: 'batch-uses-service-types-only',
-      comment: 'src/batch reads the encoder lease type of src/service, nothing that runs',
+      name: 'batch-uses-served-models-types-only',
+      comment: 'src/batch reads the encoder lease type of src/served-models, nothing that runs',
       severity: 'error',
       from: { path: '^src/batch/' },
-      to: { path: '^src/service/', dependencyTypesNot: ['type-only', 'pre-compilation-only'] },
+      to: { path: '^src/served-models/', dependencyTypesNot: ['type-only', 'pre-compilation-only'] },
     },
     {
       name: 'batch-users',
@@ -150,7 +151,7 @@ module.exports = {
         'src/monitoring records and judges live traffic: pure statistics from model, nothing served or trained',
       severity: 'error',
       from: { path: '^src/monitoring' },
-      to: { path: '^src/(http|service|train|app|serve|cli)' },
+      to: { path: '^src/(http|served-models|train|app|server|cli)' },
     },
     {
       name: 'monitoring-reuses-only-the-sql-driver',
@@ -164,20 +165,20 @@ module.exports = {
       name: 'http-deps',
       severity: 'error',
       from: { path: '^src/http' },
-      to: { path: '^src/(tracking|train|app|serve|cli)', dependencyTypesNot: ['type-only'] },
+      to: { path: '^src/(tracking|train|app|server|cli)', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'app-deps',
       comment: 'the app factory is wired by the serving process and tests, never the other way round',
       severity: 'error',
       from: { path: '^src/app\\.ts$' },
-      to: { path: '^src/(serve|cli|train)/' },
+      to: { path: '^src/(server|cli|train)/' },
     },
     {
-      name: 'serve-deps',
+      name: 'server-deps',
       comment: 'the serving process is started by the CLI; it never imports it',
       severity: 'error',
-      from: { path: '^src/serve/' },
+      from: { path: '^src/server/' },
       to: { path: '^src/(cli|train)/' },
     },
     {

@@ -27,8 +27,8 @@ const NOT_UNIT = [
   'test/train/log-run-signals.test.ts', // `tagger train` in a child process
   'test/train/{cross-validate,optimize}.test.ts', // pools of cross-validation worker threads
   'test/train/encoder.test.ts', // the real ONNX sentence encoder, in worker threads
-  'test/serve/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
-  'test/service/encoder-serving.test.ts', // the real ONNX sentence encoder, in worker threads
+  'test/server/{server,cluster,parent-watch}.test.ts', // listening servers, serve processes, process chains
+  'test/served-models/encoder-serving.test.ts', // the real ONNX sentence encoder, in worker threads
   'test/batch/*.test.ts', // batch tagging reads and writes each file in a worker thread
   'test/http/shared-rate-limit.test.ts', // redis-server
   'test/hardening/{hostile,load,schemathesis,credentials}.test.ts', // real sockets, autocannon, schemathesis, serve processes

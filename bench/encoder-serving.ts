@@ -29,7 +29,7 @@ import {
   type TrainingArgs,
   trainTagger,
 } from '../src/model/index.js';
-import { serveExecArgv } from '../src/serve/node-flags.js';
+import { serveExecArgv } from '../src/server/node-flags.js';
 import { body, chunks, cosine, median, sendAll } from './encoder-http.js';
 import {
   type Measured,

@@ -6,7 +6,7 @@
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ServedModel } from '../src/service/index.js';
+import type { ServedModel } from '../src/served-models/index.js';
 import { type Fixture, MANY_RUNS } from './fixture.js';
 import { type LoadResult, runLoad } from './load.js';
 import type { Proc } from './procs.js';

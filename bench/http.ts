@@ -15,8 +15,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serveExecArgv } from '../src/serve/node-flags.js';
-import { loadModelDirectory } from '../src/service/index.js';
+import { loadModelDirectory } from '../src/served-models/index.js';
+import { serveExecArgv } from '../src/server/node-flags.js';
 import { type Fixture, MANY_RUNS, prepareFixture, resolveCli } from './fixture.js';
 import {
   bodyFile,
@@ -87,7 +87,7 @@ async function startTagger(
   const proc = start(
     name,
     node,
-    // Started as `npm start` starts it: with the serve flags (src/serve/node-flags.ts), unless NODE_OPTIONS sets them.
+    // Started as `npm start` starts it: with the serve flags (src/server/node-flags.ts), unless NODE_OPTIONS sets them.
     [...serveExecArgv([]), cli, 'serve', '--port', String(port), '--workers', String(workers)],
     {
       cwd: workDir,

@@ -34,9 +34,9 @@ import {
 import { receiveFeedback } from '../src/monitoring/feedback.js';
 import { openRecordStore, type PredictionRecord, type RecordStore } from '../src/monitoring/index.js';
 import { type ReviewOrder, reviewQueue } from '../src/monitoring/review.js';
-import { loadServedModel } from '../src/service/artifacts.js';
-import { readRuns } from '../src/service/candidates.js';
-import { DEFAULT_GATES, servingVerdict } from '../src/service/gates.js';
+import { loadServedModel } from '../src/served-models/artifacts.js';
+import { readRuns } from '../src/served-models/candidates.js';
+import { DEFAULT_GATES, servingVerdict } from '../src/served-models/gates.js';
 import { openTrackingStore } from '../src/tracking/index.js';
 import { type DatasetRow, readDataset } from '../src/train/data.js';
 import { labelIssuesOf, outOfFoldProbabilities } from '../src/train/label-issues.js';

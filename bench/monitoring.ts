@@ -13,7 +13,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serveExecArgv } from '../src/serve/node-flags.js';
+import { serveExecArgv } from '../src/server/node-flags.js';
 import { prepareFixture, resolveCli } from './fixture.js';
 import { type LoadResult, loadTool, runLoad } from './load.js';
 import { freePort, installCleanup, type Proc, start, stopAll, waitForPort } from './procs.js';

@@ -18,7 +18,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { serveExecArgv } from '../src/serve/node-flags.js';
+import { serveExecArgv } from '../src/server/node-flags.js';
 import { prepareFixture, resolveCli } from './fixture.js';
 import { runLoad } from './load.js';
 import { REPO } from './paths.js';

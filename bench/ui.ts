@@ -11,7 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { build } from 'vite';
 import { createApp } from '../src/app.js';
 import { parseTrainingArgs } from '../src/model/index.js';
-import { ServedRuns } from '../src/service/index.js';
+import { ServedRuns } from '../src/served-models/index.js';
 import { openTrackingStore } from '../src/tracking/index.js';
 import { readDataset } from '../src/train/data.js';
 import { logTrainingRun } from '../src/train/log-run.js';

@@ -16,10 +16,10 @@ if (!existsSync(cli)) {
 }
 
 const { openTrackingStore, redactUri } = await import('../dist/tracking/index.js');
-const { resolveSettings } = await import('../dist/serve/config.js');
-const { serveExecArgv } = await import('../dist/serve/node-flags.js');
-const { PARENT_FORWARDS_SIGNALS_ENV, watchParent } = await import('../dist/serve/parent-watch.js');
-const { StopSignalClassifier } = await import('../dist/serve/stop-signals.js');
+const { resolveSettings } = await import('../dist/server/config.js');
+const { serveExecArgv } = await import('../dist/server/node-flags.js');
+const { PARENT_FORWARDS_SIGNALS_ENV, watchParent } = await import('../dist/server/parent-watch.js');
+const { StopSignalClassifier } = await import('../dist/server/stop-signals.js');
 // The same settings `tagger serve` will use (variables, then TAGGER_CONFIG's file, then defaults).
 let settings;
 try {
@@ -69,8 +69,8 @@ if (!(await hasRuns())) {
   if (status !== 0) process.exit(status);
 }
 // The server runs as a child so that it is the same `tagger serve` users run, started with the serve
-// flags (src/serve/node-flags.ts); signals are forwarded so a process manager stopping `npm start` gets a
-// graceful shutdown. It watches only us (we forward, and watch npm above us: src/serve/parent-watch.ts).
+// flags (src/server/node-flags.ts); signals are forwarded so a process manager stopping `npm start` gets a
+// graceful shutdown. It watches only us (we forward, and watch npm above us: src/server/parent-watch.ts).
 const server = spawn(process.execPath, [...serveExecArgv([]), cli, 'serve', ...process.argv.slice(2)], {
   stdio: 'inherit',
   cwd: root,
@@ -78,7 +78,7 @@ const server = spawn(process.execPath, [...serveExecArgv([]), cli, 'serve', ...p
 });
 // A signal to the process group (Ctrl-C, systemd's KillMode=control-group) reaches the server directly
 // too; a copy of the first stop signal is not passed on, or the server would take it for a second one
-// and skip its drain. A person's second signal is (src/serve/stop-signals.ts).
+// and skip its drain. A person's second signal is (src/server/stop-signals.ts).
 const stops = new StopSignalClassifier();
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
@@ -88,6 +88,6 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 process.on('SIGHUP', () => server.kill('SIGHUP'));
 // npm runs this script through `sh -c`; stopping npm ends npm and that shell without signalling us, and
 // killing npm leaves the shell behind, so losing npm or the shell counts as SIGTERM
-// (src/serve/parent-watch.ts) — unless a stop signal already came, which npm's exit then follows.
+// (src/server/parent-watch.ts) — unless a stop signal already came, which npm's exit then follows.
 watchParent(() => server.kill('SIGTERM'));
 server.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

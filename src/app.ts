@@ -1,6 +1,6 @@
 /**
  * `createApp(deps)`: the Fastify application with every route, built from its collaborators and never
- * listening (src/serve/server.ts listens; tests use `app.inject`).
+ * listening (src/server/server.ts listens; tests use `app.inject`).
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions, LogController } from 'fastify';
@@ -18,7 +18,7 @@ import {
   type TaggerApp,
 } from './http/index.js';
 import type { Monitoring } from './monitoring/index.js';
-import type { ServingState } from './service/index.js';
+import type { ServingState } from './served-models/index.js';
 
 export { createHttpMetrics, type HttpMetrics } from './http/index.js';
 

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createApp, generateOpenApiDocument } from '../src/app.js';
 import { inlineComponentSchemas } from '../src/http/openapi-components.js';
-import { loadModelDirectory, type ServedModel } from '../src/service/index.js';
+import { loadModelDirectory, type ServedModel } from '../src/served-models/index.js';
 import { useServingFixture } from './support/serving-fixture.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: walking a JSON document

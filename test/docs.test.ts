@@ -11,7 +11,7 @@ import { join, relative, resolve } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { timestamp } from '../src/http/envelope.js';
 import { PERFORMANCE_FILTERS } from '../src/http/schemas.js';
-import { SERVE_DEFAULTS } from '../src/serve/settings.js';
+import { SERVE_DEFAULTS } from '../src/server/settings.js';
 import { REPO_ROOT, venvPython } from './support/components.js';
 
 const read = (path: string): string => readFileSync(resolve(REPO_ROOT, path), 'utf8');

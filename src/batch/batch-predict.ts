@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { TagModel } from '../model/index.js';
-import type { Embedder } from '../service/encoders.js';
+import type { Embedder } from '../served-models/encoders.js';
 import {
   BATCH_WORKER_MARK,
   type BatchFormat,

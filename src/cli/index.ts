@@ -10,7 +10,7 @@ import { BatchInputError } from '../batch/batch-predict.js';
 import { EncoderError } from '../encoder/errors.js';
 import { ModelFormatError, ModelInputError } from '../model/index.js';
 import { ExportError, RecordStoreError } from '../monitoring/index.js';
-import { StartupError } from '../serve/server.js';
+import { StartupError } from '../server/server.js';
 import { TrackingError } from '../tracking/store.js';
 import { DataError } from '../train/data.js';
 import { InterruptedError } from '../train/log-run.js';

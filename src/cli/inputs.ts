@@ -18,11 +18,11 @@ import {
   type TagModel,
   type TrainingArgs,
 } from '../model/index.js';
-import { resolveSettings } from '../serve/config.js';
-import { defaultEncoderThreads } from '../serve/worker-count.js';
-import { EncoderPool } from '../service/encoders.js';
-import type { PromotionGates } from '../service/gates.js';
-import { type LoadedForPrediction, loadModelForPrediction } from '../service/predict-command.js';
+import { EncoderPool } from '../served-models/encoders.js';
+import type { PromotionGates } from '../served-models/gates.js';
+import { type LoadedForPrediction, loadModelForPrediction } from '../served-models/predict-command.js';
+import { resolveSettings } from '../server/config.js';
+import { defaultEncoderThreads } from '../server/worker-count.js';
 import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
 import type { TrackingStore } from '../tracking/store.js';
 import type { DatasetColumns } from '../train/data.js';

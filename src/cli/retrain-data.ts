@@ -17,8 +17,8 @@ import {
   type RecordStore,
   recordScope,
 } from '../monitoring/index.js';
-import { readRuns } from '../service/candidates.js';
-import { servingVerdict } from '../service/gates.js';
+import { readRuns } from '../served-models/candidates.js';
+import { servingVerdict } from '../served-models/gates.js';
 import { type ModelUri, parseModelUri, resolveModelUri } from '../tracking/model-uri.js';
 import type { DatasetInput, Run, TrackingStore } from '../tracking/store.js';
 import { DataError, type DatasetRow, parseDataset, parseJsonDataset } from '../train/data.js';

@@ -1,9 +1,9 @@
-/** `tagger serve`: the serving process (src/serve/) with flags generated from its settings table. */
+/** `tagger serve`: the serving process (src/server/) with flags generated from its settings table. */
 import { type Command, Option } from 'commander';
-import { runServe } from '../serve/cluster.js';
-import { printableConfig, SERVE_SETTINGS, type ServeFlags } from '../serve/config.js';
-import { startedByNpm, watchParent } from '../serve/parent-watch.js';
-import { runServeCommand } from '../serve/server.js';
+import { runServe } from '../server/cluster.js';
+import { printableConfig, SERVE_SETTINGS, type ServeFlags } from '../server/config.js';
+import { startedByNpm, watchParent } from '../server/parent-watch.js';
+import { runServeCommand } from '../server/server.js';
 import type { CliIo } from './io.js';
 
 /** `explain` turns an error into the one line printed after `tagger:` (the workers' failures too). */
@@ -17,7 +17,7 @@ export function registerServe(program: Command, io: CliIo, explain: (error: unkn
       '--print-config',
       'print every setting, its value and where it came from (secrets masked), and exit without serving',
     );
-  // Generated from the one settings table; no `.env()`: src/serve/config.ts reads the variables itself, so a
+  // Generated from the one settings table; no `.env()`: src/server/config.ts reads the variables itself, so a
   // bad value is blamed on where it really came from.
   for (const setting of SERVE_SETTINGS) {
     const fallback = setting.default === null ? '' : `; default ${setting.default}`;

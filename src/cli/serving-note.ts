@@ -3,8 +3,8 @@
  * trained on new data was silently never served, its test rows differing from the experiment's first
  * run's): held back by a promotion gate — with the fix —, served, or outranked by the run served.
  */
-import { readRuns } from '../service/candidates.js';
-import { servingVerdict } from '../service/gates.js';
+import { readRuns } from '../served-models/candidates.js';
+import { servingVerdict } from '../served-models/gates.js';
 import type { TrackingStore } from '../tracking/store.js';
 import { servingGates } from './inputs.js';
 

@@ -1,6 +1,6 @@
 /**
  * Optional API-key authentication. Keys come from TAGGER_API_KEYS / TAGGER_API_KEYS_FILE (read in
- * src/serve/config.ts with `parseApiKeys`); a client sends one as `Authorization: Bearer <key>` or
+ * src/server/config.ts with `parseApiKeys`); a client sends one as `Authorization: Bearer <key>` or
  * `X-API-Key: <key>`. Keys are compared as SHA-256 digests with `timingSafeEqual`, so neither the
  * length nor a matching prefix of a key leaks through response timing, and every configured key is
  * compared on every request (no early exit).

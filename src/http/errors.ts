@@ -14,7 +14,7 @@ import {
   RequestTooLargeError,
   RunLoadError,
   UnknownRunError,
-} from '../service/index.js';
+} from '../served-models/index.js';
 import { errorEnvelope, timestamp } from './envelope.js';
 import { HttpError } from './http-error.js';
 import { JsonDecodeError } from './json-body.js';

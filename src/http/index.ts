@@ -1,7 +1,7 @@
 /** Public surface of src/http: installs the whole API (validation, errors, protection, routes, docs). */
 import type { RouteOptions } from 'fastify';
 import type { Monitoring } from '../monitoring/index.js';
-import type { ServingState } from '../service/index.js';
+import type { ServingState } from '../served-models/index.js';
 import { registerDocsRoutes, registerOpenApi } from './docs.js';
 import { installErrorHandling } from './errors.js';
 import { HttpError } from './http-error.js';

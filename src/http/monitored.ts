@@ -7,7 +7,7 @@
  */
 import type { MonitoredRun, Monitoring, RecordOrigin } from '../monitoring/index.js';
 import { recordScope, vocabularyOf } from '../monitoring/index.js';
-import type { ServedModel, ServingState } from '../service/index.js';
+import type { ServedModel, ServingState } from '../served-models/index.js';
 import { servedNow } from './served.js';
 
 declare module 'fastify' {

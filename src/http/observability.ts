@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { EncoderObserver } from '../service/index.js';
+import type { EncoderObserver } from '../served-models/index.js';
 import type { ServedNow } from './served.js';
 import type { TaggerApp } from './types.js';
 
@@ -51,8 +51,8 @@ const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
- * The app's Prometheus metrics. `recordReload` is how the reload code (src/service, wired in
- * src/serve/server.ts) reports each reload attempt; create the object with `createHttpMetrics()`, pass it to
+ * The app's Prometheus metrics. `recordReload` is how the reload code (src/served-models, wired in
+ * src/server/server.ts) reports each reload attempt; create the object with `createHttpMetrics()`, pass it to
  * `createApp({ metrics })` and hand `(outcome) => metrics.recordReload(outcome)` to the reloader.
  */
 export class HttpMetrics {
@@ -211,7 +211,7 @@ export class HttpMetrics {
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Where the encoder gauges read from (src/serve wires the served runs' encoder pool). */
+  /** Where the encoder gauges read from (src/server wires the served runs' encoder pool). */
   trackEncoders(source: () => { queued: number; open: number }): void {
     this.encoderSource = source;
   }
@@ -231,7 +231,7 @@ export class HttpMetrics {
 
   /**
    * Replaces what /metrics serves: in `--workers` mode the whole process group's metrics, aggregated
-   * by the primary (src/serve/cluster-metrics.ts), instead of this process's own.
+   * by the primary (src/server/cluster-metrics.ts), instead of this process's own.
    */
   serveExpositionFrom(source: () => Promise<string>): void {
     this.expositionSource = source;

@@ -1,6 +1,6 @@
 /**
  * The HTTP layer's protection and limit settings, one typed object with documented defaults
- * (src/http/README.md has the table with the environment variables that set them; src/serve/config.ts reads
+ * (src/http/README.md has the table with the environment variables that set them; src/server/config.ts reads
  * those). Every field has a default, so `createApp` works without any of them (tests, docs app).
  */
 

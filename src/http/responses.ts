@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import { selectTags, type TagSelection } from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
-import type { RunSummary, ServedModel, ServingState } from '../service/index.js';
+import type { RunSummary, ServedModel, ServingState } from '../served-models/index.js';
 import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { originFor } from './monitored.js';
 import { traceEncoder, tracePredict } from './observability.js';

@@ -3,7 +3,7 @@
  * can be swapped while the process runs (hot reload), so every caller goes through here on each request
  * instead of keeping a reference, and a future change of the served runs' shape touches only this file.
  */
-import type { ServedModel, ServedSnapshot, ServingProblems, ServingState } from '../service/index.js';
+import type { ServedModel, ServedSnapshot, ServingProblems, ServingState } from '../served-models/index.js';
 import type { ModelVersionRef } from './schemas.js';
 
 export interface ServedNow {

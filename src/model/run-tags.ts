@@ -1,6 +1,6 @@
 /**
  * Tags and metrics a Tagger run carries about what its model was checked on. Training writes them
- * (src/train/log-run.ts); serving's promotion gates read them (src/service/gates.ts).
+ * (src/train/log-run.ts); serving's promotion gates read them (src/served-models/gates.ts).
  */
 export const EVALUATION_TAGS = {
   /** SHA-256 of the test rows (order-independent): runs are comparable by f1 only when it matches. */

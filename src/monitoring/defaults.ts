@@ -1,6 +1,6 @@
 /**
  * The defaults of the monitoring settings, in a module of their own: the settings table of `tagger serve`
- * (src/serve/settings.ts), which every command loads, reads them without loading the monitoring layer.
+ * (src/server/settings.ts), which every command loads, reads them without loading the monitoring layer.
  */
 export const MONITORING_DEFAULTS = {
   sampleRate: 1,

@@ -5,7 +5,7 @@
 import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SERVE_SETTINGS, type Setting } from '../../src/serve/config.js';
+import { SERVE_SETTINGS, type Setting } from '../../src/server/config.js';
 import { cliFolder, expectCleanFailure } from '../support/cli.js';
 
 const cli = cliFolder();
@@ -91,7 +91,7 @@ describe('tagger serve configuration', () => {
     const fromVariables = printed(variables.stdout);
     for (const setting of SERVE_SETTINGS) expect(fromVariables.get(setting.key)?.[1]).toBe(setting.env);
 
-    // --model-uri chooses the run itself: it contradicts run_id and experiment (src/serve/config.ts).
+    // --model-uri chooses the run itself: it contradicts run_id and experiment (src/server/config.ts).
     const inFile = SERVE_SETTINGS.filter((s) => !['config', 'model', 'model_uri'].includes(s.key));
     await writeFile(config, inFile.map((s) => `${s.key}: ${JSON.stringify(validText(s, files))}`).join('\n'));
     const file = await tagger(['serve', '--print-config', '--config', config]);

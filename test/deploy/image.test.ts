@@ -10,7 +10,7 @@ import { chmodSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
+import { SERVE_NODE_FLAGS } from '../../src/server/node-flags.js';
 import { REPO_ROOT } from '../support/components.js';
 import { sampleTexts } from '../support/fixtures.js';
 import { freePort } from '../support/free-port.js';
@@ -154,7 +154,7 @@ describe.skipIf(building === null)('the container image', () => {
     const processes = (await podman(['top', id, 'pid', 'args'])).trim().split('\n').slice(1);
     expect(processes).toHaveLength(1);
     expect(processes[0]).toMatch(/^\s*1\s+node /);
-    // …started by the image's entry point with the serve flags (src/serve/node-flags.ts), which bound its memory.
+    // …started by the image's entry point with the serve flags (src/server/node-flags.ts), which bound its memory.
     const argv = (await podman(['exec', id, 'cat', '/proc/1/cmdline'])).split('\0');
     expect(argv).toEqual(expect.arrayContaining([...SERVE_NODE_FLAGS]));
 

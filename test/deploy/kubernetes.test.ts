@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { SETTLE_MAX_MS } from '../../src/serve/drain.js';
+import { SETTLE_MAX_MS } from '../../src/server/drain.js';
 import { REPO_ROOT, venvPython } from '../support/components.js';
 
 const python = venvPython();
@@ -127,9 +127,9 @@ const SETS: Record<string, unknown> = {
 function variablesTaggerReads(): Set<string> {
   const names = new Set<string>();
   for (const file of [
-    'src/serve/settings.ts',
-    'src/serve/config.ts',
-    'src/serve/cluster.ts',
+    'src/server/settings.ts',
+    'src/server/config.ts',
+    'src/server/cluster.ts',
     'src/tracking/rest/rest-http.ts',
     'src/encoder/resolve.ts',
   ]) {

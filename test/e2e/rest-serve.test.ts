@@ -643,7 +643,7 @@ describe.skipIf(!mlflow || !python)('tagger train against an MLflow server with 
 });
 
 describe('tagger serve when the tracking server is not up', () => {
-  // test/serve/server.test.ts checks the message of runServeCommand in-process; this is the real process:
+  // test/server/server.test.ts checks the message of runServeCommand in-process; this is the real process:
   // exit status, and the URI it names carries no credentials.
   it('waits TAGGER_STORE_WAIT_MS, then exits non-zero naming the credential-free URI', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-down-'));

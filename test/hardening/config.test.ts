@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseApiKeys, resolveHttpOptions } from '../../src/http/index.js';
-import { resolveServeConfig, StartupError } from '../../src/serve/config.js';
+import { resolveServeConfig, StartupError } from '../../src/server/config.js';
 
 const httpOptionsFromEnv = (env: NodeJS.ProcessEnv) => resolveServeConfig({}, env).http;
 

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
-import { ServedRuns } from '../../src/service/index.js';
+import { ServedRuns } from '../../src/served-models/index.js';
 import { instrumentStore } from '../support/fixtures.js';
 import { captureLog, runsApp } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
 import { runRecord } from '../../src/http/responses.js';
-import type { RunSummary } from '../../src/service/index.js';
+import type { RunSummary } from '../../src/served-models/index.js';
 import { expectEnvelope, runsApp } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 

@@ -9,7 +9,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
-import { loadModelDirectory, ServingLifecycle } from '../../src/service/index.js';
+import { loadModelDirectory, ServingLifecycle } from '../../src/served-models/index.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
 const fx = useServingFixture();

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { parseTrainingArgs } from '../../src/model/index.js';
-import { DEFAULT_GATES, ServedRuns } from '../../src/service/index.js';
+import { DEFAULT_GATES, ServedRuns } from '../../src/served-models/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { MODEL_FILES } from '../../src/model/index.js';
-import { loadModelDirectory, StartupError } from '../../src/service/index.js';
+import { loadModelDirectory, StartupError } from '../../src/served-models/index.js';
 import { expectEnvelope, postJson } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
-import { loadModelDirectory } from '../../src/service/index.js';
+import { loadModelDirectory } from '../../src/served-models/index.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
 const fx = useServingFixture();

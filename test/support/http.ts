@@ -5,7 +5,7 @@
 import { expect } from 'vitest';
 import { type AppDeps, createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
-import { ServedRuns, type ServiceLog } from '../../src/service/index.js';
+import { ServedRuns, type ServiceLog } from '../../src/served-models/index.js';
 import type { TrackingStore } from '../../src/tracking/index.js';
 
 export interface CapturedLog extends ServiceLog {

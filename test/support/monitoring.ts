@@ -13,7 +13,7 @@ import { type AppDeps, createApp, createHttpMetrics, type HttpMetrics } from '..
 import type { TaggerApp } from '../../src/http/index.js';
 import { parseTrainingArgs } from '../../src/model/index.js';
 import { MONITORING_DEFAULTS, Monitoring, type MonitoringConfig } from '../../src/monitoring/index.js';
-import { ServedRuns } from '../../src/service/index.js';
+import { ServedRuns } from '../../src/served-models/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';

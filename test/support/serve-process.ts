@@ -1,5 +1,5 @@
 /**
- * The real server as a child process (`node --import tsx src/serve/server.ts`, env config only) and two load
+ * The real server as a child process (`node --import tsx src/server/server.ts`, env config only) and two load
  * generators against it, for the hot-reload, shutdown and fault tests:
  * - `KeepAliveLoad`: a few keep-alive connections each sending one POST /predict after another and
  *   recording every request's outcome (status, run id, error code, whether the socket was reused and
@@ -19,7 +19,7 @@ import { REPO_ROOT, TSX_LOADER } from './components.js';
 import type { TrainedModel } from './fixtures.js';
 import { freePort } from './free-port.js';
 
-const SERVER_ENTRY = resolve(REPO_ROOT, 'src', 'serve', 'server.ts');
+const SERVER_ENTRY = resolve(REPO_ROOT, 'src', 'server', 'server.ts');
 
 export interface LogLine {
   level: number;
@@ -53,7 +53,7 @@ export function killServers(): void {
 }
 
 /**
- * Starts `src/serve/server.ts` with the given environment on a free loopback port and resolves once GET /
+ * Starts `src/server/server.ts` with the given environment on a free loopback port and resolves once GET /
  * answers 200. Rejects with the server's stderr if it exits first, or after `readyTimeoutMs`.
  */
 export async function spawnServer(

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
-import { ServedRuns } from '../../src/service/index.js';
+import { ServedRuns } from '../../src/served-models/index.js';
 import { FileTrackingStore } from '../../src/tracking/index.js';
 import { CLI_ENTRY } from '../support/cli.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';

@@ -1,6 +1,6 @@
 /** `GET /` (health check) and `POST /predict` (the best run, or the single served model). */
 import type { FastifyReply } from 'fastify';
-import type { ServingState } from '../../service/index.js';
+import type { ServingState } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import type { HttpLimits } from '../options.js';
 import { errorResponses, predict } from '../responses.js';

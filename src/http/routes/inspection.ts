@@ -2,7 +2,7 @@
  * Run details for the inspection page (/ui) beyond the contract's report: a run's per-epoch losses, what
  * it got wrong on its test split, and the rows of its training data whose tag is probably wrong. Run-based mode only; ids are checked against the loaded runs first.
  */
-import type { ServedRuns } from '../../service/index.js';
+import type { ServedRuns } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import { RunLabelIssuesData } from '../label-issue-schemas.js';
 import { errorResponses } from '../responses.js';

@@ -2,7 +2,7 @@
  * Inspection of the best run (run-based mode) or the served model (single-model mode): `GET /performance`,
  * `GET /args`, `GET /args/{param}`.
  */
-import type { ServedModel } from '../../service/index.js';
+import type { ServedModel } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../errors.js';
 import { errorResponses } from '../responses.js';

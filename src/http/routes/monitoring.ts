@@ -8,7 +8,7 @@
 import { DRIFT_SIGNALS, type DriftSignal } from '../../model/index.js';
 import type { FeedbackOutcome, Monitoring, MonitoringSnapshot } from '../../monitoring/index.js';
 import { DRIFT_SIGNIFICANCE, RecordStoreError } from '../../monitoring/index.js';
-import { maskPaths, type ServingState } from '../../service/index.js';
+import { maskPaths, type ServingState } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../http-error.js';
 import { scopeOf } from '../monitored.js';

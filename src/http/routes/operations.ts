@@ -3,7 +3,7 @@
  * /health/ready` (a model is loaded and the server is not draining) and `GET /metrics` (Prometheus text
  * format, the one response outside the envelope besides 422).
  */
-import { maskPaths, type ServingState } from '../../service/index.js';
+import { maskPaths, type ServingState } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../http-error.js';
 import { type HttpMetrics, METRICS_CONTENT_TYPE } from '../observability.js';

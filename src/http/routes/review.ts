@@ -7,7 +7,7 @@
  */
 import type { LabelReview, Monitoring } from '../../monitoring/index.js';
 import { decided, RecordStoreError } from '../../monitoring/index.js';
-import type { ServedLabelIssue, ServingState } from '../../service/index.js';
+import type { ServedLabelIssue, ServingState } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import { EXPLAIN_TOP } from '../explanation-schemas.js';
 import { HttpError } from '../http-error.js';

@@ -2,7 +2,7 @@
  * The run-based endpoints: `GET /runs`, `GET /runs/{run_id}`, `POST /runs/{run_id}/predict`. A run id is
  * looked up among the runs loaded at startup before anything is read for it; an unknown id is a 404.
  */
-import type { ServedRuns } from '../../service/index.js';
+import type { ServedRuns } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import type { HttpLimits } from '../options.js';
 import { errorResponses, isPromotion, predict, runRecord } from '../responses.js';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRng, EVALUATION_METRICS, EVALUATION_TAGS, parseTrainingArgs } from '../../src/model/index.js';
-import { DEFAULT_GATES, gateFailure, servingVerdict } from '../../src/service/index.js';
+import { DEFAULT_GATES, gateFailure, servingVerdict } from '../../src/served-models/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import type { Run } from '../../src/tracking/store.js';
 import { readDataset } from '../../src/train/data.js';

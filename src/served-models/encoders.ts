@@ -27,7 +27,7 @@ import { estimateTokens } from './token-estimate.js';
  */
 export const BATCH_TOKENS = 1_024;
 
-/** How the encoders of served runs are run (src/serve/settings.ts: TAGGER_ENCODER_*). */
+/** How the encoders of served runs are run (src/server/settings.ts: TAGGER_ENCODER_*). */
 export interface EncoderSettings {
   /** ONNX Runtime intra-op threads per encoder. */
   threads: number;
@@ -48,7 +48,7 @@ export interface EncoderSettings {
   nice: number;
 }
 
-/** Defaults for a process that serves requests (threads: one; src/serve computes the real default). */
+/** Defaults for a process that serves requests (threads: one; src/server computes the real default). */
 export const DEFAULT_ENCODER_SETTINGS: Readonly<EncoderSettings> = Object.freeze({
   threads: 1,
   maxBatch: 32,

@@ -16,7 +16,7 @@ export class SingleFlightLru<V> {
     private readonly onDrop?: (value: V) => void,
   ) {
     if (!Number.isInteger(capacity) || capacity < 0) {
-      throw new RangeError(`service/cache: capacity must be an integer >= 0, got ${capacity}`);
+      throw new RangeError(`served-models/cache: capacity must be an integer >= 0, got ${capacity}`);
     }
   }
 

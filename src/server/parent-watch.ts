@@ -16,7 +16,7 @@
  * that npm's death does not reach it twice, directly and forwarded, a moment apart. Without /proc, only the
  * parent is watched.
  *
- * A stop already under way (a stop signal was received: src/serve/stop-signals.ts) is not started again:
+ * A stop already under way (a stop signal was received: src/server/stop-signals.ts) is not started again:
  * npm exiting after a process group's SIGTERM is the end of that stop, not a new one.
  *
  * Node has no parent-death signal (Linux's PR_SET_PDEATHSIG is not exposed), so this polls:

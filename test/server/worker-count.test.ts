@@ -1,6 +1,6 @@
 /** The default worker count inside containers: cores, CPU quota and memory limit (cgroup v2 and v1). */
 import { describe, expect, it } from 'vitest';
-import { defaultEncoderThreads, defaultWorkers, describeWorkers } from '../../src/serve/worker-count.js';
+import { defaultEncoderThreads, defaultWorkers, describeWorkers } from '../../src/server/worker-count.js';
 
 const files =
   (contents: Record<string, string>) =>

@@ -21,7 +21,7 @@ import {
   type ServeFlags,
   type SettingKey,
   StartupError,
-} from '../../src/serve/config.js';
+} from '../../src/server/config.js';
 import { REPO_ROOT } from '../support/components.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tagger-config-'));

@@ -3,8 +3,8 @@
  * bounded in texts and in estimated tokens, the cap on one call's work, failures.
  */
 import { describe, expect, it } from 'vitest';
-import { DynamicBatcher, QueueFullError, RequestTooLargeError } from '../../src/service/index.js';
-import { estimateTokens } from '../../src/service/token-estimate.js';
+import { DynamicBatcher, QueueFullError, RequestTooLargeError } from '../../src/served-models/index.js';
+import { estimateTokens } from '../../src/served-models/token-estimate.js';
 
 /** A fake encoder: each text's "embedding" is its number; every batch is recorded and held until released. */
 function fakeEncoder() {

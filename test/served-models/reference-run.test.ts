@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { EVALUATION_TAGS } from '../../src/model/index.js';
-import { DEFAULT_GATES, gateFailure, referenceRun } from '../../src/service/index.js';
+import { DEFAULT_GATES, gateFailure, referenceRun } from '../../src/served-models/index.js';
 import type { Run, RunStatus } from '../../src/tracking/store.js';
 
 function run(

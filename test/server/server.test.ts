@@ -7,16 +7,16 @@ import { createConnection, type Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
-import { resolveServeConfig, SERVE_DEFAULTS } from '../../src/serve/config.js';
+import type { ReloadResult } from '../../src/served-models/index.js';
+import { resolveServeConfig, SERVE_DEFAULTS } from '../../src/server/config.js';
 import {
   type RunningServer,
   runServeCommand,
   StartupError,
   serveUntilSignalled,
   startServer,
-} from '../../src/serve/server.js';
-import { defaultEncoderThreads, defaultWorkers } from '../../src/serve/worker-count.js';
-import type { ReloadResult } from '../../src/service/index.js';
+} from '../../src/server/server.js';
+import { defaultEncoderThreads, defaultWorkers } from '../../src/server/worker-count.js';
 import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT } from '../support/components.js';
 import { instrumentStore } from '../support/fixtures.js';
@@ -375,8 +375,8 @@ describe('REST tracking store at startup', () => {
   });
 });
 
-describe('node src/serve/server.ts (env only)', () => {
-  const serverEntry = resolve(REPO_ROOT, 'src', 'serve', 'server.ts');
+describe('node src/server/server.ts (env only)', () => {
+  const serverEntry = resolve(REPO_ROOT, 'src', 'server', 'server.ts');
 
   function run(env: Record<string, string>) {
     const child = spawn(process.execPath, ['--import', 'tsx', serverEntry], {

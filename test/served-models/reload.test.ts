@@ -13,7 +13,7 @@ import {
   ServedRuns,
   StartupError,
   UnknownRunError,
-} from '../../src/service/index.js';
+} from '../../src/served-models/index.js';
 import {
   parseModelUri,
   registerModelVersion,

@@ -122,15 +122,17 @@ export class DynamicBatcher {
     private readonly observer: BatcherObserver = {},
   ) {
     if (!Number.isInteger(options.maxBatch) || options.maxBatch < 1) {
-      throw new RangeError(`service/batcher: maxBatch must be an integer >= 1, got ${options.maxBatch}`);
+      throw new RangeError(
+        `served-models/batcher: maxBatch must be an integer >= 1, got ${options.maxBatch}`,
+      );
     }
     if (!(options.maxWaitMs >= 0)) {
-      throw new RangeError(`service/batcher: maxWaitMs must be >= 0, got ${options.maxWaitMs}`);
+      throw new RangeError(`served-models/batcher: maxWaitMs must be >= 0, got ${options.maxWaitMs}`);
     }
     for (const name of ['maxQueue', 'maxQueueTokens', 'maxRequestTokens', 'maxBatchTokens'] as const) {
       const value = options[name] ?? 0;
       if (!Number.isInteger(value) || value < 0) {
-        throw new RangeError(`service/batcher: ${name} must be an integer >= 0, got ${value}`);
+        throw new RangeError(`served-models/batcher: ${name} must be an integer >= 0, got ${value}`);
       }
     }
     this.cost = options.cost ?? (() => 1);

@@ -9,9 +9,9 @@ import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAX_WORKERS, resolveWorkerCount } from '../../src/serve/cluster.js';
-import { StartupError } from '../../src/serve/config.js';
-import { SERVE_NODE_FLAGS } from '../../src/serve/node-flags.js';
+import { MAX_WORKERS, resolveWorkerCount } from '../../src/server/cluster.js';
+import { StartupError } from '../../src/server/config.js';
+import { SERVE_NODE_FLAGS } from '../../src/server/node-flags.js';
 import { CLI_ENTRY } from '../support/cli.js';
 import { redisServerPath, TSX_LOADER } from '../support/components.js';
 import { redisServer } from '../support/redis-server.js';
@@ -125,7 +125,7 @@ function predict(url: string): Promise<{ status: number; runId: string | undefin
 
 describe('resolveWorkerCount', () => {
   it('defaults to the available cores and reads --workers, then TAGGER_WORKERS', async () => {
-    const { defaultWorkers } = await import('../../src/serve/worker-count.js');
+    const { defaultWorkers } = await import('../../src/server/worker-count.js');
     expect(resolveWorkerCount(undefined, {})).toBe(defaultWorkers().workers);
     expect(resolveWorkerCount('3', { TAGGER_WORKERS: '5' })).toBe(3);
     expect(resolveWorkerCount(undefined, { TAGGER_WORKERS: '5' })).toBe(5);
@@ -160,10 +160,10 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
         server,
       );
 
-      // Both workers skip the broken best run; only one says so (REPORTS_SKIPS_ENV in src/serve/cluster.ts).
+      // Both workers skip the broken best run; only one says so (REPORTS_SKIPS_ENV in src/server/cluster.ts).
       expect(server.output().match(/skipping a run whose artifacts cannot be loaded/g)).toHaveLength(1);
 
-      // Workers run with the serve flags (src/serve/node-flags.ts), and V8 honours them: the young generation
+      // Workers run with the serve flags (src/server/node-flags.ts), and V8 honours them: the young generation
       // (two semi-spaces) stays within 2 × 8 MiB, where Node's default lets it grow to 2 × 16 MiB at startup.
       for (const pid of first) {
         const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
@@ -172,7 +172,7 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
       const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
       const newSpace = /^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(metrics)?.[1];
       expect(Number(newSpace)).toBeGreaterThan(0);
-      // /metrics sums the two workers (src/serve/cluster-metrics.ts): at most 16 MiB each.
+      // /metrics sums the two workers (src/server/cluster-metrics.ts): at most 16 MiB each.
       expect(Number(newSpace)).toBeLessThanOrEqual(2 * 16 * 1024 * 1024);
 
       // Many requests over fresh connections reach both workers; every answer names the same run.

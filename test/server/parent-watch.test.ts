@@ -1,5 +1,5 @@
 /**
- * The parent watch of a process npm started (src/serve/parent-watch.ts), on a process chain laid out as
+ * The parent watch of a process npm started (src/server/parent-watch.ts), on a process chain laid out as
  * npm lays it out — a runner without `npm_lifecycle_event`, `sh -c`, and the watching Node process with it
  * — but with a plain Node process standing in for npm: what it watches, that a SIGKILL to the runner (which
  * leaves the shell alive) is noticed, and that a process told its parent forwards signals watches only it.
@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PARENT_FORWARDS_SIGNALS_ENV } from '../../src/serve/parent-watch.js';
+import { PARENT_FORWARDS_SIGNALS_ENV } from '../../src/server/parent-watch.js';
 import { REPO_ROOT, TSX_LOADER } from '../support/components.js';
 
 const hasProc = existsSync('/proc/self/stat');
-const WATCH = resolve(REPO_ROOT, 'src', 'serve', 'parent-watch.ts');
+const WATCH = resolve(REPO_ROOT, 'src', 'server', 'parent-watch.ts');
 const started = new Set<ChildProcess>();
 /** Watchers (and their shells) left running by a case: killed by pid. */
 const leftBehind = new Set<number>();

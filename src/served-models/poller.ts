@@ -16,7 +16,7 @@ export interface ReloadPoller {
  */
 export function pollReloads(reload: () => Promise<ReloadResult>, intervalMs: number): ReloadPoller {
   if (!Number.isInteger(intervalMs) || intervalMs < 0) {
-    throw new RangeError(`service/poller: intervalMs must be an integer >= 0, got ${intervalMs}`);
+    throw new RangeError(`served-models/poller: intervalMs must be an integer >= 0, got ${intervalMs}`);
   }
   let stopped = intervalMs === 0;
   let timer: NodeJS.Timeout | undefined;

@@ -1,4 +1,4 @@
-/** Public surface of src/service: what the HTTP layer serves and how it is loaded. */
+/** Public surface of src/served-models: what the HTTP layer serves and how it is loaded. */
 
 /** Paths in what the API shows, masked as credentials are (the HTTP layer imports no tracking code). */
 export { maskPaths } from '../tracking/redact.js';

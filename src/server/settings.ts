@@ -11,7 +11,7 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { HTTP_DEFAULTS } from '../http/options.js';
 import { MONITORING_DEFAULTS } from '../monitoring/defaults.js';
-import { DEFAULT_ENCODER_SETTINGS, DEFAULT_GATES } from '../service/index.js';
+import { DEFAULT_ENCODER_SETTINGS, DEFAULT_GATES } from '../served-models/index.js';
 import { DEFAULT_TRACKING_URI } from '../tracking/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SERVE_NODE_FLAGS, serveExecArgv } from '../../src/serve/node-flags.js';
+import { SERVE_NODE_FLAGS, serveExecArgv } from '../../src/server/node-flags.js';
 
 describe('serveExecArgv', () => {
   it('appends the serve flags after the existing arguments', () => {

@@ -19,7 +19,7 @@ import { redactRedisUrl } from '../http/shared-rate-limit.js';
 // Not the layer's index: every command loads this module, and the index loads prom-client and more.
 import type { MonitoringConfig } from '../monitoring/monitoring.js';
 import { checkRecordStoreUri, defaultRecordStoreUri } from '../monitoring/open.js';
-import { type EncoderSettings, type PromotionGates, StartupError } from '../service/index.js';
+import { type EncoderSettings, type PromotionGates, StartupError } from '../served-models/index.js';
 import { defaultTrackingUri, type ModelUri, parseModelUri, redactUri } from '../tracking/index.js';
 import {
   byKey,
@@ -35,7 +35,7 @@ import {
 } from './settings.js';
 import { defaultEncoderThreads, defaultWorkers, describeWorkers } from './worker-count.js';
 
-export { StartupError } from '../service/index.js';
+export { StartupError } from '../served-models/index.js';
 export * from './settings.js';
 
 /** Compiled on first use: `tagger train` and `predict` import this module too. */

@@ -1,7 +1,7 @@
 /** Reading a run's error artifacts: single-label (matrix + mistakes) and multi-label (mistakes only). */
 import { describe, expect, it } from 'vitest';
 import { RUN_ARTIFACTS } from '../../src/model/index.js';
-import { readMistakes } from '../../src/service/inspection.js';
+import { readMistakes } from '../../src/served-models/inspection.js';
 import { TrackingError } from '../../src/tracking/index.js';
 
 const reader =

@@ -20,7 +20,7 @@ import {
   type EncoderSettings,
   loadModelDirectory,
   ServedRuns,
-} from '../../src/service/index.js';
+} from '../../src/served-models/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { minilmDir } from '../support/components.js';
 import {

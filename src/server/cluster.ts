@@ -20,7 +20,7 @@
  *   only once every worker has closed its own — and so the primary its socket — does any of them tell
  *   clients to go (`Connection: close`): a client told so by one worker would reconnect through the
  *   primary, and a connection waiting in the primary's queue when its socket closes is reset
- *   (src/serve/drain.ts).
+ *   (src/server/drain.ts).
  *
  * Every worker loads the same store on its own, so all serve the same best run; a reload (SIGHUP or the
  * poller) happens in each worker separately.
@@ -40,7 +40,7 @@ export class ClusterError extends StartupError {}
 
 /**
  * `--workers`, else TAGGER_WORKERS, else the config file, else the number of cores this process may use
- * (the `workers` setting of src/serve/settings.ts).
+ * (the `workers` setting of src/server/settings.ts).
  * @example resolveWorkerCount('2', {}) // 2
  */
 export function resolveWorkerCount(flag: string | number | undefined, env: NodeJS.ProcessEnv): number {
@@ -137,7 +137,7 @@ const isToWorker = (value: unknown): value is ToWorker =>
  * terminal or a signal to the process group, straight from the sender, since workers share the primary's
  * process group. A second stop signal makes the serve path give up on in-flight requests, so the worker
  * raises a forwarded signal on itself only when it has not already received that kind of signal directly
- * (and the serve path takes a copy arriving within a second for what it is, src/serve/stop-signals.ts); a
+ * (and the serve path takes a copy arriving within a second for what it is, src/server/stop-signals.ts); a
  * signal the primary took for a person's second one is acted on as such.
  */
 export async function runClusterWorker(
@@ -359,7 +359,7 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
     };
 
     // A copy of the first stop signal (the process group's, forwarded by npm or `npm start`) is not a
-    // second one: passing it on as such would cut every worker's drain (src/serve/stop-signals.ts).
+    // second one: passing it on as such would cut every worker's drain (src/server/stop-signals.ts).
     const stops = new StopSignalClassifier();
     const onStop = (signal: NodeJS.Signals): void => {
       if (stops.classify(signal) === 'repeat') {

@@ -1,7 +1,7 @@
 /**
  * `tagger serve`: resolve the config, load what to serve (the port opens only after loading), listen,
  * reload the experiment's runs on a timer and on SIGHUP, and shut down gracefully on SIGTERM/SIGINT.
- * Also runnable on its own: `node dist/serve/server.js` (env only).
+ * Also runnable on its own: `node dist/server/server.js` (env only).
  *
  * The shutdown sequence, built for removal from behind a load balancer or a Kubernetes Service, and for
  * keep-alive clients that talk to this process directly (kube-proxy pins each client's connection to one
@@ -40,7 +40,7 @@ import {
   type ServingState,
   StartupError,
   withStoreHint,
-} from '../service/index.js';
+} from '../served-models/index.js';
 import { openTrackingStore, redactUri, type TrackingStore } from '../tracking/index.js';
 import { clusterWorkerHooks } from './cluster.js';
 import { clusterMetricsSource } from './cluster-metrics.js';
@@ -90,7 +90,7 @@ export interface StartOptions {
   reportsSkips?: boolean | undefined;
   /**
    * A cluster worker's shutdown: told that this worker's listener is closed, resolves once every
-   * worker's is (src/serve/cluster.ts), before connections are ended.
+   * worker's is (src/server/cluster.ts), before connections are ended.
    */
   listenerClosed?: (() => Promise<void>) | undefined;
 }
@@ -190,7 +190,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
   const logger = options.logger ?? pino({ level: config.logLevel });
   // Created before loading so that every reload, from the first one on, is counted.
   const metrics = createHttpMetrics();
-  // A --workers worker serves the whole process group's metrics (src/serve/cluster-metrics.ts).
+  // A --workers worker serves the whole process group's metrics (src/server/cluster-metrics.ts).
   const clusterMetrics = clusterMetricsSource(metrics.registry);
   if (clusterMetrics) metrics.serveExpositionFrom(clusterMetrics);
   const onReload = (outcome: ReloadOutcome, runId: string): void => {
@@ -298,7 +298,7 @@ export interface SignalHandling {
 }
 
 /**
- * Listens for SIGTERM/SIGINT (src/serve/stop-signals.ts): copies of the first signal within the window,
+ * Listens for SIGTERM/SIGINT (src/server/stop-signals.ts): copies of the first signal within the window,
  * which a process group gets from npm or `npm start` forwarding it, are logged and ignored; a second
  * signal exits at once with 1.
  */

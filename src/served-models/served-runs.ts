@@ -95,7 +95,7 @@ export interface ServedRunsOptions {
    */
   reportsSkips?: boolean | undefined;
   /**
-   * Opens the encoders of encoder runs (src/service/encoders.ts). Without it encoder runs are not
+   * Opens the encoders of encoder runs (src/served-models/encoders.ts). Without it encoder runs are not
    * loadable (held back with the reason) and the other runs serve.
    */
   encoders?: EncoderProvider | undefined;

@@ -1,6 +1,6 @@
 /** SingleFlightLru: bounded LRU with one load per key at a time. */
 import { describe, expect, it } from 'vitest';
-import { SingleFlightLru } from '../../src/service/index.js';
+import { SingleFlightLru } from '../../src/served-models/index.js';
 
 const deferred = <T>() => {
   let resolve!: (value: T) => void;

@@ -1,7 +1,7 @@
 /** ServedRuns over a real file store: ordering, skipping broken runs, lazy bounded model cache, failures. */
 import { describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
-import { RunLoadError, ServedRuns, StartupError, UnknownRunError } from '../../src/service/index.js';
+import { RunLoadError, ServedRuns, StartupError, UnknownRunError } from '../../src/served-models/index.js';
 import { instrumentStore } from '../support/fixtures.js';
 import { captureLog } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';
