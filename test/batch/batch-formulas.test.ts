@@ -4,17 +4,17 @@
  * recommends (a leading `'`, and quotes around a cell holding another locale's separator); JSON Lines
  * output keeps values as they are unless asked.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseTrainingArgs, trainTagger } from '../../src/model/index.js';
 
 const neutraliseFormula = (v: string) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
 
 import { tagFile } from '../../src/batch/batch-predict.js';
 import { sampleTexts } from '../support/fixtures.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 /** Tags a spreadsheet would also take for formulas: they come from someone's training data. */
 const RENAMED: Record<string, string> = { mlops: '@mlops', 'computer-vision': '-cv' };
@@ -38,15 +38,11 @@ const HOSTILE = [
   'a plain text about transformers',
 ];
 
-let dir: string;
+const scratch = useTempDir('tagger-formulas-');
 let input: string;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-formulas-'));
-  input = join(dir, 'hostile.jsonl');
+  input = join(scratch.path, 'hostile.jsonl');
   await writeFile(input, `${HOSTILE.map((text) => JSON.stringify({ text })).join('\n')}\n`);
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 const csvRows = async (path: string) =>
@@ -54,7 +50,7 @@ const csvRows = async (path: string) =>
 
 describe('batch output and formula injection', () => {
   it("CSV output puts a ' before every cell that starts a formula, in texts and in tag names", async () => {
-    const output = join(dir, 'tags.csv');
+    const output = join(scratch.path, 'tags.csv');
     await tagFile(model, { input, output });
     const raw = await readFile(output, 'utf8');
     const out = await csvRows(output);
@@ -74,13 +70,13 @@ describe('batch output and formula injection', () => {
   });
 
   it('--no-escape-formulas (escapeFormulas: false) writes CSV cells as they are', async () => {
-    const output = join(dir, 'raw.csv');
+    const output = join(scratch.path, 'raw.csv');
     await tagFile(model, { input, output, escapeFormulas: false });
     expect((await csvRows(output)).map((row) => row.text)).toEqual(HOSTILE);
   });
 
   it('JSON Lines keeps values as they are by default, and neutralises them when asked', async () => {
-    const plain = join(dir, 'tags.jsonl');
+    const plain = join(scratch.path, 'tags.jsonl');
     await tagFile(model, { input, output: plain });
     const read = async (path: string) =>
       (await readFile(path, 'utf8'))
@@ -89,7 +85,7 @@ describe('batch output and formula injection', () => {
         .map((line) => JSON.parse(line) as { text: string; predicted_probabilities: Record<string, number> });
     expect((await read(plain)).map((row) => row.text)).toEqual(HOSTILE);
 
-    const escaped = join(dir, 'escaped.jsonl');
+    const escaped = join(scratch.path, 'escaped.jsonl');
     await tagFile(model, { input, output: escaped, escapeFormulas: true });
     const lines = await read(escaped);
     expect(lines.map((row) => row.text)).toEqual(HOSTILE.map(neutraliseFormula));

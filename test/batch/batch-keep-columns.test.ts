@@ -3,28 +3,17 @@
  * number, so joining it back to the input meant counting lines. Each output row now keeps the input's
  * `id` column when there is one, or the columns named (`keepColumns`, `--keep-columns`).
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
 import { trainModel } from '../support/fixtures.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-keep-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = useTempDir('tagger-keep-');
 
-const file = async (name: string, content: string): Promise<string> => {
-  const path = join(dir, name);
-  await writeFile(path, content);
-  return path;
-};
 const csvRows = async (path: string) =>
   parse(await readFile(path, 'utf8'), { columns: true }) as Record<string, string>[];
 const jsonLines = async (path: string) =>
@@ -35,11 +24,11 @@ const jsonLines = async (path: string) =>
 
 describe('columns of the input kept in the output', () => {
   it("keeps the input's id column by default, right after line, for the rows tagged", async () => {
-    const input = await file(
+    const input = await scratch.file(
       'ids.csv',
       'source,id,title,description\nweb,P-17,BERT,sentiment analysis\nweb,P-18,,\nrss,P-19,YOLO,object detection\n',
     );
-    const output = join(dir, 'ids-tags.csv');
+    const output = join(scratch.path, 'ids-tags.csv');
     await tagFile(model, { input, output });
     const raw = await readFile(output, 'utf8');
     expect(raw.split('\n')[0]!.startsWith('line,id,text,predicted_tag,probability,')).toBe(true);
@@ -50,7 +39,7 @@ describe('columns of the input kept in the output', () => {
   });
 
   it('keeps the columns named, in JSON Lines with their JSON values (null where a row lacks one)', async () => {
-    const input = await file(
+    const input = await scratch.file(
       'rows.jsonl',
       [
         { uid: 7, meta: { lang: 'en' }, text: 'transformers for translation' },
@@ -59,7 +48,7 @@ describe('columns of the input kept in the output', () => {
         .map((row) => JSON.stringify(row))
         .join('\n'),
     );
-    const output = join(dir, 'rows-tags.jsonl');
+    const output = join(scratch.path, 'rows-tags.jsonl');
     await tagFile(model, { input, output, keepColumns: ['uid', 'meta'] });
     const lines = await jsonLines(output);
     expect(lines.map((line) => Object.keys(line).slice(0, 4))).toEqual([
@@ -71,7 +60,7 @@ describe('columns of the input kept in the output', () => {
       [8, null],
     ]);
     // The same into CSV: JSON values as JSON, a missing one as an empty cell.
-    const csv = join(dir, 'rows-tags.csv');
+    const csv = join(scratch.path, 'rows-tags.csv');
     await tagFile(model, { input, output: csv, keepColumns: ['uid', 'meta'] });
     expect((await csvRows(csv)).map((row) => [row.uid, row.meta])).toEqual([
       ['7', '{"lang":"en"}'],
@@ -80,19 +69,19 @@ describe('columns of the input kept in the output', () => {
   });
 
   it('keeps nothing with keepColumns: [], and kept text is neutralised for spreadsheets like the rest', async () => {
-    const input = await file('formula.csv', 'id,text\n=1+1,object detection\n');
-    const none = join(dir, 'none.csv');
+    const input = await scratch.file('formula.csv', 'id,text\n=1+1,object detection\n');
+    const none = join(scratch.path, 'none.csv');
     await tagFile(model, { input, output: none, keepColumns: [] });
     expect(Object.keys((await csvRows(none))[0]!).slice(0, 2)).toEqual(['line', 'text']);
-    const kept = join(dir, 'kept.csv');
+    const kept = join(scratch.path, 'kept.csv');
     await tagFile(model, { input, output: kept });
     expect((await csvRows(kept))[0]!.id).toBe("'=1+1");
   });
 
   it('refuses a column the input lacks, or one the output has already', async () => {
-    const input = await file('plain.csv', 'id,text\n1,hello world\n');
+    const input = await scratch.file('plain.csv', 'id,text\n1,hello world\n');
     const refused = async (keepColumns: string[]) =>
-      (await tagFile(model, { input, output: join(dir, 'x.csv'), keepColumns }).catch(
+      (await tagFile(model, { input, output: join(scratch.path, 'x.csv'), keepColumns }).catch(
         (error: unknown) => error,
       )) as Error;
     const missing = await refused(['id', 'source']);

@@ -1,31 +1,19 @@
 /** Batch tagging of files: order, line numbers, bad rows, formats, and nothing half-written on failure. */
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_BATCH_CHARS, type ReaderMessage, readBatches } from '../../src/batch/batch-io.js';
 import { type BadRow, BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
 import { trainModel } from '../support/fixtures.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-batch-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-const file = async (name: string, content: string): Promise<string> => {
-  const path = join(dir, name);
-  await writeFile(path, content);
-  return path;
-};
+const scratch = useTempDir('tagger-batch-');
 
 describe('tagFile', () => {
   it('tags a CSV in order with line numbers, skipping and reporting bad rows without stopping', async () => {
-    const input = await file(
+    const input = await scratch.file(
       'projects.csv',
       '\uFEFFid,title,description\n' +
         '1,BERT fine tuning,for sentiment analysis\n' +
@@ -34,7 +22,7 @@ describe('tagFile', () => {
         '4,YOLO,"object\ndetection on drones"\n' +
         '5,Kubernetes,model serving pipelines\n',
     );
-    const output = join(dir, 'tags.csv');
+    const output = join(scratch.path, 'tags.csv');
     const bad: BadRow[] = [];
     const result = await tagFile(model, { input, output, onBadRow: (row) => bad.push(row) });
     expect(result).toMatchObject({ rows: 5, tagged: 3, bad: 2 });
@@ -62,12 +50,12 @@ describe('tagFile', () => {
   });
 
   it('tags JSON Lines into JSON Lines or CSV, with --text-column, reporting lines that are not JSON objects', async () => {
-    const input = await file(
+    const input = await scratch.file(
       'texts.jsonl',
       '{"body":"transformers for translation"}\nnot json\n[1]\n\n{"body":""}\n{"body":42}\n{"body":"gan image synthesis"}\n',
     );
     const bad: BadRow[] = [];
-    const jsonl = join(dir, 'tags.jsonl');
+    const jsonl = join(scratch.path, 'tags.jsonl');
     const result = await tagFile(model, {
       input,
       output: jsonl,
@@ -93,7 +81,7 @@ describe('tagFile', () => {
       model.predict(['gan image synthesis'])[0]!.probabilities,
     );
 
-    const csv = join(dir, 'from-jsonl.csv');
+    const csv = join(scratch.path, 'from-jsonl.csv');
     await tagFile(model, { input, output: csv, textColumn: 'body' });
     expect((parse(await readFile(csv, 'utf8'), { columns: true }) as unknown[]).length).toBe(2);
   });
@@ -104,8 +92,8 @@ describe('tagFile', () => {
       { length: count },
       (_, i) => `${i},"text number ${i} about ${i % 2 ? 'images' : 'language'} models"`,
     );
-    const input = await file('many.csv', `id,text\n${lines.join('\n')}\n`);
-    const output = join(dir, 'many.jsonl');
+    const input = await scratch.file('many.csv', `id,text\n${lines.join('\n')}\n`);
+    const output = join(scratch.path, 'many.jsonl');
     const seen: number[] = [];
     const result = await tagFile(model, {
       input,
@@ -124,33 +112,36 @@ describe('tagFile', () => {
   });
 
   it('refuses unusable input with a clear error and leaves no output or temp file behind', async () => {
-    const input = await file('no-text.csv', 'id,body\n1,hello\n');
+    const input = await scratch.file('no-text.csv', 'id,body\n1,hello\n');
     const cases: [Parameters<typeof tagFile>[1], RegExp][] = [
-      [{ input, output: join(dir, 'x.txt') }, /x\.txt: use a \.csv, \.jsonl or \.ndjson file/],
+      [{ input, output: join(scratch.path, 'x.txt') }, /x\.txt: use a \.csv, \.jsonl or \.ndjson file/],
       [{ input, output: input }, /is the input file/],
-      [{ input: join(dir, 'absent.csv'), output: join(dir, 'x.csv') }, /cannot read .*absent\.csv/],
       [
-        { input, output: join(dir, 'x.csv') },
+        { input: join(scratch.path, 'absent.csv'), output: join(scratch.path, 'x.csv') },
+        /cannot read .*absent\.csv/,
+      ],
+      [
+        { input, output: join(scratch.path, 'x.csv') },
         /has neither a 'text' column nor 'title' and 'description' \(its columns: id, body\)/,
       ],
       [
-        { input, output: join(dir, 'x.csv'), textColumn: 'missing' },
+        { input, output: join(scratch.path, 'x.csv'), textColumn: 'missing' },
         /has no column 'missing' \(its columns: id, body\)/,
       ],
-      [{ input, output: join(dir, 'missing-dir', 'x.csv') }, /cannot tag .* into .*missing-dir/],
+      [{ input, output: join(scratch.path, 'missing-dir', 'x.csv') }, /cannot tag .* into .*missing-dir/],
     ];
     for (const [options, message] of cases) {
       const error = await tagFile(model, options).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(BatchInputError);
       expect((error as Error).message).toMatch(message);
     }
-    const left = await readdir(dir);
+    const left = await readdir(scratch.path);
     expect(left.filter((name) => name.includes('.tmp') || name === 'x.csv')).toEqual([]);
   });
 
   it('ends a batch early when its texts are long, so a batch stays bounded in size', async () => {
     const long = 'w'.repeat(Math.ceil(MAX_BATCH_CHARS / 2.5));
-    const input = await file(
+    const input = await scratch.file(
       'long.csv',
       `id,text\n${[1, 2, 3, 4, 5, 6].map((i) => `${i},${long}`).join('\n')}\n`,
     );
@@ -160,13 +151,13 @@ describe('tagFile', () => {
     });
     const sizes = messages.flatMap((message) => (message.kind === 'rows' ? [message.texts.length] : []));
     expect(sizes).toEqual([3, 3]);
-    const output = join(dir, 'long.csv.out.csv');
+    const output = join(scratch.path, 'long.csv.out.csv');
     expect(await tagFile(model, { input, output })).toMatchObject({ rows: 6, tagged: 6, bad: 0 });
   });
 
   it('an empty CSV gives a header-only output', async () => {
-    const input = await file('empty.csv', 'text\n');
-    const output = join(dir, 'empty-tags.csv');
+    const input = await scratch.file('empty.csv', 'text\n');
+    const output = join(scratch.path, 'empty-tags.csv');
     expect(await tagFile(model, { input, output })).toMatchObject({ rows: 0, tagged: 0, bad: 0 });
     expect((await readFile(output, 'utf8')).trim()).toBe(
       ['line', 'text', 'predicted_tag', 'probability', ...model.tags.map((t) => `p_${t}`)].join(','),
@@ -181,9 +172,9 @@ describe('tagFile', () => {
       threshold: 'tuned',
     }).model;
     const texts = ['transformer language model for text', 'object detection in images', 'zzz'];
-    const input = await file('multi.csv', `text\n${texts.join('\n')}\n`);
-    const csv = join(dir, 'multi-tags.csv');
-    const jsonl = join(dir, 'multi-tags.jsonl');
+    const input = await scratch.file('multi.csv', `text\n${texts.join('\n')}\n`);
+    const csv = join(scratch.path, 'multi-tags.csv');
+    const jsonl = join(scratch.path, 'multi-tags.jsonl');
     await tagFile(multi, { input, output: csv });
     await tagFile(multi, { input, output: jsonl });
     const expected = multi.predict(texts);

@@ -5,43 +5,31 @@
  * tagged. RowLimiter, which does it, must not change what csv-parse reads otherwise: the property below
  * compares the rows and line numbers csv-parse reports with and without it, on generated CSV.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type BadRow, BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
 import { DEFAULT_MAX_ROW_BYTES, RowLimiter, type TooLongRow } from '../../src/batch/batch-row-limit.js';
 import { trainModel } from '../support/fixtures.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const { model } = trainModel({ analyzer: 'word', ngram_max_range: 2 });
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-row-limit-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-const file = async (name: string, content: string): Promise<string> => {
-  const path = join(dir, name);
-  await writeFile(path, content);
-  return path;
-};
+const scratch = useTempDir('tagger-row-limit-');
 
 /** 3 MB of words: three times the default limit. */
 const HUGE = 'object detection with transformers '.repeat(90_000);
 
 describe('a row over the limit', () => {
   it('is reported by its line and skipped; the rows around it are tagged (CSV)', async () => {
-    const input = await file(
+    const input = await scratch.file(
       'huge.csv',
       `id,text\n1,BERT for sentiment analysis\n2,"${HUGE}\nsecond line of it"\n3,YOLO object detection\n4,${HUGE}\n5,Kubernetes serving\n`,
     );
-    const output = join(dir, 'huge-tags.csv');
+    const output = join(scratch.path, 'huge-tags.csv');
     const bad: BadRow[] = [];
     const result = await tagFile(model, { input, output, onBadRow: (row) => bad.push(row) });
     expect(result).toMatchObject({ rows: 5, tagged: 3, bad: 2 });
@@ -66,7 +54,7 @@ describe('a row over the limit', () => {
 
   it('is reported by its line and skipped (JSON Lines, CRLF line breaks), with a limit of your own', async () => {
     const long = 'x'.repeat(500);
-    const input = await file(
+    const input = await scratch.file(
       'long.jsonl',
       [
         { text: 'BERT for sentiment analysis' },
@@ -77,7 +65,7 @@ describe('a row over the limit', () => {
         .map((row) => JSON.stringify(row))
         .join('\r\n'),
     );
-    const output = join(dir, 'long-tags.jsonl');
+    const output = join(scratch.path, 'long-tags.jsonl');
     const bad: BadRow[] = [];
     const result = await tagFile(model, {
       input,
@@ -96,10 +84,12 @@ describe('a row over the limit', () => {
   });
 
   it('a CSV header over the limit makes the file unusable, with a clear message', async () => {
-    const input = await file('wide-header.csv', `text,${'c'.repeat(2_000)}\nhello,world\n`);
-    const error = await tagFile(model, { input, output: join(dir, 'x.csv'), maxRowBytes: 1_000 }).catch(
-      (caught: unknown) => caught,
-    );
+    const input = await scratch.file('wide-header.csv', `text,${'c'.repeat(2_000)}\nhello,world\n`);
+    const error = await tagFile(model, {
+      input,
+      output: join(scratch.path, 'x.csv'),
+      maxRowBytes: 1_000,
+    }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(BatchInputError);
     expect((error as Error).message).toMatch(
       /wide-header\.csv: the header row \(line 1\) is 2,005 bytes, over the limit of 1,000 bytes a row/,

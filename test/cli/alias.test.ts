@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openTrackingStore } from '../../src/tracking/index.js';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, expectCleanFailure, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder();
@@ -15,36 +15,13 @@ describe('tagger train --register and tagger alias', () => {
   it('registers each trained run as the next version, and moves, lists and deletes aliases', async () => {
     const registry = join(cli.dir, 'registry.db');
     const uri = `sqlite:///${registry}`;
-    const train = () =>
-      tagger([
-        'train',
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        FAST_ARGS,
-        '--tracking-uri',
-        uri,
-        '--register',
-        'tagger',
-        '--quiet',
-      ]);
+    const train = () => tagger(trainArgv(uri, ['--register', 'tagger', '--quiet']));
     const first = await train();
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(
       /Registered as version 1 of model 'tagger' \(models:\/tagger\/1\); serve it by alias: tagger alias set tagger champion 1, then tagger serve --model-uri models:\/tagger@champion/,
     );
-    const second = await tagger([
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      uri,
-      '--register',
-      'tagger',
-      '--json',
-    ]);
+    const second = await tagger(trainArgv(uri, ['--register', 'tagger', '--json']));
     expect(second.code, second.stderr).toBe(0);
     const output = JSON.parse(second.stdout);
     expect(output.registered_model).toEqual({ name: 'tagger', version: 2 });

@@ -8,7 +8,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cliFolder, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-behaviour-summary-' });
@@ -51,8 +51,7 @@ beforeAll(async () => {
   await writeFile(partial, sample.replace(/,mlops$/gm, ',devops').replace(/,computer-vision$/gm, ',vision'));
 });
 
-const train = (data: string, ...more: string[]) =>
-  tagger(['train', '--data', data, '--args', FAST_ARGS, '--tracking-uri', cli.store, ...more]);
+const train = (data: string, ...more: string[]) => tagger(trainArgv(cli.store, more, { data }));
 
 describe('the behavioural summary of tagger train', () => {
   it('on a model of other tags: the default suite is not run, in one line that says what it is for', async () => {

@@ -12,7 +12,7 @@ import { withEncoderFlag } from '../../src/cli/embeddings.js';
 import { EncoderError, openEncoderFor } from '../../src/encoder/index.js';
 import { DEFAULT_TRAINING_ARGS, decodeModel, MODEL_FILES, parseTrainingArgs } from '../../src/model/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 import { minilmDir, SAMPLE_DATA } from '../support/components.js';
 
 const dir = minilmDir();
@@ -46,18 +46,7 @@ describe('--encoder over the args', () => {
 
 describe.skipIf(dir === null)('tagger train --encoder', () => {
   it('trains an encoder run that records its encoder and loads only with that encoder', async () => {
-    const result = await cli.tagger([
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--encoder',
-      'minilm',
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      cli.store,
-      '--json',
-    ]);
+    const result = await cli.tagger(trainArgv(cli.store, ['--encoder', 'minilm', '--json']));
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/tagger: encoder minilm \(local:.*; model sha256 8199be6f699a…, 384 dims/);
     expect(result.stderr).toMatch(/embedding: \d+\/\d+/);

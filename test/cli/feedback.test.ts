@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { cliFolder, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 import { postJson } from '../support/http.js';
 import { type MonitoredApp, monitoredApp } from '../support/monitoring.js';
@@ -27,16 +27,7 @@ let store: TrackingStore;
 let served: MonitoredApp;
 
 beforeAll(async () => {
-  const trained = await tagger([
-    'train',
-    '--data',
-    SAMPLE_DATA,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    uri(),
-    '--quiet',
-  ]);
+  const trained = await tagger(trainArgv(uri(), ['--quiet']));
   expect(trained.code, trained.stderr).toBe(0);
   store = await openTrackingStore(uri(), { readOnly: true });
   served = await monitoredApp(store, { config: { storeUri: uri(), storeDisplayUri: 'mlflow.db' } });
@@ -104,18 +95,9 @@ describe('tagger feedback export', () => {
     for (const row of rows)
       expect(byText.get(row.text)).toEqual({ title: row.text, description: '', tag: row.tag });
 
-    const retrained = await tagger([
-      'train',
-      '--data',
-      output,
-      '--args',
-      FAST_ARGS,
-      '--experiment',
-      'relabelled',
-      '--tracking-uri',
-      uri(),
-      '--quiet',
-    ]);
+    const retrained = await tagger(
+      trainArgv(uri(), ['--experiment', 'relabelled', '--quiet'], { data: output }),
+    );
     expect(retrained.code, retrained.stderr).toBe(0);
     const scored = await tagger(['evaluate', '--data', output, '--tracking-uri', uri(), '--json']);
     expect(scored.code, scored.stderr).toBe(0);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { openTrackingStore } from '../../src/tracking/index.js';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-first-hour-', trained: true });
@@ -169,7 +169,7 @@ describe('a mistyped --tracking-uri on train', () => {
   /** `tagger train` on the sample data (`data`, relative to `cwd`) into `uri`, quickly. */
   const trainInto = (uri: string, data = SAMPLE_DATA, cwd?: string) =>
     cli.tagger(
-      ['train', '--data', data, '--args', FAST_ARGS, '--tracking-uri', uri, '--quiet', '--no-label-issues'],
+      trainArgv(uri, ['--quiet', '--no-label-issues'], { data }),
       {},
       cwd === undefined ? {} : { cwd },
     );

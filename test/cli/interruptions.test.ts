@@ -11,7 +11,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/index.js';
-import { CLI_ENTRY, cliFolder, FAST_ARGS, startCli } from '../support/cli.js';
+import { CLI_ENTRY, cliFolder, FAST_ARGS, startCli, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-interrupt-', trained: true });
@@ -192,11 +192,7 @@ describe('tagger train interrupted during the training', () => {
       ngram_max_range: 4,
     });
     const started = Date.now();
-    const exit = await interrupt(
-      ['train', '--data', SAMPLE_DATA, '--args', slow, '--tracking-uri', store],
-      /^training: 1\//m,
-      'SIGINT',
-    );
+    const exit = await interrupt(trainArgv(store, [], { args: slow }), /^training: 1\//m, 'SIGINT');
     expect(exit.sent, exit.stderr).toBe(true);
     expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
     expect(exit.stderr).toMatch(

@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openTrackingStore } from '../../src/tracking/index.js';
-import { cliFolder, expectCleanFailure } from '../support/cli.js';
+import { cliFolder, expectCleanFailure, trainArgv } from '../support/cli.js';
 import { REPO_ROOT } from '../support/components.js';
 
 const cli = cliFolder();
@@ -17,16 +17,9 @@ describe('multi-label data (a tags column)', () => {
   const multiStore = () => join(cli.dir, 'mlruns-multi');
 
   it('trains a multi-label run, predicts several tags per text and evaluates with micro and macro f1', async () => {
-    const train = await tagger([
-      'train',
-      '--data',
-      MULTI,
-      '--args',
-      JSON.stringify({ num_epochs: 15 }),
-      '--tracking-uri',
-      multiStore(),
-      '--json',
-    ]);
+    const train = await tagger(
+      trainArgv(multiStore(), ['--json'], { data: MULTI, args: JSON.stringify({ num_epochs: 15 }) }),
+    );
     expect(train.code, train.stderr).toBe(0);
     const output = JSON.parse(train.stdout);
     expect(output.metrics.micro_f1).toBeGreaterThan(0.5);
@@ -64,15 +57,7 @@ describe('multi-label data (a tags column)', () => {
 
   it('refuses multi_label false for a tags column, before training', async () => {
     expectCleanFailure(
-      await tagger([
-        'train',
-        '--data',
-        MULTI,
-        '--args',
-        '{"multi_label": false}',
-        '--tracking-uri',
-        multiStore(),
-      ]),
+      await tagger(trainArgv(multiStore(), [], { data: MULTI, args: '{"multi_label": false}' })),
       /several tags per text \(a tags column\), but the args set multi_label to false/,
     );
   });

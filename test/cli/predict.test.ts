@@ -5,8 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 
 const cli = cliFolder({ trained: true });
 const tagger = cli.tagger;
@@ -93,16 +92,11 @@ describe('tagger predict', () => {
 
   it('--explain prints an SGD model’s table whose contributions, rest and bias add up to the score', async () => {
     const store = join(cli.dir, 'sgd-mlruns');
-    const trained = await tagger([
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      JSON.stringify({ ...JSON.parse(FAST_ARGS), classifier: 'ovr', oversample: true }),
-      '--tracking-uri',
-      store,
-      '--quiet',
-    ]);
+    const trained = await tagger(
+      trainArgv(store, ['--quiet'], {
+        args: JSON.stringify({ ...JSON.parse(FAST_ARGS), classifier: 'ovr', oversample: true }),
+      }),
+    );
     expect(trained.code, trained.stderr).toBe(0);
     const texts = ['Object detection with YOLO', 'Sentiment analysis of tweets with BERT'];
     const plain = JSON.parse((await tagger(['predict', ...texts], { MLFLOW_TRACKING_URI: store })).stdout);

@@ -19,7 +19,7 @@ import { DEFAULT_GATES, servingVerdict } from '../../src/served-models/index.js'
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { textKey } from '../../src/train/label-issues.js';
-import { cliFolder, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder('tagger-retrain-');
@@ -90,17 +90,7 @@ beforeAll(async () => {
   uri = `sqlite:///${join(cli.dir, 'mlflow.db')}`;
   data = join(cli.dir, 'projects.csv');
   await copyFile(SAMPLE_DATA, data);
-  const trained = await tagger([
-    'train',
-    '--data',
-    data,
-    '--args',
-    FAST_ARGS,
-    '--tracking-uri',
-    uri,
-    '--json',
-    '--no-label-issues',
-  ]);
+  const trained = await tagger(trainArgv(uri, ['--json', '--no-label-issues'], { data }));
   expect(trained.code, trained.stderr).toBe(0);
   parent = JSON.parse(trained.stdout).run_id;
   scope = JSON.parse(trained.stdout).experiment_id;

@@ -9,7 +9,7 @@
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-store-mistakes-' });
@@ -73,20 +73,7 @@ describe('a SQLite file given without its scheme', () => {
   let folder: string;
   beforeAll(async () => {
     folder = await emptyFolder('scheme');
-    const trained = await tagger(
-      [
-        'train',
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        FAST_ARGS,
-        '--tracking-uri',
-        'sqlite:///mlflow.db',
-        '--quiet',
-      ],
-      {},
-      { cwd: folder },
-    );
+    const trained = await tagger(trainArgv('sqlite:///mlflow.db', ['--quiet']), {}, { cwd: folder });
     expect(trained.code, trained.stderr).toBe(0);
   });
 
@@ -116,11 +103,7 @@ describe('a SQLite file given without its scheme', () => {
   });
 
   it('a new path named like a database is not made into an mlruns folder', async () => {
-    const result = await tagger(
-      ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', 'runs.db'],
-      {},
-      { cwd: folder },
-    );
+    const result = await tagger(trainArgv('runs.db'), {}, { cwd: folder });
     expectCleanFailure(result, /tagger: tracking: runs\.db .* did you mean `sqlite:\/\/\/runs\.db`\?/);
     expect(await readdir(folder)).not.toContain('runs.db');
   });

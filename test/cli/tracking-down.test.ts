@@ -6,8 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fewerRetriesFor } from '../../src/cli/tracking-retries.js';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { cliFolder, expectCleanFailure, trainArgv } from '../support/cli.js';
 import { freePort } from '../support/free-port.js';
 
 const cli = cliFolder({ prefix: 'tagger-tracking-down-' });
@@ -44,12 +43,9 @@ describe('a tracking server that is down', () => {
 
   it("tagger train says what it waits for too (its retries stay MLflow's: the variable, else 5)", async () => {
     const uri = `http://127.0.0.1:${await freePort()}`;
-    const result = await cli.tagger(
-      ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri],
-      {
-        MLFLOW_HTTP_REQUEST_MAX_RETRIES: '1',
-      },
-    );
+    const result = await cli.tagger(trainArgv(uri), {
+      MLFLOW_HTTP_REQUEST_MAX_RETRIES: '1',
+    });
     expectCleanFailure(result, /gave up after 2 attempts/);
     expect(result.stderr).toMatch(/retrying in \d+\.\d s \(retry 1 of 1;/);
   }, 60_000);

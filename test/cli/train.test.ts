@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openTrackingStore } from '../../src/tracking/index.js';
-import { cliFolder, expectCleanFailure, FAST_ARGS } from '../support/cli.js';
+import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 import { nobodyCanRunHere, SAMPLE_DATA } from '../support/components.js';
 
 const cli = cliFolder();
@@ -15,18 +15,7 @@ const tagger = cli.tagger;
 
 describe('tagger train', () => {
   it('trains, logs a run and prints one JSON object with --json', async () => {
-    const result = await tagger([
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      cli.store,
-      '--run-name',
-      'cli-run',
-      '--json',
-    ]);
+    const result = await tagger(trainArgv(cli.store, ['--run-name', 'cli-run', '--json']));
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -77,7 +66,7 @@ describe('tagger train', () => {
       }),
     );
     const uri = `sqlite:///${join(cli.dir, 'behaviour.db')}`;
-    const args = ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri, '--quiet'];
+    const args = trainArgv(uri, ['--quiet']);
     // Not --quiet: that prints only the run and its scores.
     const result = await tagger([
       ...args.filter((arg) => arg !== '--quiet'),
@@ -148,7 +137,7 @@ describe('tagger train', () => {
     await writeFile(notYaml, 'cases: [\n');
     const badSlices = join(cli.dir, 'bad-slices.yaml');
     await writeFile(badSlices, 'slices:\n  - { name: s, where: { text_matches: "(" } }\n');
-    const train = ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', cli.store];
+    const train = trainArgv(cli.store);
     expectCleanFailure(
       await tagger([...train, '--behaviour', bad]),
       /tagger: .*bad-suite\.yaml: cases\[0\]\.expected must be a non-empty string/,
@@ -189,36 +178,13 @@ describe('tagger train', () => {
     const uri = `sqlite:///${join(cli.dir, 'db', 'mlflow.db')}`;
     const viaFlag = join(cli.dir, 'shared-artifacts');
     const viaEnv = join(cli.dir, 'env-artifacts');
-    const first = await tagger([
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      FAST_ARGS,
-      '--json',
-      '--tracking-uri',
-      uri,
-      '--experiment',
-      'flag-root',
-      '--artifact-root',
-      viaFlag,
-    ]);
-    expect(first.code, first.stderr).toBe(0);
-    const second = await tagger(
-      [
-        'train',
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        FAST_ARGS,
-        '--json',
-        '--tracking-uri',
-        uri,
-        '--experiment',
-        'env-root',
-      ],
-      { TAGGER_ARTIFACT_ROOT: viaEnv },
+    const first = await tagger(
+      trainArgv(uri, ['--json', '--experiment', 'flag-root', '--artifact-root', viaFlag]),
     );
+    expect(first.code, first.stderr).toBe(0);
+    const second = await tagger(trainArgv(uri, ['--json', '--experiment', 'env-root']), {
+      TAGGER_ARTIFACT_ROOT: viaEnv,
+    });
     expect(second.code, second.stderr).toBe(0);
     const tracking = await openTrackingStore(uri);
     try {
@@ -252,7 +218,7 @@ describe('tagger train', () => {
     const uri = `sqlite:///${join(cli.dir, 'warned.db')}`;
     // min_freq 5: the default (20) would fold both tags of 20 rows into other, which is refused.
     const args = JSON.stringify({ ...(JSON.parse(FAST_ARGS) as object), min_freq: 5 });
-    const result = await tagger(['train', '--data', small, '--args', args, '--json', '--tracking-uri', uri]);
+    const result = await tagger(trainArgv(uri, ['--json'], { data: small, args }));
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/tagger: WARNING: the test split has only \d+ rows/);
     expect(result.stderr).toMatch(
@@ -279,7 +245,7 @@ describe('tagger train', () => {
 
   it('says at the end whether tagger serve will serve the run, and the fix when a gate holds it back', async () => {
     const uri = `sqlite:///${join(cli.dir, 'gated.db')}`;
-    const first = await tagger(['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri]);
+    const first = await tagger(trainArgv(uri));
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout.trim().split('\n').at(-1)).toMatch(
       /^tagger serve --experiment best serves run [0-9a-f]{32} \(the best run that passes the promotion gates\)\.$/,
@@ -288,21 +254,12 @@ describe('tagger train', () => {
     const lines = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n');
     const other = join(cli.dir, 'other.csv');
     await writeFile(other, [lines[0], ...lines.slice(31)].join('\n'));
-    const second = await tagger(['train', '--data', other, '--args', FAST_ARGS, '--tracking-uri', uri]);
+    const second = await tagger(trainArgv(uri, [], { data: other }));
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout.trim().split('\n').at(-1)).toMatch(
       /^NOT SERVED: tagger serve --experiment best holds run [0-9a-f]{32} back: its f1 was measured on another test set than run [0-9a-f]{32}'s.*Fix: train on new data into an experiment of its own .*tagger retrain .*TAGGER_ALLOW_INCOMPARABLE=true/,
     );
-    const json = await tagger([
-      'train',
-      '--data',
-      other,
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      uri,
-      '--json',
-    ]);
+    const json = await tagger(trainArgv(uri, ['--json'], { data: other }));
     expect(JSON.parse(json.stdout).serving).toMatchObject({
       served: false,
       fix: expect.stringMatching(/retrain/),
@@ -319,13 +276,13 @@ describe('tagger train', () => {
       ),
     );
     const uri = `sqlite:///${join(cli.dir, 'refused.db')}`;
-    const refused = await tagger(['train', '--data', oneTag, '--args', FAST_ARGS, '--tracking-uri', uri]);
+    const refused = await tagger(trainArgv(uri, [], { data: oneTag }));
     expectCleanFailure(refused, /tagger: data: every training row has the tag 'mlops'/);
     expect(refused.stderr).not.toMatch(/training: \d+\/\d+/);
     const noText = join(cli.dir, 'no-text.csv');
     await writeFile(noText, 'title,description,tag\nA,b,nlp\n , ,cv\n,,cv\n');
     expectCleanFailure(
-      await tagger(['train', '--data', noText, '--args', FAST_ARGS, '--tracking-uri', uri]),
+      await tagger(trainArgv(uri, [], { data: noText })),
       /2 row\(s\) have neither a title nor a description \(lines 3 and 4\)/,
     );
   });
@@ -366,32 +323,13 @@ describe('tagger train', () => {
 
   it('reports an unknown analyzer', async () => {
     expectCleanFailure(
-      await tagger([
-        'train',
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        '{"analyzer":"bogus"}',
-        '--tracking-uri',
-        cli.store,
-      ]),
+      await tagger(trainArgv(cli.store, [], { args: '{"analyzer":"bogus"}' })),
       /analyzer.*bogus/,
     );
   });
 
   it('reports non-numeric arguments', async () => {
-    expectCleanFailure(
-      await tagger([
-        'train',
-        '--data',
-        SAMPLE_DATA,
-        '--args',
-        '{"alpha":"big"}',
-        '--tracking-uri',
-        cli.store,
-      ]),
-      /alpha.*big/,
-    );
+    expectCleanFailure(await tagger(trainArgv(cli.store, [], { args: '{"alpha":"big"}' })), /alpha.*big/);
     expectCleanFailure(
       await tagger(['train', '--data', SAMPLE_DATA, '--seed', 'abc']),
       /--seed must be a whole number, got 'abc'/,
@@ -423,11 +361,7 @@ describe('tagger train', () => {
       await (await openTrackingStore(join(stores, 'mlruns'))).close();
       await chmod(join(stores, 'mlflow.db'), 0o644);
       for (const uri of [join(stores, 'mlruns'), sqlite]) {
-        const result = await tagger(
-          ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri],
-          {},
-          { uid: 65534, gid: 65534, cwd: stores },
-        );
+        const result = await tagger(trainArgv(uri), {}, { uid: 65534, gid: 65534, cwd: stores });
         expectCleanFailure(result, /tagger: tracking: .*(cannot write to|cannot be written)/);
         // Failed before the training started: no progress, no run.
         expect(result.stderr).not.toMatch(/training: /);
@@ -448,11 +382,7 @@ describe('tagger train', () => {
       const experimentId = await owned.createExperiment('best');
       await owned.close();
       await chmod(root, 0o777);
-      const result = await tagger(
-        ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', root],
-        {},
-        { uid: 65534, gid: 65534, cwd: stores },
-      );
+      const result = await tagger(trainArgv(root), {}, { uid: 65534, gid: 65534, cwd: stores });
       expectCleanFailure(
         result,
         new RegExp(`tagger: tracking: cannot write to the folder of experiment 'best' .*${experimentId}`),
@@ -474,15 +404,7 @@ describe('tagger train', () => {
       (await readFile(meta, 'utf8')).replace('lifecycle_stage: active', 'lifecycle_stage: deleted'),
     );
     await rename(join(root, experimentId), join(root, '.trash', experimentId));
-    const result = await tagger([
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      root,
-    ]);
+    const result = await tagger(trainArgv(root));
     expectCleanFailure(
       result,
       /tagger: tracking: experiment 'best' is deleted in .*; restore it or choose another name/,

@@ -5,8 +5,7 @@
  * monitoring (a trained run, predictions, feedback): no panel or alert watches a name Tagger never writes.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.
 import { locateBinary, REPO_ROOT } from '../support/components.js';
 import { postJson } from '../support/http.js';
 import { type MonitoredApp, monitoredApp, trainRun } from '../support/monitoring.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const run = promisify(execFile);
 const PROMETHEUS_DIR = resolve(REPO_ROOT, 'deploy', 'prometheus');
@@ -82,14 +82,13 @@ interface Panel {
   targets: { refId: string; expr: string; datasource: { uid: string } }[];
 }
 
-let dir: string;
+const scratch = useTempDir('tagger-prometheus-assets-');
 let store: TrackingStore;
 let served: MonitoredApp;
 let exported: Set<string>;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-prometheus-assets-'));
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   await trainRun(uri);
   store = await openTrackingStore(uri, { readOnly: true });
   served = await monitoredApp(store, { config: { minPredictions: 5 } });
@@ -114,7 +113,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await served?.close();
   await store?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('what the rules and the dashboard query', () => {

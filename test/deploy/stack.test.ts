@@ -15,7 +15,13 @@ import { freePort } from '../support/free-port.js';
 import { type BuiltImage, ensureTaggerImage, IMAGE_WAIT_MS, podman } from '../support/image.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
 import { type RedisServer, redisServer } from '../support/redis-server.js';
-import { KeepAliveLoad, logServedRun, predictBody, type RequestOutcome } from '../support/serve-process.js';
+import {
+  KeepAliveLoad,
+  logServedRun,
+  predictBody,
+  type RequestOutcome,
+  servedRunId,
+} from '../support/serve-process.js';
 import {
   type Haproxy,
   type Postgres,
@@ -134,15 +140,8 @@ function steadyLoad(url: string): { stop(): Promise<RequestOutcome[]> } {
   return { stop: async () => [...(await kept.stop()), ...(await fresh.stop())] };
 }
 
-const servedRun = async (url: string): Promise<string | undefined> => {
-  const response = await fetch(`${url}/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: predictBody(1),
-  }).catch(() => undefined);
-  if (response?.status !== 200) return undefined;
-  return ((await response.json()) as { data: { run_id: string } }).data.run_id;
-};
+/** The run a replica serves, or undefined while it does not answer 200. */
+const servedRun = (url: string): Promise<string | undefined> => servedRunId(url).catch(() => undefined);
 
 const metric = async (url: string, pattern: RegExp): Promise<number> => {
   const text = await fetch(`${url}/metrics`).then((r) => r.text());

@@ -13,8 +13,6 @@
  * A real server process (test/support/serve-process.ts) on a SQLite store; the CLI in-process. Runs are
  * logged with the evaluation tags training writes (test-set digest and size, tags learnt) and chosen f1s.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVALUATION_TAGS } from '../../src/model/index.js';
@@ -26,12 +24,13 @@ import {
   killServers,
   type LogLine,
   logServedRun,
-  predictBody,
   type ServerProcess,
+  servedRunId,
   spawnServer,
 } from '../support/serve-process.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-best-run-');
 let uri: string;
 let store: TrackingStore;
 let model: TrainedModel;
@@ -46,15 +45,7 @@ const evaluatedOn = (digest: string) => ({
 const log = (name: string, f1: number, digest: string): Promise<string> =>
   logServedRun(store, 'best', { name, f1, model, tags: evaluatedOn(digest) });
 
-async function servedBy(server: ServerProcess): Promise<string> {
-  const response = await fetch(`${server.url}/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: predictBody(1),
-  });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { data: { run_id: string } }).data.run_id;
-}
+const servedBy = (server: ServerProcess): Promise<string> => servedRunId(server.url);
 
 async function sighup(server: ServerProcess): Promise<LogLine> {
   const from = server.lines.length;
@@ -79,8 +70,7 @@ async function chosenByCli(): Promise<{ predict: string; evaluate: string; stder
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-best-run-'));
-  uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   store = await openTrackingStore(uri);
   model = trainModel({});
 }, 60_000);
@@ -88,7 +78,6 @@ beforeAll(async () => {
 afterAll(async () => {
   killServers();
   await store?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe.sequential('the best run, as the server and the CLI see it', () => {

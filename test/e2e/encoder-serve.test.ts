@@ -14,9 +14,8 @@
  * Loopback only.
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
@@ -24,6 +23,7 @@ import { minilmDir } from '../support/components.js';
 import { otherEncoder, sampleEmbeddings, trainEncoderModel } from '../support/encoder-fixture.js';
 import { type TrainedModel, trainModel } from '../support/fixtures.js';
 import { KeepAliveLoad, killServers, logServedRun, spawnServer } from '../support/serve-process.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const dir = minilmDir();
 
@@ -61,7 +61,7 @@ const metric = (text: string, name: string): number =>
   Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
 
 describe.skipIf(dir === null)('encoder runs in the server process', () => {
-  let tmp: string;
+  const tmp = useTempDir('tagger-e2e-encoder-');
   let store: TrackingStore;
   let tfidfOnly: string;
   let encoderModel: TrainedModel;
@@ -69,15 +69,14 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
   const runs: Record<string, string> = {};
 
   beforeAll(async () => {
-    tmp = await mkdtemp(join(tmpdir(), 'tagger-e2e-encoder-'));
     const tfidf = trainModel({ analyzer: 'word', ngram_max_range: 2 });
     encoderModel = trainEncoderModel(await sampleEmbeddings('minilm'));
-    otherModel = trainEncoderModel(await sampleEmbeddings(await otherEncoder(tmp)));
-    tfidfOnly = join(tmp, 'tfidf-only');
+    otherModel = trainEncoderModel(await sampleEmbeddings(await otherEncoder(tmp.path)));
+    tfidfOnly = join(tmp.path, 'tfidf-only');
     const only = await openTrackingStore(tfidfOnly);
     await logServedRun(only, 'best', { name: 'tfidf', f1: 0.8, model: tfidf });
     await only.close();
-    store = await openTrackingStore(join(tmp, 'mlruns'));
+    store = await openTrackingStore(join(tmp.path, 'mlruns'));
     runs.tfidf = await logServedRun(store, 'best', { name: 'tfidf', f1: 0.8, model: tfidf });
     runs.enc = await logServedRun(store, 'best', { name: 'enc', f1: 0.95, model: encoderModel });
   }, 300_000);
@@ -85,7 +84,6 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
   afterAll(async () => {
     killServers();
     await store?.close();
-    if (tmp) await rm(tmp, { recursive: true, force: true });
   });
 
   it('a TF-IDF process never loads ONNX Runtime', async () => {
@@ -105,10 +103,10 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
   }, 120_000);
 
   it('holds an encoder run back when its encoder is missing here, saying why, and serves the next run', async () => {
-    const empty = join(tmp, 'no-encoders');
+    const empty = join(tmp.path, 'no-encoders');
     await mkdir(empty, { recursive: true });
     const server = await spawnServer({
-      MLFLOW_TRACKING_URI: join(tmp, 'mlruns'),
+      MLFLOW_TRACKING_URI: join(tmp.path, 'mlruns'),
       TAGGER_ENCODERS_DIR: empty,
     });
     try {
@@ -129,7 +127,7 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
 
   it('keeps /health/live fast while the encoder is saturated, and swaps encoders under load failing nothing', async () => {
     const server = await spawnServer({
-      MLFLOW_TRACKING_URI: join(tmp, 'mlruns'),
+      MLFLOW_TRACKING_URI: join(tmp.path, 'mlruns'),
       TAGGER_LOG_LEVEL: 'info',
       TAGGER_ENCODER_THREADS: '2',
     });
@@ -190,7 +188,7 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
     // The minilm run (256 tokens a text), whatever the tests before made best (one swaps to an encoder of
     // 128 tokens, under which the probe's request is half the work).
     const server = await spawnServer({
-      MLFLOW_TRACKING_URI: join(tmp, 'mlruns'),
+      MLFLOW_TRACKING_URI: join(tmp.path, 'mlruns'),
       TAGGER_RUN_ID: runs.enc!,
       TAGGER_ENCODER_THREADS: '1',
     });

@@ -12,6 +12,7 @@ import {
   logServedRun,
   predictBody,
   type ServerProcess,
+  servedRunId,
   spawnServer,
 } from '../support/serve-process.js';
 import { useServingFixture } from '../support/serving-fixture.js';
@@ -29,15 +30,7 @@ afterAll(async () => {
   killServers();
 });
 
-async function predictRunId(): Promise<string> {
-  const response = await fetch(`${server.url}/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: predictBody(2),
-  });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { data: { run_id: string } }).data.run_id;
-}
+const predictRunId = (): Promise<string> => servedRunId(server.url, 2);
 
 /** Sends SIGHUP and resolves with the log lines written by that reload (up to its "finished" line). */
 async function sighup(): Promise<{ finished: LogLine; lines: LogLine[] }> {

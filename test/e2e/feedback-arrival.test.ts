@@ -6,23 +6,19 @@
  * lands on. Every
  * one of the 1,000 labels is stored; none is refused as unknown or left pending.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI_ENTRY } from '../support/cli.js';
-import { TSX_LOADER } from '../support/components.js';
 import { freePort } from '../support/free-port.js';
 import { splitSample, trainRun } from '../support/monitoring.js';
+import { type ServeCommand, spawnServe } from '../support/serve-process.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
-let child: ChildProcess | undefined;
+const scratch = useTempDir('tagger-e2e-arrival-');
+let server: ServeCommand | undefined;
 let url: string;
 let texts: string[];
-let stderr = '';
 
 /** What the two routes answer, as far as this test reads them. */
 interface Answer {
@@ -33,34 +29,20 @@ interface Answer {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-arrival-'));
-  const sample = await splitSample(dir);
+  const sample = await splitSample(scratch.path);
   texts = sample.heldOut.map((row) => row.text);
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   await trainRun(uri, { data: sample.train });
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
-  }
-  child = spawn(
-    process.execPath,
-    ['--import', TSX_LOADER, CLI_ENTRY, 'serve', '--port', String(port), '--workers', '2'],
-    {
-      // The record store is the tracking database (the default), flushed every second (the default).
-      env: {
-        ...env,
-        MLFLOW_TRACKING_URI: uri,
-        TAGGER_RELOAD_INTERVAL_MS: '0',
-        TAGGER_SHUTDOWN_DELAY_MS: '0',
-        TAGGER_LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
+  server = spawnServe(['--port', String(port), '--workers', '2'], {
+    // The record store is the tracking database (the default), flushed every second (the default).
+    env: {
+      MLFLOW_TRACKING_URI: uri,
+      TAGGER_RELOAD_INTERVAL_MS: '0',
+      TAGGER_SHUTDOWN_DELAY_MS: '0',
+      TAGGER_LOG_LEVEL: 'warn',
     },
-  );
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
   });
   const deadline = Date.now() + 90_000;
   for (;;) {
@@ -69,18 +51,14 @@ beforeAll(async () => {
       () => false,
     );
     if (ready) break;
-    if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`tagger serve --workers 2 did not start: ${stderr}`);
+    if (server.child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`tagger serve --workers 2 did not start: ${server.output()}`);
     await new Promise((done) => setTimeout(done, 200));
   }
 }, 180_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
-    child.kill('SIGTERM');
-    await new Promise((done) => child!.once('exit', done));
-  }
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await server?.stop();
 });
 
 describe('feedback the moment the answers arrive, over two workers', () => {
@@ -137,7 +115,7 @@ describe('feedback the moment the answers arrive, over two workers', () => {
     } finally {
       agent.destroy();
     }
-    const db = new DatabaseSync(join(dir, 'mlflow.db'), { readOnly: true });
+    const db = new DatabaseSync(join(scratch.path, 'mlflow.db'), { readOnly: true });
     try {
       expect(db.prepare('SELECT COUNT(*) AS n FROM tagger_feedback').get()).toEqual({ n: 1000 });
       // Both workers recorded (each publishes its own writer mark).

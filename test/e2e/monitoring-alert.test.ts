@@ -7,8 +7,7 @@
  * TaggerLiveF1Low does. Every dashboard query is also evaluated by this Prometheus. No request fails.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
@@ -18,11 +17,11 @@ import type {
   MonitoringReport,
   PredictData,
 } from '../../src/http/api-types.js';
-import { CLI_ENTRY } from '../support/cli.js';
-import { locateBinary, REPO_ROOT, TSX_LOADER } from '../support/components.js';
+import { locateBinary, REPO_ROOT } from '../support/components.js';
 import { freePort } from '../support/free-port.js';
 import { OTHER_DOMAIN_TEXTS, splitSample, trainRun } from '../support/monitoring.js';
-import { killServers, type ServerProcess, spawnServer } from '../support/serve-process.js';
+import { killServers, type ServerProcess, spawnServe, spawnServer } from '../support/serve-process.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const prometheusBin = locateBinary(
   'prometheus',
@@ -30,7 +29,7 @@ const prometheusBin = locateBinary(
   'install it with `apt-get install prometheus`',
 );
 
-let dir: string;
+const scratch = useTempDir('tagger-e2e-monitoring-');
 let trackingUri: string;
 let server: ServerProcess;
 let prometheus: ChildProcess | undefined;
@@ -84,11 +83,10 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, timeo
 
 beforeAll(async () => {
   if (prometheusBin === null) return;
-  dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-monitoring-'));
-  const sample = await splitSample(dir);
+  const sample = await splitSample(scratch.path);
   heldOut = sample.heldOut;
   const train = sample.train;
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   trackingUri = uri;
   await trainRun(uri, { data: train });
   server = await spawnServer({
@@ -107,13 +105,13 @@ beforeAll(async () => {
     await readFile(resolve(REPO_ROOT, 'deploy', 'prometheus', 'tagger.rules.yml'), 'utf8'),
   );
   for (const group of rules.groups) for (const rule of group.rules) rule.for = '2s';
-  await writeFile(join(dir, 'rules.yml'), toYaml(rules));
+  await writeFile(join(scratch.path, 'rules.yml'), toYaml(rules));
   const target = new URL(server.url).host;
   await writeFile(
-    join(dir, 'prometheus.yml'),
+    join(scratch.path, 'prometheus.yml'),
     toYaml({
       global: { scrape_interval: '1s', evaluation_interval: '1s' },
-      rule_files: [join(dir, 'rules.yml')],
+      rule_files: [join(scratch.path, 'rules.yml')],
       scrape_configs: [{ job_name: 'tagger', static_configs: [{ targets: [target] }] }],
     }),
   );
@@ -122,8 +120,8 @@ beforeAll(async () => {
   prometheus = spawn(
     prometheusBin,
     [
-      `--config.file=${join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${join(dir, 'tsdb')}`,
+      `--config.file=${join(scratch.path, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(scratch.path, 'tsdb')}`,
       `--web.listen-address=127.0.0.1:${port}`,
       '--log.level=warn',
     ],
@@ -164,7 +162,6 @@ afterAll(async () => {
     await new Promise((done) => prometheus!.once('exit', done));
   }
   killServers();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe.skipIf(prometheusBin === null)('alerts from a real Prometheus scraping Tagger', () => {
@@ -254,26 +251,16 @@ describe.skipIf(prometheusBin === null)('alerts from a real Prometheus scraping 
 describe.skipIf(prometheusBin === null)('the monitoring metrics of --workers', () => {
   it('are the service’s figures once, whichever worker answers the scrape: gauges by max, counters summed', async () => {
     const port = await freePort();
-    const env: NodeJS.ProcessEnv = {};
-    for (const [key, value] of Object.entries(process.env)) {
-      if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
-    }
-    const child = spawn(
-      process.execPath,
-      ['--import', TSX_LOADER, CLI_ENTRY, 'serve', '--port', String(port), '--workers', '2'],
-      {
-        env: {
-          ...env,
-          MLFLOW_TRACKING_URI: trackingUri,
-          TAGGER_RELOAD_INTERVAL_MS: '0',
-          TAGGER_SHUTDOWN_DELAY_MS: '0',
-          TAGGER_RECORD_FLUSH_MS: '100',
-          TAGGER_MONITORING_INTERVAL_MS: '300',
-          TAGGER_LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'ignore', 'pipe'],
+    const serve = spawnServe(['--port', String(port), '--workers', '2'], {
+      env: {
+        MLFLOW_TRACKING_URI: trackingUri,
+        TAGGER_RELOAD_INTERVAL_MS: '0',
+        TAGGER_SHUTDOWN_DELAY_MS: '0',
+        TAGGER_RECORD_FLUSH_MS: '100',
+        TAGGER_MONITORING_INTERVAL_MS: '300',
+        TAGGER_LOG_LEVEL: 'warn',
       },
-    );
+    });
     try {
       const url = `http://127.0.0.1:${port}`;
       await until(
@@ -319,8 +306,7 @@ describe.skipIf(prometheusBin === null)('the monitoring metrics of --workers', (
       // Counters summed: both workers' records, 40 of them.
       expect(value(text, /^tagger_prediction_records_written_total\{sink="store"\} (\d+)$/m)).toBe(40);
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((done) => child.once('exit', done));
+      await serve.stop();
     }
   }, 120_000);
 });

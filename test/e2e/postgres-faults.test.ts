@@ -16,14 +16,12 @@
  *   model files stored, the logged model not final): back within the wait, the run ends FAILED; down
  *   longer, the next `tagger train` on the experiment marks it FAILED. Before, it stayed RUNNING.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { FAST_ARGS, spawnCli, startCli } from '../support/cli.js';
+import { FAST_ARGS, spawnCli, startCli, trainArgv } from '../support/cli.js';
 import { REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 import { trainModel } from '../support/fixtures.js';
 import {
@@ -34,19 +32,18 @@ import {
   spawnServer,
 } from '../support/serve-process.js';
 import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const pgBin = postgresBin();
 let postgres: Postgres | undefined;
-let dir: string;
+const scratch = useTempDir('tagger-pg-faults-');
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-pg-faults-'));
   if (pgBin) postgres = await startPostgres(pgBin);
 }, 120_000);
 afterAll(async () => {
   killServers();
   await postgres?.stop();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /**
@@ -131,21 +128,10 @@ async function whenBack<T>(url: string, fn: (client: pg.Client) => Promise<T>): 
 
 /** `tagger train` on the sample data into `uri` as a real process. */
 const train = (uri: string, artifactRoot: string, ...more: string[]) =>
-  spawnCli(
-    [
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      uri,
-      '--artifact-root',
-      artifactRoot,
-      ...more,
-    ],
-    { cwd: dir, timeoutMs: 120_000 },
-  );
+  spawnCli(trainArgv(uri, ['--artifact-root', artifactRoot, ...more]), {
+    cwd: scratch.path,
+    timeoutMs: 120_000,
+  });
 
 const nonEmptyLines = (text: string): string[] => text.split('\n').filter((line) => line.trim() !== '');
 
@@ -157,7 +143,7 @@ describe.runIf(pgBin !== null)('PostgreSQL: a connection lost while tagger train
     '%s: one tagger: line, exit 1, the run FAILED and not RUNNING',
     async (_what, how) => {
       const { uri, url } = await database(`train_${how}`);
-      const artifactRoot = join(dir, `artifacts-${how}`);
+      const artifactRoot = join(scratch.path, `artifacts-${how}`);
       // The schema first, so the table to lock exists.
       await (await openTrackingStore(uri, { artifactRoot })).close();
       const lock = await lockTable(url, 'metrics');
@@ -199,7 +185,7 @@ describe.runIf(pgBin !== null)('PostgreSQL: a connection lost while tagger serve
   let uri: string;
   beforeAll(async () => {
     ({ uri, url } = await database('serve'));
-    store = await openTrackingStore(uri, { artifactRoot: join(dir, 'artifacts-serve') });
+    store = await openTrackingStore(uri, { artifactRoot: join(scratch.path, 'artifacts-serve') });
     await logServedRun(store, 'best', { name: 'served', f1: 0.8, model: trainModel({}) });
   }, 120_000);
   afterAll(async () => {
@@ -273,7 +259,7 @@ async function trainPausedLate(
       ...['--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', uri, '--artifact-root', artifactRoot],
       ...['--quiet', '--no-label-issues'],
     ],
-    { cwd: dir, preload: [PAUSE_SQL_LOGGING] },
+    { cwd: scratch.path, preload: [PAUSE_SQL_LOGGING] },
   );
   let runId = '';
   let paused!: () => void;
@@ -314,7 +300,7 @@ async function runStatus(url: string, runId: string): Promise<{ status: string; 
 describe.runIf(pgBin !== null)('PostgreSQL lost late in logging (issue 34, item 6)', () => {
   it('back while tagger waits: the run ends FAILED, never RUNNING', async () => {
     const { uri, url } = await database('late_back');
-    const artifactRoot = join(dir, 'artifacts-late-back');
+    const artifactRoot = join(scratch.path, 'artifacts-late-back');
     let waiting!: () => void;
     const toldWaiting = new Promise<void>((done) => {
       waiting = done;
@@ -343,7 +329,7 @@ describe.runIf(pgBin !== null)('PostgreSQL lost late in logging (issue 34, item 
 
   it('down until tagger gives up: it says so, and the next tagger train marks the run FAILED', async () => {
     const { uri, url } = await database('late_down');
-    const artifactRoot = join(dir, 'artifacts-late-down');
+    const artifactRoot = join(scratch.path, 'artifacts-late-down');
     let result: Awaited<ReturnType<typeof trainPausedLate>>;
     try {
       result = await trainPausedLate(uri, artifactRoot, () => postgres!.down());

@@ -10,28 +10,25 @@
  * its writes wait out the 5 s busy timeout, so one is still waiting when the lock goes and succeeds; it
  * stays for the accounting (test/monitoring/recorder.test.ts pins the probe on a simulated clock).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeepAliveLoad, killServers, type ServerProcess, spawnServer } from '../support/serve-process.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const fx = useServingFixture();
 const pgBin = postgresBin();
-let dir: string;
+const scratch = useTempDir('tagger-record-outage-');
 let postgres: Postgres | undefined;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-record-outage-'));
   if (pgBin) postgres = await startPostgres(pgBin);
 }, 120_000);
 afterAll(async () => {
   killServers();
   await postgres?.stop();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** How long the store stays away: the back-off before the fix had grown to 16–30 s by then. */
@@ -132,7 +129,7 @@ async function outageUnderLoad(
 
 describe('a record store away under load, and back', () => {
   it('SQLite locked by another connection for 15 s: writing resumes on its return, every record counted', async () => {
-    const file = join(dir, 'records.db');
+    const file = join(scratch.path, 'records.db');
     let locker: DatabaseSync | undefined;
     await outageUnderLoad(
       'SQLite locked',

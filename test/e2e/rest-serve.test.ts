@@ -7,7 +7,7 @@
  * in a block share it and run in order. Python: `python/mlflow_interop.py` (reads) and
  * `python/log_tagger_runs.py` (logs runs whose artifacts a `tagger train` produced).
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,10 +15,12 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/file/file-store.js';
 import { RestTrackingStore } from '../../src/tracking/rest/rest-store.js';
-import { CLI_ENTRY } from '../support/cli.js';
+import { CLI_ENTRY, trainArgv } from '../support/cli.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
 import { freePort } from '../support/free-port.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
+import { killServers, type ServeCommand, spawnServe } from '../support/serve-process.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const mlflow = venvMlflow();
 const python = mlflow ? venvPython() : null;
@@ -91,109 +93,26 @@ async function train(
   return JSON.parse(result.stdout) as TrainOutput;
 }
 
-interface ServeProcess {
+interface ServeProcess extends ServeCommand {
   /** `http://127.0.0.1:<port>`, parsed from the server's log. */
   url: string;
-  output(): string;
-  /** Resolves once the output from offset `since` on matches; rejects after `maxMs`. */
-  waitForOutput(pattern: RegExp, since: number, maxMs: number): Promise<void>;
-  /** SIGTERM, then the exit code (SIGKILL if it does not exit within 15 s). */
-  stop(): Promise<number | null>;
 }
 
-/** `tagger serve` processes not yet known to have exited; each leads its own process group. */
-const serving = new Set<ChildProcess>();
-/** Signals the whole group: with `--workers n` the serve command forks workers. */
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // Already gone.
-  }
-}
-process.once('exit', () => {
-  for (const child of serving) signalGroup(child, 'SIGKILL');
-});
 // Also the ones a timed-out setup never got to return.
 afterAll(() => {
-  for (const child of serving) signalGroup(child, 'SIGKILL');
+  killServers();
 });
 
 /** `tagger serve ... --port 0` as a real process; resolves once it logs its listening address. */
 async function serve(cwd: string, args: string[], env: Record<string, string> = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, 'serve', '--port', '0', ...args], {
+  const command = spawnServe(['--port', '0', ...args], {
     cwd,
     // One process: with several workers each has its own registry and caches, and requests land on
     // any of them, so "already cached" would depend on which worker answers.
-    env: childEnv({ TAGGER_WORKERS: '1', TAGGER_SHUTDOWN_DELAY_MS: '0', ...env }),
+    env: { PYTHONWARNINGS: 'ignore', TAGGER_WORKERS: '1', TAGGER_SHUTDOWN_DELAY_MS: '0', ...env },
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  serving.add(child);
-  let output = '';
-  const append = (chunk: Buffer): void => {
-    output += chunk.toString('utf8');
-  };
-  child.stdout.on('data', append);
-  child.stderr.on('data', append);
-  const exited = new Promise<number | null>((done) =>
-    child.once('exit', (code) => {
-      serving.delete(child);
-      done(code);
-    }),
-  );
-  const stop = async (): Promise<number | null> => {
-    signalGroup(child, 'SIGTERM');
-    const timer = setTimeout(() => signalGroup(child, 'SIGKILL'), 15_000);
-    try {
-      return await exited;
-    } finally {
-      clearTimeout(timer);
-      signalGroup(child, 'SIGKILL'); // anything of the group still left
-    }
-  };
-  const url = await new Promise<string>((done, fail) => {
-    const timer = setTimeout(() => {
-      cleanup();
-      void stop();
-      fail(new Error(`tagger serve did not listen within 90 s:\n${output}`));
-    }, 90_000);
-    const onData = (): void => {
-      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-      if (match?.[1]) {
-        cleanup();
-        done(match[1]);
-      }
-    };
-    const onExit = (code: number | null): void => {
-      cleanup();
-      fail(new Error(`tagger serve exited (${code}) before listening:\n${output}`));
-    };
-    const cleanup = (): void => {
-      clearTimeout(timer);
-      child.stdout.off('data', onData);
-      child.off('exit', onExit);
-    };
-    child.stdout.on('data', onData);
-    child.once('exit', onExit);
-  });
-  const waitForOutput = (pattern: RegExp, since: number, maxMs: number): Promise<void> =>
-    new Promise((done, fail) => {
-      const check = (): void => {
-        if (!pattern.test(output.slice(since))) return;
-        clearTimeout(timer);
-        child.stdout.off('data', check);
-        done();
-      };
-      const timer = setTimeout(() => {
-        child.stdout.off('data', check);
-        fail(new Error(`tagger serve did not log ${pattern} within ${maxMs} ms:\n${output}`));
-      }, maxMs);
-      child.stdout.on('data', check);
-      check();
-    });
-  return { url, output: () => output, waitForOutput, stop };
+  return { ...command, url: await command.listening() };
 }
 
 /** Runs one of the Python helpers: one JSON command on stdin, one JSON answer on stdout. */
@@ -299,17 +218,23 @@ function expectedRecord(
 
 describe.skipIf(!mlflow || !python)('tagger train and serve against a real MLflow tracking server', () => {
   let server: MlflowServer;
-  let dir: string;
+  const scratch = useTempDir('tagger-e2e-');
   let viaFlag: TrainOutput;
   let viaEnv: TrainOutput;
   let seen: PyRead;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-'));
     server = await startMlflowServer(mlflow!);
     // One SGD run and one of the default soft vote.
-    viaFlag = await train(dir, ['--tracking-uri', server.uri, '--run-name', 'e2e-flag'], {}, SGD_FAST);
-    viaEnv = await train(dir, ['--run-name', 'e2e-env', '--seed', '7'], { MLFLOW_TRACKING_URI: server.uri });
+    viaFlag = await train(
+      scratch.path,
+      ['--tracking-uri', server.uri, '--run-name', 'e2e-flag'],
+      {},
+      SGD_FAST,
+    );
+    viaEnv = await train(scratch.path, ['--run-name', 'e2e-env', '--seed', '7'], {
+      MLFLOW_TRACKING_URI: server.uri,
+    });
     seen = await readBest(server.uri, {
       history_keys: ['train_loss', 'val_loss'],
       artifact_dirs: ['', 'model'],
@@ -318,7 +243,6 @@ describe.skipIf(!mlflow || !python)('tagger train and serve against a real MLflo
   }, SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await server?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('train logs runs (via --tracking-uri and via MLFLOW_TRACKING_URI) that MLflow reads back', () => {
@@ -383,7 +307,9 @@ describe.skipIf(!mlflow || !python)('tagger train and serve against a real MLflo
   it('serve --tracking-uri serves the best run of experiment best from the server', async () => {
     // The two runs were trained with different seeds, so on different test splits: without this the
     // promotion gate would serve the first one, whatever the f1s (docs/serving.md#promotion-gates).
-    const tagger = await serve(dir, ['--tracking-uri', server.uri], { TAGGER_ALLOW_INCOMPARABLE: 'true' });
+    const tagger = await serve(scratch.path, ['--tracking-uri', server.uri], {
+      TAGGER_ALLOW_INCOMPARABLE: 'true',
+    });
     try {
       const runs = await api(tagger.url, '/runs');
       expect(runs.status).toBe(200);
@@ -419,7 +345,7 @@ describe.skipIf(!mlflow || !python)('tagger train and serve against a real MLflo
 
 describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-trained artifacts', () => {
   let server: MlflowServer;
-  let dir: string;
+  const scratch = useTempDir('tagger-e2e-interop-');
   /** The local runs whose artifacts folders the Python runs upload. */
   const local: { runId: string; artifactsDir: string }[] = [];
   /** Python run name → [chosen f1, index into `local`]. */
@@ -434,13 +360,12 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
   let tagger: ServeProcess | undefined;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-interop-'));
-    const mlruns = join(dir, 'mlruns');
+    const mlruns = join(scratch.path, 'mlruns');
     // Two local trainings with different seeds: different models and reports.
     server = await startMlflowServer(mlflow!);
     const trained = await Promise.all([
-      train(dir, ['--tracking-uri', mlruns, '--seed', '1']),
-      train(dir, ['--tracking-uri', mlruns, '--seed', '2']),
+      train(scratch.path, ['--tracking-uri', mlruns, '--seed', '1']),
+      train(scratch.path, ['--tracking-uri', mlruns, '--seed', '2']),
     ]);
     const store = await FileTrackingStore.open(mlruns);
     try {
@@ -471,7 +396,7 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
     seen = await readBest(server.uri);
     // MLFLOW_TRACKING_URI (not the flag) for serve; one retry keeps store failures quick below, and a
     // 1 s reload poll makes sure the poller, too, meets the outage.
-    tagger = await serve(dir, [], {
+    tagger = await serve(scratch.path, [], {
       MLFLOW_TRACKING_URI: server.uri,
       MLFLOW_HTTP_REQUEST_MAX_RETRIES: '1',
       TAGGER_RELOAD_INTERVAL_MS: '1000',
@@ -480,7 +405,6 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
   afterAll(async () => {
     await tagger?.stop();
     await server?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   const performanceOf = async (name: string): Promise<unknown> => {
@@ -581,27 +505,25 @@ describe.skipIf(!mlflow || !python)('runs logged by Python MLflow with Tagger-tr
 
 describe.skipIf(!mlflow || !python)('tagger train against an MLflow server with basic auth', () => {
   let server: MlflowServer;
-  let dir: string;
+  const scratch = useTempDir('tagger-e2e-auth-');
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-e2e-auth-'));
     server = await startMlflowServer(mlflow!, { basicAuth: true });
   }, SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await server?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('logs with MLFLOW_TRACKING_USERNAME/PASSWORD; a wrong password fails clearly, without echoing it', async () => {
     const admin = server.admin!;
     const wrong = `wrong-${admin.password}`;
-    const common = ['train', '--data', SAMPLE_DATA, '--args', FAST, '--tracking-uri', server.uri];
+    const common = trainArgv(server.uri, [], { args: FAST });
     const [ok, denied] = await Promise.all([
-      tagger(dir, [...common, '--json', '--run-name', 'auth-ok'], {
+      tagger(scratch.path, [...common, '--json', '--run-name', 'auth-ok'], {
         MLFLOW_TRACKING_USERNAME: admin.username,
         MLFLOW_TRACKING_PASSWORD: admin.password,
       }),
-      tagger(dir, [...common, '--run-name', 'auth-wrong'], {
+      tagger(scratch.path, [...common, '--run-name', 'auth-wrong'], {
         MLFLOW_TRACKING_USERNAME: admin.username,
         MLFLOW_TRACKING_PASSWORD: wrong,
       }),

@@ -12,18 +12,18 @@
  * by the next reload.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmod, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAST_ARGS, runCli, spawnCli } from '../support/cli.js';
-import { nobodyCanRunHere, REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runCli, spawnCli, trainArgv } from '../support/cli.js';
+import { nobodyCanRunHere, REPO_ROOT, TSX_LOADER } from '../support/components.js';
 import { freePort } from '../support/free-port.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const NOBODY = { uid: 65534, gid: 65534 };
 const asNobody = nobodyCanRunHere();
 
-let dir: string;
+const scratch = useTempDir('tagger-sqlite-ro-');
 let folder: string;
 let uri: string;
 let firstRun: string;
@@ -40,21 +40,7 @@ async function makeReadOnly(path: string): Promise<void> {
 }
 
 async function train(runName: string): Promise<string> {
-  const result = await runCli(
-    [
-      'train',
-      '--data',
-      SAMPLE_DATA,
-      '--args',
-      FAST_ARGS,
-      '--tracking-uri',
-      uri,
-      '--run-name',
-      runName,
-      '--json',
-    ],
-    { cwd: dir },
-  );
+  const result = await runCli(trainArgv(uri, ['--run-name', runName, '--json']), { cwd: scratch.path });
   expect(result.code, result.stderr).toBe(0);
   return (JSON.parse(result.stdout) as { run_id: string }).run_id;
 }
@@ -62,19 +48,14 @@ async function train(runName: string): Promise<string> {
 beforeAll(async () => {
   if (!asNobody) return;
   // Traversable by nobody (mkdtemp makes 0700 folders).
-  dir = await mkdtemp(join(tmpdir(), 'tagger-sqlite-ro-'));
-  await chmod(dir, 0o755);
-  folder = join(dir, 'store');
+  await chmod(scratch.path, 0o755);
+  folder = join(scratch.path, 'store');
   uri = `sqlite:///${join(folder, 'mlflow.db')}`;
   firstRun = await train('first');
   // A clean close checkpointed the WAL and removed -wal/-shm: only the database file is left.
   expect((await readdir(folder)).sort()).toEqual(['mlflow.db', 'mlruns']);
   await makeReadOnly(folder);
 }, 120_000);
-
-afterAll(async () => {
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-});
 
 /** `tagger serve` as nobody on a free port; resolves once it answers, or rejects with its output. */
 async function serveAsNobody(
@@ -98,7 +79,7 @@ async function serveAsNobody(
       '1',
     ],
     {
-      cwd: dir,
+      cwd: scratch.path,
       ...NOBODY,
       env: {
         PATH: process.env.PATH ?? '',
@@ -138,7 +119,7 @@ async function serveAsNobody(
 describe.skipIf(!asNobody)('a SQLite store on a read-only volume [as nobody]', () => {
   it('tagger predict predicts with the best run, and writes nothing there', async () => {
     const result = await spawnCli(['predict', 'Object detection with YOLO', '--tracking-uri', uri], {
-      cwd: dir,
+      cwd: scratch.path,
       ...NOBODY,
     });
     expect(result.code, result.stderr).toBe(0);

@@ -7,8 +7,7 @@
  * - a database deleted makes the next reload fail, the model loaded before keeps serving, and
  *   /health/ready lists the problem; putting a database back clears it at the next reload.
  */
-import { copyFile, mkdtemp, rename, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore } from '../../src/tracking/index.js';
@@ -17,12 +16,13 @@ import {
   killServers,
   type LogLine,
   logServedRun,
-  predictBody,
   type ServerProcess,
+  servedRunId,
   spawnServer,
 } from '../support/serve-process.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-sqlite-replaced-');
 let database: string;
 let backup: string;
 let first: string;
@@ -40,9 +40,8 @@ async function logInto(file: string, name: string, f1: number): Promise<string> 
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-sqlite-replaced-'));
-  database = join(dir, 'mlflow.db');
-  backup = join(dir, 'backup.db');
+  database = join(scratch.path, 'mlflow.db');
+  backup = join(scratch.path, 'backup.db');
   first = await logInto(database, 'first', 0.8);
   // The backup: the same store with one better run more (its artifacts beside the live ones).
   await copyFile(database, backup);
@@ -52,7 +51,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   killServers();
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function sighup(): Promise<LogLine> {
@@ -70,15 +68,7 @@ async function ready(): Promise<{ status: number; problems: string[] }> {
   return { status: response.status, problems: body.data?.problems ?? [] };
 }
 
-async function servedRun(): Promise<string> {
-  const response = await fetch(`${server.url}/predict`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: predictBody(1),
-  });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { data: { run_id: string } }).data.run_id;
-}
+const servedRun = (): Promise<string> => servedRunId(server.url);
 
 describe.sequential('the SQLite file under a running server', () => {
   it('a backup moved over the database is read at the next SIGHUP', async () => {
@@ -100,7 +90,7 @@ describe.sequential('the SQLite file under a running server', () => {
     expect(problems[0]).toMatch(
       /could not read the tracking store \(the tracking store cannot be reached\); the runs loaded before keep serving/,
     );
-    expect(problems.join('\n')).not.toContain(dir);
+    expect(problems.join('\n')).not.toContain(scratch.path);
     // Nothing was created in its place.
     await expect(rm(database)).rejects.toThrow(/ENOENT/);
   });

@@ -1,20 +1,14 @@
 /** The HTTP settings of `tagger serve` (what it passes to createApp), from flags, variables or a file. */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseApiKeys, resolveHttpOptions } from '../../src/http/index.js';
 import { resolveServeConfig, StartupError } from '../../src/server/config.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const httpOptionsFromEnv = (env: NodeJS.ProcessEnv) => resolveServeConfig({}, env).http;
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-keys-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = useTempDir('tagger-keys-');
 
 describe('HTTP settings from the environment', () => {
   it('no variable: the defaults (no keys, no rate limit, 256 in flight)', () => {
@@ -66,7 +60,7 @@ describe('HTTP settings from the environment', () => {
   });
 
   it('keys from the variable and from a file with comments and blank lines, without duplicates', async () => {
-    const file = join(dir, 'keys.txt');
+    const file = join(scratch.path, 'keys.txt');
     await writeFile(
       file,
       '# production keys\nalpha-key\n\n  beta-key   # the CI key\n#gamma-key\nalpha-key\n',
@@ -88,7 +82,7 @@ describe('HTTP settings from the environment', () => {
   });
 
   it('refuses a key file without keys (it would silently turn authentication off)', async () => {
-    const file = join(dir, 'empty.txt');
+    const file = join(scratch.path, 'empty.txt');
     await writeFile(file, '# nothing yet\n\n');
     expect(() => resolveServeConfig({}, { TAGGER_API_KEYS_FILE: file })).toThrow('holds no keys');
   });

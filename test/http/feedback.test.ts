@@ -4,19 +4,18 @@
  * issue lists answered per item with a 4xx, whole bodies that are malformed answered 422 or 413, never a
  * 500, and feedback that cannot reach another experiment's predictions.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { expectEnvelope, postJson } from '../support/http.js';
 import { type MonitoredApp, monitoredApp, trainRun } from '../support/monitoring.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 /** Version-7 UUIDs (time-ordered; src/monitoring/ids.ts). */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-let dir: string;
+const scratch = useTempDir('tagger-feedback-');
 let store: TrackingStore;
 let runId: string;
 let one: MonitoredApp;
@@ -24,8 +23,7 @@ let two: MonitoredApp;
 let other: MonitoredApp;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-feedback-'));
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   ({ runId } = await trainRun(uri));
   await trainRun(uri, { experiment: 'other' });
   store = await openTrackingStore(uri, { readOnly: true });
@@ -43,7 +41,6 @@ afterAll(async () => {
   await two?.close();
   await other?.close();
   await store?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** Predicts on `on` and waits until the records are in the store. */

@@ -2,8 +2,7 @@
  * What the inspection page reads and where it lives: a run's test errors and training curves, the built
  * page under /ui/ (headers, public like /docs), the landing page a browser gets at `/`, and MLflow links.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
@@ -11,10 +10,11 @@ import { runRecord } from '../../src/http/responses.js';
 import type { RunSummary } from '../../src/served-models/index.js';
 import { expectEnvelope, runsApp } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const fx = useServingFixture();
 let app: TaggerApp;
-let uiDir: string;
+const ui = useTempDir('tagger-ui-');
 const apps: TaggerApp[] = [];
 
 const INDEX_HTML =
@@ -23,17 +23,15 @@ const INDEX_HTML =
 beforeAll(async () => {
   // A stand-in for dist/ui (the real build is exercised by the browser test): what matters here is how
   // the files are served.
-  uiDir = await mkdtemp(join(tmpdir(), 'tagger-ui-'));
-  await mkdir(join(uiDir, 'assets'));
-  await writeFile(join(uiDir, 'index.html'), INDEX_HTML);
-  await writeFile(join(uiDir, 'assets', 'app-1a2b.js'), 'console.log(1);\n');
-  ({ app } = await runsApp(fx.store, { deps: { uiDir } }));
+  await mkdir(join(ui.path, 'assets'));
+  await writeFile(join(ui.path, 'index.html'), INDEX_HTML);
+  await writeFile(join(ui.path, 'assets', 'app-1a2b.js'), 'console.log(1);\n');
+  ({ app } = await runsApp(fx.store, { deps: { uiDir: ui.path } }));
   apps.push(app);
 });
 
 afterAll(async () => {
   await Promise.all(apps.map((each) => each.close()));
-  if (uiDir) await rm(uiDir, { recursive: true, force: true });
 });
 
 const get = (url: string, headers: Record<string, string> = {}) =>
@@ -179,7 +177,7 @@ describe('the page at /ui/', () => {
   });
 
   it('says how to build the page when it was not built', async () => {
-    const { app: unbuilt } = await runsApp(fx.store, { deps: { uiDir: join(uiDir, 'missing') } });
+    const { app: unbuilt } = await runsApp(fx.store, { deps: { uiDir: join(ui.path, 'missing') } });
     apps.push(unbuilt);
     const response = await unbuilt.inject({ method: 'GET', url: '/ui/' });
     expect(response.statusCode).toBe(404);
@@ -187,7 +185,9 @@ describe('the page at /ui/', () => {
   });
 
   it('is public like /docs when API keys are set, while the data it reads needs a key', async () => {
-    const { app: keyed } = await runsApp(fx.store, { deps: { uiDir, http: { apiKeys: ['ui-key-1'] } } });
+    const { app: keyed } = await runsApp(fx.store, {
+      deps: { uiDir: ui.path, http: { apiKeys: ['ui-key-1'] } },
+    });
     apps.push(keyed);
     expect((await keyed.inject({ url: '/ui/' })).statusCode).toBe(200);
     expect((await keyed.inject({ url: `/runs/${fx.runs.alpha}/errors` })).statusCode).toBe(401);
@@ -197,7 +197,7 @@ describe('the page at /ui/', () => {
     });
     expect(withKey.statusCode).toBe(200);
     const { app: closed } = await runsApp(fx.store, {
-      deps: { uiDir, http: { apiKeys: ['ui-key-1'], protectDocs: true } },
+      deps: { uiDir: ui.path, http: { apiKeys: ['ui-key-1'], protectDocs: true } },
     });
     apps.push(closed);
     expect((await closed.inject({ url: '/ui/' })).statusCode).toBe(401);

@@ -5,8 +5,6 @@
  * metrics code computes, and a record store that cannot be opened (predictions unaffected, feedback a
  * 503, drops counted, one warning).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MonitoringData } from '../../src/http/api-types.js';
@@ -21,19 +19,19 @@ import {
   splitSample,
   trainRun,
 } from '../support/monitoring.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-monitoring-');
 let store: TrackingStore;
 let served: MonitoredApp;
 /** Sample rows the model never saw: (text, tag). */
 let heldOut: { text: string; tag: string }[];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-monitoring-'));
-  const sample = await splitSample(dir);
+  const sample = await splitSample(scratch.path);
   heldOut = sample.heldOut;
   const file = sample.train;
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   await trainRun(uri, { data: file });
   store = await openTrackingStore(uri, { readOnly: true });
   served = await monitoredApp(store, { config: { minPredictions: 40 } });
@@ -42,7 +40,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await served?.close();
   await store?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 async function predict(

@@ -14,8 +14,9 @@ import { logTrainingRun } from '../../src/train/log-run.js';
 import { argsForData, type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
 import { REPO_ROOT } from '../support/components.js';
 import { expectEnvelope, runsApp } from '../support/http.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-multi-label-');
 let store: TrackingStore;
 let app: TaggerApp;
 let runId: string;
@@ -29,8 +30,7 @@ const TEXTS = [
 ];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-multi-label-'));
-  store = await openTrackingStore(join(dir, 'mlruns'));
+  store = await openTrackingStore(join(scratch.path, 'mlruns'));
   const data = await readDataset(join(REPO_ROOT, 'samples', 'projects-multilabel.csv'));
   const args = argsForData(parseTrainingArgs({ num_epochs: 20 }), data, new Set());
   outcome = trainAndEvaluate({ data, args, seed: 5 });
@@ -49,7 +49,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   await store?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 const post = (url: string, body: unknown) => app.inject({ method: 'POST', url, payload: body as object });

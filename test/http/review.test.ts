@@ -5,8 +5,6 @@
  * queue. GET /review/label-issues lists the rows not decided on; POST /review/label-issues records keep /
  * fix, after which a kept row is not listed again.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../src/model/index.js';
@@ -17,18 +15,18 @@ import { trainAndEvaluate } from '../../src/train/pipeline.js';
 import { expectEnvelope, postJson } from '../support/http.js';
 import { sampleWithWrongTags } from '../support/label-noise.js';
 import { type MonitoredApp, monitoredApp, splitSample } from '../support/monitoring.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-review-');
 let store: TrackingStore;
 let served: MonitoredApp;
 let runId: string;
 let heldOut: { text: string; tag: string }[];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-review-'));
-  const sample = await splitSample(dir);
+  const sample = await splitSample(scratch.path);
   heldOut = sample.heldOut;
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   const writer = await openTrackingStore(uri);
   try {
     // Four rows given another tag, so label-issue finding has something to find.
@@ -55,7 +53,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await served?.close();
   await store?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 interface Item {

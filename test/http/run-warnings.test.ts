@@ -4,8 +4,6 @@
  * run whose test set leaked is held back by default — its f1 ranks first, another run is served, and
  * `not_served_because` says why.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
@@ -18,16 +16,16 @@ import { logTrainingRun } from '../../src/train/log-run.js';
 import { trainAndEvaluate } from '../../src/train/pipeline.js';
 import { SAMPLE_DATA } from '../support/components.js';
 import { captureLog } from '../support/http.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-run-warnings-');
 let store: TrackingStore;
 let app: TaggerApp;
 let clean: string;
 let leaking: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-run-warnings-'));
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   const writer = await openTrackingStore(uri);
   try {
     const rows = await readDataset(SAMPLE_DATA);
@@ -69,7 +67,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.close();
   await store?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('data-check warnings on the API', () => {

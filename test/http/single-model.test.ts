@@ -1,6 +1,5 @@
 /** Single-model mode (`--model <dir>`): one saved model, no tracking store, no /runs endpoints. */
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
@@ -9,13 +8,13 @@ import { MODEL_FILES } from '../../src/model/index.js';
 import { loadModelDirectory, StartupError } from '../../src/served-models/index.js';
 import { expectEnvelope, postJson } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const fx = useServingFixture();
 let app: TaggerApp;
-let scratch: string;
+const scratch = useTempDir('tagger-single-');
 
 beforeAll(async () => {
-  scratch = await mkdtemp(join(tmpdir(), 'tagger-single-'));
   const model = await loadModelDirectory(fx.modelDir);
   app = createApp({ serving: { mode: 'model', model, source: fx.modelDir } });
   await app.ready();
@@ -23,7 +22,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
-  await rm(scratch, { recursive: true, force: true });
 });
 
 const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
@@ -57,7 +55,7 @@ describe('single-model mode', () => {
   });
 
   it('serves a report whose slices all held no test row (left out by training) as an empty map', async () => {
-    const dir = join(scratch, 'no-slices');
+    const dir = join(scratch.path, 'no-slices');
     await cp(fx.modelDir, dir, { recursive: true });
     const performance = { ...fx.modelA.performance, slices: {} };
     await writeFile(join(dir, 'performance.json'), JSON.stringify(performance));
@@ -78,7 +76,7 @@ describe('single-model mode', () => {
   });
 
   it('answers 404 for filter=averages on a report written before the averages, and the report without them', async () => {
-    const dir = join(scratch, 'no-averages');
+    const dir = join(scratch.path, 'no-averages');
     await cp(fx.modelDir, dir, { recursive: true });
     const { averages: _, ...older } = fx.modelA.performance;
     await writeFile(join(dir, 'performance.json'), JSON.stringify(older));
@@ -128,13 +126,13 @@ describe('single-model mode', () => {
 
 describe('loadModelDirectory failures are startup errors that say what to do', () => {
   const copy = async (name: string): Promise<string> => {
-    const dir = join(scratch, name);
+    const dir = join(scratch.path, name);
     await cp(fx.modelDir, dir, { recursive: true });
     return dir;
   };
 
   it('a directory that does not exist', async () => {
-    const error = await loadModelDirectory(join(scratch, 'missing')).catch((e: unknown) => e);
+    const error = await loadModelDirectory(join(scratch.path, 'missing')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StartupError);
     expect((error as Error).message).toMatch(
       /does not exist or is not a directory; point --model at a folder holding args\.json/,

@@ -4,42 +4,40 @@
  * allowed … allowed: GET, HEAD" (item 8); and `/metrics` counts the page's files under one route label,
  * not one per built file (item 15).
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, createHttpMetrics } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { loadModelDirectory } from '../../src/served-models/index.js';
 import { useServingFixture } from '../support/serving-fixture.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const fx = useServingFixture();
-let uiDir: string;
+const ui = useTempDir('tagger-ui-files-');
 let app: TaggerApp;
 const metrics = createHttpMetrics({ defaultMetrics: false });
 
 beforeAll(async () => {
-  uiDir = await mkdtemp(join(tmpdir(), 'tagger-ui-files-'));
-  await mkdir(join(uiDir, 'assets'));
+  await mkdir(join(ui.path, 'assets'));
   await writeFile(
-    join(uiDir, 'index.html'),
+    join(ui.path, 'index.html'),
     '<!doctype html><title>t</title><script src="assets/app-1.js"></script>',
   );
-  await writeFile(join(uiDir, 'assets', 'app-1.js'), 'console.log(1)');
-  await writeFile(join(uiDir, 'assets', 'app-1.css'), 'body{}');
+  await writeFile(join(ui.path, 'assets', 'app-1.js'), 'console.log(1)');
+  await writeFile(join(ui.path, 'assets', 'app-1.css'), 'body{}');
   const model = await loadModelDirectory(fx.modelDir);
-  app = createApp({ serving: { mode: 'model', model, source: fx.modelDir }, uiDir, metrics });
+  app = createApp({ serving: { mode: 'model', model, source: fx.modelDir }, uiDir: ui.path, metrics });
   await app.ready();
 });
 afterAll(async () => {
   await app?.close();
-  await rm(uiDir, { recursive: true, force: true });
 });
 
 describe('/ui/ files', () => {
   it('a file removed under the running server is a 404 that says to load the page again', async () => {
     expect((await app.inject({ url: '/ui/assets/app-1.js' })).statusCode).toBe(200);
-    await rm(join(uiDir, 'assets', 'app-1.js'));
+    await rm(join(ui.path, 'assets', 'app-1.js'));
     const gone = await app.inject({ url: '/ui/assets/app-1.js' });
     expect(gone.statusCode).toBe(404);
     expect(gone.headers.allow).toBeUndefined();

@@ -4,24 +4,17 @@
  * tracking database without touching MLflow's, a newer layout refused, a read-only open that creates
  * nothing.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryRecordStore } from '../../src/monitoring/memory-record-store.js';
 import { defaultRecordStoreUri, openRecordStore } from '../../src/monitoring/open.js';
 import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
 import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+import { useTempDir } from '../support/temp-dir.js';
 import { newScope, record, runRecordStoreContract } from './contract.js';
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-records-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = useTempDir('tagger-records-');
 
 runRecordStoreContract(
   'memory',
@@ -36,7 +29,7 @@ let n = 0;
 runRecordStoreContract(
   'SQLite (worker thread)',
   async () => {
-    const uri = `sqlite:///${join(dir, `contract-${++n}.db`)}`;
+    const uri = `sqlite:///${join(scratch.path, `contract-${++n}.db`)}`;
     return { open: () => openRecordStore(uri), cleanup: async () => undefined };
   },
   { shared: true },
@@ -63,7 +56,7 @@ if (pgBin) {
 
 describe('the SQL adapter beside MLflow', () => {
   it('adds its own tables to a tracking database and leaves MLflow’s exactly as they were', async () => {
-    const file = join(dir, 'mlflow.db');
+    const file = join(scratch.path, 'mlflow.db');
     const uri = `sqlite:///${file}`;
     const tracking = await SqlTrackingStore.open(uri, 'mlflow.db');
     await tracking.close();
@@ -94,7 +87,7 @@ describe('the SQL adapter beside MLflow', () => {
   });
 
   it('refuses a layout newer than it knows, and a read-only open creates nothing', async () => {
-    const file = join(dir, 'newer.db');
+    const file = join(scratch.path, 'newer.db');
     const store = await openRecordStore(`sqlite:///${file}`);
     await store.close();
     const db = new DatabaseSync(file);
@@ -103,10 +96,10 @@ describe('the SQL adapter beside MLflow', () => {
     await expect(openRecordStore(`sqlite:///${file}`)).rejects.toThrow(
       /layout 99, newer than this Tagger's 1/,
     );
-    await expect(openRecordStore(`sqlite:///${join(dir, 'none.db')}`, { readOnly: true })).rejects.toThrow(
-      /there is no database at .*none\.db.*no server recorded predictions there/,
-    );
-    const empty = join(dir, 'empty.db');
+    await expect(
+      openRecordStore(`sqlite:///${join(scratch.path, 'none.db')}`, { readOnly: true }),
+    ).rejects.toThrow(/there is no database at .*none\.db.*no server recorded predictions there/);
+    const empty = join(scratch.path, 'empty.db');
     new DatabaseSync(empty).close();
     await expect(openRecordStore(`sqlite:///${empty}`, { readOnly: true })).rejects.toThrow(
       /holds no prediction records/,
@@ -114,7 +107,7 @@ describe('the SQL adapter beside MLflow', () => {
   });
 
   it('takes a database of revision 1 to revision 2 by additions only: read-only it is read as it is', async () => {
-    const file = join(dir, 'revision-1.db');
+    const file = join(scratch.path, 'revision-1.db');
     const uri = `sqlite:///${file}`;
     const scope = newScope();
     const made = await openRecordStore(uri);

@@ -5,28 +5,21 @@
  * records are still there afterwards.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openRecordStore } from '../../src/monitoring/open.js';
 import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
 import { getOrCreateExperiment } from '../../src/tracking/store.js';
 import { venvPython } from '../support/components.js';
 import { logTaggerRuns } from '../support/mlflow-interop.js';
+import { useTempDir } from '../support/temp-dir.js';
 import { newScope, record } from './contract.js';
 
 const run = promisify(execFile);
 const python = venvPython();
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-records-mlflow-'));
-});
-afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
+const scratch = useTempDir('tagger-records-mlflow-');
 
 /** The environment of a Python MLflow call: no inherited tracking settings. */
 function pythonEnv(): NodeJS.ProcessEnv {
@@ -37,7 +30,7 @@ function pythonEnv(): NodeJS.ProcessEnv {
 
 describe.skipIf(python === null)('records beside MLflow’s tables, read and upgraded by MLflow', () => {
   it('leaves the database MLflow’s: its client lists the runs, `mlflow db upgrade` succeeds, records stay', async () => {
-    const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+    const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
     const tracking = await SqlTrackingStore.open(uri, 'mlflow.db');
     const experimentId = await getOrCreateExperiment(tracking, 'best');
     const ids = await logTaggerRuns(tracking, experimentId, [
@@ -61,12 +54,16 @@ describe.skipIf(python === null)('records beside MLflow’s tables, read and upg
       'runs = mlflow.search_runs(experiment_names=["best"], order_by=["metrics.f1 DESC"], output_format="list")',
       'print(json.dumps([r.info.run_name for r in runs]))',
     ].join('\n');
-    const { stdout } = await run(python!, ['-c', script], { env: pythonEnv(), cwd: dir, timeout: 120_000 });
+    const { stdout } = await run(python!, ['-c', script], {
+      env: pythonEnv(),
+      cwd: scratch.path,
+      timeout: 120_000,
+    });
     expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual(['b', 'a']);
     expect(Object.keys(ids).sort()).toEqual(['a', 'b']);
 
     const mlflowCli = join(dirname(python!), 'mlflow');
-    await run(mlflowCli, ['db', 'upgrade', uri], { env: pythonEnv(), cwd: dir, timeout: 120_000 });
+    await run(mlflowCli, ['db', 'upgrade', uri], { env: pythonEnv(), cwd: scratch.path, timeout: 120_000 });
 
     const after = await openRecordStore(uri, { readOnly: true });
     try {

@@ -7,8 +7,6 @@
  * like any other (feedback finds them), and a reload to a run with another encoder closes the old one
  * without failing a request.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, createHttpMetrics } from '../../src/app.js';
@@ -33,6 +31,7 @@ import { type TrainedModel, trainModel } from '../support/fixtures.js';
 import { captureLog, postJson } from '../support/http.js';
 import { testMonitoringConfig } from '../support/monitoring.js';
 import { logServedRun } from '../support/serve-process.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const dir = minilmDir();
 
@@ -56,7 +55,7 @@ interface Prediction {
 }
 
 describe.skipIf(dir === null)('serving encoder runs', () => {
-  let tmp: string;
+  const tmp = useTempDir('tagger-encoder-serving-');
   let store: TrackingStore;
   let embedded: TrainEncoder;
   let encoderModel: TrainedModel;
@@ -70,8 +69,7 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
   let app: TaggerApp;
 
   beforeAll(async () => {
-    tmp = await mkdtemp(join(tmpdir(), 'tagger-encoder-serving-'));
-    store = await openTrackingStore(join(tmp, 'mlruns'));
+    store = await openTrackingStore(join(tmp.path, 'mlruns'));
     embedded = await sampleEmbeddings('minilm', TEXTS);
     encoderModel = trainEncoderModel(embedded);
     const tfidf = trainModel({ analyzer: 'word', ngram_max_range: 2 });
@@ -101,7 +99,6 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
     await app?.close();
     await pool?.close();
     await store?.close();
-    if (tmp) await rm(tmp, { recursive: true, force: true });
   });
 
   it('serves the encoder run and holds back the run whose encoder differs, saying why in /health/ready', async () => {
@@ -213,7 +210,7 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
 
   it('serves a saved encoder model directory (single-model mode)', async () => {
     const modelDir = join(
-      tmp,
+      tmp.path,
       'mlruns',
       (await store.getRun(runs.enc))!.info.experimentId,
       runs.enc,
@@ -273,7 +270,7 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
   });
 
   it('swaps to a run with another encoder under requests, failing none, and closes the old encoder', async () => {
-    const other = await otherEncoder(tmp);
+    const other = await otherEncoder(tmp.path);
     const otherEmbedded = await sampleEmbeddings(other, TEXTS);
     const otherModel = trainEncoderModel(otherEmbedded);
     expect(otherModel.model.encoder!.max_tokens).toBe(128);

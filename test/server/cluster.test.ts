@@ -4,7 +4,6 @@
  * status 0, and a startup failure ends the primary with the worker's message instead of a restart loop.
  * Worker pids come from /proc (the API has no worker header on purpose).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { request } from 'node:http';
 import { resolve } from 'node:path';
@@ -12,62 +11,33 @@ import { describe, expect, it } from 'vitest';
 import { MAX_WORKERS, resolveWorkerCount } from '../../src/server/cluster.js';
 import { StartupError } from '../../src/server/config.js';
 import { SERVE_NODE_FLAGS } from '../../src/server/node-flags.js';
-import { CLI_ENTRY } from '../support/cli.js';
-import { redisServerPath, TSX_LOADER } from '../support/components.js';
+import { redisServerPath } from '../support/components.js';
 import { redisServer } from '../support/redis-server.js';
-import { KeepAliveLoad, logServedRun } from '../support/serve-process.js';
+import { KeepAliveLoad, logServedRun, type ServeCommand, spawnServe } from '../support/serve-process.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
-const CLI = CLI_ENTRY;
 const hasProc = existsSync('/proc/self/task');
 const redisBinary = redisServerPath();
 
 const fx = useServingFixture();
 
-const started = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of started) child.kill('SIGKILL');
-});
-
-interface Serve {
-  child: ChildProcess;
-  output(): string;
-  exit: Promise<number | null>;
-}
-
-function serve(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Serve {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
-  }
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI, 'serve', '--port', '0', ...args], {
+/** `tagger serve --port 0 <args>` on the fixture's store, reloading only when told. */
+const serve = (args: string[], extraEnv: NodeJS.ProcessEnv = {}): ServeCommand =>
+  spawnServe(['--port', '0', ...args], {
     env: {
-      ...env,
       MLFLOW_TRACKING_URI: fx.dir,
       TAGGER_RELOAD_INTERVAL_MS: '0',
       TAGGER_SHUTDOWN_DELAY_MS: '0',
       ...extraEnv,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  started.add(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
-  });
-  const exit = new Promise<number | null>((done) =>
-    child.once('exit', (code) => {
-      started.delete(child);
-      done(code);
-    }),
-  );
-  return { child, output: () => output, exit };
-}
 
-async function until<T>(what: string, probe: () => T | undefined, maxMs: number, serve?: Serve): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined,
+  maxMs: number,
+  serve?: ServeCommand,
+): Promise<T> {
   const deadline = Date.now() + maxMs;
   for (;;) {
     const value = probe();
@@ -218,7 +188,9 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
   }, 180_000);
 
   /** Starts `--workers 2` on `experiment`; resolves with the URL and the two worker pids. */
-  async function twoWorkers(experiment: string): Promise<{ server: Serve; url: string; workers: number[] }> {
+  async function twoWorkers(
+    experiment: string,
+  ): Promise<{ server: ServeCommand; url: string; workers: number[] }> {
     const server = serve(['--workers', '2', '--experiment', experiment]);
     const url = await until(
       'the listening address',
@@ -239,11 +211,11 @@ describe.skipIf(!hasProc)('tagger serve --workers 2', () => {
     return { server, url, workers };
   }
 
-  const listeningCount = (server: Serve): number =>
+  const listeningCount = (server: ServeCommand): number =>
     server.output().match(/Server listening at/g)?.length ?? 0;
 
   /** The service's URL once `workers` workers listen. */
-  const listeningUrl = (server: Serve, workers: number): Promise<string> =>
+  const listeningUrl = (server: ServeCommand, workers: number): Promise<string> =>
     until(
       `${workers} workers listening`,
       () =>

@@ -21,7 +21,7 @@ import { defaultTrackingUri, type TrackingStore } from '../../src/tracking/index
 import { REPO_ROOT } from '../support/components.js';
 import { instrumentStore } from '../support/fixtures.js';
 import { freePort } from '../support/free-port.js';
-import { logServedRun, predictBody } from '../support/serve-process.js';
+import { logServedRun, predictBody, servedRunId } from '../support/serve-process.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
 const fx = useServingFixture();
@@ -544,19 +544,10 @@ describe('hot reload in a started server', () => {
       onReload: (outcome, runId) => reloads.push([outcome, runId]),
     });
     try {
-      const predictRunId = async () => {
-        const response = await fetch(`${server.url}/predict`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: predictBody(1),
-        });
-        expect(response.status).toBe(200);
-        return ((await response.json()) as { data: { run_id: string } }).data.run_id;
-      };
-      expect(await predictRunId()).toBe(first);
+      expect(await servedRunId(server.url)).toBe(first);
       const second = await logServedRun(fx.store, experiment, { name: 'second', f1: 0.8, model: fx.modelB });
       await vi.waitFor(() => expect(reloads).toContainEqual(['swapped', second]), { timeout: 20_000 });
-      expect(await predictRunId()).toBe(second);
+      expect(await servedRunId(server.url)).toBe(second);
       const runs = (await (await fetch(`${server.url}/runs`)).json()) as {
         data: { runs: { run_id: string }[] };
       };

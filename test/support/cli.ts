@@ -5,13 +5,12 @@
  * user, signals, a process's exit.
  */
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect } from 'vitest';
+import { beforeAll, expect } from 'vitest';
 import { main } from '../../src/cli/index.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from './components.js';
+import { useTempDir } from './temp-dir.js';
 
 export interface CliResult {
   code: number;
@@ -160,6 +159,23 @@ export function expectCleanFailure(result: CliResult, message: RegExp): void {
 export const FAST_ARGS = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
 
 /**
+ * `tagger train` arguments that train in about a second on the sample data into `uri` (FAST_ARGS), then
+ * `more`; `data` and `args` replace the sample data and FAST_ARGS. The argv most CLI tests start from.
+ * @example await tagger(trainArgv(cli.store, ['--json']))
+ */
+export function trainArgv(
+  uri: string,
+  more: readonly string[] = [],
+  options: { data?: string; args?: string } = {},
+): string[] {
+  return [
+    'train',
+    ...['--data', options.data ?? SAMPLE_DATA, '--args', options.args ?? FAST_ARGS, '--tracking-uri', uri],
+    ...more,
+  ];
+}
+
+/**
  * One test file's working folder for CLI cases, made before its tests and removed after them, and
  * `tagger` running there: in-process, or as a real process for another user (`uid`, `gid`). `given` is
  * the folder's name prefix, or options: with `trained`, its store (`folder.store`) holds one run trained
@@ -167,26 +183,18 @@ export const FAST_ARGS = JSON.stringify({ num_epochs: 3, ngram_max_range: 4 });
  */
 export function cliFolder(given: string | { prefix?: string; trained?: boolean } = {}) {
   const options = typeof given === 'string' ? { prefix: given } : given;
-  let dir: string | undefined;
+  const scratch = useTempDir(options.prefix ?? 'tagger-cli-');
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), options.prefix ?? 'tagger-cli-'));
     if (options.trained) {
       // The best run of experiment `best` in the folder's store, as `tagger train` logs it.
-      const trained = await folder.tagger([
-        'train',
-        ...['--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', folder.store, '--quiet'],
-      ]);
+      const trained = await folder.tagger(trainArgv(folder.store, ['--quiet']));
       expect(trained.code, trained.stderr).toBe(0);
     }
-  });
-  afterAll(async () => {
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
   const folder = {
     /** The folder (the commands' working directory). */
     get dir(): string {
-      if (dir === undefined) throw new Error('cliFolder: used outside a test');
-      return dir;
+      return scratch.path;
     },
     /** A file store in the folder (created by the first command that writes to it). */
     get store(): string {

@@ -45,11 +45,12 @@ process.once('exit', () => {
   for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-/** Kills every server this file started that still runs (call in afterAll). */
+/** Kills every server this file started that still runs, `spawnServe`'s included (call in afterAll). */
 export function killServers(): void {
   for (const child of started)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   started.clear();
+  for (const each of serving) each.signal('SIGKILL');
 }
 
 /**
@@ -162,12 +163,162 @@ export async function spawnServer(
   };
 }
 
+/** The `tagger` command's TypeScript entry (as cli.ts's CLI_ENTRY; not imported: that loads the CLI here). */
+const CLI_MAIN = resolve(REPO_ROOT, 'src', 'cli', 'main.ts');
+
+/** A `tagger serve` process (`spawnServe`): its output so far, its end, and how to stop it. */
+export interface ServeCommand {
+  readonly child: ChildProcess;
+  /** Its stdout and stderr so far, interleaved. */
+  output(): string;
+  /** Resolves with the exit code (null when a signal ended it). */
+  readonly exit: Promise<number | null>;
+  /** The URL of its first "Server listening at" line, once it is logged; rejects if it exits first. */
+  listening(maxMs?: number): Promise<string>;
+  /** Resolves once the output from offset `since` on matches `pattern`; rejects after `maxMs`. */
+  waitForOutput(pattern: RegExp, since: number, maxMs: number): Promise<void>;
+  /** Sends `signal` to the process, or to its process group when started `detached`. */
+  signal(signal: NodeJS.Signals): void;
+  /** SIGTERM, then the exit code (SIGKILL if it has not exited within 15 s). */
+  stop(): Promise<number | null>;
+}
+
+/** `tagger serve` processes started here: killed (by pid, or process group) if one runs when the tests end. */
+const serving = new Set<{ signal(signal: NodeJS.Signals): void }>();
+process.once('exit', () => {
+  for (const each of serving) each.signal('SIGKILL');
+});
+
+/**
+ * Starts `tagger serve <args>` as a real process (tsx on src/cli/main.ts) and returns at once: for tests of
+ * the command itself (`--workers`, flags, config, signals), where `spawnServer` starts src/server/server.ts
+ * alone. Its environment is this process's without the developer's MLFLOW_* and TAGGER_* variables, plus
+ * `env`. `detached`: in a process group of its own, signalled as a group (the `--workers` primary's workers
+ * included).
+ */
+export function spawnServe(
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; detached?: boolean } = {},
+): ServeCommand {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('MLFLOW_') && !key.startsWith('TAGGER_')) env[key] = value;
+  }
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, CLI_MAIN, 'serve', ...args], {
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    env: { ...env, ...options.env },
+    detached: options.detached ?? false,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const signal = (name: NodeJS.Signals): void => {
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(options.detached ? -child.pid : child.pid, name);
+    } catch {
+      // Already gone.
+    }
+  };
+  const handle = { signal };
+  serving.add(handle);
+  let output = '';
+  const append = (chunk: Buffer): void => {
+    output += chunk.toString('utf8');
+  };
+  child.stdout!.on('data', append);
+  child.stderr!.on('data', append);
+  const exit = new Promise<number | null>((done) =>
+    child.once('exit', (code) => {
+      serving.delete(handle);
+      done(code);
+    }),
+  );
+  const stop = async (): Promise<number | null> => {
+    signal('SIGTERM');
+    const timer = setTimeout(() => signal('SIGKILL'), 15_000);
+    try {
+      return await exit;
+    } finally {
+      clearTimeout(timer);
+      // Anything of the group still left.
+      if (options.detached && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // Gone.
+        }
+      }
+    }
+  };
+  const waitForOutput = (pattern: RegExp, since: number, maxMs: number): Promise<void> =>
+    new Promise((done, fail) => {
+      const check = (): void => {
+        if (!pattern.test(output.slice(since))) return;
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        child.stderr!.off('data', check);
+        done();
+      };
+      const timer = setTimeout(() => {
+        child.stdout!.off('data', check);
+        child.stderr!.off('data', check);
+        fail(new Error(`tagger serve did not log ${pattern} within ${maxMs} ms:\n${output}`));
+      }, maxMs);
+      child.stdout!.on('data', check);
+      child.stderr!.on('data', check);
+      check();
+    });
+  const listening = (maxMs = 90_000): Promise<string> =>
+    new Promise((done, fail) => {
+      const check = (): void => {
+        const url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1];
+        if (url === undefined) return;
+        cleanup();
+        done(url);
+      };
+      const onExit = (code: number | null): void => {
+        cleanup();
+        fail(new Error(`tagger serve exited (${code}) before listening:\n${output}`));
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        void stop();
+        fail(new Error(`tagger serve did not listen within ${maxMs} ms:\n${output}`));
+      }, maxMs);
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        child.stderr!.off('data', check);
+        child.off('exit', onExit);
+      };
+      child.stdout!.on('data', check);
+      child.stderr!.on('data', check);
+      child.once('exit', onExit);
+      check();
+      if (child.exitCode !== null || child.signalCode !== null) onExit(child.exitCode);
+    });
+  return { child, output: () => output, exit, listening, waitForOutput, signal, stop };
+}
+
 /** A POST /predict body with `count` texts. */
 export function predictBody(count = 2): string {
   const texts = Array.from({ length: count }, (_, i) => ({
     text: `transfer learning with transformers for image classification ${i}`,
   }));
   return JSON.stringify({ texts });
+}
+
+/**
+ * The run that answers one POST /predict of `count` texts (predictBody) at `url`: which run a server
+ * serves now. A status other than 200 throws, with the body.
+ */
+export async function servedRunId(url: string, count = 1): Promise<string> {
+  const response = await fetch(`${url}/predict`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: predictBody(count),
+  });
+  if (response.status !== 200) throw new Error(`POST /predict: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { data: { run_id: string } }).data.run_id;
 }
 
 export interface RequestOutcome {

@@ -6,8 +6,7 @@
  * whose files MLflow downloads through `models:/<id>` and whose `MLmodel` it loads.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +18,7 @@ import { CLI_ENTRY } from '../support/cli.js';
 import { SAMPLE_DATA, TSX_LOADER, venvPython } from '../support/components.js';
 import { runInteropScript } from '../support/mlflow-interop.js';
 import { type MlflowServer, startMlflowServer, venvMlflow } from '../support/mlflow-server.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const mlflow = venvMlflow();
 const python = mlflow ? venvPython() : null;
@@ -62,19 +62,17 @@ interface TrainJson {
 describe.skipIf(!mlflow || !python)(
   'MLflow 3 sees the dataset input and the logged model of a tagger train run',
   () => {
-    let dir: string;
+    const scratch = useTempDir('tagger-outputs-interop-');
     let server: MlflowServer;
     beforeAll(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'tagger-outputs-interop-'));
       server = await startMlflowServer(mlflow!);
     }, 240_000);
     afterAll(async () => {
       await server?.stop();
-      await rm(dir, { recursive: true, force: true });
     });
 
     const check = async (trackingUri: string): Promise<void> => {
-      const trained = await taggerTrain(dir, trackingUri);
+      const trained = await taggerTrain(scratch.path, trackingUri);
       const answer = (await runInteropScript(
         python!,
         {
@@ -83,7 +81,7 @@ describe.skipIf(!mlflow || !python)(
           experiment_id: trained.experiment_id,
           run_id: trained.run_id,
         },
-        dir,
+        scratch.path,
       )) as unknown as OutputsAnswer;
 
       const digest = fileDigest(new Uint8Array(await readFile(SAMPLE_DATA)));
@@ -117,11 +115,11 @@ describe.skipIf(!mlflow || !python)(
     };
 
     it('file store (mlruns/)', async () => {
-      await check(pathToFileURL(join(dir, 'mlruns')).href);
+      await check(pathToFileURL(join(scratch.path, 'mlruns')).href);
     }, 180_000);
 
     it('SQLite', async () => {
-      await check(`sqlite:///${join(dir, 'mlflow.db')}`);
+      await check(`sqlite:///${join(scratch.path, 'mlflow.db')}`);
     }, 180_000);
 
     it('MLflow tracking server (REST, proxied artifacts)', async () => {
@@ -158,13 +156,7 @@ function taggerTrain(dir: string, trackingUri: string): Promise<TrainJson> {
 }
 
 describe.skipIf(!python)('Tagger reads the dataset inputs and logged models Python MLflow logs', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-outputs-read-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const scratch = useTempDir('tagger-outputs-read-');
 
   const check = async (trackingUri: string): Promise<void> => {
     const written = (await runInteropScript(
@@ -175,7 +167,7 @@ describe.skipIf(!python)('Tagger reads the dataset inputs and logged models Pyth
         experiment_name: 'python-outputs',
         data_uri: pathToFileURL(SAMPLE_DATA).href,
       },
-      dir,
+      scratch.path,
     )) as unknown as { experiment_id: string; run_id: string; model_id: string };
     const warnings: string[] = [];
     const store = trackingUri.startsWith('file:')
@@ -217,10 +209,10 @@ describe.skipIf(!python)('Tagger reads the dataset inputs and logged models Pyth
   };
 
   it('file store (mlruns/)', async () => {
-    await check(pathToFileURL(join(dir, 'mlruns')).href);
+    await check(pathToFileURL(join(scratch.path, 'mlruns')).href);
   }, 120_000);
 
   it('SQLite', async () => {
-    await check(`sqlite:///${join(dir, 'python.db')}`);
+    await check(`sqlite:///${join(scratch.path, 'python.db')}`);
   }, 120_000);
 });

@@ -5,18 +5,19 @@
  * system sees the same calls.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, utimes, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { withLockFile } from '../../src/tracking/lock-file.js';
 import { TrackingError } from '../../src/tracking/store.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-lock-file-');
 let round = 0;
 /** A fresh lock path per test, in a folder of its own (so leftovers are visible). */
 async function lockPath(): Promise<string> {
-  const folder = join(dir, `case-${round++}`);
+  const folder = join(scratch.path, `case-${round++}`);
   await mkdir(folder);
   return join(folder, '.lock');
 }
@@ -46,13 +47,6 @@ async function maxInside(path: string, waiters: number): Promise<number> {
   );
   return max;
 }
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-lock-file-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
 
 describe('withLockFile', () => {
   it('lets one holder in at a time and removes the lock afterwards', async () => {

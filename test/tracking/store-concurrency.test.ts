@@ -5,14 +5,15 @@
  * SQLite (WAL, busy timeout) and a real PostgreSQL server.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import { REPO_ROOT, TSX_LOADER } from '../support/components.js';
 import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const WRITER = resolve(REPO_ROOT, 'test', 'support', 'store-writer.ts');
 const PROCESSES = 6;
@@ -71,21 +72,17 @@ async function expectEveryRunComplete(
 const pgBin = postgresBin();
 
 describe('concurrent writers on one store', () => {
-  let dir: string;
+  const scratch = useTempDir('tagger-sql-concurrency-');
   let postgres: Postgres | undefined;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-sql-concurrency-'));
-  });
   afterAll(async () => {
     await postgres?.stop();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it(`file layout: ${PROCESSES} processes create a new store and one experiment, log ${RUNS_EACH} runs each; 3 rounds`, async () => {
     // Duplicate experiments appeared in 2 of 8 rounds before the lock; three rounds keep the test short.
     for (let round = 0; round < 3; round += 1) {
-      const uri = join(dir, `mlruns-${round}`);
-      const written = await writeConcurrently(uri, dir);
+      const uri = join(scratch.path, `mlruns-${round}`);
+      const written = await writeConcurrently(uri, scratch.path);
       await expectEveryRunComplete(uri, written);
       const store = await openTrackingStore(uri);
       const experiments = (await readdir(uri)).filter((name) => /^\d+$/.test(name) && name !== '0');
@@ -95,7 +92,7 @@ describe('concurrent writers on one store', () => {
   }, 180_000);
 
   it('file layout: a lock left by a dead process does not block creating an experiment', async () => {
-    const uri = join(dir, 'mlruns-stale');
+    const uri = join(scratch.path, 'mlruns-stale');
     const store = await openTrackingStore(uri);
     // A pid that cannot be alive (above the kernel's pid_max), on this host.
     await writeFile(
@@ -109,8 +106,8 @@ describe('concurrent writers on one store', () => {
   });
 
   it(`SQLite: ${PROCESSES} processes create a new database and log ${RUNS_EACH} runs each; nothing lost`, async () => {
-    const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
-    await expectEveryRunComplete(uri, await writeConcurrently(uri, dir));
+    const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
+    await expectEveryRunComplete(uri, await writeConcurrently(uri, scratch.path));
   }, 120_000);
 
   it.skipIf(pgBin === null)(
@@ -118,7 +115,11 @@ describe('concurrent writers on one store', () => {
     async () => {
       postgres = await startPostgres(pgBin!);
       const uri = postgres.sqlalchemyUri('concurrent');
-      await expectEveryRunComplete(uri, await writeConcurrently(uri, dir), join(dir, 'mlruns'));
+      await expectEveryRunComplete(
+        uri,
+        await writeConcurrently(uri, scratch.path),
+        join(scratch.path, 'mlruns'),
+      );
     },
     120_000,
   );

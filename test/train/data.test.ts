@@ -1,9 +1,9 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DataError, lineList, parseDataset, projectText, readDataset } from '../../src/train/data.js';
 import { SAMPLE_DATA } from '../support/components.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 describe('parseDataset', () => {
   it('joins title and description and keeps the tag', () => {
@@ -67,23 +67,17 @@ describe('line numbers in messages', () => {
 });
 
 describe('readDataset', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-data-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const scratch = useTempDir('tagger-data-');
 
   it('reports a missing file and a directory clearly', async () => {
-    await expect(readDataset(join(dir, 'nope.csv'))).rejects.toThrow(
-      `data: file not found: ${join(dir, 'nope.csv')}`,
+    await expect(readDataset(join(scratch.path, 'nope.csv'))).rejects.toThrow(
+      `data: file not found: ${join(scratch.path, 'nope.csv')}`,
     );
-    await expect(readDataset(dir)).rejects.toThrow(/is a directory/);
+    await expect(readDataset(scratch.path)).rejects.toThrow(/is a directory/);
   });
 
   it('reads a file', async () => {
-    const path = join(dir, 'ok.csv');
+    const path = join(scratch.path, 'ok.csv');
     await writeFile(path, 'title,description,tag\nA,B,mlops\n');
     expect(await readDataset(path)).toEqual([
       { record: 1, line: 2, text: projectText('A', 'B'), tag: 'mlops' },
@@ -118,18 +112,9 @@ describe('multi-label datasets', () => {
   });
 
   describe('JSON files', () => {
-    let dir: string;
-    beforeAll(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'tagger-json-data-'));
-    });
-    afterAll(async () => {
-      await rm(dir, { recursive: true, force: true });
-    });
-    const write = async (name: string, value: unknown): Promise<string> => {
-      const path = join(dir, name);
-      await writeFile(path, typeof value === 'string' ? value : JSON.stringify(value));
-      return path;
-    };
+    const scratch = useTempDir('tagger-json-data-');
+    const write = (name: string, value: unknown): Promise<string> =>
+      scratch.file(name, typeof value === 'string' ? value : JSON.stringify(value));
 
     it('read records with a tags list (the course’s projects.json layout) or a tag string', async () => {
       const multi = await write('multi.json', [

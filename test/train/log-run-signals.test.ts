@@ -7,17 +7,16 @@
  * after that training with its parent run KILLED. `log-run.test.ts` covers the same in-process.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_FILES } from '../../src/model/index.js';
 import { ServedRuns } from '../../src/served-models/index.js';
 import { FileTrackingStore } from '../../src/tracking/index.js';
 import { CLI_ENTRY } from '../support/cli.js';
 import { REPO_ROOT, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 import { captureLog } from '../support/http.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const CLI = CLI_ENTRY;
 const PAUSE_LOGGING = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'pause-logging.ts')).href;
@@ -55,22 +54,18 @@ function outcome(child: ChildProcessWithoutNullStreams, onStderr?: (stderr: stri
   return new Promise((done) => child.once('close', (code, signal) => done({ code, signal, stdout, stderr })));
 }
 
-let dir: string;
+const scratch = useTempDir('tagger-log-signals-');
 let store: string;
 /** A complete run logged before the interrupted ones, with the same f1. */
 let finishedRunId: string;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-log-signals-'));
-  store = join(dir, 'mlruns');
+  store = join(scratch.path, 'mlruns');
   const first = await outcome(train(store, FAST));
   expect(first.code, first.stderr).toBe(0);
   finishedRunId = /Logged run ([0-9a-f]{32})/.exec(first.stdout)?.[1] ?? '';
   expect(finishedRunId).not.toBe('');
 }, 60_000);
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
 
 describe('tagger train interrupted while its run is logged', () => {
   it.each([
@@ -130,7 +125,7 @@ describe('tagger train interrupted while its run is logged', () => {
       num_epochs: 2_000,
       ngram_max_range: 4,
     });
-    const other = join(dir, 'mlruns-training');
+    const other = join(scratch.path, 'mlruns-training');
     const child = train(other, slow);
     let sent = false;
     const exit = await outcome(child, (stderr) => {
@@ -156,7 +151,7 @@ describe('tagger train interrupted while its run is logged', () => {
 
 describe('tagger optimize interrupted', () => {
   it('SIGINT while a trial trains: the search stops after that training, its parent run ends KILLED, no run stays RUNNING', async () => {
-    const search = join(dir, 'mlruns-optimize');
+    const search = join(scratch.path, 'mlruns-optimize');
     const child = spawn(
       process.execPath,
       [
@@ -171,7 +166,7 @@ describe('tagger optimize interrupted', () => {
         '--trials',
         '40',
         '--output',
-        join(dir, 'best-args.json'),
+        join(scratch.path, 'best-args.json'),
         '--tracking-uri',
         search,
       ],

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,22 +29,21 @@ import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline
 import { SGD } from '../model/fixtures.js';
 import { SAMPLE_DATA, SPEC_ARG_KEYS } from '../support/components.js';
 import { instrumentStore } from '../support/fixtures.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const ARGS = parseTrainingArgs({ ...SGD, num_epochs: 4, ngram_max_range: 4 });
 const decoder = new TextDecoder();
 
-let dir: string;
+const scratch = useTempDir('tagger-logrun-');
 let store: TrackingStore;
 let outcome: TrainingOutcome;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-logrun-'));
-  store = await openTrackingStore(join(dir, 'mlruns'));
+  store = await openTrackingStore(join(scratch.path, 'mlruns'));
   outcome = trainAndEvaluate({ data: await readDataset(SAMPLE_DATA), args: ARGS, seed: 3 });
 });
 afterAll(async () => {
   await store.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('metricKeyPart', () => {

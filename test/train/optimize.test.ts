@@ -3,8 +3,6 @@
  * per-fold f1 logged on its run, the best trial chosen by CV mean, the same result with and without
  * threads; the search space only yields valid arguments.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRng, type LabelledText, parseTrainingArgs } from '../../src/model/index.js';
@@ -16,6 +14,7 @@ import { crossValidationRows, optimize, SEARCH_SPACE, sampleArgs } from '../../s
 import { splitData } from '../../src/train/pipeline.js';
 import { SGD } from '../model/fixtures.js';
 import { SAMPLE_DATA } from '../support/components.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const FAST = parseTrainingArgs({
   ...SGD,
@@ -25,18 +24,16 @@ const FAST = parseTrainingArgs({
   refit: false,
 });
 
-let dir: string;
+const scratch = useTempDir('tagger-optimize-');
 let store: TrackingStore;
 let data: LabelledText[];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-optimize-'));
-  store = await openTrackingStore(join(dir, 'mlruns'));
+  store = await openTrackingStore(join(scratch.path, 'mlruns'));
   data = await readDataset(SAMPLE_DATA);
 });
 afterAll(async () => {
   await store.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('sampleArgs', () => {

@@ -3,8 +3,7 @@
  * again while the store is unreachable, and the next training marks FAILED the runs whose logging
  * process is gone. The real PostgreSQL case is test/e2e/postgres-faults.test.ts.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore, getOrCreateExperiment, TrackingError } from '../../src/tracking/index.js';
@@ -17,16 +16,15 @@ import {
   markEnded,
   ORPHAN_AFTER_MS,
 } from '../../src/train/run-ends.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-let dir: string;
+const scratch = useTempDir('tagger-run-ends-');
 let store: FileTrackingStore;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-run-ends-'));
-  store = await FileTrackingStore.open(join(dir, 'mlruns'));
+  store = await FileTrackingStore.open(join(scratch.path, 'mlruns'));
 });
 afterAll(async () => {
   await store?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe('failOrphanedRuns', () => {

@@ -6,8 +6,7 @@
  * the same checks as the other views: nothing cut off sideways at a phone's width, no serious axe-core
  * violation, nothing loaded from outside 127.0.0.1. Screenshots go beside the other views'.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { build } from 'vite';
@@ -23,10 +22,11 @@ import {
   trainRun,
 } from '../support/monitoring.js';
 import { checkPage, openOffline, SCREENSHOTS } from '../support/page-checks.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const executablePath = chromiumPath();
 
-let dir: string;
+const scratch = useTempDir('tagger-ui-live-');
 let store: TrackingStore;
 let served: MonitoredApp;
 let base: string;
@@ -35,17 +35,16 @@ let heldOut: { text: string; tag: string }[];
 
 beforeAll(async () => {
   if (executablePath === null) return;
-  dir = await mkdtemp(join(tmpdir(), 'tagger-ui-live-'));
-  const uiDir = join(dir, 'ui');
+  const uiDir = join(scratch.path, 'ui');
   await build({
     configFile: join(REPO_ROOT, 'ui', 'vite.config.ts'),
     build: { outDir: uiDir, emptyOutDir: true },
     logLevel: 'warn',
   });
-  const sample = await splitSample(dir);
+  const sample = await splitSample(scratch.path);
   heldOut = sample.heldOut;
   const train = sample.train;
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   await trainRun(uri, { data: train });
   store = await openTrackingStore(uri, { readOnly: true });
   served = await monitoredApp(store, { config: { minPredictions: 40 }, deps: { uiDir } });
@@ -58,7 +57,6 @@ afterAll(async () => {
   await browser?.close();
   await served?.close();
   await store?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 async function post(path: string, body: unknown): Promise<{ data: Record<string, unknown> }> {

@@ -6,8 +6,7 @@
  * screenshotted at 1280×800 and at a phone's width into the folder printed at the start (CI keeps it),
  * checked for cut-off content, and checked by axe-core for serious accessibility violations.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
@@ -29,6 +28,7 @@ import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline
 import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath, REPO_ROOT, SAMPLE_DATA } from '../support/components.js';
 import { captureLog } from '../support/http.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 /*
  * The page's globals as the page.evaluate callbacks below use them. This test program has no DOM lib:
@@ -97,7 +97,7 @@ const PLANS = {
 } as const;
 
 describe.skipIf(executablePath === null)('the inspection page in a browser', () => {
-  let dir: string;
+  const scratch = useTempDir('tagger-ui-page-');
   let store: TrackingStore;
   let servedRuns: ServedRuns;
   const apps: TaggerApp[] = [];
@@ -161,14 +161,13 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
   }
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-ui-page-'));
-    const uiDir = join(dir, 'ui');
+    const uiDir = join(scratch.path, 'ui');
     await build({
       configFile: join(REPO_ROOT, 'ui', 'vite.config.ts'),
       build: { outDir: uiDir, emptyOutDir: true },
       logLevel: 'warn',
     });
-    store = await openTrackingStore(join(dir, 'mlruns'));
+    store = await openTrackingStore(join(scratch.path, 'mlruns'));
     await logPlan('weak');
     await logPlan('middle');
     servedRuns = await ServedRuns.load(store, { experiment: 'best', modelCacheSize: 4, log: captureLog() });
@@ -199,7 +198,6 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     await browser?.close();
     await Promise.all(apps.map((app) => app.close()));
     await store?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   interface Opened {

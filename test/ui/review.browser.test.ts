@@ -8,8 +8,7 @@
  * view show the leaking run's data warning. Same checks as the other views: nothing cut off at a phone's
  * width, no serious axe-core violation, nothing loaded from outside 127.0.0.1.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { build } from 'vite';
@@ -24,10 +23,11 @@ import { chromiumPath, REPO_ROOT } from '../support/components.js';
 import { sampleWithWrongTags } from '../support/label-noise.js';
 import { type MonitoredApp, monitoredApp, splitSample } from '../support/monitoring.js';
 import { checkPage, openOffline, SCREENSHOTS } from '../support/page-checks.js';
+import { useTempDir } from '../support/temp-dir.js';
 
 const executablePath = chromiumPath();
 
-let dir: string;
+const scratch = useTempDir('tagger-ui-review-');
 let store: TrackingStore;
 let served: MonitoredApp;
 let base: string;
@@ -37,15 +37,14 @@ let leaking: string;
 
 beforeAll(async () => {
   if (executablePath === null) return;
-  dir = await mkdtemp(join(tmpdir(), 'tagger-ui-review-'));
-  const uiDir = join(dir, 'ui');
+  const uiDir = join(scratch.path, 'ui');
   await build({
     configFile: join(REPO_ROOT, 'ui', 'vite.config.ts'),
     build: { outDir: uiDir, emptyOutDir: true },
     logLevel: 'warn',
   });
-  heldOut = (await splitSample(dir)).heldOut;
-  const uri = `sqlite:///${join(dir, 'mlflow.db')}`;
+  heldOut = (await splitSample(scratch.path)).heldOut;
+  const uri = `sqlite:///${join(scratch.path, 'mlflow.db')}`;
   const writer = await openTrackingStore(uri);
   try {
     const rows = await sampleWithWrongTags();
@@ -85,7 +84,6 @@ afterAll(async () => {
   await browser?.close();
   await served?.close();
   await store?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 const open = (path: string, width = 1280, height = 900) =>

@@ -6,13 +6,13 @@
  * `../store-concurrency.test.ts` covers concurrent logging on every adapter; this file is about creation.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../../src/tracking/index.js';
 import { REPO_ROOT, TSX_LOADER } from '../../support/components.js';
+import { useTempDir } from '../../support/temp-dir.js';
 
 const RACER = resolve(REPO_ROOT, 'test', 'support', 'file-store-racer.ts');
 const RACERS = 8;
@@ -78,17 +78,15 @@ async function experimentNames(root: string): Promise<Record<string, string>> {
   return names;
 }
 
-let dir: string;
+const scratch = useTempDir('tagger-file-concurrency-');
 let racers: Racer[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-file-concurrency-'));
   racers = Array.from({ length: RACERS }, () => new Racer());
   expect(await Promise.all(racers.map((racer) => racer.next()))).toEqual(Array(RACERS).fill('ready'));
 }, 30_000);
 afterAll(async () => {
   for (const racer of racers) racer.stop();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** Releases every racer on `root` at once; checks the store ends with one Default and one `best`. */
@@ -122,12 +120,12 @@ async function raceOn(root: string, label: string): Promise<void> {
 describe('file store: processes creating the store and an experiment at once', () => {
   it(`${RACERS} processes on a new store end with one Default, one best and all ${RACERS} runs; ${ROUNDS} rounds`, async () => {
     for (let round = 0; round < ROUNDS; round += 1) {
-      await raceOn(join(dir, `mlruns-${round}`), `round ${round}`);
+      await raceOn(join(scratch.path, `mlruns-${round}`), `round ${round}`);
     }
   }, 30_000);
 
   it('a process killed while it held the lock does not block the others', async () => {
-    const root = join(dir, 'mlruns-crashed');
+    const root = join(scratch.path, 'mlruns-crashed');
     await (await FileTrackingStore.open(root)).close();
     // A real process takes the lock as experiment creation does, and dies holding it.
     const crashed = new Racer();

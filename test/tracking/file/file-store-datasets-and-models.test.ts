@@ -4,28 +4,22 @@
  * records, which are MALFORMED naming the file or skipped like MLflow skips them. The local stores'
  * check that a linked metric names a model of the run's experiment is here too (SQLite as well).
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
 import { SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
 import type { TrackingStore } from '../../../src/tracking/store.js';
+import { useTempDir } from '../../support/temp-dir.js';
 import { expectTrackingError } from '../contract.js';
 import { TRAINING_INPUT } from '../contract-datasets-and-models.js';
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-file-outputs-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = useTempDir('tagger-file-outputs-');
 
 describe('file store: the files of inputs, outputs and logged models', () => {
   it('writes meta.yaml files with the keys and values MLflow writes', async () => {
-    const root = join(dir, 'layout');
+    const root = join(scratch.path, 'layout');
     const store = await FileTrackingStore.open(root);
     const experimentId = await store.createExperiment('layout');
     const { info } = await store.createRun(experimentId, { runName: 'r' });
@@ -80,7 +74,7 @@ describe('file store: the files of inputs, outputs and logged models', () => {
   });
 
   it('broken records are MALFORMED naming the file; unfinished or dangling ones are skipped', async () => {
-    const root = join(dir, 'broken');
+    const root = join(scratch.path, 'broken');
     const warnings: string[] = [];
     const store = new FileTrackingStore(root, { onWarning: (message) => warnings.push(message) });
     const experimentId = await store.createExperiment('broken');
@@ -123,8 +117,11 @@ describe('file store: the files of inputs, outputs and logged models', () => {
 
 describe('local stores: a metric linked to a model outside the run experiment', () => {
   const stores: [string, () => Promise<TrackingStore>][] = [
-    ['file store', async () => FileTrackingStore.open(join(dir, 'linked'))],
-    ['SQLite', async () => SqlTrackingStore.open(`sqlite:///${join(dir, 'linked.db')}`, 'linked.db')],
+    ['file store', async () => FileTrackingStore.open(join(scratch.path, 'linked'))],
+    [
+      'SQLite',
+      async () => SqlTrackingStore.open(`sqlite:///${join(scratch.path, 'linked.db')}`, 'linked.db'),
+    ],
   ];
   for (const [name, open] of stores) {
     it(`${name}: NOT_FOUND, and the batch logs nothing`, async () => {
@@ -156,7 +153,7 @@ describe('local stores: a metric linked to a model outside the run experiment', 
 
 describe('SQL store: a database without MLflow 3 tables', () => {
   it('logging a model is UNSUPPORTED naming `mlflow db upgrade`', async () => {
-    const file = join(dir, 'old.db');
+    const file = join(scratch.path, 'old.db');
     const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'old.db');
     try {
       const experimentId = await store.createExperiment('old');

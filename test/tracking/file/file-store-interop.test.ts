@@ -3,11 +3,10 @@
  * read by Python MLflow with the same data and order, and runs logged by Python are read by Tagger the
  * same way. One Python process per scenario (`python/mlflow_interop.py`, JSON in/out).
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
 import { venvPython } from '../../support/components.js';
 import {
@@ -18,21 +17,16 @@ import {
   type PyAnswer,
   runInteropScript,
 } from '../../support/mlflow-interop.js';
+import { useTempDir } from '../../support/temp-dir.js';
 
 const python = venvPython();
 const runPython = (command: Record<string, unknown>): Promise<PyAnswer> => runInteropScript(python!, command);
 
 describe.skipIf(python === null)('file store interop with Python MLflow', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-interop-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const scratch = useTempDir('tagger-interop-');
 
   it('MLflow reads runs written by Tagger: same params, metrics, history, artifacts and order', async () => {
-    const root = join(dir, 'tagger-mlruns');
+    const root = join(scratch.path, 'tagger-mlruns');
     const store = await FileTrackingStore.open(root);
     const experimentId = await store.createExperiment('best');
     const specs: { name: string; start: number; f1?: number }[] = [
@@ -80,7 +74,7 @@ describe.skipIf(python === null)('file store interop with Python MLflow', () => 
   }, 120_000);
 
   it('Tagger reads runs logged by Python MLflow: same values, history, artifacts and order', async () => {
-    const root = join(dir, 'python-mlruns');
+    const root = join(scratch.path, 'python-mlruns');
     const answer = await runPython({
       command: 'write',
       tracking_uri: pathToFileURL(root).href,

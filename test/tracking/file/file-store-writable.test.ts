@@ -8,13 +8,14 @@
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../../src/tracking/file/file-store.js';
 import { checkCanLog, TrackingError } from '../../../src/tracking/store.js';
+import { useTempDir } from '../../support/temp-dir.js';
 
 /** Makes `dir` refuse new files, even to root; returns how to undo it, or null when this system cannot. */
 function freeze(dir: string): (() => void) | null {
@@ -56,18 +57,16 @@ async function failureWhileFrozen(dir: string, check: () => Promise<void>): Prom
 }
 
 describe('checkCanLog on the file store', () => {
-  let dir: string;
+  const scratch = useTempDir('tagger-file-writable-', { each: true });
   let root: string;
   let store: FileTrackingStore;
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-file-writable-'));
-    root = join(dir, 'mlruns');
+    root = join(scratch.path, 'mlruns');
     store = await FileTrackingStore.open(root);
   });
   afterEach(async () => {
     await store.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it('passes on a writable store and experiment, and leaves nothing behind', async () => {
@@ -131,7 +130,7 @@ describe('checkCanLog on the file store', () => {
 
   it.skipIf(!canFreeze)("fails when the experiment's artifact folder elsewhere is read-only", async () => {
     const id = await store.createExperiment('elsewhere');
-    const artifacts = join(dir, 'artifacts');
+    const artifacts = join(scratch.path, 'artifacts');
     await mkdir(artifacts);
     // An experiment whose artifact_location points outside the store (MLflow's --artifact-location).
     const metaPath = join(root, id, 'meta.yaml');

@@ -21,6 +21,7 @@ import {
 } from '../../../src/tracking/index.js';
 import { latestMetric } from '../../../src/tracking/mlflow-rules.js';
 import { RestTrackingStore } from '../../../src/tracking/rest/rest-store.js';
+import { useTempDir } from '../../support/temp-dir.js';
 import { expectTrackingError, runTrackingStoreContract } from '../contract.js';
 
 runTrackingStoreContract('file store', async () => {
@@ -32,20 +33,18 @@ runTrackingStoreContract('file store', async () => {
 });
 
 describe('FileTrackingStore: MLflow layout', () => {
-  let dir: string;
+  const scratch = useTempDir('tagger-file-store-', { each: true });
   let root: string;
   let warnings: string[];
   let store: FileTrackingStore;
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-file-store-'));
-    root = join(dir, 'mlruns');
+    root = join(scratch.path, 'mlruns');
     warnings = [];
     store = await FileTrackingStore.open(root, { onWarning: (message) => warnings.push(message) });
   });
   afterEach(async () => {
     await store.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   const yamlOf = async (...parts: string[]) =>
@@ -279,7 +278,7 @@ describe('FileTrackingStore: MLflow layout', () => {
     const experimentId = await store.createExperiment('moved');
     const run = await store.createRun(experimentId, { runName: 'r' });
     await store.logArtifact(run.info.runId, 'model/weights.bin', Uint8Array.of(1, 2, 3));
-    const movedRoot = join(dir, 'moved-mlruns');
+    const movedRoot = join(scratch.path, 'moved-mlruns');
     await cp(root, movedRoot, { recursive: true });
     await rm(root, { recursive: true });
 

@@ -5,8 +5,6 @@
  * Python MLflow wrote. One Python process per scenario (`python/mlflow_interop.py`).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
@@ -30,20 +28,15 @@ import {
 import { type PyModelVersion, pythonRegistry } from '../../support/mlflow-registry.js';
 import { startMlflowServer, venvMlflow } from '../../support/mlflow-server.js';
 import { type Postgres, postgresBin, startPostgres } from '../../support/stack.js';
+import { useTempDir } from '../../support/temp-dir.js';
 
 const python = venvPython();
 const mlflow = venvMlflow();
 const pgBin = postgresBin();
 /** Python runs in a temp folder: its default artifact root for database URIs is ./mlruns. */
-let pythonCwd: string;
-beforeAll(async () => {
-  pythonCwd = await mkdtemp(join(tmpdir(), 'tagger-python-cwd-'));
-});
-afterAll(async () => {
-  await rm(pythonCwd, { recursive: true, force: true });
-});
+const pythonCwd = useTempDir('tagger-python-cwd-');
 const runPython = (command: Record<string, unknown>): Promise<PyAnswer> =>
-  runInteropScript(python!, command, pythonCwd);
+  runInteropScript(python!, command, pythonCwd.path);
 
 const mlflowCreates = (uri: string, artifactRoot: string): Promise<string> =>
   mlflowCreatesDatabase(python!, uri, artifactRoot);
@@ -176,24 +169,18 @@ async function expectSharedRegistry(store: SqlTrackingStore, uri: string): Promi
 }
 
 describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-sql-interop-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const scratch = useTempDir('tagger-sql-interop-');
 
   it('the schema Tagger creates is the one MLflow creates: every table, column, index and the alembic head', async () => {
-    const taggerFile = join(dir, 'tagger-schema.db');
+    const taggerFile = join(scratch.path, 'tagger-schema.db');
     await (await SqlTrackingStore.open(`sqlite:///${taggerFile}`, 'tagger-schema.db')).close();
-    const mlflowFile = join(dir, 'mlflow-schema.db');
-    const version = await mlflowCreates(`sqlite:///${mlflowFile}`, join(dir, 'artifacts'));
+    const mlflowFile = join(scratch.path, 'mlflow-schema.db');
+    const version = await mlflowCreates(`sqlite:///${mlflowFile}`, join(scratch.path, 'artifacts'));
     expectSameSchema(sqliteSchema(taggerFile), sqliteSchema(mlflowFile), version);
   }, 120_000);
 
   it('MLflow reads runs written by Tagger with no migration: same values, history, artifacts and order', async () => {
-    const file = join(dir, 'tagger.db');
+    const file = join(scratch.path, 'tagger.db');
     const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'tagger.db');
     const experimentId = await store.createExperiment('best');
     const ids = await logTaggerRuns(store, experimentId, SPECS);
@@ -214,7 +201,7 @@ describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => 
   }, 120_000);
 
   it('Tagger reads runs logged by Python MLflow into SQLite, and keeps logging there', async () => {
-    const file = join(dir, 'python.db');
+    const file = join(scratch.path, 'python.db');
     const answer = await runPython({
       command: 'write',
       tracking_uri: `sqlite:///${file}`,
@@ -237,7 +224,7 @@ describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => 
   }, 120_000);
 
   it('the Model Registry is shared with Python MLflow: versions and aliases from both clients', async () => {
-    const file = join(dir, 'registry.db');
+    const file = join(scratch.path, 'registry.db');
     const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'registry.db');
     try {
       await expectSharedRegistry(store, `sqlite:///${file}`);
@@ -249,7 +236,7 @@ describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => 
   it.skipIf(mlflow === null)(
     '`mlflow server --backend-store-uri sqlite:///…` serves what Tagger wrote',
     async () => {
-      const file = join(dir, 'served.db');
+      const file = join(scratch.path, 'served.db');
       const store = await SqlTrackingStore.open(`sqlite:///${file}`, 'served.db');
       const experimentId = await store.createExperiment('best');
       await logTaggerRuns(store, experimentId, SPECS);
@@ -273,16 +260,10 @@ describe.skipIf(python === null)('SQL store on SQLite and Python MLflow', () => 
 });
 
 describe.skipIf(mlflow === null)('moving a file store into SQLite with `mlflow migrate-filestore`', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'tagger-migrate-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const scratch = useTempDir('tagger-migrate-');
 
   it('Tagger reads the migrated database like the folder it came from (18-digit experiment ids included)', async () => {
-    const files = await FileTrackingStore.open(join(dir, 'mlruns'));
+    const files = await FileTrackingStore.open(join(scratch.path, 'mlruns'));
     const experimentId = await files.createExperiment('best');
     expect(experimentId).toMatch(/^\d{18}$/);
     await logTaggerRuns(files, experimentId, SPECS);
@@ -293,15 +274,15 @@ describe.skipIf(mlflow === null)('moving a file store into SQLite with `mlflow m
       [
         'migrate-filestore',
         '--source',
-        join(dir, 'mlruns'),
+        join(scratch.path, 'mlruns'),
         '--target',
-        `sqlite:///${join(dir, 'mlflow.db')}`,
+        `sqlite:///${join(scratch.path, 'mlflow.db')}`,
       ],
       {
         env: { ...process.env, MLFLOW_ALLOW_FILE_STORE: 'true' },
       },
     );
-    const store = await SqlTrackingStore.open(`sqlite:///${join(dir, 'mlflow.db')}`, 'mlflow.db');
+    const store = await SqlTrackingStore.open(`sqlite:///${join(scratch.path, 'mlflow.db')}`, 'mlflow.db');
     try {
       expect((await store.getExperimentByName('best'))?.experimentId).toBe(experimentId);
       const after = await store.searchRuns(experimentId, order);
@@ -333,29 +314,29 @@ describe.skipIf(mlflow === null)('moving a file store into SQLite with `mlflow m
 
 describe.skipIf(python === null || pgBin === null)('SQL store on PostgreSQL and Python MLflow', () => {
   let server: Postgres;
-  let dir: string;
+  const scratch = useTempDir('tagger-pg-interop-');
   beforeAll(async () => {
     server = await startPostgres(pgBin!);
-    dir = await mkdtemp(join(tmpdir(), 'tagger-pg-interop-'));
   });
   afterAll(async () => {
     await server?.stop();
-    await rm(dir, { recursive: true, force: true });
   });
 
   const plain = (uri: string): string => uri.replace('postgresql+psycopg2:', 'postgresql:');
 
   it('the schema Tagger creates is the one MLflow creates (columns, indexes, constraints, triggers, head)', async () => {
     const taggerUri = server.sqlalchemyUri('tagger_schema');
-    await (await SqlTrackingStore.open(taggerUri, 'tagger_schema', { artifactRoot: dir })).close();
+    await (await SqlTrackingStore.open(taggerUri, 'tagger_schema', { artifactRoot: scratch.path })).close();
     const mlflowUri = server.sqlalchemyUri('mlflow_schema');
-    const version = await mlflowCreates(mlflowUri, dir);
+    const version = await mlflowCreates(mlflowUri, scratch.path);
     expectSameSchema(await postgresSchema(plain(taggerUri)), await postgresSchema(plain(mlflowUri)), version);
   }, 120_000);
 
   it('MLflow reads runs Tagger wrote to PostgreSQL, and Tagger reads runs Python wrote there', async () => {
     const taggerUri = server.sqlalchemyUri('tagger_runs');
-    const store = await SqlTrackingStore.open(taggerUri, 'tagger_runs', { artifactRoot: join(dir, 'a') });
+    const store = await SqlTrackingStore.open(taggerUri, 'tagger_runs', {
+      artifactRoot: join(scratch.path, 'a'),
+    });
     const experimentId = await store.createExperiment('best');
     await logTaggerRuns(store, experimentId, SPECS);
     const tagger = await store.searchRuns(experimentId, { orderByMetric: { key: 'f1', descending: true } });
@@ -380,14 +361,16 @@ describe.skipIf(python === null || pgBin === null)('SQL store on PostgreSQL and 
       artifact_dirs: ['', 'model'],
       runs: PYTHON_RUNS,
     });
-    const reader = await SqlTrackingStore.open(pythonUri, 'python_runs', { artifactRoot: join(dir, 'b') });
+    const reader = await SqlTrackingStore.open(pythonUri, 'python_runs', {
+      artifactRoot: join(scratch.path, 'b'),
+    });
     await expectTaggerSeesPythonRuns(reader, written);
     await reader.close();
   }, 180_000);
 
   it('the Model Registry is shared with Python MLflow: versions and aliases from both clients', async () => {
     const uri = server.sqlalchemyUri('registry');
-    const store = await SqlTrackingStore.open(uri, 'registry', { artifactRoot: join(dir, 'r') });
+    const store = await SqlTrackingStore.open(uri, 'registry', { artifactRoot: join(scratch.path, 'r') });
     try {
       await expectSharedRegistry(store, uri);
     } finally {

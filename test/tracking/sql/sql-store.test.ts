@@ -3,8 +3,7 @@
  * shared contract suite on both, plus what only a database store has (MLflow's stored forms of NaN and
  * infinities, transactions, schema checks, index use, artifact locations it cannot reach).
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,17 +11,12 @@ import { openTrackingStore } from '../../../src/tracking/index.js';
 import { parseSqlUri, SqlTrackingStore } from '../../../src/tracking/sql/sql-store.js';
 import { checkCanLog, type TrackingStore } from '../../../src/tracking/store.js';
 import { type Postgres, postgresBin, startPostgres } from '../../support/stack.js';
+import { useTempDir } from '../../support/temp-dir.js';
 import { expectTrackingError, runTrackingStoreContract, uniqueName } from '../contract.js';
 
-let dir: string;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'tagger-sql-'));
-});
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = useTempDir('tagger-sql-');
 
-const sqliteUri = (name: string): string => `sqlite:///${join(dir, name)}`;
+const sqliteUri = (name: string): string => `sqlite:///${join(scratch.path, name)}`;
 
 runTrackingStoreContract('SQL store on SQLite', async () => {
   const store = await SqlTrackingStore.open(sqliteUri(`${uniqueName('contract')}.db`), 'contract.db');
@@ -44,7 +38,7 @@ if (pgBin) {
   runTrackingStoreContract('SQL store on PostgreSQL', async () => {
     const uri = (await postgres()).sqlalchemyUri('contract');
     const store = await SqlTrackingStore.open(uri, 'postgresql://contract', {
-      artifactRoot: join(dir, 'pg-artifacts'),
+      artifactRoot: join(scratch.path, 'pg-artifacts'),
     });
     return { store, cleanup: () => store.close() };
   });
@@ -88,7 +82,7 @@ describe('SQL store: a database that cannot be reached', () => {
   });
 
   it('a SQLite file that is not a database is a clear error', async () => {
-    const file = join(dir, 'not-a-database.db');
+    const file = join(scratch.path, 'not-a-database.db');
     await writeFile(file, 'hello, I am text\n'.repeat(100));
     const error = await expectTrackingError(() => openTrackingStore(`sqlite:///${file}`), 'UNAVAILABLE');
     expect(error.message).toMatch(/not-a-database\.db.*not a database/);
@@ -99,7 +93,7 @@ describe('SQL store on SQLite: what only a database store has', () => {
   let store: TrackingStore;
   let file: string;
   beforeAll(async () => {
-    file = join(dir, 'nested', 'folder', 'mlflow.db');
+    file = join(scratch.path, 'nested', 'folder', 'mlflow.db');
     store = await openTrackingStore(`sqlite:///${file}`);
   });
   afterAll(async () => {
@@ -109,11 +103,13 @@ describe('SQL store on SQLite: what only a database store has', () => {
   it('creates the file, its folder, MLflow schema and Default experiment, artifacts beside it', async () => {
     const experiment = await store.getExperimentByName('Default');
     expect(experiment).toMatchObject({ experimentId: '0', lifecycleStage: 'active' });
-    expect(experiment?.artifactLocation).toBe(join(dir, 'nested', 'folder', 'mlruns', '0'));
+    expect(experiment?.artifactLocation).toBe(join(scratch.path, 'nested', 'folder', 'mlruns', '0'));
     const id = await store.createExperiment(uniqueName('exp'));
     expect(id).toMatch(/^[1-9]\d*$/);
     const { info } = await store.createRun(id, { runName: 'r' });
-    expect(info.artifactUri).toBe(join(dir, 'nested', 'folder', 'mlruns', id, info.runId, 'artifacts'));
+    expect(info.artifactUri).toBe(
+      join(scratch.path, 'nested', 'folder', 'mlruns', id, info.runId, 'artifacts'),
+    );
     const db = new DatabaseSync(file, { readOnly: true });
     try {
       expect(db.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
@@ -208,7 +204,7 @@ describe('SQL store on SQLite: what only a database store has', () => {
   it('checkCanLog probes an experiment artifact location outside the artifact root', async () => {
     const name = uniqueName('elsewhere');
     const id = await store.createExperiment(name);
-    const blocker = join(dir, 'a-file-not-a-folder');
+    const blocker = join(scratch.path, 'a-file-not-a-folder');
     await writeFile(blocker, 'x');
     const db = new DatabaseSync(file);
     try {
@@ -230,7 +226,7 @@ describe('SQL store on SQLite: what only a database store has', () => {
 
 describe('SQL store on SQLite: databases that are not the MLflow schema Tagger knows', () => {
   it('a database with a runs table but no alembic_version is MALFORMED', async () => {
-    const file = join(dir, 'foreign.db');
+    const file = join(scratch.path, 'foreign.db');
     const db = new DatabaseSync(file);
     db.exec('CREATE TABLE runs (id INTEGER)');
     db.close();
@@ -239,7 +235,7 @@ describe('SQL store on SQLite: databases that are not the MLflow schema Tagger k
   });
 
   it('another alembic head: a warning when the tables Tagger uses match, UNSUPPORTED when they do not', async () => {
-    const file = join(dir, 'other-head.db');
+    const file = join(scratch.path, 'other-head.db');
     await (await openTrackingStore(`sqlite:///${file}`)).close();
     const db = new DatabaseSync(file);
     db.exec("UPDATE alembic_version SET version_num = 'future0head'");
