@@ -4,11 +4,10 @@
  * docs/configuration.md (and its JSON Schema), printed with secrets masked by --print-config.
  * The real CLI (`--help`, `--print-config`, exit codes) is tested in test/cli/serve.test.ts.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Ajv } from 'ajv';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { configurationDoc, configurationSchema } from '../../scripts/config-table.js';
 import {
@@ -23,11 +22,11 @@ import {
   StartupError,
 } from '../../src/server/config.js';
 import { REPO_ROOT } from '../support/components.js';
+import { useTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'tagger-config-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = useTempDir('tagger-config-');
 const file = (name: string, text: string): string => {
-  const path = join(dir, name);
+  const path = join(scratch.path, name);
   writeFileSync(path, text);
   return path;
 };
@@ -299,8 +298,8 @@ describe('a bad value', () => {
     expect(() => resolveServeConfig({}, { TAGGER_CONFIG: nested })).toThrow(
       `${nested}: port must be a TCP port (0 picks a free one), an integer from 0 to 65535; got {"value":1}`,
     );
-    expect(() => resolveServeConfig({ config: join(dir, 'missing.yaml') }, {})).toThrow(
-      `serve: cannot read the config file ${join(dir, 'missing.yaml')}: ENOENT`,
+    expect(() => resolveServeConfig({ config: join(scratch.path, 'missing.yaml') }, {})).toThrow(
+      `serve: cannot read the config file ${join(scratch.path, 'missing.yaml')}: ENOENT`,
     );
     expect(
       resolveSettings({}, { TAGGER_CONFIG: file('blank.yaml', '# nothing yet\n') }).get('port')?.source,
@@ -313,8 +312,8 @@ describe('a bad value', () => {
     expect(() => resolveServeConfig({}, { TAGGER_CONFIG: config })).toThrow(
       `serve: ${config}: api_keys_file: ${empty} holds no keys`,
     );
-    expect(() => resolveServeConfig({ apiKeysFile: join(dir, 'nope') }, {})).toThrow(
-      `serve: --api-keys-file: cannot read ${join(dir, 'nope')}: ENOENT`,
+    expect(() => resolveServeConfig({ apiKeysFile: join(scratch.path, 'nope') }, {})).toThrow(
+      `serve: --api-keys-file: cannot read ${join(scratch.path, 'nope')}: ENOENT`,
     );
   });
 

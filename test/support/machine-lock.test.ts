@@ -4,16 +4,15 @@
  * it went stale after 20 minutes, so the next run's build waited that long and timed out in turn.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REPO_ROOT, TSX_LOADER } from './components.js';
 import { LockTimeoutError, withMachineLock } from './machine-lock.js';
+import { useTempDir } from './temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'tagger-lock-test-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = useTempDir('tagger-lock-test-');
 const LOCK_MODULE = pathToFileURL(resolve(REPO_ROOT, 'test', 'support', 'machine-lock.ts')).href;
 
 describe('withMachineLock', () => {
@@ -27,7 +26,7 @@ describe('withMachineLock', () => {
         '--input-type=module',
         '-e',
         `const { withMachineLock } = await import(${JSON.stringify(LOCK_MODULE)});
-         await withMachineLock('killed', () => { console.log('held'); return new Promise(() => setInterval(() => {}, 1000)); }, { dir: ${JSON.stringify(dir)} });`,
+         await withMachineLock('killed', () => { console.log('held'); return new Promise(() => setInterval(() => {}, 1000)); }, { dir: ${JSON.stringify(scratch.path)} });`,
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
@@ -37,15 +36,20 @@ describe('withMachineLock', () => {
     const exited = new Promise((done) => holder.once('exit', done));
     holder.kill('SIGKILL');
     await exited;
-    expect(existsSync(join(dir, 'killed.lock')), 'the killed holder left its lock behind').toBe(true);
+    expect(existsSync(join(scratch.path, 'killed.lock')), 'the killed holder left its lock behind').toBe(
+      true,
+    );
 
     const told: string[] = [];
     const started = performance.now();
-    const result = await withMachineLock('killed', async () => 'mine', { dir, onWait: (m) => told.push(m) });
+    const result = await withMachineLock('killed', async () => 'mine', {
+      dir: scratch.path,
+      onWait: (m) => told.push(m),
+    });
     expect(result).toBe('mine');
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(told.join('\n')).toMatch(/taking over .*its holder is gone/);
-    expect(existsSync(join(dir, 'killed.lock'))).toBe(false);
+    expect(existsSync(join(scratch.path, 'killed.lock'))).toBe(false);
   }, 60_000);
 
   it('stops a work that runs past its time limit and releases the lock right then', async () => {
@@ -56,20 +60,27 @@ describe('withMachineLock', () => {
           aborted = true;
         });
       });
-    await expect(withMachineLock('slow', never, { dir, timeoutMs: 300 })).rejects.toThrow(LockTimeoutError);
+    await expect(withMachineLock('slow', never, { dir: scratch.path, timeoutMs: 300 })).rejects.toThrow(
+      LockTimeoutError,
+    );
     expect(aborted).toBe(true);
-    expect(existsSync(join(dir, 'slow.lock'))).toBe(false);
+    expect(existsSync(join(scratch.path, 'slow.lock'))).toBe(false);
     const started = performance.now();
-    await withMachineLock('slow', async () => undefined, { dir });
+    await withMachineLock('slow', async () => undefined, { dir: scratch.path });
     expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('waits while a live holder works, and says so', async () => {
     const told: string[] = [];
     let release!: () => void;
-    const first = withMachineLock('busy', () => new Promise<void>((done) => (release = done)), { dir });
+    const first = withMachineLock('busy', () => new Promise<void>((done) => (release = done)), {
+      dir: scratch.path,
+    });
     await new Promise((done) => setTimeout(done, 50));
-    const second = withMachineLock('busy', async () => 'second', { dir, onWait: (m) => told.push(m) });
+    const second = withMachineLock('busy', async () => 'second', {
+      dir: scratch.path,
+      onWait: (m) => told.push(m),
+    });
     await new Promise((done) => setTimeout(done, 700));
     expect(told.join('\n')).toMatch(/waiting for the lock .* held by pid \d+/);
     release();

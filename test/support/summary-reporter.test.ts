@@ -6,14 +6,13 @@
  * "0 failed" for a run that failed.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './components.js';
+import { useTempDir } from './temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'tagger-summary-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const scratch = useTempDir('tagger-summary-');
 
 const FIXTURES: Record<string, string> = {
   'hooks.fixture.ts': `
@@ -40,13 +39,18 @@ export default { test: { include: ['*.fixture.ts'], reporters: [${JSON.stringify
 
 describe('the closing line of a run', () => {
   it('counts failed hooks as failures, not only failed tests', () => {
-    for (const [name, text] of Object.entries(FIXTURES)) writeFileSync(join(dir, name), text);
+    for (const [name, text] of Object.entries(FIXTURES)) writeFileSync(join(scratch.path, name), text);
     // The fixtures import vitest from the repository's node_modules.
-    symlinkSync(resolve(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
+    symlinkSync(resolve(REPO_ROOT, 'node_modules'), join(scratch.path, 'node_modules'));
     const run = spawnSync(
       process.execPath,
       [resolve(REPO_ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--config', 'vitest.config.mjs'],
-      { cwd: dir, encoding: 'utf8', env: { ...process.env, CI: '', NO_COLOR: '1' }, timeout: 60_000 },
+      {
+        cwd: scratch.path,
+        encoding: 'utf8',
+        env: { ...process.env, CI: '', NO_COLOR: '1' },
+        timeout: 60_000,
+      },
     );
     const lines = run.stdout.trim().split('\n');
     expect(run.status, run.stderr).toBe(1);
