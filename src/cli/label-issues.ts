@@ -114,6 +114,7 @@ async function labelIssuesCommand(flags: LabelIssuesFlags, io: CliIo): Promise<v
   const progress = createProgress({
     label: 'label issues',
     total: flags.folds,
+    eta: true,
     silent: flags.quiet === true,
     stream: io.stderr,
   });

@@ -106,6 +106,15 @@ export {
   rowsPerTag,
   tagsOverThresholds,
 } from './labels.js';
+export {
+  type DataShape,
+  dataShape,
+  describeEstimate,
+  estimateTrainingMemory,
+  formatBytes,
+  type MemoryEstimate,
+  type MemoryPart,
+} from './memory-estimate.js';
 export type { ParallelJob, ParallelRunner } from './parallel.js';
 export type { PredictOptions } from './prediction.js';
 export { createRng } from './rng.js';

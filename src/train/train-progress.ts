@@ -27,7 +27,7 @@ export function trainingProgress(
   options: Omit<ProgressOptions, 'label' | 'total'>,
 ): TrainingProgress {
   const plan = familyOf(args.classifier).progress(args);
-  const progress = createProgress({ ...options, label: 'training', total: plan.total });
+  const progress = createProgress({ ...options, label: 'training', total: plan.total, eta: true });
   let done = 0;
   const show = (step: ProgressStep | null): void => {
     if (step === null) return;

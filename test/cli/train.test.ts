@@ -14,6 +14,19 @@ const cli = cliFolder();
 const tagger = cli.tagger;
 
 describe('tagger train', () => {
+  it('refuses a training estimated not to fit in memory before it starts, unless told --no-memory-check', async () => {
+    const store = join(cli.dir, 'memory-store');
+    const args = ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', store, '--quiet'];
+    const refused = await tagger(args, { TAGGER_TRAIN_MEMORY: '1MB' });
+    expectCleanFailure(
+      refused,
+      /^tagger: this training would need about [\d.]+ MB \(.*\) for \d+ rows and \d+ tags, more than the 1\.0 MB this process may use .*--no-memory-check/m,
+    );
+    expect(refused.stdout).toBe('');
+    const forced = await tagger([...args, '--no-memory-check'], { TAGGER_TRAIN_MEMORY: '1MB' });
+    expect(forced.code, forced.stderr).toBe(0);
+  });
+
   it('trains, logs a run and prints one JSON object with --json', async () => {
     const result = await tagger([
       'train',

@@ -7,6 +7,7 @@
  */
 import type { HyperParam } from '../arg-checks.js';
 import type { CheckedManifest, DecodeOptions } from '../artifact-common.js';
+import type { DataShape, MemoryPart } from '../data-shape.js';
 import type {
   EpochReport,
   LabelledText,
@@ -77,5 +78,10 @@ export interface ClassifierFamily {
   /** The model of a checked manifest and its weights; every problem a ModelFormatError. */
   decode(checked: CheckedManifest, bytes: Uint8Array, options: DecodeOptions): TagModel;
   progress(args: TrainingArgs): ProgressPlan;
+  /**
+   * What its training holds at its peak on data of this shape with `threads` threads (its features,
+   * weights, solver state), beside the process and the texts: memory-estimate.ts sums the parts.
+   */
+  memoryParts(shape: DataShape, args: TrainingArgs, threads: number): MemoryPart[];
   readonly search: FamilySearch;
 }
