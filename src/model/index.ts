@@ -117,7 +117,7 @@ export {
 } from './memory-estimate.js';
 export type { ParallelJob, ParallelRunner } from './parallel.js';
 export type { PredictOptions } from './prediction.js';
-export { createRng } from './rng.js';
+export { createRng, shuffleInPlace } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { DATA_CHECK_KINDS, type DataCheckKind, EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
 export { selectTags, type TagSelection } from './select.js';
