@@ -12,7 +12,7 @@ import type { CliIo } from './io.js';
 import { labelIssuesProgress } from './label-issues.js';
 import { type ThreadInput, type ThreadOutcome, trainInThread } from './training-thread.js';
 
-type Reported = 'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onLabelIssuesFold';
+type Reported = 'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onClasses' | 'onLabelIssuesFold';
 
 export async function trainReporting(
   input: Omit<ThreadInput, Reported>,
@@ -48,6 +48,7 @@ export async function trainReporting(
         onEpoch: progress.onEpoch,
         onRefitEpoch: progress.onRefitEpoch,
         onMember: progress.onMember,
+        onClasses: progress.onClasses,
         onLabelIssuesFold: (done, total) => {
           if (!folds.started()) progress.stop();
           folds.update(done, total);

@@ -124,6 +124,7 @@ export { selectTags, type TagSelection } from './select.js';
 export { stratifiedSplit } from './split.js';
 export {
   bindEmbeddings,
+  type ClassesReport,
   type EpochReport,
   type LabelledText,
   type MemberReport,

@@ -92,7 +92,7 @@ export function createProgress(options: ProgressOptions): Progress {
     bar.start(options.total, 0, { status: '', timeLeft: '' });
     let active = true;
     return {
-      update: (done, status = '') => bar.update(done, { status, timeLeft: etaAt(done) }),
+      update: (done, status = '') => bar.update(Math.floor(done), { status, timeLeft: etaAt(done) }),
       log(text) {
         if (!active) return log(text);
         // The message replaces the bar's line, and the bar is drawn on the line after it. The bar
@@ -114,7 +114,9 @@ export function createProgress(options: ProgressOptions): Progress {
   let lastPrintedDone = -1;
   let last = { done: 0, status: '' };
   const print = () => {
-    const position = options.unit === '%' ? `${last.done}%` : `${last.done}/${options.total}`;
+    // A step may be fractional (a member fit's classes): the position shows whole steps, the ETA uses all.
+    const whole = Math.floor(last.done);
+    const position = options.unit === '%' ? `${whole}%` : `${whole}/${options.total}`;
     const eta = etaAt(last.done);
     stream.write(`${options.label}: ${position}${last.status ? ` ${last.status}` : ''}${eta}\n`);
     lastPrinted = now();

@@ -9,6 +9,7 @@ import type { HyperParam } from '../arg-checks.js';
 import type { CheckedManifest, DecodeOptions } from '../artifact-common.js';
 import type { DataShape, MemoryPart } from '../data-shape.js';
 import type {
+  ClassesReport,
   EpochReport,
   LabelledText,
   MemberReport,
@@ -40,6 +41,8 @@ export interface ProgressPlan {
   onRefitEpoch(report: EpochReport): ProgressStep;
   /** Null when the family trains no members. */
   onMember(report: MemberReport): ProgressStep | null;
+  /** A member's fit among its classes (`done` may be fractional: between two member fits); null: none. */
+  onClasses?(report: ClassesReport): ProgressStep | null;
 }
 
 /** What `tagger optimize` draws of a family. */

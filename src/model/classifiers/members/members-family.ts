@@ -70,6 +70,10 @@ function progress(args: TrainingArgs): ProgressPlan {
         message: report.fit === 'refit' ? `${REFIT}: ${what}` : `validated fit: ${what}`,
       };
     },
+    onClasses: (report) => ({
+      done: (report.fit === 'refit' ? members : 0) + report.member - 1 + report.done / report.total,
+      message: `${report.fit === 'refit' ? REFIT : 'validated fit'}: ${report.classifier} (member ${report.member}/${report.members}) ${Math.round((100 * report.done) / report.total)}% of its one-vs-rest problems`,
+    }),
     onEpoch: (report) => ({
       done: members,
       message: `validated fit done, train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
