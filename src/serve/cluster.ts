@@ -104,34 +104,28 @@ export function clusterWorkerHooks(): {
   primarySync?: () => Promise<void>;
 } {
   if (!cluster.isWorker || process.send === undefined) return {};
-  const primarySync = (): Promise<void> =>
-    new Promise<void>((done) => {
-      if (!process.connected) {
-        done();
-        return;
-      }
-      const onMessage = (message: unknown): void => {
-        if (!isTagged<Synced>(message, 'synced')) return;
-        process.off('message', onMessage);
-        done();
-      };
-      process.on('message', onMessage);
-      process.send?.({ tagger: 'sync' } satisfies Sync);
-    });
-  const listenerClosed = (): Promise<void> =>
-    new Promise<void>((done) => {
-      if (!process.connected) {
-        done();
-        return;
-      }
-      const onMessage = (message: unknown): void => {
-        if (!isTagged<ListenersClosed>(message, 'listeners-closed')) return;
-        process.off('message', onMessage);
-        done();
-      };
-      process.on('message', onMessage);
-      process.send?.({ tagger: 'listener-closed' } satisfies ListenerClosed);
-    });
+  /** Sends `message` to the primary; resolves at its answer tagged `answer` (at once when it is gone). */
+  const askPrimary =
+    <Q extends { tagger: string }, A extends { tagger: string }>(message: Q, answer: A['tagger']) =>
+    (): Promise<void> =>
+      new Promise<void>((done) => {
+        if (!process.connected) {
+          done();
+          return;
+        }
+        const onMessage = (received: unknown): void => {
+          if (!isTagged<A>(received, answer)) return;
+          process.off('message', onMessage);
+          done();
+        };
+        process.on('message', onMessage);
+        process.send?.(message);
+      });
+  const primarySync = askPrimary<Sync, Synced>({ tagger: 'sync' }, 'synced');
+  const listenerClosed = askPrimary<ListenerClosed, ListenersClosed>(
+    { tagger: 'listener-closed' },
+    'listeners-closed',
+  );
   const reportsSkips = process.env[REPORTS_SKIPS_ENV] === '1';
   const preferRunId = process.env[PREFER_RUN_ENV];
   let reported: string | undefined;
