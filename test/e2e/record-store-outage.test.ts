@@ -138,7 +138,9 @@ describe('a record store away under load, and back', () => {
       'SQLite locked',
       `sqlite:///${file}`,
       async () => {
-        locker = new DatabaseSync(file);
+        // Waits for a write of the server under way (without a busy timeout BEGIN EXCLUSIVE failed with
+        // "database is locked" when it met one).
+        locker = new DatabaseSync(file, { timeout: 10_000 });
         locker.exec('BEGIN EXCLUSIVE');
       },
       async () => {
