@@ -111,7 +111,16 @@ export class ConnectionDrain {
       if (now >= deadline) return;
       if (quiet >= quietMs) {
         if (sync === undefined) return;
-        await Promise.race([sync(), sleep(deadline - now)]);
+        // A primary that never answers (gone) waits the deadline out at most; the timer is cleared, so
+        // it never keeps a process that has finished alive.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          sync(),
+          new Promise<void>((done) => {
+            timer = setTimeout(done, Math.max(0, deadline - now));
+          }),
+        ]);
+        clearTimeout(timer);
         await turn();
         if (this.accepted === seen) return;
         seen = this.accepted;
