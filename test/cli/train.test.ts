@@ -63,7 +63,7 @@ describe('tagger train', () => {
     } finally {
       await tracking.close();
     }
-  });
+  }, 120_000);
 
   it('runs the behavioural tests and the slices of --behaviour and --slices files, logs them and prints a summary', async () => {
     const suite = join(cli.dir, 'suite.yaml');
@@ -152,7 +152,7 @@ describe('tagger train', () => {
     } finally {
       await tracking.close();
     }
-  });
+  }, 120_000);
 
   it('refuses a bad --behaviour or --slices file before training, naming the file and the bad value', async () => {
     const bad = join(cli.dir, 'bad-suite.yaml');
@@ -248,7 +248,7 @@ describe('tagger train', () => {
     } finally {
       await tracking.close();
     }
-  });
+  }, 120_000);
 
   it('warns loudly about data whose metrics mean nothing (tiny test split, repeated rows), and records the test set', async () => {
     const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
@@ -320,7 +320,8 @@ describe('tagger train', () => {
       served: false,
       fix: expect.stringMatching(/retrain/),
     });
-  });
+    // Three trainings with label issues: 30 s was not enough beside other test files on 2 busy cores.
+  }, 180_000);
 
   it('refuses data of one tag before training, and rows without text by line', async () => {
     const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
