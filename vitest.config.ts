@@ -43,7 +43,8 @@ export default defineConfig(({ mode }) => ({
     // time. The full suite isolates every file.
     isolate: mode !== 'unit',
     exclude: mode === 'unit' ? [...configDefaults.exclude, ...NOT_UNIT] : [...configDefaults.exclude],
-    testTimeout: 30_000,
+    // Generous: a training or a spawned server takes several times longer on a busy shared machine.
+    testTimeout: 60_000,
     hookTimeout: 240_000,
     // beforeAll hooks in the order registered, afterAll hooks in reverse (vitest's default, pinned here):
     // test/support/serving-fixture.ts relies on it to close its fixture after what a file started over it.

@@ -14,6 +14,7 @@ import { StartupError } from '../server/server.js';
 import { TrackingError } from '../tracking/store.js';
 import { DataError } from '../train/data.js';
 import { InterruptedError } from '../train/log-run.js';
+import { MemoryBudgetError } from '../train/memory-check.js';
 import { registerAlias } from './alias.js';
 import { registerEvaluate } from './evaluate.js';
 import { registerFeedback } from './feedback.js';
@@ -35,6 +36,7 @@ const EXPECTED_ERRORS = [
   EncoderError,
   ExportError,
   InterruptedError,
+  MemoryBudgetError,
   ModelInputError,
   ModelFormatError,
   TrackingError,

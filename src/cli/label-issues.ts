@@ -114,6 +114,7 @@ async function labelIssuesCommand(flags: LabelIssuesFlags, io: CliIo): Promise<v
   const progress = createProgress({
     label: 'label issues',
     total: flags.folds,
+    eta: true,
     silent: flags.quiet === true,
     stream: io.stderr,
   });
@@ -194,7 +195,11 @@ export function labelIssuesSummary(found: TrainingLabelIssues) {
 export function labelIssuesLine(found: TrainingLabelIssues, file: string): string {
   if ('skipped' in found) return `Label issues: not looked for: ${found.skipped}\n`;
   const { report } = found;
-  if (report.found === 0) return `Label issues: none found (${found.seconds.toFixed(1)} s)\n`;
+  const sample =
+    report.sampled_from === undefined
+      ? ''
+      : ` among a sample of ${report.rows.toLocaleString('en-US')} of the ${report.sampled_from.toLocaleString('en-US')} rows`;
+  if (report.found === 0) return `Label issues: none found${sample} (${found.seconds.toFixed(1)} s)\n`;
   const first = report.issues[0]!;
   const fix =
     first.kind === 'tag'
@@ -203,7 +208,7 @@ export function labelIssuesLine(found: TrainingLabelIssues, file: string): strin
         ? `lists ${first.tag}, which probably does not apply`
         : `lacks ${first.tag}, which probably applies`;
   return (
-    `Label issues: ${report.found} ${report.multi_label ? 'row tags' : 'rows'} probably mislabelled (the most unlikely: line ${where(first)}, ${fix}); ` +
+    `Label issues: ${report.found} ${report.multi_label ? 'row tags' : 'rows'} probably mislabelled${sample} (the most unlikely: line ${where(first)}, ${fix}); ` +
     `logged as ${RUN_ARTIFACTS.labelIssues}, listed by tagger label-issues --data ${file} (${found.seconds.toFixed(1)} s)\n`
   );
 }

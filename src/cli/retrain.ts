@@ -68,6 +68,8 @@ export interface RetrainFlags {
   labelIssues?: boolean;
   json?: boolean;
   quiet?: boolean;
+  /** `--no-memory-check`: false. */
+  memoryCheck?: boolean;
 }
 
 /** Run tags of a retrained run: its lineage (besides `tagger.promotion`). */
@@ -393,7 +395,12 @@ async function retrainFrom(
       seed,
       labelIssues: flags.labelIssues !== false,
     },
-    { io, quiet: flags.quiet === true || flags.json === true, kept: 'nothing was logged or promoted' },
+    {
+      io,
+      quiet: flags.quiet === true || flags.json === true,
+      memoryCheck: flags.memoryCheck !== false,
+      kept: 'nothing was logged or promoted',
+    },
   );
   const fresh = newTags(prepared, parentTags, new Set(outcome.model.tags));
   if (fresh.length > 0) {
@@ -622,6 +629,10 @@ export function registerRetrain(program: Command, io: CliIo): void {
     .option('--run-name <name>', 'run name (default: retrain-<timestamp>)')
     .option('--no-label-issues', "don't look for label issues in the merged data")
     .option('--json', 'print one JSON object: the corrections, the merge, the scores and the promotion')
+    .option(
+      '--no-memory-check',
+      "train even when the estimate of the training's memory is over what this process may use (it may then be killed)",
+    )
     .option('--quiet', 'no progress')
     .action((flags: RetrainFlags) => retrainCommand(flags, io));
 }

@@ -39,6 +39,8 @@ export interface TrainFlags extends DataColumnFlags {
   seed: number;
   json?: boolean;
   quiet?: boolean;
+  /** `--no-memory-check`: false. */
+  memoryCheck?: boolean;
   /** Register the trained run as a new version of this registered model. */
   register?: string;
   /** A behaviour suite file replacing the default suite. */
@@ -102,6 +104,10 @@ export function registerTrain(program: Command, io: CliIo): void {
       parseInteger('--threads', 1),
       defaultTrainingThreads(),
     )
+    .option(
+      '--no-memory-check',
+      "train even when the estimate of the training's memory is over what this process may use (it may then be killed)",
+    )
     .option('--json', 'print one JSON object with run_id, experiment and metrics on stdout')
     .option(
       '--quiet',
@@ -152,6 +158,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         {
           io,
           quiet: flags.quiet === true,
+          memoryCheck: flags.memoryCheck !== false,
           kept: `nothing was logged (no run was created in ${store.displayUri})`,
         },
       );

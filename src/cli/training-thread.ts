@@ -7,6 +7,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import {
+  type ClassesReport,
   decodeModel,
   type EpochReport,
   type MemberReport,
@@ -32,7 +33,7 @@ export type ThreadOutcome = TrainingOutcome & { labelIssues?: TrainingLabelIssue
 /** What the worker is given: the training input without its callbacks (they stay on this thread). */
 export type TrainingRequest = Omit<
   ThreadInput,
-  'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onLabelIssuesFold' | 'parallel'
+  'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onClasses' | 'onLabelIssuesFold' | 'parallel'
 >;
 
 /** What the worker posts. */
@@ -40,6 +41,7 @@ export type FromTrainingWorker =
   | { kind: 'epoch'; report: EpochReport }
   | { kind: 'refit-epoch'; report: EpochReport }
   | { kind: 'member'; report: MemberReport }
+  | { kind: 'classes'; report: ClassesReport }
   | { kind: 'label-issues-fold'; done: number; folds: number }
   | { kind: 'done'; outcome: Omit<ThreadOutcome, 'model'>; model: Record<string, Uint8Array> }
   | { kind: 'error'; name: string; message: string };
@@ -61,7 +63,7 @@ const KNOWN_ERRORS: Record<string, new (message: string) => Error> = {
  * `signal` aborts (the worker is terminated mid-epoch).
  */
 export function trainInThread(input: ThreadInput, signal?: AbortSignal): Promise<ThreadOutcome> {
-  const { onEpoch, onRefitEpoch, onMember, onLabelIssuesFold, ...request } = input;
+  const { onEpoch, onRefitEpoch, onMember, onClasses, onLabelIssuesFold, ...request } = input;
   signal?.throwIfAborted();
   // Started from the sources (tests, tsx), the worker is the .ts file and needs tsx's loader too.
   const fromSource = import.meta.url.endsWith('.ts');
@@ -86,6 +88,7 @@ export function trainInThread(input: ThreadInput, signal?: AbortSignal): Promise
       if (message.kind === 'epoch') onEpoch?.(message.report);
       else if (message.kind === 'refit-epoch') onRefitEpoch?.(message.report);
       else if (message.kind === 'member') onMember?.(message.report);
+      else if (message.kind === 'classes') onClasses?.(message.report);
       else if (message.kind === 'label-issues-fold') onLabelIssuesFold?.(message.done, message.folds);
       else if (message.kind === 'done') {
         let model: TagModel;

@@ -24,6 +24,7 @@ if (!isMainThread && parentPort && data?.mark === TRAINING_WORKER_MARK) {
       onEpoch: (report) => post({ kind: 'epoch', report }),
       onRefitEpoch: (report) => post({ kind: 'refit-epoch', report }),
       onMember: (report) => post({ kind: 'member', report }),
+      onClasses: (report) => post({ kind: 'classes', report }),
     });
     const issues = labelIssues
       ? trainingLabelIssues(

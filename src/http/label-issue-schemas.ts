@@ -71,6 +71,13 @@ export const RunLabelIssuesData = Type.Object(
     run_id: Type.String(),
     multi_label: Type.Boolean(),
     rows: Type.Integer({ minimum: 0, description: 'Training data rows looked at' }),
+    sampled_from: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Present when the rows looked at were a seeded sample of the training data (tagger train on more than 20,000 rows): how many rows the data had',
+      }),
+    ),
     folds: Type.Integer({ minimum: 0, description: 'Cross-validation folds of the out-of-fold models' }),
     seed: Type.Integer({ minimum: 0, description: 'The seed of the folds and their training' }),
     tags: Type.Array(Type.String(), { description: 'The tags as the models know them' }),

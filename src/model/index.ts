@@ -106,15 +106,25 @@ export {
   rowsPerTag,
   tagsOverThresholds,
 } from './labels.js';
+export {
+  type DataShape,
+  dataShape,
+  describeEstimate,
+  estimateTrainingMemory,
+  formatBytes,
+  type MemoryEstimate,
+  type MemoryPart,
+} from './memory-estimate.js';
 export type { ParallelJob, ParallelRunner } from './parallel.js';
 export type { PredictOptions } from './prediction.js';
-export { createRng } from './rng.js';
+export { createRng, shuffleInPlace } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { DATA_CHECK_KINDS, type DataCheckKind, EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
 export { selectTags, type TagSelection } from './select.js';
 export { stratifiedSplit } from './split.js';
 export {
   bindEmbeddings,
+  type ClassesReport,
   type EpochReport,
   type LabelledText,
   type MemberReport,

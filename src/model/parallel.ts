@@ -13,9 +13,10 @@ export interface ParallelRunner {
   readonly threads: number;
   /**
    * Runs `PARALLEL_JOBS[job](shared, task)` for every task in [0, count), blocking until all are done;
-   * returns each task's result in task order (copied to this thread).
+   * returns each task's result in task order (copied to this thread). `onProgress` hears how many tasks
+   * are done, on the calling thread, as its own tasks end and at least every second while it waits.
    */
-  run(job: string, shared: object, count: number): unknown[];
+  run(job: string, shared: object, count: number, onProgress?: (done: number) => void): unknown[];
 }
 
 /** A job: one task of `shared`'s work; its result is copied back (or it writes into shared memory). */

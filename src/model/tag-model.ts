@@ -89,6 +89,17 @@ export interface MemberReport {
   seconds: number;
 }
 
+/** How far a member's fit is among its one-vs-rest classes: a fit over hundreds of tags takes minutes. */
+export interface ClassesReport {
+  fit: MemberReport['fit'];
+  member: number;
+  members: number;
+  classifier: string;
+  /** Classes (tags) solved so far, of `total`. */
+  done: number;
+  total: number;
+}
+
 /** The embeddings an encoder model trains on: the encoder's spec and every training text's embedding. */
 export interface TrainEncoder {
   spec: EncoderSpec;
@@ -114,6 +125,8 @@ export interface TrainOptions {
   onRefitEpoch?: (r: EpochReport) => void;
   /** Member classifiers and soft votes: each member as it is trained, in the validated fit and the refit. */
   onMember?: (r: MemberReport) => void;
+  /** Member classifiers: a member's fit's classes as they are solved. */
+  onClasses?: (r: ClassesReport) => void;
 }
 
 export interface TrainedTagger {

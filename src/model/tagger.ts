@@ -11,6 +11,7 @@ import type { TrainingArgs } from './training-args.js';
 
 // The shapes moved to a leaf module so every family can share them; re-exported for the callers that import them here.
 export {
+  type ClassesReport,
   type EpochReport,
   type LabelledText,
   type MemberReport,

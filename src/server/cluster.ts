@@ -53,6 +53,13 @@ type ToPrimary = { tagger: 'startup-failed'; message: string; expected: boolean 
 type ListenerClosed = { tagger: 'listener-closed' };
 /** Every worker has closed its listener: the primary's socket is closed, connections may be ended. */
 type ListenersClosed = { tagger: 'listeners-closed' };
+/**
+ * A round trip through the primary before a worker closes its listener: a connection the primary handed
+ * to the worker before answering arrives before the answer (one IPC channel, in order), so a worker that
+ * gets the answer with no connection before it has none waiting in the primary's queue.
+ */
+type Sync = { tagger: 'sync' };
+type Synced = { tagger: 'synced' };
 /** A worker serves this run now (sent after loading and after every reload that swapped). */
 type ServingReport = { tagger: 'serving'; runId: string };
 /**
@@ -94,22 +101,31 @@ export function clusterWorkerHooks(): {
   onServing?: (runId: string) => void;
   reportsSkips?: boolean;
   listenerClosed?: () => Promise<void>;
+  primarySync?: () => Promise<void>;
 } {
   if (!cluster.isWorker || process.send === undefined) return {};
-  const listenerClosed = (): Promise<void> =>
-    new Promise<void>((done) => {
-      if (!process.connected) {
-        done();
-        return;
-      }
-      const onMessage = (message: unknown): void => {
-        if (!isTagged<ListenersClosed>(message, 'listeners-closed')) return;
-        process.off('message', onMessage);
-        done();
-      };
-      process.on('message', onMessage);
-      process.send?.({ tagger: 'listener-closed' } satisfies ListenerClosed);
-    });
+  /** Sends `message` to the primary; resolves at its answer tagged `answer` (at once when it is gone). */
+  const askPrimary =
+    <Q extends { tagger: string }, A extends { tagger: string }>(message: Q, answer: A['tagger']) =>
+    (): Promise<void> =>
+      new Promise<void>((done) => {
+        if (!process.connected) {
+          done();
+          return;
+        }
+        const onMessage = (received: unknown): void => {
+          if (!isTagged<A>(received, answer)) return;
+          process.off('message', onMessage);
+          done();
+        };
+        process.on('message', onMessage);
+        process.send?.(message);
+      });
+  const primarySync = askPrimary<Sync, Synced>({ tagger: 'sync' }, 'synced');
+  const listenerClosed = askPrimary<ListenerClosed, ListenersClosed>(
+    { tagger: 'listener-closed' },
+    'listeners-closed',
+  );
   const reportsSkips = process.env[REPORTS_SKIPS_ENV] === '1';
   const preferRunId = process.env[PREFER_RUN_ENV];
   let reported: string | undefined;
@@ -119,8 +135,8 @@ export function clusterWorkerHooks(): {
     process.send?.({ tagger: 'serving', runId } satisfies ServingReport);
   };
   return preferRunId
-    ? { preferRunId, onServing, reportsSkips, listenerClosed }
-    : { onServing, reportsSkips, listenerClosed };
+    ? { preferRunId, onServing, reportsSkips, listenerClosed, primarySync }
+    : { onServing, reportsSkips, listenerClosed, primarySync };
 }
 
 const isToWorker = (value: unknown): value is ToWorker =>
@@ -263,7 +279,9 @@ export function runClusterPrimary(options: ClusterOptions): Promise<void> {
       worker.on('message', (message: unknown) => {
         if (isToPrimary(message)) slot.failure = message;
         else if (isServingReport(message)) slot.servingRunId = message.runId;
-        else if (isTagged<ListenerClosed>(message, 'listener-closed')) {
+        else if (isTagged<Sync>(message, 'sync')) {
+          if (worker.isConnected()) worker.send({ tagger: 'synced' } satisfies Synced);
+        } else if (isTagged<ListenerClosed>(message, 'listener-closed')) {
           slot.listenerClosed = true;
           releaseConnections();
         }

@@ -15,6 +15,9 @@
  *    stays on the connection it has instead of opening new ones, and the listener closes while nobody is
  *    connecting — a connection the kernel completed but the process had not accepted yet would be reset
  *    with the listener (31 of 32 client loops lost a request that way when it closed during step 2);
+ *    quiet counts only while the process runs (a CPU-starved process has connections waiting unread), and
+ *    a cluster worker also makes a round trip through the primary, whose queue of connections not yet
+ *    handed out is reset when the last worker closes;
  * 4. the listener closes (new connections are refused, which a client can safely retry), every response
  *    says `Connection: close`, and a connection is closed by the server only after such a response or
  *    once it has been idle for IDLE_CLOSE_MS — never at the instant a client may be sending on it;
@@ -93,6 +96,8 @@ export interface StartOptions {
    * worker's is (src/server/cluster.ts), before connections are ended.
    */
   listenerClosed?: (() => Promise<void>) | undefined;
+  /** A cluster worker's round trip through the primary, before it closes its listener (drain.ts: settle). */
+  primarySync?: (() => Promise<void>) | undefined;
 }
 
 /** A store that can wait for its server (the REST store); file stores are ready at once. */
@@ -264,7 +269,7 @@ export async function startServer(config: ServeConfig, options: StartOptions = {
           // Clients still sending here keep the connection they have, so nobody is connecting when the
           // listener closes (a connection not yet accepted would be reset with it).
           connections.closeAfterResponse = false;
-          await connections.settle();
+          await connections.settle(undefined, undefined, options.primarySync);
           const drained = await connections.drain(config.shutdownGraceMs, logger, options.listenerClosed);
           await app.close();
           return { drained };

@@ -166,9 +166,10 @@ export function dataWarnings(
     const shown = folded
       .slice(0, 10)
       .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'})`);
+    const rows = folded.reduce((sum, [, count]) => sum + count, 0);
     warnings.push({
       kind: 'folded_tags',
-      message: `${folded.length} tag(s) were ${foldedInto(multiLabel)} (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
+      message: `${folded.length} tag(s) of ${counts.size}, on ${rows} training row${rows === 1 ? '' : 's'} in all, were ${foldedInto(multiLabel)} (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
     });
   }
   if (testSize < MIN_TRUSTED_TEST_ROWS) {

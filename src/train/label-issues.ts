@@ -25,12 +25,14 @@
 import { createHash } from 'node:crypto';
 import {
   bindEmbeddings,
+  createRng,
   type LabelledText,
   MISTAKE_TEXT_CHARS,
   ModelInputError,
   multiLabelModelTags,
   normalizeTag,
   normalizeTagSet,
+  shuffleInPlace,
   type TrainEncoder,
   type TrainingArgs,
   tagsOf,
@@ -120,6 +122,12 @@ export interface LabelIssuesReport {
    * mean probability of the tag not applying) for the others. null for a tag no row has.
    */
   thresholds: Record<string, number | { listed: number | null; unlisted: number | null } | null>;
+  /**
+   * Present when the rows looked at are a seeded sample (`tagger train` on more than
+   * TRAINING_LABEL_ISSUE_ROWS rows): how many rows the data had. `rows` is the sample's size, and issues'
+   * `row` indices point into the data.
+   */
+  sampled_from?: number;
   /** How many issues were found (flagged: the estimated number of label errors; before `top`). */
   found: number;
   /**
@@ -362,6 +370,20 @@ function multiLabelIssues(
 /** Issues a run logs at most (the most unlikely first; `found` counts them all), as for test mistakes. */
 export const LOGGED_ISSUES = 1000;
 
+/**
+ * The most rows `tagger train` looks for label issues in: beyond it, a seeded sample of this many (the
+ * report says so), so the five out-of-fold models cost at most five trainings on this many rows whatever
+ * the data's size. `tagger label-issues` looks at every row.
+ */
+export const TRAINING_LABEL_ISSUE_ROWS = 20_000;
+
+/** `size` distinct indices of 0..n-1 drawn with `seed`, in increasing order. */
+function sampleIndices(n: number, size: number, seed: number): number[] {
+  const order = Int32Array.from({ length: n }, (_, i) => i);
+  shuffleInPlace(order, createRng(seed));
+  return Array.from(order.subarray(0, size)).sort((a, b) => a - b);
+}
+
 /** What a training found: the report and how long it took, or why it could not look. */
 export type TrainingLabelIssues = { report: LabelIssuesReport; seconds: number } | { skipped: string };
 
@@ -372,7 +394,8 @@ const cut = (text: string): string =>
  * What `tagger train` logs as `label_issues.json`: confident learning on the training file's rows (every row
  * of `--data` that the training reads, the test split's too when it is carved from the file, so each line
  * points into the file a person corrects), with the training's args, seed and 5 folds; at most
- * LOGGED_ISSUES issues, their texts cut like the test mistakes'. Data or args that cannot be
+ * LOGGED_ISSUES issues, their texts cut like the test mistakes'; on more than TRAINING_LABEL_ISSUE_ROWS
+ * rows, a seeded sample of that many (`sampled_from` says so). Data or args that cannot be
  * cross-validated (too few rows for the folds, naive Bayes calibration without a tag's rows in a fold, …) do
  * not fail the training: the result says why nothing was looked for.
  */
@@ -383,7 +406,12 @@ export function trainingLabelIssues(
   onFold?: LabelIssueOptions['onFold'],
   encoder?: TrainEncoder,
 ): TrainingLabelIssues {
-  const rows = args.subset === null ? data : data.slice(0, args.subset);
+  const all = args.subset === null ? data : data.slice(0, args.subset);
+  const picked =
+    all.length > TRAINING_LABEL_ISSUE_ROWS
+      ? sampleIndices(all.length, TRAINING_LABEL_ISSUE_ROWS, seed)
+      : null;
+  const rows = picked === null ? all : picked.map((i) => all[i]!);
   const started = performance.now();
   let report: LabelIssuesReport;
   try {
@@ -398,8 +426,13 @@ export function trainingLabelIssues(
     if (error instanceof DataError || error instanceof ModelInputError) return { skipped: error.message };
     throw error;
   }
+  const issues = report.issues.map((issue) => ({
+    ...issue,
+    text: cut(issue.text),
+    ...(picked === null ? {} : { row: picked[issue.row]! }),
+  }));
   return {
-    report: { ...report, issues: report.issues.map((issue) => ({ ...issue, text: cut(issue.text) })) },
+    report: { ...report, ...(picked === null ? {} : { sampled_from: all.length }), issues },
     seconds: (performance.now() - started) / 1000,
   };
 }

@@ -107,7 +107,7 @@ export function createParallelRunner(threads: number): ClosableRunner {
     get lastRunOnWorkers() {
       return onWorkers;
     },
-    run(job, shared, tasks) {
+    run(job, shared, tasks, onProgress) {
       waitForStart();
       const control = new Int32Array(new SharedArrayBuffer(4 * 4));
       const message = new Uint8Array(new SharedArrayBuffer(MESSAGE_BYTES));
@@ -116,10 +116,13 @@ export function createParallelRunner(threads: number): ClosableRunner {
       const results: unknown[] = new Array(tasks);
       work(run, ({ task, result }) => {
         results[task] = result;
+        onProgress?.(Atomics.load(control, DONE) + 1);
       });
       for (let done = Atomics.load(control, DONE); done < tasks; done = Atomics.load(control, DONE)) {
+        onProgress?.(done);
         Atomics.wait(control, DONE, done, 1000);
       }
+      onProgress?.(tasks);
       // Every result was posted before its task counted as done, so it is on its port now.
       for (const { results: port } of workers) {
         for (

@@ -38,10 +38,38 @@ export interface ProgressOptions {
   silent?: boolean;
   /** `%`: `done` is a percentage, shown as `42%` instead of `42/100`. */
   unit?: '%';
+  /**
+   * Say the time left at the pace so far (for work whose steps take about the same time; a caller that
+   * knows better, such as batch tagging by rows, says it in its status instead).
+   */
+  eta?: boolean;
+  /** The clock (ms), for tests; default Date.now. */
+  now?: () => number;
+}
+
+/** A duration for a person: `12 s`, `3 min 05 s`, `2 h 10 min`. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${String(seconds % 60).padStart(2, '0')} s`;
+  const minutes = Math.round(seconds / 60);
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+/**
+ * The time left if the remaining steps go at the pace of those done (` (ETA 3 min 05 s)`), or nothing
+ * before the first step and after the last: a long training never looks hung, and says for how long.
+ */
+function etaOf(startedMs: number, nowMs: number, done: number, total: number): string {
+  if (done <= 0 || done >= total) return '';
+  return ` (ETA ${formatDuration(((nowMs - startedMs) * (total - done)) / done)})`;
 }
 
 export function createProgress(options: ProgressOptions): Progress {
   const stream: ProgressStream = options.stream ?? process.stderr;
+  const now = options.now ?? Date.now;
+  const started = now();
+  const etaAt = (done: number): string => (options.eta ? etaOf(started, now(), done, options.total) : '');
   const log = (text: string): void => {
     stream.write(text);
   };
@@ -51,7 +79,7 @@ export function createProgress(options: ProgressOptions): Progress {
     const terminal = (stream.unfiltered ?? stream) as NodeJS.WriteStream;
     const bar = new cliProgress.SingleBar(
       {
-        format: `${options.label} [{bar}] ${options.unit === '%' ? '{value}%' : '{value}/{total}'} {status}`,
+        format: `${options.label} [{bar}] ${options.unit === '%' ? '{value}%' : '{value}/{total}'} {status}{timeLeft}`,
         stream: terminal,
         hideCursor: true,
         clearOnComplete: false,
@@ -60,10 +88,11 @@ export function createProgress(options: ProgressOptions): Progress {
       },
       cliProgress.Presets.shades_classic,
     );
-    bar.start(options.total, 0, { status: '' });
+    // Not `{eta}`: cli-progress fills that token itself (seconds, from its own rate).
+    bar.start(options.total, 0, { status: '', timeLeft: '' });
     let active = true;
     return {
-      update: (done, status = '') => bar.update(done, { status }),
+      update: (done, status = '') => bar.update(Math.floor(done), { status, timeLeft: etaAt(done) }),
       log(text) {
         if (!active) return log(text);
         // The message replaces the bar's line, and the bar is drawn on the line after it. The bar
@@ -85,15 +114,18 @@ export function createProgress(options: ProgressOptions): Progress {
   let lastPrintedDone = -1;
   let last = { done: 0, status: '' };
   const print = () => {
-    const position = options.unit === '%' ? `${last.done}%` : `${last.done}/${options.total}`;
-    stream.write(`${options.label}: ${position}${last.status ? ` ${last.status}` : ''}\n`);
-    lastPrinted = Date.now();
+    // A step may be fractional (a member fit's classes): the position shows whole steps, the ETA uses all.
+    const whole = Math.floor(last.done);
+    const position = options.unit === '%' ? `${whole}%` : `${whole}/${options.total}`;
+    const eta = etaAt(last.done);
+    stream.write(`${options.label}: ${position}${last.status ? ` ${last.status}` : ''}${eta}\n`);
+    lastPrinted = now();
     lastPrintedDone = last.done;
   };
   return {
     update(done, status = '') {
       last = { done, status };
-      if (Date.now() - lastPrinted >= interval) print();
+      if (now() - lastPrinted >= interval) print();
     },
     log,
     stop() {

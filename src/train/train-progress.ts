@@ -5,6 +5,7 @@
  * on one progress bar. The steps of one kind of model take about the same time, so the bar moves evenly.
  */
 import {
+  type ClassesReport,
   type EpochReport,
   familyOf,
   type MemberReport,
@@ -17,6 +18,7 @@ export interface TrainingProgress {
   onEpoch(report: EpochReport): void;
   onRefitEpoch(report: EpochReport): void;
   onMember(report: MemberReport): void;
+  onClasses(report: ClassesReport): void;
   /** Where the training is, for a message: `3 of 120 epochs`, `2 of 6 member fits`. */
   where(): string;
   stop(): void;
@@ -27,7 +29,7 @@ export function trainingProgress(
   options: Omit<ProgressOptions, 'label' | 'total'>,
 ): TrainingProgress {
   const plan = familyOf(args.classifier).progress(args);
-  const progress = createProgress({ ...options, label: 'training', total: plan.total });
+  const progress = createProgress({ ...options, label: 'training', total: plan.total, eta: true });
   let done = 0;
   const show = (step: ProgressStep | null): void => {
     if (step === null) return;
@@ -38,7 +40,8 @@ export function trainingProgress(
     onEpoch: (report) => show(plan.onEpoch(report)),
     onRefitEpoch: (report) => show(plan.onRefitEpoch(report)),
     onMember: (report) => show(plan.onMember(report)),
-    where: () => `${done} of ${plan.total} ${plan.unit}`,
+    onClasses: (report) => show(plan.onClasses?.(report) ?? null),
+    where: () => `${Math.floor(done)} of ${plan.total} ${plan.unit}`,
     stop: () => progress.stop(),
   };
 }

@@ -14,6 +14,19 @@ const cli = cliFolder();
 const tagger = cli.tagger;
 
 describe('tagger train', () => {
+  it('refuses a training estimated not to fit in memory before it starts, unless told --no-memory-check', async () => {
+    const store = join(cli.dir, 'memory-store');
+    const args = ['train', '--data', SAMPLE_DATA, '--args', FAST_ARGS, '--tracking-uri', store, '--quiet'];
+    const refused = await tagger(args, { TAGGER_TRAIN_MEMORY: '1MB' });
+    expectCleanFailure(
+      refused,
+      /^tagger: this training would need about [\d.]+ MB \(.*\) for \d+ rows and \d+ tags, more than the 1\.0 MB this process may use .*--no-memory-check/m,
+    );
+    expect(refused.stdout).toBe('');
+    const forced = await tagger([...args, '--no-memory-check'], { TAGGER_TRAIN_MEMORY: '1MB' });
+    expect(forced.code, forced.stderr).toBe(0);
+  });
+
   it('trains, logs a run and prints one JSON object with --json', async () => {
     const result = await tagger(trainArgv(cli.store, ['--run-name', 'cli-run', '--json']));
     expect(result.code, result.stderr).toBe(0);
@@ -39,7 +52,7 @@ describe('tagger train', () => {
     } finally {
       await tracking.close();
     }
-  });
+  }, 120_000);
 
   it('runs the behavioural tests and the slices of --behaviour and --slices files, logs them and prints a summary', async () => {
     const suite = join(cli.dir, 'suite.yaml');
@@ -128,7 +141,7 @@ describe('tagger train', () => {
     } finally {
       await tracking.close();
     }
-  });
+  }, 120_000);
 
   it('refuses a bad --behaviour or --slices file before training, naming the file and the bad value', async () => {
     const bad = join(cli.dir, 'bad-suite.yaml');
@@ -201,7 +214,7 @@ describe('tagger train', () => {
     } finally {
       await tracking.close();
     }
-  });
+  }, 120_000);
 
   it('warns loudly about data whose metrics mean nothing (tiny test split, repeated rows), and records the test set', async () => {
     const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);
@@ -264,7 +277,8 @@ describe('tagger train', () => {
       served: false,
       fix: expect.stringMatching(/retrain/),
     });
-  });
+    // Three trainings with label issues: 30 s was not enough beside other test files on 2 busy cores.
+  }, 180_000);
 
   it('refuses data of one tag before training, and rows without text by line', async () => {
     const rows = (await readFile(SAMPLE_DATA, 'utf8')).trim().split('\n').slice(1, 41);

@@ -45,6 +45,30 @@ it('the Helm chart installs the very same rules (its copy in files/ is identical
   expect(await readFile(chartCopy, 'utf8')).toBe(await readFile(RULES, 'utf8'));
 });
 
+it('the live-f1 and drift alerts lead to the loop: their runbook is a section of docs/monitoring.md that walks tagger retrain --promote', async () => {
+  const rules = parseYaml(await readFile(RULES, 'utf8')) as {
+    groups: { rules: { alert?: string; annotations?: { runbook?: string } }[] }[];
+  };
+  const docs = await readFile(resolve(REPO_ROOT, 'docs', 'monitoring.md'), 'utf8');
+  // Each `## ` section by its GitHub anchor: the heading in lower case, punctuation dropped, spaces as hyphens.
+  const sections = new Map(
+    docs.split(/^(?=## )/m).map((text) => [
+      (/^## (.+)$/m.exec(text)?.[1] ?? '')
+        .toLowerCase()
+        .replace(/[^a-z0-9 -]/g, '')
+        .replaceAll(' ', '-'),
+      text,
+    ]),
+  );
+  for (const name of ['TaggerLiveF1Low', 'TaggerInputDrift']) {
+    const rule = rules.groups.flatMap((group) => group.rules).find((r) => r.alert === name);
+    const runbook = rule?.annotations?.runbook ?? '';
+    const anchor = /^docs\/monitoring\.md#([a-z0-9-]+)/.exec(runbook)?.[1] ?? '';
+    expect(runbook, name).toContain('tagger retrain --promote');
+    expect(sections.get(anchor), `${name}: ${runbook}`).toMatch(/tagger retrain --promote/);
+  }
+});
+
 // ---- every queried metric is one Tagger exports -----------------------------------------------------
 
 /** PromQL words that are not metric names: functions, operators, and the label names the queries use. */

@@ -93,12 +93,15 @@ async function outageUnderLoad(
     );
     await sleep(OUTAGE_MS);
     await up();
+    const upAt = Date.now();
     const atReturn = await recordCounts(server);
-    await server.waitForLog(
+    const again = await server.waitForLog(
       (line) => line.msg === 'prediction records are written again',
       'writing again',
       60_000,
     );
+    // pino's `time` (epoch ms) of that line: how long after the store's return writing resumed.
+    const resumedAfterMs = typeof again.time === 'number' ? again.time - upAt : null;
     // Traffic goes on after the return, then stops; everything waiting is written.
     await sleep(3_000);
     const outcomes = await load.stop();
@@ -109,7 +112,7 @@ async function outageUnderLoad(
     const droppedAfter = final.dropped - atReturn.dropped;
     console.log(
       `${what}: ${served} predictions served; ${atReturn.dropped} records dropped by the store's return, ` +
-        `${droppedAfter} after it; ${final.written} written`,
+        `${droppedAfter} after it; ${final.written} written; writing resumed ${resumedAfterMs} ms after the return`,
     );
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
     expect(atReturn.dropped).toBeGreaterThan(0);
@@ -135,7 +138,9 @@ describe('a record store away under load, and back', () => {
       'SQLite locked',
       `sqlite:///${file}`,
       async () => {
-        locker = new DatabaseSync(file);
+        // Waits for a write of the server under way (without a busy timeout BEGIN EXCLUSIVE failed with
+        // "database is locked" when it met one).
+        locker = new DatabaseSync(file, { timeout: 10_000 });
         locker.exec('BEGIN EXCLUSIVE');
       },
       async () => {

@@ -12,6 +12,7 @@ import {
   type LabelIssueRow,
   LOGGED_ISSUES,
   type TagSetIssue,
+  TRAINING_LABEL_ISSUE_ROWS,
   trainingLabelIssues,
 } from '../../src/train/label-issues.js';
 
@@ -121,6 +122,34 @@ describe('label issues, multi-label and bad input', () => {
     if (!('report' in capped)) throw new Error(capped.skipped);
     expect(capped.report.found).toBeGreaterThan(LOGGED_ISSUES);
     expect(capped.report.issues).toHaveLength(LOGGED_ISSUES);
+  });
+
+  it('looks at a seeded sample of TRAINING_LABEL_ISSUE_ROWS rows of larger data, says so, and points into the data', () => {
+    // Every tenth row reads like the other tag: issues a sample finds wherever it falls.
+    const rows: LabelIssueRow[] = Array.from({ length: TRAINING_LABEL_ISSUE_ROWS + 1000 }, (_, i) => ({
+      text: (i % 10 === 0) !== (i % 2 === 0) ? `bravo banana bridge ${i % 7}` : `alpha apple arrow ${i % 7}`,
+      tag: i % 2 ? 'b' : 'a',
+      line: i + 2,
+    }));
+    const args = parseTrainingArgs({ min_freq: 1, analyzer: 'word', classifier: 'multinomial_nb' });
+    const found = trainingLabelIssues(rows, args, 3);
+    if (!('report' in found)) throw new Error(found.skipped);
+    expect(found.report).toMatchObject({ rows: TRAINING_LABEL_ISSUE_ROWS, sampled_from: rows.length });
+    expect(found.report.found).toBeGreaterThan(0);
+    for (const issue of found.report.issues) {
+      expect(issue.text).toBe(rows[issue.row]!.text);
+      expect(issue.line).toBe(rows[issue.row]!.line);
+    }
+    // The same seed samples the same rows; data within the bound is looked at whole.
+    const again = trainingLabelIssues(rows, args, 3);
+    if (!('report' in again)) throw new Error(again.skipped);
+    expect(again.report.issues.map((issue) => issue.row)).toEqual(
+      found.report.issues.map((issue) => issue.row),
+    );
+    const whole = trainingLabelIssues(rows.slice(0, 2000), args, 3);
+    if (!('report' in whole)) throw new Error(whole.skipped);
+    expect(whole.report.rows).toBe(2000);
+    expect(whole.report.sampled_from).toBeUndefined();
   });
 
   it('says what it needs when the data is too small to cross-validate', () => {

@@ -53,6 +53,14 @@ describe('a parallel runner', () => {
     expect(spread).toBeGreaterThan(0);
   });
 
+  it('tells the calling thread how many tasks are done, ending with all of them', () => {
+    const heard: number[] = [];
+    runner.run('member-dual-class', { ...classWork() }, 40, (done) => heard.push(done));
+    expect(heard.at(-1)).toBe(40);
+    expect(heard).toEqual([...heard].sort((a, b) => a - b));
+    expect(heard.every((done) => done >= 0 && done <= 40)).toBe(true);
+  });
+
   it('trains fasttext epochs on its threads (Hogwild!: a model that learns, not the same bits)', () => {
     const args = parseTrainingArgs({ classifier: 'fasttext', min_freq: 2, ft_epochs: 40, ft_dim: 16 });
     const { model } = trainTagger(TRAIN, VALIDATION, args, { seed: 8, parallel: runner });

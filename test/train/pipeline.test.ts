@@ -123,8 +123,9 @@ describe('trainAndEvaluate: what the metrics were measured on, and data warnings
       .filter(([tag, n]) => n < 50 && tag !== 'other')
       .sort((a, b) => b[1] - a[1]);
     expect(foldedTags.length).toBeGreaterThan(0);
+    const foldedRows = foldedTags.reduce((sum, [, n]) => sum + n, 0);
     expect(folded.warnings).toContain(
-      `${foldedTags.length} tag(s) were folded into 'other' (min_freq / accepted_tags): ${foldedTags.map(([tag, n]) => `'${tag}' (${n} rows)`).join(', ')}`,
+      `${foldedTags.length} tag(s) of ${counts.size}, on ${foldedRows} training rows in all, were folded into 'other' (min_freq / accepted_tags): ${foldedTags.map(([tag, n]) => `'${tag}' (${n} rows)`).join(', ')}`,
     );
 
     const small = [
@@ -243,7 +244,7 @@ describe('multi-label data', () => {
     const args = argsForData({ ...FAST_ARGS, min_freq: 50 }, multi, new Set());
     const outcome = trainAndEvaluate({ data: multi, args, seed: 2 });
     expect(outcome.warnings[0]).toMatch(
-      /^4 tag\(s\) were dropped \(a row left with none counts as 'other'\) \(min_freq \/ accepted_tags\): 'mlops' \(\d+ rows\), 'time-series' \(\d+ rows\)/,
+      /^4 tag\(s\) of 8, on \d+ training rows in all, were dropped \(a row left with none counts as 'other'\) \(min_freq \/ accepted_tags\): 'mlops' \(\d+ rows\), 'time-series' \(\d+ rows\)/,
     );
     expect(outcome.model.tags).toContain('other');
     const onlyNlp = multi.map((row) => ({

@@ -9,9 +9,15 @@ import { trainingProgress } from '../../src/train/train-progress.js';
 import { TRAIN, VALIDATION } from '../model/fixtures.js';
 
 /** A plain stream (not a terminal) that keeps every line; interval 0 prints every update. */
-function captured() {
+function captured(classes = false) {
   const lines: string[] = [];
-  return { lines, stream: { write: (text: string) => lines.push(text.trimEnd()) } };
+  // The time left (progress.test.ts checks it) depends on the clock: left out here.
+  // A member fit's progress among its classes (the last test checks it) is left out unless asked for.
+  const write = (text: string) => {
+    const line = text.trimEnd().replace(/ \(ETA [^)]*\)$/, '');
+    if (classes || !line.endsWith('of its one-vs-rest problems')) lines.push(line);
+  };
+  return { lines, stream: { write } };
 }
 
 describe('trainingProgress', () => {
@@ -56,5 +62,35 @@ describe('trainingProgress', () => {
       'training: 1/1 validated fit: nb_lr (member 1/1) trained in N s',
       'training: 1/1 validated fit done, train_loss=N val_loss=N',
     ]);
+  });
+
+  it("shows a member fit's progress among its classes, the calibration's folds as one sweep", () => {
+    const args = parseTrainingArgs({
+      classifier: 'linear_svm',
+      calibration: 'sigmoid',
+      calibration_folds: 2,
+      min_freq: 1,
+      refit: false,
+    });
+    const { lines, stream } = captured(true);
+    const progress = trainingProgress(args, { stream, plainIntervalMs: 0 });
+    trainTagger(TRAIN, VALIDATION, args, { seed: 1, ...progress });
+    progress.stop();
+    const shares = lines
+      .map((line) =>
+        /^training: [01]\/1 validated fit: linear_svm \(member 1\/1\) (\d+)% of its one-vs-rest problems$/.exec(
+          line,
+        ),
+      )
+      .filter((match) => match !== null)
+      .map((match) => Number(match[1]));
+    // Every class of each of the three fits (two folds, then every row), in order, up to 100 %.
+    expect(shares.length).toBeGreaterThanOrEqual(3 * 4);
+    expect(shares).toEqual([...shares].sort((a, b) => a - b));
+    expect(shares.at(-1)).toBe(100);
+    expect(shares.filter((share) => share === 100)).toHaveLength(1);
+    expect(lines.at(-2)).toMatch(
+      /^training: 1\/1 validated fit: linear_svm \(member 1\/1, calibrated: 3 fits\) trained in/,
+    );
   });
 });

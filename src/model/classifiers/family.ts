@@ -7,7 +7,9 @@
  */
 import type { HyperParam } from '../arg-checks.js';
 import type { CheckedManifest, DecodeOptions } from '../artifact-common.js';
+import type { DataShape, MemoryPart } from '../data-shape.js';
 import type {
+  ClassesReport,
   EpochReport,
   LabelledText,
   MemberReport,
@@ -39,6 +41,8 @@ export interface ProgressPlan {
   onRefitEpoch(report: EpochReport): ProgressStep;
   /** Null when the family trains no members. */
   onMember(report: MemberReport): ProgressStep | null;
+  /** A member's fit among its classes (`done` may be fractional: between two member fits); null: none. */
+  onClasses?(report: ClassesReport): ProgressStep | null;
 }
 
 /** What `tagger optimize` draws of a family. */
@@ -77,5 +81,10 @@ export interface ClassifierFamily {
   /** The model of a checked manifest and its weights; every problem a ModelFormatError. */
   decode(checked: CheckedManifest, bytes: Uint8Array, options: DecodeOptions): TagModel;
   progress(args: TrainingArgs): ProgressPlan;
+  /**
+   * What its training holds at its peak on data of this shape with `threads` threads (its features,
+   * weights, solver state), beside the process and the texts: memory-estimate.ts sums the parts.
+   */
+  memoryParts(shape: DataShape, args: TrainingArgs, threads: number): MemoryPart[];
   readonly search: FamilySearch;
 }

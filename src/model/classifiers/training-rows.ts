@@ -23,6 +23,40 @@ export function oversampledOrder(y: Int32Array, nClasses: number, rng: () => num
 }
 
 /**
+ * The most rows oversampling may visit per epoch, as a multiple of the rows: beyond it (many tags, a few
+ * large ones) repeating rows would multiply an SGD epoch's work — by up to the number of tags for
+ * one-vs-rest — so the rows are weighted instead (oversampling).
+ */
+export const OVERSAMPLE_MAX_GROWTH = 2;
+
+/** How an SGD trainer oversamples: the rows it visits (repeats included) and, or instead, their weights. */
+export interface Oversampling {
+  order: Int32Array;
+  /** Per-row step weights with mean 1 (rows of a class of c rows weigh largest / c, rescaled); null: none. */
+  sampleWeight: Float64Array | null;
+}
+
+/**
+ * Random oversampling when it at most doubles the rows (oversampledOrder: the rows visited as before, so
+ * small data trains the same model); else every row once, weighted as its class's repeats would have
+ * weighed in expectation (largest class / its class's rows), rescaled to mean 1 so a step is no larger
+ * than a plain one on average. Balances the classes at a pass over the rows whatever the tags.
+ */
+export function oversampling(y: Int32Array, nClasses: number, rng: () => number): Oversampling {
+  const counts = new Float64Array(nClasses);
+  for (const k of y) counts[k]! += 1;
+  const largest = Math.max(...counts);
+  const present = counts.filter((c) => c > 0).length;
+  if (present * largest <= OVERSAMPLE_MAX_GROWTH * y.length) {
+    return { order: oversampledOrder(y, nClasses, rng), sampleWeight: null };
+  }
+  const sampleWeight = Float64Array.from(y, (k) => largest / counts[k]!);
+  const mean = sampleWeight.reduce((sum, v) => sum + v, 0) / y.length;
+  for (let r = 0; r < sampleWeight.length; r++) sampleWeight[r]! /= mean;
+  return { order: Int32Array.from(y.keys()), sampleWeight };
+}
+
+/**
  * The label arrays of rows for a model's tags: `y`, each row's class (single-label) or, for multi-label
  * rows, the group oversampling uses — the row's rarest tag (fewest rows among `rows`), so rare tags are
  * repeated like rare classes — and `labels`, the multi-label indicator matrix.

@@ -6,6 +6,7 @@
  * prediction microseconds whatever the number of tags. Training reports epochs, like SGD's.
  */
 import { drawFrom } from '../../arg-checks.js';
+import { type DataShape, formatCount, type MemoryPart } from '../../data-shape.js';
 import { ModelInputError } from '../../errors.js';
 import type { TrainingArgs } from '../../training-args.js';
 import type { ClassifierFamily, ProgressPlan } from '../family.js';
@@ -14,6 +15,28 @@ import { FASTTEXT_HYPER_PARAMS } from './fasttext-params.js';
 import { refitEpochs, trainFastTextTagger } from './train-fasttext.js';
 
 const REFIT = 'refit on train+validation';
+
+/**
+ * The input embeddings (a row of `ft_dim` Float32 per word and per hash bucket, one matrix the threads
+ * share), the output layer (a row per tag, or per inner node of the Huffman tree), and every row's
+ * feature ids (its words, their n-grams and, with `ft_maxn`, about five character n-grams per length).
+ */
+function memoryParts(shape: DataShape, args: TrainingArgs): MemoryPart[] {
+  const inputRows = shape.words + args.ft_buckets;
+  const idsPerToken = args.ft_word_ngrams + (args.ft_maxn > 0 ? 5 * (args.ft_maxn - args.ft_minn + 1) : 0);
+  return [
+    {
+      what: `input embeddings: ${formatCount(inputRows)} rows x ${args.ft_dim}`,
+      // The model saved keeps the rows seen (at most as many again while it is encoded).
+      bytes: 2 * 4 * inputRows * args.ft_dim,
+    },
+    {
+      what: `output layer: ${formatCount(shape.tags)} tags x ${args.ft_dim}`,
+      bytes: 2 * 4 * shape.tags * args.ft_dim,
+    },
+    { what: 'feature ids of the rows', bytes: 2 * 4 * shape.tokens * idsPerToken },
+  ];
+}
 
 function progress(args: TrainingArgs): ProgressPlan {
   // The refit continues the validated model for refitEpochs(args) more passes (train-fasttext.ts).
@@ -65,6 +88,7 @@ export const FASTTEXT_FAMILY: ClassifierFamily = {
   encode: encodeFastTextModel,
   decode: (checked, bytes) => decodeFastTextModel(checked, bytes),
   progress,
+  memoryParts,
   search: {
     choices: ['fasttext'],
     draw: (_choice, _base, random) => ({

@@ -128,7 +128,9 @@ export function fitOneVsRestDual(
       tol,
       maxIter,
     };
-    const solved = runner.run('member-dual-class', work, K) as ReturnType<typeof fitDualClass>[];
+    const onProgress =
+      options.onClass === undefined ? undefined : (done: number) => options.onClass!(done, K);
+    const solved = runner.run('member-dual-class', work, K, onProgress) as ReturnType<typeof fitDualClass>[];
     return {
       weights: fromClasses(
         solved.map((s) => s.weights),
@@ -160,6 +162,7 @@ export function fitOneVsRestDual(
     if (ratios !== null) for (let f = 0; f < V; f++) w[f]! *= ratios[f]!;
     classes.push(nonZero(w, V));
     bias[k] = solved.bias;
+    options.onClass?.(k + 1, K);
   }
   return { weights: fromClasses(classes, V), bias };
 }

@@ -40,6 +40,8 @@ export interface FitOptions {
   seed: number;
   /** Threads a fit may spread its classes over (parallel.ts). */
   parallel?: ParallelRunner;
+  /** Hears how many of the fit's one-vs-rest classes are solved (so a long fit never looks hung). */
+  onClass?: (done: number, total: number) => void;
   /** Dual-CD stopping tolerance and iteration cap (default liblinear's, as sklearn sets them). */
   tol?: number;
   maxIter?: number;

@@ -5,6 +5,7 @@
  * or a vote of 2–4 distinct members, each with its own hyper-parameters.
  */
 import { drawFrom } from '../../arg-checks.js';
+import { csrBytes, type DataShape, formatCount, type MemoryPart } from '../../data-shape.js';
 import { ModelInputError } from '../../errors.js';
 import type { TrainingArgs } from '../../training-args.js';
 import type { ClassifierFamily, ProgressPlan } from '../family.js';
@@ -21,6 +22,40 @@ export const SOFT_VOTE = 'soft_vote';
 const VOTE_SIZE: readonly [number, number] = [2, 4];
 const REFIT = 'refit on train+validation';
 
+/**
+ * One fit's members at once (the validated fit is released before the refit): a discriminative member's
+ * weights are dense in practice (every feature of a support vector gets a weight in every tag), Float64
+ * while training and a Float32 copy when saved; naive Bayes keeps only the features each tag has seen.
+ * The dual solvers hold a weight row and the rows' multipliers per thread; the rows are TF-IDF matrices
+ * (train + validation, stacked again for the refit).
+ */
+function memoryParts(shape: DataShape, args: TrainingArgs, threads: number): MemoryPart[] {
+  const classifiers: string[] = args.members?.map((member) => member.classifier) ?? [args.classifier];
+  const naiveBayes = classifiers.filter(
+    (name) => MEMBER_DEFINITIONS.find((definition) => definition.name === name)?.kind === 'naive Bayes',
+  ).length;
+  const discriminative = classifiers.length - naiveBayes;
+  const weights = shape.features * shape.tags;
+  const parts: MemoryPart[] = [{ what: 'TF-IDF rows', bytes: 2 * csrBytes(shape.nonZeros, shape.rows) }];
+  if (discriminative > 0) {
+    parts.push({
+      what: `${discriminative} dense member weights: ${formatCount(shape.features)} features x ${formatCount(shape.tags)} tags`,
+      bytes: discriminative * weights * (weights > 2 ** 20 ? 12 : 8),
+    });
+    parts.push({
+      what: `solver state of ${threads} threads`,
+      bytes: threads * 8 * (shape.rows + shape.features),
+    });
+  }
+  if (naiveBayes > 0) {
+    parts.push({
+      what: `${naiveBayes} naive Bayes member weights (seen features only)`,
+      bytes: naiveBayes * 12 * Math.min(weights, shape.nonZeros),
+    });
+  }
+  return parts;
+}
+
 function progress(args: TrainingArgs): ProgressPlan {
   const members = args.members?.length ?? 1;
   const total = members * (args.refit ? 2 : 1);
@@ -35,6 +70,10 @@ function progress(args: TrainingArgs): ProgressPlan {
         message: report.fit === 'refit' ? `${REFIT}: ${what}` : `validated fit: ${what}`,
       };
     },
+    onClasses: (report) => ({
+      done: (report.fit === 'refit' ? members : 0) + report.member - 1 + report.done / report.total,
+      message: `${report.fit === 'refit' ? REFIT : 'validated fit'}: ${report.classifier} (member ${report.member}/${report.members}) ${Math.round((100 * report.done) / report.total)}% of its one-vs-rest problems`,
+    }),
     onEpoch: (report) => ({
       done: members,
       message: `validated fit done, train_loss=${report.trainLoss.toFixed(4)} val_loss=${report.valLoss.toFixed(4)}`,
@@ -91,6 +130,7 @@ export const MEMBERS_FAMILY: ClassifierFamily = {
   encode: encodeMemberModel,
   decode: (checked, bytes) => decodeMemberModel(checked, bytes),
   progress,
+  memoryParts,
   search: {
     choices: [...MEMBER_CLASSIFIERS, SOFT_VOTE],
     draw(choice, _base, random) {

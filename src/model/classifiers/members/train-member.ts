@@ -55,7 +55,7 @@ function fitMember(
   spec: MemberSpec,
   data: MemberTrainingData,
   seed: number,
-  options: Pick<FitOptions, 'tol' | 'maxIter'>,
+  options: Pick<FitOptions, 'tol' | 'maxIter' | 'parallel' | 'onClass'>,
 ): Member {
   const definition = memberDefinition(spec.classifier);
   const { weights, bias } = definition.fit(data, spec, { ...options, seed });
@@ -107,12 +107,21 @@ function calibrated(spec: MemberSpec, data: MemberTrainingData, options: MemberT
   const scores = new Float64Array(data.x.nRows * K);
   const out = new Float64Array(K);
   const seeds = createRng(options.seed ^ 0x0ca1b4a7);
+  // The folds' fits and the last one count as one sweep over the classes, folds + 1 times as long.
+  const sweep = (fit: number): Pick<FitOptions, 'onClass'> => {
+    const onClass = options.onClass;
+    if (onClass === undefined) return {};
+    return { onClass: (done, total) => onClass(fit * total + done, (folds + 1) * total) };
+  };
   parts.forEach((heldOut, f) => {
     if (heldOut.length === 0) return;
     const rowWeight = Float64Array.from(data.rowWeight);
     for (const r of heldOut) rowWeight[r] = 0;
     if (definition.needsRowsOfEveryTag) checkFoldHasEveryTag(definition, data, rows, rowWeight, f, folds);
-    const member = fitMember(spec, { ...data, rowWeight }, randomInt(seeds, 0x7fffffff), options);
+    const member = fitMember(spec, { ...data, rowWeight }, randomInt(seeds, 0x7fffffff), {
+      ...options,
+      ...sweep(f),
+    });
     for (const r of heldOut) {
       memberRowScores(member, data.x, r, out);
       scores.set(out, r * K);
@@ -131,7 +140,7 @@ function calibrated(spec: MemberSpec, data: MemberTrainingData, options: MemberT
     a[k] = fitted.a;
     b[k] = fitted.b;
   }
-  return { ...fitMember(spec, data, options.seed, options), calibration: { a, b } };
+  return { ...fitMember(spec, data, options.seed, { ...options, ...sweep(folds) }), calibration: { a, b } };
 }
 
 /** A calibration fold must leave rows with (and, multi-label, without) every tag, for `definition`'s sake. */

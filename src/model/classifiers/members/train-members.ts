@@ -69,7 +69,11 @@ function fitMembers(
   vectorizer: TaggerVectorizer,
   args: TrainingArgs,
   seed: number,
-  progress: { fit: MemberReport['fit']; onMember: TrainOptions['onMember'] },
+  progress: {
+    fit: MemberReport['fit'];
+    onMember: TrainOptions['onMember'];
+    onClasses: TrainOptions['onClasses'];
+  },
   calibrating: Calibrating,
   parallel: ParallelRunner | undefined,
 ): MemberTagModel {
@@ -98,6 +102,19 @@ function fitMembers(
       seed: randomInt(rng, 0x7fffffff),
       calibrationFolds: args.calibration_folds,
       ...(parallel === undefined ? {} : { parallel }),
+      ...(progress.onClasses === undefined
+        ? {}
+        : {
+            onClass: (done: number, total: number) =>
+              progress.onClasses!({
+                fit: progress.fit,
+                member: index + 1,
+                members: specs.length,
+                classifier: spec.classifier,
+                done,
+                total,
+              }),
+          }),
     });
     progress.onMember?.({
       fit: progress.fit,
@@ -314,7 +331,7 @@ export function trainMemberTagger(
     vectorizer,
     args,
     options.seed,
-    { fit: 'validated', onMember: options.onMember },
+    { fit: 'validated', onMember: options.onMember, onClasses: options.onClasses },
     onValidation ? { given: null } : { folds: true },
     options.parallel,
   );
@@ -392,7 +409,7 @@ export function trainMemberTagger(
       refitVectorizer,
       args,
       options.seed,
-      { fit: 'refit', onMember: options.onMember },
+      { fit: 'refit', onMember: options.onMember, onClasses: options.onClasses },
       sigmoids !== null ? { given: sigmoids } : { folds: true },
       options.parallel,
     );

@@ -4,6 +4,7 @@
  * training reports epochs; `tagger optimize` draws its loss, learning rate, power_t and alpha.
  */
 import { drawFrom } from '../../arg-checks.js';
+import { csrBytes, type DataShape, formatCount, type MemoryPart } from '../../data-shape.js';
 import { ModelInputError } from '../../errors.js';
 import type { TrainingArgs } from '../../training-args.js';
 import type { ClassifierFamily, ProgressPlan } from '../family.js';
@@ -12,6 +13,22 @@ import { SGD_CLASSIFIERS, SGD_HYPER_PARAMS } from './sgd-params.js';
 import { trainSgdTagger } from './train-sgd.js';
 
 const REFIT = 'refit on train+validation';
+
+/**
+ * Dense weights of every feature for every tag while training (plus their running average), the
+ * ensemble's members kept until they are averaged, and the rows as TF-IDF matrices.
+ */
+function memoryParts(shape: DataShape, args: TrainingArgs): MemoryPart[] {
+  const weights = 8 * shape.features * shape.tags;
+  const copies = (args.average ? 2 : 1) + args.ensemble;
+  return [
+    {
+      what: `weights: ${formatCount(shape.features)} features x ${formatCount(shape.tags)} tags x ${copies}`,
+      bytes: copies * weights,
+    },
+    { what: 'TF-IDF rows', bytes: 2 * csrBytes(shape.nonZeros, shape.rows) },
+  ];
+}
 
 function progress(args: TrainingArgs): ProgressPlan {
   // With refit the epochs run twice: the validated fit, then the fit on train + validation.
@@ -55,6 +72,7 @@ export const SGD_FAMILY: ClassifierFamily = {
   encode: encodeSgdModel,
   decode: decodeSgdModel,
   progress,
+  memoryParts,
   search: {
     choices: ['sgd'],
     draw(_choice, base, random) {

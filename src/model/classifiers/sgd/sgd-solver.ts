@@ -43,6 +43,12 @@ export interface SgdOptions {
    */
   classWeight?: Float64Array | null;
   /**
+   * Per-row weight multiplying every step on that row (sklearn's sample_weight), indexed by row: how
+   * oversampling is expressed without repeating rows when repeating them would multiply the work
+   * (train-sgd.ts). Null or absent: all 1.
+   */
+  sampleWeight?: Float64Array | null;
+  /**
    * Return the average of all SGD iterates (Polyak–Ruppert averaging, sklearn's `average=True`) instead
    * of the last one. Default false.
    */
@@ -115,12 +121,23 @@ export function rowProbabilities(
  * mean over rows of the summed per-class binary cross-entropies.
  */
 export function meanLogLoss(model: LinearModel, data: LabelledMatrix, scale = 1): number {
-  const K = model.nClasses;
+  return meanLogLossOf(data, model.nClasses, (r, p) => rowProbabilities(model, data.x, r, p, scale));
+}
+
+/**
+ * Mean cross-entropy of labelled rows whose probabilities `probabilities(r, out)` writes (as
+ * meanLogLoss): lets a trainer score its weights as they are, without a copy of them in a model.
+ */
+function meanLogLossOf(
+  data: LabelledMatrix,
+  K: number,
+  probabilities: (r: number, out: Float64Array) => void,
+): number {
   const p = new Float64Array(K);
   const labels = data.labels;
   let total = 0;
   for (let r = 0; r < data.x.nRows; r++) {
-    rowProbabilities(model, data.x, r, p, scale);
+    probabilities(r, p);
     if (labels === undefined) {
       total -= Math.log(Math.max(p[data.y[r]!]!, 1e-15));
       continue;
@@ -263,6 +280,7 @@ export function trainOvrSgd(
   const loss = options.loss ?? 'log_loss';
   const link = linkOf('ovr', loss, labels !== undefined);
   const classWeight = options.classWeight ?? null;
+  const sampleWeight = options.sampleWeight ?? null;
   // Class-major while training (class k owns w[k*V, (k+1)*V)), so each binary problem is contiguous.
   const w = new Float64Array(V * K);
   const aw = averaged ? new Float64Array(V * K) : null;
@@ -281,6 +299,28 @@ export function trainOvrSgd(
     }
     const bias = Float64Array.from(averaged ? averageIntercept : intercept);
     return { nFeatures: V, nClasses: K, weights, bias, link };
+  };
+  // The validation loss of the weights as they are (class-major, scaled), without current()'s V x K copy
+  // every epoch: at hundreds of tags that copy was as large as the model, and as slow as an epoch.
+  const validationLoss = (): number => {
+    const vx = validation.x;
+    return meanLogLossOf(validation, K, (r, out) => {
+      for (let k = 0; k < K; k++) {
+        const st = states[k]!;
+        const base = k * V;
+        let dot = 0;
+        let dotAverage = 0;
+        for (let p = vx.indptr[r]!; p < vx.indptr[r + 1]!; p++) {
+          const f = base + vx.indices[p]!;
+          dot += w[f]! * vx.data[p]!;
+          if (averaged) dotAverage += aw![f]! * vx.data[p]!;
+        }
+        out[k] = averaged
+          ? (dotAverage + st.averageA * dot) / st.averageB + averageIntercept[k]!
+          : dot * st.wscale + intercept[k]!;
+      }
+      probabilitiesInPlace(out, link);
+    });
   };
   for (let epoch = 1; epoch <= options.epochs; epoch++) {
     let epochLoss = 0;
@@ -305,7 +345,8 @@ export function trainOvrSgd(
         const label = positive ? 1 : -1;
         epochLoss += lossValue(loss, score, label);
         const dloss = Math.min(MAX_DLOSS, Math.max(-MAX_DLOSS, lossDerivative(loss, score, label)));
-        const update = -eta * dloss * (positive ? positiveWeight : 1);
+        const update =
+          -eta * dloss * (positive ? positiveWeight : 1) * (sampleWeight === null ? 1 : sampleWeight[r]!);
         s.scale(Math.max(0, 1 - eta * options.alpha));
         const c = update / s.wscale;
         if (update !== 0) {
@@ -322,7 +363,7 @@ export function trainOvrSgd(
       intercept[k] = b;
       averageIntercept[k] = bAverage;
     }
-    if (options.onEpoch) options.onEpoch(epoch, epochLoss / n, meanLogLoss(current(), validation));
+    if (options.onEpoch) options.onEpoch(epoch, epochLoss / n, validationLoss());
   }
   return current();
 }
@@ -346,6 +387,7 @@ export function trainSoftmaxSgd(
   const V = x.nCols;
   const averaged = options.average === true;
   const classWeight = options.classWeight ?? null;
+  const sampleWeight = options.sampleWeight ?? null;
   const model: LinearModel = {
     nFeatures: V,
     nClasses: K,
@@ -366,6 +408,20 @@ export function trainSoftmaxSgd(
     weights: Float64Array.from(w, (_, j) => s.value(j, averaged)),
     bias: Float64Array.from(averaged ? averageBias : b),
   });
+  // The averaged model's validation loss without current()'s copy of the weights (see trainOvrSgd).
+  const averagedValidationLoss = (): number => {
+    const vx = validation.x;
+    return meanLogLossOf(validation, K, (r, out) => {
+      out.set(averageBias);
+      for (let p = vx.indptr[r]!; p < vx.indptr[r + 1]!; p++) {
+        const base = vx.indices[p]! * K;
+        const v = vx.data[p]!;
+        for (let k = 0; k < K; k++)
+          out[k]! += ((aw![base + k]! + s.averageA * w[base + k]!) / s.averageB) * v;
+      }
+      probabilitiesInPlace(out, 'softmax');
+    });
+  };
   // t: samples seen so far, from 1, as in sklearn's invscaling schedule.
   let t = 0;
   for (let epoch = 1; epoch <= options.epochs; epoch++) {
@@ -380,6 +436,7 @@ export function trainSoftmaxSgd(
       g[y[r]!]! -= 1; // gradient of log loss w.r.t. the scores: p - onehot(y)
       // A class weight weighs the sample (its true class's), as sample_weight does in sklearn.
       if (classWeight !== null) for (let k = 0; k < K; k++) g[k]! *= classWeight[y[r]!]!;
+      if (sampleWeight !== null) for (let k = 0; k < K; k++) g[k]! *= sampleWeight[r]!;
       s.scale(Math.max(0, 1 - eta * options.alpha));
       const step = eta / s.wscale;
       for (let p = x.indptr[r]!; p < x.indptr[r + 1]!; p++) {
@@ -400,9 +457,7 @@ export function trainSoftmaxSgd(
       }
     }
     if (options.onEpoch) {
-      const valLoss = averaged
-        ? meanLogLoss(current(), validation)
-        : meanLogLoss(model, validation, s.wscale);
+      const valLoss = averaged ? averagedValidationLoss() : meanLogLoss(model, validation, s.wscale);
       options.onEpoch(epoch, epochLoss / visit.length, valLoss);
     }
   }

@@ -32,6 +32,7 @@ import {
   balancedLabelWeights,
   labelArrays,
   oversampledOrder,
+  oversampling,
 } from '../training-rows.js';
 import { SgdTagModel } from './sgd-model.js';
 import {
@@ -115,9 +116,12 @@ function fitTagger(
   const history: EpochReport[] = [];
   seeds.forEach((memberSeed, m) => {
     const rng = createRng(memberSeed);
-    const order = args.oversample
-      ? oversampledOrder(trainData.y, tags.length, rng)
-      : Int32Array.from(trainData.y.keys());
+    // Balanced class weights are counted over the rows visited, so they go with repeated rows only.
+    const { order, sampleWeight } = !args.oversample
+      ? { order: Int32Array.from(trainData.y.keys()), sampleWeight: null }
+      : args.class_weight === 'balanced'
+        ? { order: oversampledOrder(trainData.y, tags.length, rng), sampleWeight: null }
+        : oversampling(trainData.y, tags.length, rng);
     const last = m === seeds.length - 1;
     // Counted over the samples the SGD visits, as sklearn counts the rows given to fit (see args.ts).
     const classWeight =
@@ -143,6 +147,7 @@ function fitTagger(
         average: args.average,
         loss: args.loss,
         classWeight,
+        sampleWeight,
         rng,
         onEpoch: (epoch, trainLoss, valLoss) => {
           trainLosses[epoch - 1]! += trainLoss;

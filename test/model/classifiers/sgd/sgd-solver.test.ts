@@ -21,7 +21,12 @@ import {
   trainOvrSgd,
   trainSoftmaxSgd,
 } from '../../../../src/model/classifiers/sgd/sgd-solver.js';
-import { balancedClassWeights } from '../../../../src/model/classifiers/training-rows.js';
+import {
+  balancedClassWeights,
+  OVERSAMPLE_MAX_GROWTH,
+  oversampledOrder,
+  oversampling,
+} from '../../../../src/model/classifiers/training-rows.js';
 import { createRng } from '../../../../src/model/rng.js';
 import type { CsrMatrix } from '../../../../src/model/text/tfidf.js';
 
@@ -516,5 +521,85 @@ describe('averageLinearModels', () => {
     expect(() => averageLinearModels([a, { ...model([1, 2, 3], [0]), nClasses: 1, nFeatures: 3 }])).toThrow(
       /cannot average/,
     );
+  });
+});
+
+describe('oversampling by weights (many tags: a pass over the rows, not over their repeats)', () => {
+  // Class 0 has 12 rows, classes 1–5 two each: repeating rows would visit 6 x 12 = 72 rows (3x the 22).
+  const y = Int32Array.from([...Array(12).fill(0), 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
+
+  it('repeats rows while that at most doubles them, as before', () => {
+    const balanced = Int32Array.from([0, 0, 0, 1, 1, 2]);
+    const { order, sampleWeight } = oversampling(balanced, 3, createRng(3));
+    expect(sampleWeight).toBeNull();
+    expect(Array.from(order)).toEqual(Array.from(oversampledOrder(balanced, 3, createRng(3))));
+    expect(order.length).toBeLessThanOrEqual(OVERSAMPLE_MAX_GROWTH * balanced.length);
+  });
+
+  it("beyond that, visits every row once, each weighing what its class's repeats did (mean weight 1)", () => {
+    const { order, sampleWeight } = oversampling(y, 6, createRng(3));
+    expect(Array.from(order)).toEqual(Array.from(y.keys()));
+    const w = sampleWeight!;
+    expect(w.reduce((a, b) => a + b, 0) / w.length).toBeCloseTo(1, 12);
+    // A row of a 2-row class weighs 6 times a row of the 12-row class; each class weighs the same in all.
+    expect(w[12]! / w[0]!).toBeCloseTo(6, 12);
+    const classMass = (k: number) => Array.from(y).reduce((sum, c, r) => sum + (c === k ? w[r]! : 0), 0);
+    for (let k = 1; k < 6; k++) expect(classMass(k)).toBeCloseTo(classMass(0), 10);
+  });
+
+  it('weights of 1 train the same model as none; weights move the model as repeats do', () => {
+    const rows = Array.from({ length: y.length }, (_, r) => {
+      const row = new Array(7).fill(0);
+      row[y[r]!] = 1;
+      row[6] = 0.5;
+      return row;
+    });
+    const data = { x: csr(rows), y };
+    const order = Int32Array.from(y.keys());
+    const options = { ...base, epochs: 3, shuffle: true };
+    const plain = trainOvrSgd(data, order, 6, { ...options, rng: createRng(5) }, data);
+    const ones = trainOvrSgd(
+      data,
+      order,
+      6,
+      { ...options, rng: createRng(5), sampleWeight: new Float64Array(y.length).fill(1) },
+      data,
+    );
+    expect(ones).toEqual(plain);
+    const { sampleWeight } = oversampling(y, 6, createRng(3));
+    const weighted = trainOvrSgd(data, order, 6, { ...options, rng: createRng(5), sampleWeight }, data);
+    // The small classes' own feature weighs more once their rows weigh more.
+    const own = (m: LinearModel, k: number) => m.weights[k * m.nClasses + k]!;
+    for (let k = 1; k < 6; k++) expect(own(weighted, k)).toBeGreaterThan(own(plain, k));
+    for (const trainer of [trainSoftmaxSgd]) {
+      const softOnes = trainer(data, order, 6, { ...options, rng: createRng(5), sampleWeight: null }, data);
+      const softWeighted = trainer(data, order, 6, { ...options, rng: createRng(5), sampleWeight }, data);
+      for (let k = 1; k < 6; k++) expect(own(softWeighted, k)).toBeGreaterThan(own(softOnes, k));
+    }
+  });
+
+  it('reports the same validation loss as the returned model has, every epoch, averaged or not', () => {
+    const rows = Array.from({ length: y.length }, (_, r) => [r % 3, y[r]! + 1, (r * 7) % 5]);
+    const data = { x: csr(rows), y };
+    const order = Int32Array.from(y.keys());
+    for (const average of [false, true]) {
+      for (const trainer of [trainOvrSgd, trainSoftmaxSgd]) {
+        const losses: number[] = [];
+        const model = trainer(
+          data,
+          order,
+          6,
+          {
+            ...base,
+            epochs: 2,
+            average,
+            rng: createRng(9),
+            onEpoch: (_, __, valLoss) => losses.push(valLoss),
+          },
+          data,
+        );
+        expect(losses[1]).toBeCloseTo(meanLogLoss(model, data), 10);
+      }
+    }
   });
 });
