@@ -8,6 +8,7 @@
  */
 import { familyOf } from './classifiers/families.js';
 import { formatCount as count, type DataShape, type MemoryEstimate, type MemoryPart } from './data-shape.js';
+import { ModelInputError } from './errors.js';
 import { createRng, shuffleInPlace } from './rng.js';
 import { fitVectorizer } from './text/features.js';
 import { cleanText } from './text/preprocess.js';
@@ -50,8 +51,14 @@ export function dataShape(texts: readonly string[], tags: number, args: Training
   const half = sample.slice(0, Math.max(1, Math.floor(sample.length / 2)));
   const vocabulary = (docs: readonly string[]) => {
     // min_df 1 here: the small sample would see few n-grams twice; the full data's count is what matters.
-    const vectorizer = fitVectorizer(docs, { ...args, min_df: 1 });
-    return { size: vectorizer.size, nonZeros: vectorizer.transform(docs).indices.length };
+    try {
+      const vectorizer = fitVectorizer(docs, { ...args, min_df: 1 });
+      return { size: vectorizer.size, nonZeros: vectorizer.transform(docs).indices.length };
+    } catch (error) {
+      // Texts without a single n-gram: nothing to hold; the training says what is wrong with them.
+      if (error instanceof ModelInputError) return { size: 0, nonZeros: 0 };
+      throw error;
+    }
   };
   const small = vocabulary(half);
   const large = vocabulary(sample);

@@ -8,8 +8,12 @@ import { clearLine, cursorTo } from 'node:readline';
 import cliProgress from 'cli-progress';
 
 export interface Progress {
-  /** Sets the position (0..total) and an optional short status such as the current loss. */
-  update(done: number, status?: string): void;
+  /**
+   * Sets the position (0..total) and an optional short status such as the current loss. A `minor` update
+   * (progress within a step) prints a plain line only when nothing was printed for the interval, and
+   * never holds back the next step's line.
+   */
+  update(done: number, status?: string, minor?: boolean): void;
   /**
    * Prints `text` (whole lines, ending with a line break) to the stream: above the bar on a terminal,
    * which is then drawn again below it; as it is otherwise, even when the progress is silent.
@@ -111,6 +115,8 @@ export function createProgress(options: ProgressOptions): Progress {
   }
   const interval = options.plainIntervalMs ?? 2000;
   let lastPrinted = 0;
+  // Steps are throttled among themselves: a minor line in between never holds back the next step's.
+  let lastStepPrinted = 0;
   let lastPrintedDone = -1;
   let last = { done: 0, status: '' };
   const print = () => {
@@ -123,9 +129,14 @@ export function createProgress(options: ProgressOptions): Progress {
     lastPrintedDone = last.done;
   };
   return {
-    update(done, status = '') {
+    update(done, status = '', minor = false) {
       last = { done, status };
-      if (now() - lastPrinted >= interval) print();
+      if (minor) {
+        if (now() - lastPrinted >= interval) print();
+      } else if (now() - lastStepPrinted >= interval) {
+        print();
+        lastStepPrinted = lastPrinted;
+      }
     },
     log,
     stop() {

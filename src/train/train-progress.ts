@@ -31,16 +31,16 @@ export function trainingProgress(
   const plan = familyOf(args.classifier).progress(args);
   const progress = createProgress({ ...options, label: 'training', total: plan.total, eta: true });
   let done = 0;
-  const show = (step: ProgressStep | null): void => {
+  const show = (step: ProgressStep | null, minor = false): void => {
     if (step === null) return;
     done = step.done;
-    progress.update(step.done, step.message);
+    progress.update(step.done, step.message, minor);
   };
   return {
     onEpoch: (report) => show(plan.onEpoch(report)),
     onRefitEpoch: (report) => show(plan.onRefitEpoch(report)),
     onMember: (report) => show(plan.onMember(report)),
-    onClasses: (report) => show(plan.onClasses?.(report) ?? null),
+    onClasses: (report) => show(plan.onClasses?.(report) ?? null, true),
     where: () => `${Math.floor(done)} of ${plan.total} ${plan.unit}`,
     stop: () => progress.stop(),
   };

@@ -39,7 +39,7 @@ describe('tagger train', () => {
     // Progress goes to stderr when it is not a terminal: plain lines, no escape codes. The default soft
     // vote has no epochs: a step per member (3) in the validated fit and in the refit on train + validation.
     expect(result.stderr).toMatch(
-      /^training: 1\/6 validated fit: linear_svm \(member 1\/3, calibrated: 6 fits\) trained in \d+\.\d\d s$/m,
+      /^training: 1\/6 validated fit: linear_svm \(member 1\/3, calibrated: 6 fits\) trained in \d+\.\d\d s( \(ETA [^)]+\))?$/m,
     );
     expect(result.stderr).toMatch(/^training: 6\/6 refit on train\+validation done, train_loss=\d+\.\d{4}$/m);
     expect(result.stderr).not.toContain('\u001b[');

@@ -42,6 +42,31 @@ describe('createProgress', () => {
   });
 });
 
+describe('minor updates (progress within a step)', () => {
+  it('print only after a quiet interval, and never hold back the next step', () => {
+    let clock = 0;
+    const lines: string[] = [];
+    const progress = createProgress({
+      label: 'training',
+      total: 2,
+      stream: { write: (text: string) => lines.push(text.trimEnd()) },
+      plainIntervalMs: 1000,
+      now: () => clock,
+    });
+    clock = 5_000;
+    progress.update(0.1, 'a tenth', true);
+    clock += 100;
+    progress.update(0.2, 'a fifth', true); // within the interval: not printed
+    clock += 100;
+    progress.update(1, 'step one'); // a step: printed although a minor line just was
+    clock += 100;
+    progress.update(1.5, 'half of two', true); // within the interval: not printed
+    clock += 2_000;
+    progress.update(1.9, 'nearly', true);
+    expect(lines).toEqual(['training: 0/2 a tenth', 'training: 1/2 step one', 'training: 1/2 nearly']);
+  });
+});
+
 describe('formatDuration', () => {
   it('reads as seconds, minutes and seconds, or hours and minutes', () => {
     expect(formatDuration(0)).toBe('0 s');
