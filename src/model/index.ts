@@ -107,7 +107,12 @@ export {
   tagsOverThresholds,
 } from './labels.js';
 export type { ParallelJob, ParallelRunner } from './parallel.js';
-export type { PredictOptions } from './prediction.js';
+export {
+  DEFAULT_LISTED_PROBABILITIES,
+  limitProbabilities,
+  listedProbabilities,
+  type PredictOptions,
+} from './prediction.js';
 export { createRng } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { DATA_CHECK_KINDS, type DataCheckKind, EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';

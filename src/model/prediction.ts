@@ -26,6 +26,36 @@ export interface PredictOptions {
   probabilities?: 'all' | number;
 }
 
+/**
+ * Models of at most this many tags list every tag's probability unless asked otherwise; larger ones list
+ * the this-many most probable (and say so where they answer: POST /predict's `probabilities_listed`, the
+ * batch output's columns). Past a few dozen tags the long tail of near-zero probabilities is most of an
+ * answer's bytes and cost and nobody reads it; every model Tagger served before issue 31 had fewer.
+ */
+export const DEFAULT_LISTED_PROBABILITIES = 20;
+
+/**
+ * Whose probabilities an answer lists for a model of `tagCount` tags when a caller asked for `asked`
+ * (`all`, a count, or nothing: DEFAULT_LISTED_PROBABILITIES's rule); `all` when the count covers every tag.
+ */
+export function listedProbabilities(asked: 'all' | number | undefined, tagCount: number): 'all' | number {
+  const limit =
+    asked ?? (tagCount > DEFAULT_LISTED_PROBABILITIES ? DEFAULT_LISTED_PROBABILITIES : ('all' as const));
+  return limit === 'all' || limit >= tagCount ? 'all' : limit;
+}
+
+/**
+ * A probability record (keys in model tag order, as predictions build them) cut to its `limit` most
+ * probable entries plus those of `always`: for an answer that selects its tags from a fuller record.
+ */
+export function limitProbabilities(
+  probabilities: Readonly<Record<string, number>>,
+  limit: 'all' | number,
+  always: readonly string[],
+): Record<string, number> {
+  return probabilityRecord(Object.keys(probabilities), Object.values(probabilities), limit, always);
+}
+
 /** The parts of a model a prediction is built from. */
 export interface PredictingModel {
   readonly tags: readonly string[];
