@@ -111,6 +111,7 @@ export {
   DEFAULT_LISTED_PROBABILITIES,
   limitProbabilities,
   listedProbabilities,
+  mostProbable,
   type PredictOptions,
 } from './prediction.js';
 export { createRng } from './rng.js';

@@ -103,20 +103,34 @@ function probabilityRecord(
     for (let k = 0; k < tags.length; k++) probabilities[tags[k]!] = p[k]!;
     return probabilities;
   }
-  // The `limit` largest by one pass keeping a short sorted list (limit ≪ tags).
-  const top: number[] = [];
-  for (let k = 0; k < tags.length; k++) {
-    if (top.length === limit && p[k]! <= p[top[top.length - 1]!]!) continue;
-    let at = top.length === limit ? limit - 1 : top.length;
-    while (at > 0 && p[top[at - 1]!]! < p[k]!) at--;
-    top.splice(at, 0, k);
-    if (top.length > limit) top.pop();
-  }
-  const kept = new Set(top);
+  const kept = new Set(mostProbable(p, limit, 0, tags.length));
   for (const tag of always) {
     const k = tags.indexOf(tag);
     if (k >= 0) kept.add(k);
   }
   for (const k of [...kept].sort((a, b) => a - b)) probabilities[tags[k]!] = p[k]!;
   return probabilities;
+}
+
+/**
+ * The indices (0 … width − 1) of the `n` largest of `p[offset … offset + width)`, most probable first,
+ * ties in index (tag) order: one pass keeping a short sorted list (n ≪ width).
+ */
+export function mostProbable(
+  p: ArrayLike<number>,
+  n: number,
+  offset = 0,
+  width = p.length - offset,
+): number[] {
+  const top: number[] = [];
+  if (n <= 0) return top;
+  for (let k = 0; k < width; k++) {
+    const value = p[offset + k]!;
+    if (top.length === n && value <= p[offset + top[top.length - 1]!]!) continue;
+    let at = top.length === n ? n - 1 : top.length;
+    while (at > 0 && p[offset + top[at - 1]!]! < value) at--;
+    top.splice(at, 0, k);
+    if (top.length > n) top.pop();
+  }
+  return top;
 }

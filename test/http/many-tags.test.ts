@@ -13,7 +13,8 @@ import { DEFAULT_LISTED_PROBABILITIES } from '../../src/model/index.js';
 import type { ServedRuns } from '../../src/service/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { postJson, runsApp } from '../support/http.js';
-import { logManyTagRun, manyTagRows } from '../support/many-tags.js';
+import { logManyTagRun, manyTagName, manyTagRows } from '../support/many-tags.js';
+import { monitoredApp } from '../support/monitoring.js';
 
 const TAGS = 60;
 /** The model's tags: the generated ones and `other`. */
@@ -127,4 +128,30 @@ describe(`POST /predict with a model of ${TAGS} tags`, () => {
       expect(detail[0]!.msg).toBe("unexpected value; permitted: 'all'");
     },
   );
+});
+
+describe('prediction records of a model of many tags', () => {
+  it("keep every tag's probability while the answer lists 20: feedback naming an unlisted tag is a known tag", async () => {
+    const monitored = await monitoredApp(store);
+    try {
+      const response = await postJson(monitored.app, '/predict', { texts: [{ text: TEXTS[0] }] });
+      const [item] = (
+        JSON.parse(response.body) as { data: { predictions: (Item & { prediction_id: string })[] } }
+      ).data.predictions;
+      expect(item!.probabilities_listed).toEqual({ listed: DEFAULT_LISTED_PROBABILITIES, of: MODEL_TAGS });
+      const unlisted = Array.from({ length: TAGS }, (_, k) => manyTagName(k)).find(
+        (tag) => !(tag in item!.predicted_probabilities),
+      )!;
+      await monitored.monitoring.recorder.settle();
+      const feedback = await postJson(monitored.app, '/feedback', {
+        feedback: [{ prediction_id: item!.prediction_id, tag: unlisted }],
+      });
+      const [outcome] = (
+        JSON.parse(feedback.body) as { data: { feedback: { status: number; detail: string }[] } }
+      ).data.feedback;
+      expect(outcome).toMatchObject({ status: 200, detail: 'stored' });
+    } finally {
+      await monitored.close();
+    }
+  });
 });
