@@ -11,15 +11,12 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import type { TaggerApp } from '../../src/http/index.js';
 import { DEFAULT_LISTED_PROBABILITIES } from '../../src/model/index.js';
-import { ServedRuns } from '../../src/service/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath, REPO_ROOT } from '../support/components.js';
-import { captureLog } from '../support/http.js';
 import { logManyTagRun, manyTagRows } from '../support/many-tags.js';
+import { type MonitoredApp, monitoredApp } from '../support/monitoring.js';
 import { checkPage, openOffline, SCREENSHOTS } from '../support/page-checks.js';
 
 const executablePath = chromiumPath();
@@ -29,7 +26,7 @@ const MODEL_TAGS = TAGS + 1;
 
 let dir: string;
 let store: TrackingStore;
-let app: TaggerApp;
+let served: MonitoredApp;
 let base: string;
 let runId: string;
 /** A second run of the same tags on fewer rows, to compare with. */
@@ -48,20 +45,16 @@ beforeAll(async () => {
   runId = await logManyTagRun(join(dir, 'mlruns'), TAGS);
   otherRunId = await logManyTagRun(join(dir, 'mlruns'), TAGS, TAGS * 6);
   store = await openTrackingStore(join(dir, 'mlruns'));
-  const servedRuns = await ServedRuns.load(store, {
-    experiment: 'best',
-    modelCacheSize: 2,
-    log: captureLog(),
-  });
-  app = createApp({ serving: { mode: 'runs', servedRuns }, uiDir });
-  base = await app.listen({ host: '127.0.0.1', port: 0 });
+  // With monitoring, as tagger serve runs: the Review view needs recorded predictions.
+  served = await monitoredApp(store, { deps: { uiDir } });
+  base = await served.app.listen({ host: '127.0.0.1', port: 0 });
   browser = await launchOfflineChromium(executablePath);
   await mkdir(SCREENSHOTS, { recursive: true });
 }, 240_000);
 
 afterAll(async () => {
   await browser?.close();
-  await app?.close();
+  await served?.close();
   await store?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -158,6 +151,36 @@ describe.skipIf(executablePath === null)(`the inspection page with ${TAGS} tags`
     // A single-label model's answer, though its listed probabilities do not sum to 1.
     expect(await page.locator('.results > li p.tag .badge').count()).toBe(1);
     await checkPage(page, 'many-tags-try-desktop');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it('reviews a prediction with buttons for its likeliest tags, any other by typing', async () => {
+    const answer = await fetch(`${base}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ texts: manyTagRows(20, TAGS, 11).map((row) => ({ text: row.text })) }),
+    });
+    expect(answer.status).toBe(200);
+    await served.monitoring.recorder.settle();
+    const { page, errors } = await openOffline(browser, `${base}/ui/#/review`, 1280, 900);
+    const item = page.getByTestId('review-item');
+    await item.waitFor();
+    const buttons = item.locator('fieldset.tag-buttons button');
+    expect(await buttons.count()).toBe(9);
+    // The predicted tag first (marked), then the item's likeliest; the recorded probabilities are all 501.
+    expect(await buttons.first().getAttribute('class')).toBe('marked');
+    expect(await item.locator('ul.probabilities meter').count()).toBe(DEFAULT_LISTED_PROBABILITIES);
+    await item
+      .getByText(`The ${DEFAULT_LISTED_PROBABILITIES} most probable of the model’s ${MODEL_TAGS} tags.`)
+      .waitFor();
+    // Any tag by typing, the model's tags suggested.
+    await page.keyboard.press('0');
+    expect(await page.locator('#other-tag-suggestions option').count()).toBe(MODEL_TAGS);
+    await page.getByLabel('Another tag').fill('tag-321');
+    await page.getByLabel('Another tag').press('Enter');
+    await expect.poll(async () => page.getByTestId('review-note').textContent()).toMatch(/^Labelled tag-321/);
+    await checkPage(page, 'many-tags-review-desktop');
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);

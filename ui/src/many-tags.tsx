@@ -9,6 +9,32 @@ import type { JSX } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
 import type { Performance } from '../../src/http/api-types.js';
 
+/**
+ * Probabilities a view lists for a model of many tags: as many as POST /predict lists by default
+ * (src/model/prediction.ts's DEFAULT_LISTED_PROBABILITIES; the page imports no values from src/).
+ */
+export const LISTED_PROBABILITIES = 20;
+
+/** Tag buttons the Review view offers for a model of many tags (keys 1–9); any tag by typing. */
+export const REVIEW_BUTTONS = 9;
+
+/**
+ * The tags the Review view has buttons for: every tag of a model of few, else `first` (the answer, the
+ * given and suggested tags) and then the item's most probable, REVIEW_BUTTONS in all.
+ */
+export function buttonTags(
+  all: readonly string[],
+  first: readonly string[],
+  probabilities: Readonly<Record<string, number>> = {},
+): readonly string[] {
+  if (all.length <= TAG_PAGE) return all;
+  const known = new Set(all);
+  const likely = Object.entries(probabilities)
+    .sort((a, b) => b[1] - a[1])
+    .map(([tag]) => tag);
+  return [...new Set([...first, ...likely])].filter((tag) => known.has(tag)).slice(0, REVIEW_BUTTONS);
+}
+
 /** Per-tag rows shown at a time. */
 export const TAG_PAGE = 25;
 /** Tags the confusion matrix shows by default (a 500 × 500 heatmap shows nothing). */
