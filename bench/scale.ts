@@ -10,6 +10,14 @@
  *   npm run bench -- --only scale                        # 10k/50k/200k rows × 4/50/500 tags (hours)
  *   npm run bench -- --only scale --scale-sizes 50000x4,200000x500 --scale-timeout 3600
  *   npm run bench -- --quick                              # 2,000 rows × 4 and 50 tags (a smoke test)
+ *   npm run bench -- --only scale --scale-sizes none --scale-serve-size 10000x500 --scale-serve-kinds default,fasttext
+ *
+ * Then a model of many tags served (bench/scale-serve.ts): the default and fasttext trained on 50k × 500
+ * (quick: fasttext alone, on 4,000 × 500 with min_freq 2 so every tag is kept; `--scale-serve-size` and
+ * `--scale-serve-kinds` choose; `--scale-sizes none` skips the trainings above, `--scale-serve-size none`
+ * this part), each served by
+ * `tagger serve --model`: its RSS and single-text predict latency over HTTP, listing the 20 most probable
+ * tags' probabilities or all 500.
  *
  * Targets (issue 31): every size finishes with the default; at 50k × 4 the default within 1.5× LinearSVC's
  * CPU; at 200k × 500 fasttext within 2× fastText's CPU at ≥ its f1 in ≤ 2 GB; every kind that finishes
@@ -24,6 +32,7 @@ import { readDataset } from '../src/train/data.js';
 import { PYTHON, REPO } from './paths.js';
 import { pythonAvailable } from './python.js';
 import { scaleCsv, scaleRows } from './scale-data.js';
+import { measureServedManyTags, SERVED_KINDS, type ServedManyTags, servedRows } from './scale-serve.js';
 import type { BenchOptions, BenchRow, SectionResult } from './section.js';
 
 interface Size {
@@ -39,6 +48,10 @@ interface Trained {
   peak_rss_mb: number;
   model_bytes: number;
   predict_us: number;
+  /** The same listing the 20 most probable tags' probabilities only; Tagger's trainings only. */
+  predict_top_us?: number;
+  /** How many tags the model kept (rare ones fold into `other`); Tagger's trainings only. */
+  tags?: number;
 }
 
 interface Outcome {
@@ -123,19 +136,19 @@ const argValue = (name: string): string | undefined => {
   return at < 0 ? undefined : process.argv[at + 1];
 };
 
+/** `rows x tags` as --scale-sizes and --scale-serve-size write it. */
+function sizeOf(spec: string, flag: string): Size {
+  const [rows, tags] = spec.split('x').map(Number);
+  if (!Number.isInteger(rows) || !Number.isInteger(tags) || rows! < 100 || tags! < 2) {
+    throw new Error(`${flag} takes rows x tags (e.g. 50000x500), got ${spec}`);
+  }
+  return { rows: rows!, tags: tags! };
+}
+
 function sizesOf(opts: BenchOptions): Size[] {
   const given = argValue('--scale-sizes');
-  if (given !== undefined) {
-    return given.split(',').map((spec) => {
-      const [rows, tags] = spec.split('x').map(Number);
-      if (!Number.isInteger(rows) || !Number.isInteger(tags) || rows! < 100 || tags! < 2) {
-        throw new Error(
-          `--scale-sizes takes rows x tags separated by commas (e.g. 50000x4,200000x500), got ${spec}`,
-        );
-      }
-      return { rows: rows!, tags: tags! };
-    });
-  }
+  if (given === 'none') return [];
+  if (given !== undefined) return given.split(',').map((spec) => sizeOf(spec, '--scale-sizes'));
   if (opts.quick)
     return [
       { rows: 2000, tags: 4 },
@@ -176,6 +189,7 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
   mkdirSync(dir, { recursive: true });
   const notes: string[] = [];
   const outcomes: Outcome[] = [];
+  let served: ServedManyTags[] = [];
   const python = pythonAvailable();
   if (!python)
     notes.push(`no Python at ${PYTHON}: scikit-learn and fastText not run (bash scripts/setup-python.sh)`);
@@ -213,10 +227,63 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
         });
       }
     }
+    served = await measureServed(opts, dir, timeoutS);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  return { rows: rowsOf(outcomes), notes: [...notes, ...judge(outcomes)], details: outcomes };
+  return {
+    rows: [...rowsOf(outcomes), ...servedRows(served)],
+    notes: [...notes, ...judge(outcomes)],
+    details: { trained: outcomes, served },
+  };
+}
+
+/** The many-tag model served (bench/scale-serve.ts), on data of its own size. */
+async function measureServed(opts: BenchOptions, dir: string, timeoutS: number): Promise<ServedManyTags[]> {
+  const given = argValue('--scale-serve-size');
+  if (given === 'none') return [];
+  const size =
+    given === undefined
+      ? opts.quick
+        ? { rows: 4000, tags: 500 }
+        : { rows: 50_000, tags: 500 }
+      : sizeOf(given, '--scale-serve-size');
+  // Few rows per tag at the quick size: keep every tag (min_freq 2) so the model has them all.
+  const small = size.rows / size.tags < 40 ? { min_freq: 2 } : {};
+  const all = scaleRows({ rows: Math.round(size.rows / 0.8), tags: size.tags, seed: 31 });
+  const cut = Math.round(all.length * 0.8);
+  const work = join(dir, 'served');
+  mkdirSync(work, { recursive: true });
+  const trainFile = join(work, 'train.csv');
+  const testFile = join(work, 'test.csv');
+  writeFileSync(trainFile, scaleCsv(all.slice(0, cut)));
+  writeFileSync(testFile, scaleCsv(all.slice(cut)));
+  const texts = (await readDataset(testFile)).map((row) => row.text);
+  // The default classifier takes many minutes to train on 500 tags (issue 31's training side): --quick
+  // serves fasttext alone unless --scale-serve-kinds says otherwise.
+  const named = argValue('--scale-serve-kinds')?.split(',');
+  const kinds = SERVED_KINDS.filter((kind) =>
+    named === undefined
+      ? !opts.quick || kind.system === 'tagger fasttext'
+      : named.includes(kind.system.replace('tagger ', '')),
+  );
+  return measureServedManyTags({
+    size,
+    kinds,
+    work,
+    texts,
+    requests: opts.quick ? 300 : 2000,
+    log: (message) => console.error(message),
+    train: async (args, modelDir, out) => {
+      const answer = await runChild(
+        process.execPath,
+        [...TAGGER, trainFile, testFile, JSON.stringify({ ...args, ...small }), out, '1', modelDir],
+        out,
+        timeoutS,
+      );
+      return typeof answer === 'string' ? answer : { tags: answer.tags ?? size.tags };
+    },
+  });
 }
 
 const label = (o: Outcome): string => `${o.size.rows / 1000}k x ${o.size.tags}: ${o.system}`;
@@ -266,6 +333,17 @@ function rowsOf(outcomes: readonly Outcome[]): BenchRow[] {
       row('model size', 'MB', t.model_bytes / 1e6, (ref?.trained?.model_bytes ?? Number.NaN) / 1e6),
       row('predict', 'µs CPU/text', t.predict_us, ref?.trained?.predict_us ?? null),
     );
+    if (o.size.tags > 20 && t.predict_top_us !== undefined) {
+      rows.push(
+        row(
+          'predict, 20 most probable listed',
+          'µs CPU/text',
+          t.predict_top_us,
+          null,
+          "POST /predict's default answer past 20 tags: every tag's probability computed, 20 listed",
+        ),
+      );
+    }
   }
   for (const o of outcomes) {
     if (o.system.startsWith('tagger') || o.finished) continue;

@@ -10,7 +10,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse';
-import { tagsOverThresholds } from '../model/index.js';
+import { mostProbable, tagsOverThresholds } from '../model/index.js';
 import { DEFAULT_MAX_ROW_BYTES, RowLimiter } from './batch-row-limit.js';
 import { isS3Url, s3ReadStream } from './object-store.js';
 
@@ -57,6 +57,11 @@ export interface WriterOptions {
   tagThresholds: readonly number[] | null;
   /** Neutralise cells a spreadsheet would run as formulas (see `neutraliseFormula`). */
   escapeFormulas: boolean;
+  /**
+   * Whose probabilities a row lists: every tag's (`p_<tag>` columns), or the n most probable (CSV: `tag_1,
+   * p_1, … tag_n, p_n`; JSON Lines: those in `predicted_probabilities`, with `probabilities_listed`).
+   */
+  listed: 'all' | number;
 }
 
 export type ReaderMessage =
@@ -369,6 +374,7 @@ export class RowFormatter {
     private readonly tags: readonly string[],
     private readonly tagThresholds: readonly number[] | null = null,
     escapeFormulas = false,
+    private readonly listed: 'all' | number = 'all',
   ) {
     const text = escapeFormulas ? neutraliseFormula : (value: string) => value;
     this.field = format === 'csv' ? (escapeFormulas ? safeCsvField : csvField) : text;
@@ -404,7 +410,11 @@ export class RowFormatter {
     this.headerWritten = true;
     const multi = this.tagThresholds === null ? '' : 'predicted_tags,';
     const kept = this.keep.map((name) => `${this.field(name)},`).join('');
-    return `line,${kept}text,predicted_tag,probability,${multi}${this.tags.map((tag) => this.field(`p_${tag}`)).join(',')}\n`;
+    const probabilities =
+      this.listed === 'all'
+        ? this.tags.map((tag) => this.field(`p_${tag}`))
+        : Array.from({ length: this.listed }, (_, i) => `tag_${i + 1},p_${i + 1}`);
+    return `line,${kept}text,predicted_tag,probability,${multi}${probabilities.join(',')}\n`;
   }
 
   batch(
@@ -426,11 +436,20 @@ export class RowFormatter {
         // Joined by `|`, as a training file's tags column takes them.
         if (this.tagThresholds !== null)
           chunk += `,${this.field(this.passed(probabilities, base).join('|'))}`;
-        for (let t = 0; t < width; t++) chunk += `,${probabilities[base + t]}`;
+        if (this.listed === 'all') for (let t = 0; t < width; t++) chunk += `,${probabilities[base + t]}`;
+        else {
+          for (const t of mostProbable(probabilities, this.listed, base, width))
+            chunk += `,${this.tagFields[t]},${probabilities[base + t]}`;
+        }
         chunk += '\n';
       } else {
         const all: Record<string, number> = {};
-        for (let t = 0; t < width; t++) all[this.tagNames[t]!] = probabilities[base + t]!;
+        if (this.listed === 'all')
+          for (let t = 0; t < width; t++) all[this.tagNames[t]!] = probabilities[base + t]!;
+        else {
+          for (const t of mostProbable(probabilities, this.listed, base, width))
+            all[this.tagNames[t]!] = probabilities[base + t]!;
+        }
         const keptFields: Record<string, unknown> = {};
         this.keep.forEach((name, k) => {
           keptFields[name] = this.keptValue(kept[i]?.[k]);
@@ -445,6 +464,7 @@ export class RowFormatter {
             ? {}
             : { predicted_tags: this.passed(probabilities, base).map(this.field) }),
           predicted_probabilities: all,
+          ...(this.listed === 'all' ? {} : { probabilities_listed: { listed: this.listed, of: width } }),
         })}\n`;
       }
     }
@@ -465,7 +485,13 @@ class WriteFailed extends Error {}
 async function runWorker(port: NonNullable<typeof parentPort>, reader: ReaderOptions, writer: WriterOptions) {
   const output = createWriteStream(writer.path, { flags: 'wx' });
   let writeError: (Error & { code?: string }) | undefined;
-  const formatter = new RowFormatter(writer.format, writer.tags, writer.tagThresholds, writer.escapeFormulas);
+  const formatter = new RowFormatter(
+    writer.format,
+    writer.tags,
+    writer.tagThresholds,
+    writer.escapeFormulas,
+    writer.listed,
+  );
   /** Batches posted and not answered yet, oldest first. */
   const out: { lines: number[]; texts: string[]; kept: unknown[][] }[] = [];
   // The reading loop and the writing chain may both wait; any change wakes both to check again.

@@ -16,7 +16,7 @@ import { rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { TagModel } from '../model/index.js';
+import { listedProbabilities, type TagModel } from '../model/index.js';
 import type { Embedder } from '../served-models/encoders.js';
 import {
   BATCH_WORKER_MARK,
@@ -78,6 +78,12 @@ export interface TagFileOptions {
    */
   escapeFormulas?: boolean | undefined;
   /**
+   * Whose probabilities each row lists: `all` tags' (`p_<tag>` columns), or the n most probable (`tag_1,
+   * p_1, …`). Default: every tag for a model of at most 20 tags, else the 20 most probable (as POST
+   * /predict answers; listedProbabilities).
+   */
+  probabilities?: 'all' | number | undefined;
+  /**
    * Tag one deterministic share of the rows: row k of the file (0-based, in line order, bad rows
    * counted) belongs to shard k mod count. n processes with shards 0…n−1 of n tag every row once; their
    * outputs, merged by `line`, are one process's output.
@@ -103,6 +109,9 @@ export interface TagFileResult {
   tagged: number;
   bad: number;
   seconds: number;
+  /** Whose probabilities the rows list: every tag's, or the n most probable (of `tags`). */
+  listed: 'all' | number;
+  tags: number;
 }
 
 /** The input cannot be used at all (unknown format, no text column, unreadable file). */
@@ -235,12 +244,16 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
     throw new BatchInputError(`this model needs its sentence encoder (${model.encoder.name}) to tag texts`);
   }
   const keepColumns = options.keepColumns === undefined ? undefined : [...new Set(options.keepColumns)];
+  const listed = listedProbabilities(options.probabilities, model.tags.length);
   const taken = keepColumns?.filter(
-    (name) => OUTPUT_COLUMNS.includes(name) || model.tags.some((tag) => name === `p_${tag}`),
+    (name) =>
+      OUTPUT_COLUMNS.includes(name) ||
+      model.tags.some((tag) => name === `p_${tag}`) ||
+      (listed !== 'all' && /^(tag|p)_[1-9]\d*$/.test(name) && Number(name.split('_')[1]) <= listed),
   );
   if (taken !== undefined && taken.length > 0) {
     throw new BatchInputError(
-      `--keep-columns: ${taken.map((name) => `'${name}'`).join(', ')} ${taken.length === 1 ? 'is a column' : 'are columns'} of the output already (${[...OUTPUT_COLUMNS, 'p_<tag>'].join(', ')}); keep other columns`,
+      `--keep-columns: ${taken.map((name) => `'${name}'`).join(', ')} ${taken.length === 1 ? 'is a column' : 'are columns'} of the output already (${[...OUTPUT_COLUMNS, listed === 'all' ? 'p_<tag>' : 'tag_<i>, p_<i>'].join(', ')}); keep other columns`,
     );
   }
   /** A stop signal during an S3 call (or any wait) is the signal's reason, not a failure of the call. */
@@ -295,6 +308,7 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
       tags: model.tags,
       tagThresholds: model.tagThresholds,
       escapeFormulas: options.escapeFormulas ?? outputFormat === 'csv',
+      listed,
     },
   );
   let tagged = 0;
@@ -373,5 +387,12 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   }
   await worker.terminate();
   options.onProgress?.({ ...progress, bytesRead: totalBytes });
-  return { rows: progress.rows, tagged, bad, seconds: (performance.now() - started) / 1000 };
+  return {
+    rows: progress.rows,
+    tagged,
+    bad,
+    seconds: (performance.now() - started) / 1000,
+    listed,
+    tags: model.tags.length,
+  };
 }

@@ -3,6 +3,7 @@ import { stat } from 'node:fs/promises';
 import { type Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_MAX_ROW_BYTES, type Shard, type TagFileResult, tagFile } from '../batch/batch-predict.js';
 import { isS3Url } from '../batch/object-store.js';
+import { listedProbabilities } from '../model/index.js';
 import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
 import { explanationBlock } from './explanation.js';
@@ -23,7 +24,24 @@ interface PredictFlags {
   keepColumns?: string;
   shard?: Shard;
   quiet?: boolean;
+  probabilities?: 'all' | number;
 }
+
+/** `--probabilities <n|all>`: every tag's probability, or the n most probable. */
+function parseProbabilities(value: string): 'all' | number {
+  if (value.trim() === 'all') return 'all';
+  try {
+    return parseInteger('--probabilities', 1)(value);
+  } catch {
+    throw new InvalidArgumentError(`--probabilities must be 'all' or a whole number ≥ 1, got '${value}'`);
+  }
+}
+
+/** What the output says when it lists only some tags' probabilities ('' when it lists all). */
+const listedNote = (listed: 'all' | number, tags: number): string =>
+  listed === 'all'
+    ? ''
+    : ` Probabilities: the ${listed} most probable of the model's ${tags} tags per row (--probabilities all for every tag).`;
 
 /** `--shard <i>/<n>`: share i (0-based) of n. */
 function parseShard(value: string): Shard {
@@ -86,6 +104,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       textColumn: flags.textColumn,
       escapeFormulas: flags.escapeFormulas,
       maxRowBytes: flags.maxRowBytes,
+      probabilities: flags.probabilities,
       keepColumns:
         flags.keepColumns === undefined
           ? undefined
@@ -123,7 +142,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   io.stdout.write(
     `Tagged ${result.tagged.toLocaleString('en-US')} of ${result.rows.toLocaleString('en-US')} rows of ${flags.input}${flags.shard ? ` (shard ${flags.shard.index}/${flags.shard.count})` : ''} into ${flags.output}` +
       `${result.bad > 0 ? ` (${result.bad} bad row${result.bad === 1 ? '' : 's'} skipped)` : ''} in ${result.seconds.toFixed(1)} s` +
-      ` with run ${loaded.runId ?? '(model directory)'}.\n`,
+      ` with run ${loaded.runId ?? '(model directory)'}.${listedNote(result.listed, result.tags)}\n`,
   );
 }
 
@@ -156,12 +175,19 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
   } finally {
     await loaded.close();
   }
-  const predictions = model.predict(texts).map((prediction, index) => ({
-    input_text: texts[index],
-    predicted_tag: prediction.predicted_tag,
-    predicted_tags: prediction.predicted_tags,
-    predicted_probabilities: prediction.probabilities,
-  }));
+  // As POST /predict answers: past 20 tags the 20 most probable, saying how many of how many.
+  const tagCount = model.tags.length;
+  const listed = listedProbabilities(flags.probabilities, tagCount);
+  const predictions = model.predict(texts, undefined, { probabilities: listed }).map((prediction, index) => {
+    const item = {
+      input_text: texts[index],
+      predicted_tag: prediction.predicted_tag,
+      predicted_tags: prediction.predicted_tags,
+      predicted_probabilities: prediction.probabilities,
+    };
+    const count = Object.keys(prediction.probabilities).length;
+    return count < tagCount ? { ...item, probabilities_listed: { listed: count, of: tagCount } } : item;
+  });
   if (flags.explain) {
     const tables = texts.map((text, index) => {
       const prediction = predictions[index]!;
@@ -223,6 +249,11 @@ export function registerPredict(program: Command, io: CliIo): void {
       '--max-row-bytes <n>',
       `with --input: a row longer than this (bytes in the file) is reported by line and skipped, never read into memory (default ${DEFAULT_MAX_ROW_BYTES}, 1 MiB)`,
       parseInteger('--max-row-bytes', 1),
+    )
+    .option(
+      '--probabilities <n|all>',
+      "whose probabilities are listed: 'all' tags, or the n most probable (default: all for a model of at most 20 tags, else the 20 most probable, and the output says so: probabilities_listed; with --input, columns tag_1,p_1,… instead of p_<tag>)",
+      parseProbabilities,
     )
     .option('--quiet', 'with --input: no progress output')
     .addOption(trackingOption())

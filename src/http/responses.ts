@@ -1,6 +1,6 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
-import { selectTags, type TagSelection } from '../model/index.js';
+import { limitProbabilities, listedProbabilities, selectTags, type TagSelection } from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
 import type { RunSummary, ServedModel, ServingState } from '../served-models/index.js';
 import { EXPLAIN_TOP } from './explanation-schemas.js';
@@ -19,6 +19,7 @@ export interface PredictOptions {
   explain?: boolean | undefined;
   top_k?: number | undefined;
   threshold?: number | undefined;
+  probabilities?: 'all' | number | undefined;
 }
 
 /** Which run answers (null: the served one, or single-model mode), for the prediction records. */
@@ -57,26 +58,54 @@ function predictWith(
 ): PredictionItem[] {
   const explain = options.explain === true;
   const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
-  const multiLabel = served.model.args.multi_label;
+  const { model } = served;
+  const multiLabel = model.args.multi_label;
+  const tagCount = model.tags.length;
+  const listed = listedProbabilities(options.probabilities, tagCount);
   return tracePredict(request, () => {
-    const raw = served.model.predict(texts, embeddings);
+    const monitoring = request.server.taggerMonitoring;
+    const recording = origin !== undefined && monitoring?.recording === true;
+    // The model builds only the probabilities the answer needs (with hundreds of tags, every tag's is most
+    // of a prediction's cost), unless the records keep every tag's or `threshold` selects from all of them;
+    // `top_k`'s tags are the k most probable, so max(listed, k) holds them.
+    const asked =
+      listed === 'all' || recording || options.threshold !== undefined
+        ? 'all'
+        : Math.max(listed, options.top_k ?? 0);
+    const raw = model.predict(texts, embeddings, { probabilities: asked });
     const now = Date.now();
     const ids = raw.map(() => predictionId(now));
-    const monitoring = request.server.taggerMonitoring;
-    if (origin !== undefined && monitoring?.recording) {
-      monitoring.capture(originFor(origin.state, origin.runId, served), ids, texts, raw);
-    }
-    const predictions = raw.map((prediction, i) => ({
-      prediction_id: ids[i]!,
-      input_text: texts[i]!,
-      predicted_tag: prediction.predicted_tag,
-      predicted_tags: selectTags(prediction, selection, multiLabel),
-      predicted_probabilities: prediction.probabilities,
-    }));
+    if (recording) monitoring!.capture(originFor(origin!.state, origin!.runId, served), ids, texts, raw);
+    const predictions = raw.map((prediction, i): PredictionItem => {
+      const predicted_tags = selectTags(prediction, selection, multiLabel);
+      if (listed === 'all') {
+        return {
+          prediction_id: ids[i]!,
+          input_text: texts[i]!,
+          predicted_tag: prediction.predicted_tag,
+          predicted_tags,
+          predicted_probabilities: prediction.probabilities,
+        };
+      }
+      const predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
+        ...prediction.predicted_tags,
+        ...predicted_tags,
+      ]);
+      const count = Object.keys(predicted_probabilities).length;
+      return {
+        prediction_id: ids[i]!,
+        input_text: texts[i]!,
+        predicted_tag: prediction.predicted_tag,
+        predicted_tags,
+        predicted_probabilities,
+        // Said only when some tags are left out (`top_k` / `threshold` may have listed them all).
+        ...(count < tagCount ? { probabilities_listed: { listed: count, of: tagCount } } : {}),
+      };
+    });
     if (!explain) return predictions;
     return predictions.map((item, i) => ({
       ...item,
-      explanation: served.model.explain(texts[i]!, EXPLAIN_TOP, embeddings?.[i]),
+      explanation: model.explain(texts[i]!, EXPLAIN_TOP, embeddings?.[i]),
     }));
   });
 }

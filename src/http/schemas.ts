@@ -6,6 +6,7 @@
 import Type, { type Static, type TSchema } from 'typebox';
 import { EXPLAIN_TOP, ExplanationSchema } from './explanation-schemas.js';
 import { HTTP_DEFAULTS } from './options.js';
+import { ProbabilitiesListed, ProbabilitiesOption } from './probability-schemas.js';
 
 /** A number that may be null: JSON has no NaN, and training writes a NaN metric as null. */
 const NullableNumber = (description: string) =>
@@ -151,6 +152,7 @@ export const predictPayload = (limits: { texts: number; textLength: number }) =>
             "List in `predicted_tags` every tag whose probability reaches this (instead of the model's own choice: its one tag, or for a multi-label model each tag's threshold chosen on validation data). `predicted_tag` is unchanged",
         }),
       ),
+      probabilities: Type.Optional(ProbabilitiesOption),
     },
     {
       title: 'PredictPayload',
@@ -230,12 +232,13 @@ export const PredictionItem = Type.Object(
       {
         additionalProperties: Type.Number(),
         description:
-          "Probability of every tag the model knows (they sum to 1 for a single-label model; a multi-label model's are each tag's own)",
+          "Probability of every tag the model knows (they sum to 1 for a single-label model; a multi-label model's are each tag's own), or of the most probable ones when `probabilities_listed` is present (see the request's `probabilities`)",
         examples: [
           { 'natural-language-processing': 0.91, 'computer-vision': 0.03, mlops: 0.02, other: 0.04 },
         ],
       },
     ),
+    probabilities_listed: Type.Optional(ProbabilitiesListed),
     explanation: Type.Optional(ExplanationSchema),
   },
   { title: 'Prediction', additionalProperties: false },

@@ -155,8 +155,10 @@ function issueFor(error: ErrorObject, root: string, input: unknown): ValidationI
         ...(TYPE_MESSAGES[expected] ?? { msg: `${expected} type expected`, type: `type_error.${expected}` }),
       };
     }
+    case 'const':
     case 'enum': {
-      const permitted = params.allowedValues as unknown[];
+      const permitted =
+        error.keyword === 'const' ? [params.allowedValue] : (params.allowedValues as unknown[]);
       return {
         loc,
         msg: `unexpected value; permitted: ${permitted.map((v) => JSON.stringify(v).replace(/^"|"$/g, "'")).join(', ')}`,
@@ -189,7 +191,14 @@ export function toValidationIssues(
   const root = LOC_ROOT[context] ?? context;
   const issues: ValidationIssue[] = [];
   const seen = new Set<string>();
+  // A literal (`{type: 'string', const: 'all'}`) fails as one `const` entry, as pydantic's Literal does.
+  const parent = (error: ErrorObject): string => error.schemaPath.slice(0, error.schemaPath.lastIndexOf('/'));
+  const literals = new Set(errors.filter((error) => error.keyword === 'const').map(parent));
   for (const error of errors) {
+    // A union (`anyOf`) is reported as pydantic v1 reports one: an entry per alternative that failed
+    // (Ajv lists those too), without a summary entry of its own.
+    if (error.keyword === 'anyOf') continue;
+    if (error.keyword === 'type' && literals.has(parent(error))) continue;
     const issue = issueFor(error, root, input);
     const key = JSON.stringify([issue.loc, issue.type]);
     if (seen.has(key)) continue;

@@ -116,7 +116,13 @@ export {
   type MemoryPart,
 } from './memory-estimate.js';
 export type { ParallelJob, ParallelRunner } from './parallel.js';
-export type { PredictOptions } from './prediction.js';
+export {
+  DEFAULT_LISTED_PROBABILITIES,
+  limitProbabilities,
+  listedProbabilities,
+  mostProbable,
+  type PredictOptions,
+} from './prediction.js';
 export { createRng, shuffleInPlace } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { DATA_CHECK_KINDS, type DataCheckKind, EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';

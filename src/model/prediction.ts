@@ -26,6 +26,36 @@ export interface PredictOptions {
   probabilities?: 'all' | number;
 }
 
+/**
+ * Models of at most this many tags list every tag's probability unless asked otherwise; larger ones list
+ * the this-many most probable (and say so where they answer: POST /predict's `probabilities_listed`, the
+ * batch output's columns). Past a few dozen tags the long tail of near-zero probabilities is most of an
+ * answer's bytes and cost and nobody reads it; every model Tagger served before issue 31 had fewer.
+ */
+export const DEFAULT_LISTED_PROBABILITIES = 20;
+
+/**
+ * Whose probabilities an answer lists for a model of `tagCount` tags when a caller asked for `asked`
+ * (`all`, a count, or nothing: DEFAULT_LISTED_PROBABILITIES's rule); `all` when the count covers every tag.
+ */
+export function listedProbabilities(asked: 'all' | number | undefined, tagCount: number): 'all' | number {
+  const limit =
+    asked ?? (tagCount > DEFAULT_LISTED_PROBABILITIES ? DEFAULT_LISTED_PROBABILITIES : ('all' as const));
+  return limit === 'all' || limit >= tagCount ? 'all' : limit;
+}
+
+/**
+ * A probability record (keys in model tag order, as predictions build them) cut to its `limit` most
+ * probable entries plus those of `always`: for an answer that selects its tags from a fuller record.
+ */
+export function limitProbabilities(
+  probabilities: Readonly<Record<string, number>>,
+  limit: 'all' | number,
+  always: readonly string[],
+): Record<string, number> {
+  return probabilityRecord(Object.keys(probabilities), Object.values(probabilities), limit, always);
+}
+
 /** The parts of a model a prediction is built from. */
 export interface PredictingModel {
   readonly tags: readonly string[];
@@ -73,20 +103,34 @@ function probabilityRecord(
     for (let k = 0; k < tags.length; k++) probabilities[tags[k]!] = p[k]!;
     return probabilities;
   }
-  // The `limit` largest by one pass keeping a short sorted list (limit ≪ tags).
-  const top: number[] = [];
-  for (let k = 0; k < tags.length; k++) {
-    if (top.length === limit && p[k]! <= p[top[top.length - 1]!]!) continue;
-    let at = top.length === limit ? limit - 1 : top.length;
-    while (at > 0 && p[top[at - 1]!]! < p[k]!) at--;
-    top.splice(at, 0, k);
-    if (top.length > limit) top.pop();
-  }
-  const kept = new Set(top);
+  const kept = new Set(mostProbable(p, limit, 0, tags.length));
   for (const tag of always) {
     const k = tags.indexOf(tag);
     if (k >= 0) kept.add(k);
   }
   for (const k of [...kept].sort((a, b) => a - b)) probabilities[tags[k]!] = p[k]!;
   return probabilities;
+}
+
+/**
+ * The indices (0 … width − 1) of the `n` largest of `p[offset … offset + width)`, most probable first,
+ * ties in index (tag) order: one pass keeping a short sorted list (n ≪ width).
+ */
+export function mostProbable(
+  p: ArrayLike<number>,
+  n: number,
+  offset = 0,
+  width = p.length - offset,
+): number[] {
+  const top: number[] = [];
+  if (n <= 0) return top;
+  for (let k = 0; k < width; k++) {
+    const value = p[offset + k]!;
+    if (top.length === n && value <= p[offset + top[top.length - 1]!]!) continue;
+    let at = top.length === n ? n - 1 : top.length;
+    while (at > 0 && p[offset + top[at - 1]!]! < value) at--;
+    top.splice(at, 0, k);
+    if (top.length > n) top.pop();
+  }
+  return top;
 }

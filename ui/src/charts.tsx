@@ -121,11 +121,18 @@ export interface MatrixCell {
   share: number;
 }
 
-/** A confusion-matrix heatmap config: rows are true tags, columns predicted tags. */
-export function confusionConfig(labels: string[], matrix: number[][]): AnyConfig {
+/**
+ * A confusion-matrix heatmap config: rows are true tags, columns predicted tags. `rowTotals`: each true
+ * tag's rows over every tag, when the matrix shows only some of them (else its rows' sums).
+ */
+export function confusionConfig(
+  labels: string[],
+  matrix: number[][],
+  rowTotals?: readonly number[],
+): AnyConfig {
   const cells: MatrixCell[] = [];
   matrix.forEach((row, t) => {
-    const sum = row.reduce((a, b) => a + b, 0);
+    const sum = rowTotals?.[t] ?? row.reduce((a, b) => a + b, 0);
     row.forEach((v, p) => {
       cells.push({ x: labels[p]!, y: labels[t]!, v, share: sum === 0 ? 0 : v / sum });
     });

@@ -5,6 +5,7 @@ import { api } from './api';
 import { ChartCanvas, PALETTE } from './charts';
 import { metric, shortId } from './format';
 import { Failure, useLoad } from './load';
+import { TAG_PAGE, usePaged } from './many-tags';
 import { averagesOf, isMultiLabel } from './multi-label';
 import { MultiLabelBadge } from './run';
 import { TableScroll } from './table-scroll';
@@ -33,39 +34,44 @@ function metricRows(
       rows.push({ name: `${name} f1`, a: averagesA?.[name].f1 ?? null, b: averagesB?.[name].f1 ?? null });
     }
   }
-  const tags = [...new Set([...Object.keys(a.class), ...Object.keys(b.class)])].sort();
-  for (const tag of tags)
-    rows.push({ name: `${tag} f1`, a: a.class[tag]?.f1 ?? null, b: b.class[tag]?.f1 ?? null });
   return rows;
+}
+
+type TagRow = { tag: string; a: number | null; b: number | null };
+
+/**
+ * Each tag's f1 in both runs: by name, or for runs of many tags (shown a page at a time) the largest
+ * difference first.
+ */
+function tagRows(a: Performance, b: Performance): TagRow[] {
+  const tags = [...new Set([...Object.keys(a.class), ...Object.keys(b.class)])].sort();
+  const rows = tags.map((tag) => ({ tag, a: a.class[tag]?.f1 ?? null, b: b.class[tag]?.f1 ?? null }));
+  if (rows.length <= TAG_PAGE) return rows;
+  const gap = (row: TagRow) => (row.a === null || row.b === null ? 1 : Math.abs(row.b - row.a));
+  return rows.sort((x, y) => gap(y) - gap(x) || x.tag.localeCompare(y.tag));
 }
 
 export function CompareView({ left, right }: { left: RunRecord; right: RunRecord }) {
   const a = useLoad(() => api.performance(left.run_id), [left.run_id]);
   const b = useLoad(() => api.performance(right.run_id), [right.run_id]);
   const [onlyDifferent, setOnlyDifferent] = useState(false);
+  const allTags = useMemo(() => (a.value && b.value ? tagRows(a.value, b.value) : []), [a.value, b.value]);
+  // Runs of many tags: a page of them at a time (many-tags.tsx), in the table and the chart alike.
+  const { shown: tags, controls } = usePaged(allTags, 'Tags', 'largest f1 difference first');
   const config = useMemo(() => {
     if (!a.value || !b.value) return null;
-    const tags = [...new Set([...Object.keys(a.value.class), ...Object.keys(b.value.class)])].sort();
     return {
       type: 'bar' as const,
       data: {
-        labels: tags,
+        labels: tags.map((row) => row.tag),
         datasets: [
-          {
-            label: nameOf(left),
-            data: tags.map((t) => a.value?.class[t]?.f1 ?? 0),
-            backgroundColor: PALETTE[0],
-          },
-          {
-            label: nameOf(right),
-            data: tags.map((t) => b.value?.class[t]?.f1 ?? 0),
-            backgroundColor: PALETTE[1],
-          },
+          { label: nameOf(left), data: tags.map((row) => row.a ?? 0), backgroundColor: PALETTE[0] },
+          { label: nameOf(right), data: tags.map((row) => row.b ?? 0), backgroundColor: PALETTE[1] },
         ],
       },
       options: { scales: { y: { min: 0, max: 1 } } },
     };
-  }, [a.value, b.value, left, right]);
+  }, [a.value, b.value, tags, left, right]);
   const params = [...new Set([...Object.keys(left.params), ...Object.keys(right.params)])].sort();
   const shownParams = params.filter((key) => !onlyDifferent || left.params[key] !== right.params[key]);
   const differing = params.filter((key) => left.params[key] !== right.params[key]).length;
@@ -82,6 +88,7 @@ export function CompareView({ left, right }: { left: RunRecord; right: RunRecord
         <div class="grid">
           <section aria-labelledby="compare-metrics">
             <h3 id="compare-metrics">Metrics</h3>
+            {controls}
             <TableScroll label="Metrics of both runs">
               <table class="compare">
                 <thead>
@@ -93,7 +100,10 @@ export function CompareView({ left, right }: { left: RunRecord; right: RunRecord
                   </tr>
                 </thead>
                 <tbody>
-                  {metricRows(a.value, b.value, left, right).map((row) => {
+                  {[
+                    ...metricRows(a.value, b.value, left, right),
+                    ...tags.map((row) => ({ name: `${row.tag} f1`, a: row.a, b: row.b })),
+                  ].map((row) => {
                     const diff = row.a !== null && row.b !== null ? row.b - row.a : null;
                     const differs = diff === null ? row.a !== row.b : Math.abs(diff) >= SAME_METRIC;
                     return (

@@ -10,6 +10,7 @@ import { AuthError, api } from './api';
 import { ChartCanvas, PALETTE } from './charts';
 import { metric, shortId } from './format';
 import { Failure } from './load';
+import { TAG_PAGE, usePaged } from './many-tags';
 import { TableScroll } from './table-scroll';
 
 /** How often the figures are read again (the server recomputes them every 10 s by default). */
@@ -205,27 +206,37 @@ function OverTime({ report }: { report: MonitoringReport }) {
 }
 
 function TagShares({ report }: { report: MonitoringReport }) {
+  // A model of many tags: a page of them at a time (many-tags.tsx), the most predicted first.
+  const ordered = useMemo(
+    () =>
+      report.tags.length <= TAG_PAGE
+        ? report.tags
+        : [...report.tags].sort((a, b) => b.count - a.count || a.tag.localeCompare(b.tag)),
+    [report],
+  );
+  const { shown: tags, controls } = usePaged(ordered, 'Tags', 'most predicted first');
   const config = useMemo(
     () => ({
       type: 'bar' as const,
       data: {
-        labels: report.tags.map((t) => t.tag),
+        labels: tags.map((t) => t.tag),
         datasets: [
-          { label: 'live', data: report.tags.map((t) => t.share), backgroundColor: PALETTE[0] },
+          { label: 'live', data: tags.map((t) => t.share), backgroundColor: PALETTE[0] },
           {
             label: 'test split',
-            data: report.tags.map((t) => t.reference ?? 0),
+            data: tags.map((t) => t.reference ?? 0),
             backgroundColor: PALETTE[1],
           },
         ],
       },
       options: { scales: { y: { min: 0, max: 1 } } },
     }),
-    [report],
+    [tags],
   );
   return (
     <section aria-labelledby="live-tags-title">
       <h3 id="live-tags-title">Predicted tags</h3>
+      {controls}
       <ChartCanvas config={config} label="Share of each predicted tag in the window and on the test split" />
       <TableScroll label="Predicted tags">
         <table>
@@ -247,7 +258,7 @@ function TagShares({ report }: { report: MonitoringReport }) {
             </tr>
           </thead>
           <tbody>
-            {report.tags.map((t) => (
+            {tags.map((t) => (
               <tr key={t.tag}>
                 <th scope="row">{t.tag}</th>
                 <td class="num">{t.count}</td>

@@ -17,6 +17,7 @@ import type {
 } from '../../src/http/api-types.js';
 import { AuthError, api } from './api';
 import { Failure } from './load';
+import { buttonTags, LISTED_PROBABILITIES, TAG_PAGE } from './many-tags';
 import { Highlighted, type Highlights, ScoreSplit, VoteSplit } from './try';
 
 /** Items fetched at a time. */
@@ -65,7 +66,16 @@ function useKeys(onKey: (key: string) => void, deps: unknown[]): void {
 }
 
 /** "another tag…": a field for a tag the buttons lack (a tag the model does not know is kept for retraining). */
-function OtherTag({ onTag, onCancel }: { onTag: (tag: string) => void; onCancel: () => void }) {
+function OtherTag({
+  onTag,
+  onCancel,
+  tags = [],
+}: {
+  onTag: (tag: string) => void;
+  onCancel: () => void;
+  /** The model's tags, offered as the field's suggestions. */
+  tags?: readonly string[] | undefined;
+}) {
   const [tag, setTag] = useState('');
   const field = useRef<HTMLInputElement>(null);
   useEffect(() => field.current?.focus(), []);
@@ -83,11 +93,17 @@ function OtherTag({ onTag, onCancel }: { onTag: (tag: string) => void; onCancel:
         ref={field}
         value={tag}
         autocomplete="off"
+        list="other-tag-suggestions"
         onInput={(event) => setTag(event.currentTarget.value)}
         onKeyDown={(event) => {
           if (event.key === 'Escape') onCancel();
         }}
       />
+      <datalist id="other-tag-suggestions">
+        {tags.map((name) => (
+          <option key={name} value={name} />
+        ))}
+      </datalist>
       <button type="submit" disabled={tag.trim() === ''}>
         Use it
       </button>
@@ -104,11 +120,14 @@ function OtherOrSkip({
   setOther,
   onTag,
   onSkip,
+  tags,
 }: {
   other: boolean;
   setOther: (open: boolean) => void;
   onTag: (tag: string) => void;
   onSkip: () => void;
+  /** Every tag of the model, suggested in the "another tag" field. */
+  tags?: readonly string[];
 }) {
   return (
     <>
@@ -120,7 +139,7 @@ function OtherOrSkip({
           <kbd>s</kbd> skip
         </button>
       </p>
-      {other && <OtherTag onTag={onTag} onCancel={() => setOther(false)} />}
+      {other && <OtherTag onTag={onTag} onCancel={() => setOther(false)} tags={tags} />}
     </>
   );
 }
@@ -157,18 +176,26 @@ function TagButtons({
 }
 
 function Probabilities({ probabilities }: { probabilities: Record<string, number> }) {
+  const entries = Object.entries(probabilities).sort((a, b) => b[1] - a[1]);
+  // A model of many tags: its most probable ones, as POST /predict lists them.
+  const shown = entries.length > TAG_PAGE ? entries.slice(0, LISTED_PROBABILITIES) : entries;
   return (
-    <ul class="probabilities">
-      {Object.entries(probabilities)
-        .sort((a, b) => b[1] - a[1])
-        .map(([tag, p]) => (
+    <>
+      {shown.length < entries.length && (
+        <p class="hint">
+          The {shown.length} most probable of the model’s {entries.length} tags.
+        </p>
+      )}
+      <ul class="probabilities">
+        {shown.map(([tag, p]) => (
           <li key={tag}>
             <span class="name">{tag}</span>
             <meter min={0} max={1} value={p} aria-label={`probability of ${tag}`} />
             <span class="num">{p.toFixed(3)}</span>
           </li>
         ))}
-    </ul>
+      </ul>
+    </>
   );
 }
 
@@ -225,7 +252,9 @@ function PredictionsReview() {
     (key) => {
       if (!queue || item === undefined || other) return;
       if (/^[1-9]$/.test(key)) {
-        const tag = queue.tags[Number(key) - 1];
+        const tag = buttonTags(queue.tags, [item.predicted_tag], item.predicted_probabilities)[
+          Number(key) - 1
+        ];
         if (tag !== undefined) void answer(tag);
       } else if (key === '0') setOther(true);
       else if (key === 's') {
@@ -273,7 +302,7 @@ function PredictionsReview() {
       )}
       <Highlighted text={item.text} highlights={highlightsOf(explanation)} />
       <TagButtons
-        tags={queue.tags}
+        tags={buttonTags(queue.tags, [item.predicted_tag], item.predicted_probabilities)}
         marked={new Set([item.predicted_tag])}
         onTag={(tag) => void answer(tag)}
         label="The right tag"
@@ -281,6 +310,7 @@ function PredictionsReview() {
       <OtherOrSkip
         other={other}
         setOther={setOther}
+        tags={queue.tags}
         onTag={(tag) => void answer(tag)}
         onSkip={() => {
           setNote('Skipped.');
@@ -352,7 +382,7 @@ function IssuesReview() {
     (key) => {
       if (!data || item === undefined || other) return;
       if (/^[1-9]$/.test(key)) {
-        const tag = data.tags[Number(key) - 1];
+        const tag = buttonTags(data.tags, [...item.given_tags, ...item.suggested_tags])[Number(key) - 1];
         if (tag !== undefined) void decide('fix', tag);
       } else if (key === 'k') void decide('keep');
       else if (key === 'f' && item.suggested_tags.length === 1) void decide('fix', item.suggested_tags[0]);
@@ -406,7 +436,7 @@ function IssuesReview() {
         )}
       </p>
       <TagButtons
-        tags={data.tags}
+        tags={buttonTags(data.tags, [...item.given_tags, ...item.suggested_tags])}
         marked={new Set(item.given_tags)}
         onTag={(tag) => void decide('fix', tag)}
         label="Fix to"
@@ -414,6 +444,7 @@ function IssuesReview() {
       <OtherOrSkip
         other={other}
         setOther={setOther}
+        tags={data.tags}
         onTag={(tag) => void decide('fix', tag)}
         onSkip={() => {
           setNote('Skipped.');

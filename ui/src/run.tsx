@@ -17,6 +17,7 @@ import { ChartCanvas, confusionConfig, PALETTE } from './charts';
 import { metric, shortId, when } from './format';
 import { LabelIssuesPart } from './label-issues';
 import { Failure, useLoad } from './load';
+import { MATRIX_TAGS, ManyTagsMatrixNote, mostConfused, usePagedTags } from './many-tags';
 import { AVERAGE_HINTS, averagesOf, isMultiLabel, tagThresholds } from './multi-label';
 import { TableScroll } from './table-scroll';
 
@@ -69,15 +70,15 @@ export function MetricCards({
   );
 }
 
-function perTagConfig(performance: Performance) {
-  const tags = Object.keys(performance.class);
+function perTagConfig(rows: Performance['class']) {
+  const tags = Object.keys(rows);
   return {
     type: 'bar' as const,
     data: {
       labels: tags,
       datasets: (['precision', 'recall', 'f1'] as const).map((key, index) => ({
         label: key,
-        data: tags.map((tag) => performance.class[tag]?.[key] ?? 0),
+        data: tags.map((tag) => rows[tag]?.[key] ?? 0),
         backgroundColor: PALETTE[index],
       })),
     },
@@ -93,14 +94,20 @@ export function PerTag({
   /** The run's logged metrics: a multi-label run's per-tag thresholds are there. */
   metrics?: RunRecord['metrics'];
 }) {
-  const config = useMemo(() => perTagConfig(performance), [performance]);
+  // Hundreds of tags: a page of them at a time (many-tags.tsx); a few: all, as before.
+  const { shown, controls } = usePagedTags(performance.class);
+  const config = useMemo(() => perTagConfig(shown), [shown]);
   const thresholds = metrics ? tagThresholds(Object.keys(performance.class), metrics) : null;
   return (
     <section aria-labelledby="per-tag-title">
       <h3 id="per-tag-title">Per tag</h3>
-      <ChartCanvas config={config} label="Precision, recall and f1 of each tag on the test split" />
+      {controls}
+      <ChartCanvas
+        config={config}
+        label={`Precision, recall and f1 of ${controls ? 'the listed tags' : 'each tag'} on the test split`}
+      />
       <MetricsTable
-        rows={performance.class}
+        rows={shown}
         first="Tag"
         {...(thresholds ? { extra: { label: 'threshold', values: thresholds } } : {})}
       />
@@ -444,12 +451,17 @@ function TagSetMistakes({ errors }: { errors: RunErrorsData }) {
 function ErrorsPart({ runId }: { runId: string }) {
   const errors = useLoad(() => api.errors(runId), [runId]);
   const [pair, setPair] = useState({ truth: '', predicted: '' });
+  const [matrixTags, setMatrixTags] = useState(MATRIX_TAGS);
+  // A run of many tags: the matrix over the tags with the most mistakes (many-tags.tsx).
+  const part = useMemo(() => {
+    const value = errors.value;
+    if (!value || !hasMatrix(value)) return null;
+    if (value.labels.length <= MATRIX_TAGS) return { ...value, rowTotals: undefined, limited: false };
+    return { ...value, ...mostConfused(value.labels, value.matrix, matrixTags), limited: true };
+  }, [errors.value, matrixTags]);
   const config = useMemo(
-    () =>
-      errors.value && hasMatrix(errors.value)
-        ? confusionConfig(errors.value.labels, errors.value.matrix)
-        : null,
-    [errors.value],
+    () => (part ? confusionConfig(part.labels, part.matrix, part.rowTotals) : null),
+    [part],
   );
   const onCellClick = useCallback((chart: Chart, event: MouseEvent) => {
     const [hit] = chart.getElementsAtEventForMode(event, 'nearest', { intersect: true }, false);
@@ -468,21 +480,31 @@ function ErrorsPart({ runId }: { runId: string }) {
   }
   if (errors.error) return <Failure error={errors.error} />;
   if (errors.value !== undefined && !hasMatrix(errors.value)) return <TagSetMistakes errors={errors.value} />;
-  if (errors.value === undefined || config === null) return <p class="loading">Loading errors…</p>;
+  if (errors.value === undefined || config === null || part === null)
+    return <p class="loading">Loading errors…</p>;
   return (
     <>
       <section aria-labelledby="confusion-title">
         <h3 id="confusion-title">Confusion matrix</h3>
         <p class="hint">Rows: true tag; columns: predicted tag. Click a cell to list those mistakes.</p>
+        {part.limited && (
+          <ManyTagsMatrixNote
+            labels={errors.value.labels}
+            matrix={errors.value.matrix}
+            count={matrixTags}
+            setCount={setMatrixTags}
+            onPick={setPair}
+          />
+        )}
         <ChartCanvas
           config={config}
-          label={`Confusion matrix of the test split over ${errors.value.labels.join(', ')}`}
-          height={Math.max(220, 60 * errors.value.labels.length)}
+          label={`Confusion matrix of the test split over ${part.labels.join(', ')}`}
+          height={Math.max(220, 60 * part.labels.length)}
           onClick={onCellClick}
         />
         <details>
           <summary>The matrix as a table</summary>
-          <MatrixTable errors={errors.value} onPick={setPair} />
+          <MatrixTable errors={part} onPick={setPair} />
         </details>
       </section>
       <Mistakes errors={errors.value} pair={pair} setPair={setPair} />

@@ -177,6 +177,8 @@ export function VoteSplit({ explanation }: { explanation: VoteExplanation }) {
  */
 function looksMultiLabel(prediction: Prediction): boolean {
   if (prediction.predicted_tags.length !== 1) return true;
+  // Some tags' probabilities only (a model of many tags): their sum says nothing.
+  if (prediction.probabilities_listed !== undefined) return false;
   const sum = Object.values(prediction.predicted_probabilities).reduce((a, b) => a + b, 0);
   return Math.abs(sum - 1) > 1e-3;
 }
@@ -333,6 +335,12 @@ function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel
           {explanation &&
             !('vote' in explanation) &&
             ` The highlights are the n-grams behind ${explanation.tag}, the most probable tag.`}
+        </p>
+      )}
+      {prediction.probabilities_listed && (
+        <p class="hint" data-testid="probabilities-listed">
+          The {prediction.probabilities_listed.listed} most probable of the model’s{' '}
+          {prediction.probabilities_listed.of} tags.
         </p>
       )}
       <ul class="probabilities">
