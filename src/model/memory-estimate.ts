@@ -82,7 +82,11 @@ export function dataShape(texts: readonly string[], tags: number, args: Training
   return {
     rows,
     tags,
-    features: Math.round(heaps(half.length, small.size, sample.length, large.size, rows)),
+    // min_df m keeps the n-grams of at least m documents: under Zipf's law about 1/m of them (measured at
+    // 50,000 rows x 500 tags, min_df 2: the estimate then 1.5x the peak, without it 2.7x).
+    features: Math.round(
+      heaps(half.length, small.size, sample.length, large.size, rows) / Math.max(1, args.min_df),
+    ),
     nonZeros: Math.round(large.nonZeros * perRow * rows),
     words: Math.round(heaps(half.length, wordsSmall.distinct, sample.length, wordsLarge.distinct, rows)),
     tokens: Math.round(wordsLarge.tokens * perRow * rows),
