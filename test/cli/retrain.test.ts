@@ -9,8 +9,8 @@
 import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decide, promote } from '../../src/cli/retrain.js';
 import { heldOutLabel } from '../../src/cli/retrain-data.js';
+import { decide, promote } from '../../src/cli/retrain-promotion.js';
 import { EVALUATION_TAGS } from '../../src/model/index.js';
 import { predictionId } from '../../src/monitoring/ids.js';
 import { openRecordStore, type RecordStore } from '../../src/monitoring/index.js';
