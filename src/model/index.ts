@@ -107,6 +107,7 @@ export {
   tagsOverThresholds,
 } from './labels.js';
 export {
+  BYTE_UNITS,
   type DataShape,
   dataShape,
   describeEstimate,
@@ -123,7 +124,7 @@ export {
   mostProbable,
   type PredictOptions,
 } from './prediction.js';
-export { createRng, shuffleInPlace } from './rng.js';
+export { createRng, sampleIndices, shuffleInPlace } from './rng.js';
 export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { DATA_CHECK_KINDS, type DataCheckKind, EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
 export { selectTags, type TagSelection } from './select.js';

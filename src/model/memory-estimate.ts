@@ -9,7 +9,7 @@
 import { familyOf } from './classifiers/families.js';
 import { formatCount as count, type DataShape, type MemoryEstimate, type MemoryPart } from './data-shape.js';
 import { ModelInputError } from './errors.js';
-import { createRng, shuffleInPlace } from './rng.js';
+import { sampleIndices } from './rng.js';
 import { fitVectorizer } from './text/features.js';
 import { cleanText } from './text/preprocess.js';
 import type { TrainingArgs } from './training-args.js';
@@ -21,9 +21,12 @@ const BASE_BYTES = 200 * 2 ** 20;
 /** Rows vectorized to measure the shape: enough for a stable β, well under a second. */
 const SAMPLE_ROWS = 2_000;
 
+/** The units of sizes, each 1024 times the one before (formatBytes writes them, TAGGER_TRAIN_MEMORY reads them). */
+export const BYTE_UNITS = ['B', 'KB', 'MB', 'GB', 'TB'] as const;
+
 /** `<n> B/KB/MB/GB` in powers of 1024, one decimal from MB up. */
 export function formatBytes(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  const units = BYTE_UNITS;
   let value = bytes;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {
@@ -43,11 +46,7 @@ function heaps(n1: number, v1: number, n2: number, v2: number, n: number): numbe
 /** The shape of training on `texts` with `tags` learnt tags, measured on a sample and extrapolated. */
 export function dataShape(texts: readonly string[], tags: number, args: TrainingArgs, seed = 0): DataShape {
   const rows = texts.length;
-  const order = Int32Array.from(texts.keys());
-  shuffleInPlace(order, createRng(seed));
-  const sample = Array.from(order.subarray(0, Math.min(rows, SAMPLE_ROWS)), (i) =>
-    cleanText(texts[i]!, args),
-  );
+  const sample = Array.from(sampleIndices(rows, SAMPLE_ROWS, seed), (i) => cleanText(texts[i]!, args));
   const half = sample.slice(0, Math.max(1, Math.floor(sample.length / 2)));
   const vocabulary = (docs: readonly string[]) => {
     // min_df 1 here: the small sample would see few n-grams twice; the full data's count is what matters.

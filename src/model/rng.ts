@@ -26,6 +26,13 @@ export function randomInt(rng: () => number, n: number): number {
 }
 
 /** In-place Fisher–Yates shuffle. */
+/** The first `size` indices of a seeded random permutation of 0..n-1: `size` distinct indices, drawn. */
+export function sampleIndices(n: number, size: number, seed: number): Int32Array {
+  const order = Int32Array.from({ length: n }, (_, i) => i);
+  shuffleInPlace(order, createRng(seed));
+  return order.subarray(0, Math.min(n, size));
+}
+
 export function shuffleInPlace<T>(items: { length: number; [index: number]: T }, rng: () => number): void {
   for (let i = items.length - 1; i > 0; i--) {
     const j = randomInt(rng, i + 1);

@@ -25,14 +25,13 @@
 import { createHash } from 'node:crypto';
 import {
   bindEmbeddings,
-  createRng,
   type LabelledText,
   MISTAKE_TEXT_CHARS,
   ModelInputError,
   multiLabelModelTags,
   normalizeTag,
   normalizeTagSet,
-  shuffleInPlace,
+  sampleIndices,
   type TrainEncoder,
   type TrainingArgs,
   tagsOf,
@@ -377,13 +376,6 @@ export const LOGGED_ISSUES = 1000;
  */
 export const TRAINING_LABEL_ISSUE_ROWS = 20_000;
 
-/** `size` distinct indices of 0..n-1 drawn with `seed`, in increasing order. */
-function sampleIndices(n: number, size: number, seed: number): number[] {
-  const order = Int32Array.from({ length: n }, (_, i) => i);
-  shuffleInPlace(order, createRng(seed));
-  return Array.from(order.subarray(0, size)).sort((a, b) => a - b);
-}
-
 /** What a training found: the report and how long it took, or why it could not look. */
 export type TrainingLabelIssues = { report: LabelIssuesReport; seconds: number } | { skipped: string };
 
@@ -409,7 +401,7 @@ export function trainingLabelIssues(
   const all = args.subset === null ? data : data.slice(0, args.subset);
   const picked =
     all.length > TRAINING_LABEL_ISSUE_ROWS
-      ? sampleIndices(all.length, TRAINING_LABEL_ISSUE_ROWS, seed)
+      ? Array.from(sampleIndices(all.length, TRAINING_LABEL_ISSUE_ROWS, seed)).sort((a, b) => a - b)
       : null;
   const rows = picked === null ? all : picked.map((i) => all[i]!);
   const started = performance.now();

@@ -5,6 +5,7 @@
  * of being killed by the kernel hours in. `--no-memory-check` trains anyway.
  */
 import {
+  BYTE_UNITS,
   dataShape,
   describeEstimate,
   estimateTrainingMemory,
@@ -39,14 +40,15 @@ export class MemoryBudgetError extends Error {
 export function trainingMemoryBudget(env: NodeJS.ProcessEnv = process.env): number {
   const given = env.TAGGER_TRAIN_MEMORY?.trim();
   if (given) {
+    // The units of BYTE_UNITS.
     const match = /^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB)?$/i.exec(given);
     if (!match) {
       throw new RangeError(
         `TAGGER_TRAIN_MEMORY must be a size such as 6GB or 512MB (or bytes), got ${JSON.stringify(given)}`,
       );
     }
-    const unit = (match[2] ?? 'B').toUpperCase();
-    return Number(match[1]) * 1024 ** ['B', 'KB', 'MB', 'GB', 'TB'].indexOf(unit);
+    const unit = (match[2] ?? 'B').toUpperCase() as (typeof BYTE_UNITS)[number];
+    return Number(match[1]) * 1024 ** BYTE_UNITS.indexOf(unit);
   }
   return BUDGET_SHARE * usableMemory();
 }
