@@ -8,13 +8,7 @@
  * choosing; each decision goes to POST /review/label-issues. A kept row is not listed again.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type {
-  Explanation,
-  IssueToReview,
-  LabelIssuesReviewData,
-  ReviewData,
-  ReviewItem,
-} from '../../src/http/api-types.js';
+import type { Explanation, ReviewItem } from '../../src/http/api-types.js';
 import { AuthError, api } from './api';
 import { Failure } from './load';
 import { buttonTags, LISTED_PROBABILITIES, TAG_PAGE } from './many-tags';
@@ -46,6 +40,50 @@ const highlightsOf = (explanation: Explanation | undefined): Highlights | null =
 function failed(error: unknown, setError: (error: Error) => void): void {
   if (error instanceof AuthError) window.dispatchEvent(new CustomEvent('tagger:auth', { detail: error }));
   setError(error instanceof Error ? error : new Error(String(error)));
+}
+
+/**
+ * A batch of items a person goes through one at a time, as both review views do: loaded (again when the
+ * last is done), the current item, moving on, and one call to the server at a time (`send`: refused while
+ * one is under way; a failure is the view's error).
+ */
+function useBatch<Data extends { items: readonly unknown[] }>(fetchBatch: () => Promise<Data>) {
+  const [data, setData] = useState<Data | null>(null);
+  const [index, setIndex] = useState(0);
+  const [other, setOther] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | null>(null);
+  const [note, setNote] = useState('');
+
+  const load = async () => {
+    setError(null);
+    try {
+      setData(await fetchBatch());
+      setIndex(0);
+    } catch (failure) {
+      failed(failure, setError);
+    }
+  };
+  useEffect(() => void load(), []);
+
+  const next = () => {
+    setOther(false);
+    if (data && index + 1 < data.items.length) setIndex(index + 1);
+    else void load();
+  };
+  const send = async (call: () => Promise<void>) => {
+    if (busy) return;
+    setBusy(true);
+    try {
+      await call();
+    } catch (failure) {
+      failed(failure, setError);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const item: Data['items'][number] | undefined = data?.items[index];
+  return { data, item, index, other, setOther, busy, error, note, setNote, next, send };
 }
 
 /** Keys 1–9, 0, and letters, while the focus is not in a text field. */
@@ -200,35 +238,13 @@ function Probabilities({ probabilities }: { probabilities: Record<string, number
 }
 
 function PredictionsReview() {
-  const [queue, setQueue] = useState<ReviewData | null>(null);
-  const [index, setIndex] = useState(0);
-  const [other, setOther] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<Error | null>(null);
-  const [note, setNote] = useState('');
+  const batch = useBatch(() => api.review(BATCH));
+  const { data: queue, item, index, other, setOther, busy, error, note, setNote, next } = batch;
   const [done, setDone] = useState(0);
 
-  const load = async () => {
-    setError(null);
-    try {
-      setQueue(await api.review(BATCH));
-      setIndex(0);
-    } catch (failure) {
-      failed(failure, setError);
-    }
-  };
-  useEffect(() => void load(), []);
-
-  const item = queue?.items[index];
-  const next = () => {
-    setOther(false);
-    if (queue && index + 1 < queue.items.length) setIndex(index + 1);
-    else void load();
-  };
-  const answer = async (tag: string) => {
-    if (item === undefined || busy) return;
-    setBusy(true);
-    try {
+  const answer = (tag: string) =>
+    batch.send(async () => {
+      if (item === undefined) return;
       const stored = await api.feedback([
         { prediction_id: item.prediction_id, tag, selection: item.selection },
       ]);
@@ -242,12 +258,7 @@ function PredictionsReview() {
       } else {
         setNote(`Not stored: ${outcome.detail}`);
       }
-    } catch (failure) {
-      failed(failure, setError);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   useKeys(
     (key) => {
       if (!queue || item === undefined || other) return;
@@ -336,34 +347,12 @@ function PredictionsReview() {
 }
 
 function IssuesReview() {
-  const [data, setData] = useState<LabelIssuesReviewData | null>(null);
-  const [index, setIndex] = useState(0);
-  const [other, setOther] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<Error | null>(null);
-  const [note, setNote] = useState('');
+  const batch = useBatch(() => api.issuesToReview(BATCH));
+  const { data, item, index, other, setOther, busy, error, note, setNote, next } = batch;
 
-  const load = async () => {
-    setError(null);
-    try {
-      setData(await api.issuesToReview(BATCH));
-      setIndex(0);
-    } catch (failure) {
-      failed(failure, setError);
-    }
-  };
-  useEffect(() => void load(), []);
-
-  const item: IssueToReview | undefined = data?.items[index];
-  const next = () => {
-    setOther(false);
-    if (data && index + 1 < data.items.length) setIndex(index + 1);
-    else void load();
-  };
-  const decide = async (decision: 'keep' | 'fix', tag?: string) => {
-    if (data === null || item === undefined || busy) return;
-    setBusy(true);
-    try {
+  const decide = (decision: 'keep' | 'fix', tag?: string) =>
+    batch.send(async () => {
+      if (data === null || item === undefined) return;
       const answer = await api.decide([
         { run_id: data.run_id, text_key: item.text_key, decision, ...(tag === undefined ? {} : { tag }) },
       ]);
@@ -372,12 +361,7 @@ function IssuesReview() {
         setNote(decision === 'keep' ? `Kept ${item.given_tags.join(', ')}.` : `Fixed to ${tag}.`);
         next();
       } else setNote(`Not recorded: ${outcome.detail}`);
-    } catch (failure) {
-      failed(failure, setError);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   useKeys(
     (key) => {
       if (!data || item === undefined || other) return;
