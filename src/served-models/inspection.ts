@@ -151,6 +151,8 @@ export interface ServedLabelIssues {
   found: number;
   /** Rows whose suggested label differed from the given one, flagged or not; absent in older runs. */
   candidates?: number;
+  /** Present when `rows` were a seeded sample of the training data: how many rows it had. */
+  sampled_from?: number;
   issues: ServedLabelIssue[];
 }
 
@@ -161,7 +163,7 @@ const isProbability = (value: unknown): value is number =>
 export function parseLabelIssues(raw: unknown): ServedLabelIssues {
   const where = RUN_ARTIFACTS.labelIssues;
   if (!isRecord(raw)) throw new ArtifactFormatError(`${where} must hold a JSON object`);
-  const { multi_label, rows, folds, seed, tags, found, issues, candidates } = raw;
+  const { multi_label, rows, folds, seed, tags, found, issues, candidates, sampled_from } = raw;
   if (typeof multi_label !== 'boolean')
     throw new ArtifactFormatError(`${where}: multi_label must be a boolean`);
   if (!isCount(rows) || !isCount(folds) || !isCount(seed)) {
@@ -233,6 +235,7 @@ export function parseLabelIssues(raw: unknown): ServedLabelIssues {
     tags,
     found,
     ...(isCount(candidates) && candidates >= found ? { candidates } : {}),
+    ...(isCount(sampled_from) && sampled_from > rows ? { sampled_from } : {}),
     issues: parsed,
   };
 }

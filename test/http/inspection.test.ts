@@ -127,6 +127,45 @@ describe('GET /runs/{run_id}/label-issues', () => {
   });
 });
 
+describe('GET /runs/{run_id}/label-issues of larger data', () => {
+  it('says when the rows looked at were a sample, and of how many', async () => {
+    const report = {
+      multi_label: false,
+      rows: 20_000,
+      sampled_from: 200_000,
+      folds: 5,
+      seed: 1,
+      tags: ['a', 'b'],
+      found: 1,
+      issues: [
+        {
+          rank: 1,
+          row: 150_123,
+          line: 150_125,
+          text: 'x',
+          kind: 'tag',
+          given_tag: 'a',
+          given_probability: 0.1,
+          suggested_tag: 'b',
+          suggested_probability: 0.9,
+          confident: true,
+        },
+      ],
+    };
+    await fx.store.logArtifact(
+      fx.runs.noperf,
+      'label_issues.json',
+      new TextEncoder().encode(JSON.stringify(report)),
+    );
+    const response = await get(`/runs/${fx.runs.noperf}/label-issues`);
+    expect(response.statusCode).toBe(200);
+    expect(response.json().data).toMatchObject({ rows: 20_000, sampled_from: 200_000, found: 1 });
+    // Not a sample: no sampled_from, as before.
+    const whole = await get(`/runs/${fx.runs.alpha}/label-issues`);
+    expect(whole.json().data).not.toHaveProperty('sampled_from');
+  });
+});
+
 describe('GET /runs/{run_id}/history', () => {
   it('answers the per-epoch losses in step order, and empty series for a run without them', async () => {
     const response = await get(`/runs/${fx.runs.alpha}/history`);

@@ -457,6 +457,8 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
     const rows = page.locator('table.label-issues tbody tr');
     await rows.first().waitFor();
     expect(await rows.count()).toBe(report.issues.length);
+    // How many rows were looked at (all of them here: no sample).
+    expect(await page.getByText(`Rows of the training data (${report.rows} rows) whose`).count()).toBe(1);
     // The most unlikely first: its line in the data file, text, the tag as given and the suggested fix.
     const first = report.issues[0]!;
     if (first.kind !== 'tag') throw new Error('single-label data gives tag issues');

@@ -90,10 +90,14 @@ function LabelIssues({ report }: { report: RunLabelIssuesData }) {
   return (
     <>
       <p class="hint">
-        Rows of the training data ({report.rows} rows) whose given {report.multi_label ? 'tags' : 'tag'} a
-        model trained without them finds unlikely: confident learning on {report.folds}-fold out-of-fold
-        probabilities, the most unlikely first. Check each row at its line in the data file: correct the tag
-        and train again, or keep it if the model is the one that is wrong.
+        Rows of the training data (
+        {report.sampled_from === undefined
+          ? `${report.rows} rows`
+          : `a seeded sample of ${report.rows} of its ${report.sampled_from} rows`}
+        ) whose given {report.multi_label ? 'tags' : 'tag'} a model trained without them finds unlikely:
+        confident learning on {report.folds}-fold out-of-fold probabilities, the most unlikely first. Check
+        each row at its line in the data file: correct the tag and train again, or keep it if the model is the
+        one that is wrong.
       </p>
       {report.found === 0 ? (
         <p class="muted" data-testid="no-label-issues">
