@@ -188,7 +188,14 @@ export function labelIssuesProgress(io: CliIo, quiet: boolean) {
 /** `tagger train --json`'s account of the label issues: how many were logged, or why none were looked for. */
 export function labelIssuesSummary(found: TrainingLabelIssues) {
   if ('skipped' in found) return { skipped: found.skipped };
-  return { found: found.report.found, artifact: RUN_ARTIFACTS.labelIssues, seconds: found.seconds };
+  const { report } = found;
+  return {
+    found: report.found,
+    // Found among a seeded sample of `rows` of the data's `sampled_from` rows (larger data only).
+    ...(report.sampled_from === undefined ? {} : { rows: report.rows, sampled_from: report.sampled_from }),
+    artifact: RUN_ARTIFACTS.labelIssues,
+    seconds: found.seconds,
+  };
 }
 
 /** `tagger train`'s line about the label issues: how many, the most unlikely one, and where the list is. */

@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { labelIssuesLine, labelIssuesSummary } from '../../src/cli/label-issues.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import type { LabelIssuesReport } from '../../src/train/label-issues.js';
@@ -134,6 +135,48 @@ describe('tagger label-issues', () => {
     expect(two.code, two.stderr).toBe(0);
     const usage = await tagger(['label-issues', '--data', small, '--folds', '1']);
     expectCleanFailure(usage, /--folds must be a whole number ≥ 2/);
+  });
+});
+
+describe("tagger train's account of label issues found in a sample", () => {
+  const report = {
+    multi_label: false,
+    rows: 20_000,
+    sampled_from: 200_000,
+    folds: 5,
+    seed: 1,
+    tags: ['a', 'b'],
+    thresholds: {},
+    found: 1,
+    issues: [
+      {
+        rank: 1,
+        row: 150_123,
+        line: 150_125,
+        text: 'x',
+        kind: 'tag',
+        given_tag: 'a',
+        given_probability: 0.1,
+        suggested_tag: 'b',
+        suggested_probability: 0.9,
+        confident: true,
+        margin: -0.8,
+      },
+    ],
+  } as unknown as LabelIssuesReport;
+
+  it('says in its line and its JSON how many rows of how many were looked at', () => {
+    const found = { report, seconds: 1.5 };
+    expect(labelIssuesLine(found, 'big.csv')).toMatch(
+      /^Label issues: 1 rows probably mislabelled among a sample of 20,000 of the 200,000 rows \(the most unlikely: line 150125,/,
+    );
+    expect(labelIssuesSummary(found)).toEqual({
+      found: 1,
+      rows: 20_000,
+      sampled_from: 200_000,
+      artifact: 'label_issues.json',
+      seconds: 1.5,
+    });
   });
 });
 
