@@ -5,6 +5,7 @@
  * — and the family of the chosen classifier (classifiers/families.ts) checks the combinations it refuses.
  */
 import { bool, fail, type HyperParam, num, oneOf } from './arg-checks.js';
+import { CASCADE_TOLERANCE, cascadeArgsProblem } from './cascade/cascade-args.js';
 import { CLASSIFIER_FAMILIES, CLASSIFIERS, familyOf } from './classifiers/families.js';
 import type { FASTTEXT_HYPER_PARAMS } from './classifiers/fasttext/fasttext-params.js';
 import type { MEMBER_HYPER_PARAMS } from './classifiers/members/hyper-params.js';
@@ -80,7 +81,23 @@ const COMMON_ARGS: {
   },
   encoder_weight: { check: num(0, 100, { minExclusive: true }), default: 1 },
   encoder_normalize: { check: bool, default: true },
+  cascade: { check: bool, default: false },
+  cascade_tolerance: { check: num(0, 0.5), default: CASCADE_TOLERANCE },
+  cascade_max_routed: {
+    check: (key, v) =>
+      v === null ? null : openUnit(key, v, 'null or a share of texts strictly between 0 and 1'),
+    default: null,
+  },
+  cascade_threshold: {
+    check: (key, v) => (v === null ? null : num(0, 1, { minExclusive: true })(key, v)),
+    default: null,
+  },
 };
+
+/** A number strictly between 0 and 1 (a share that is neither nothing nor everything). */
+function openUnit(key: string, v: unknown, expected: string): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 && v < 1 ? v : fail(key, v, expected);
+}
 
 /** Every declared argument; `members` is the family's to resolve (a soft vote's), checked after the others. */
 const DECLARED: Readonly<Record<string, HyperParam>> = Object.assign(
@@ -139,6 +156,10 @@ const ARG_ORDER = [
   'ft_loss',
   'calibration_data',
   'refit_vocabulary',
+  'cascade',
+  'cascade_tolerance',
+  'cascade_max_routed',
+  'cascade_threshold',
 ] as const satisfies readonly (keyof TrainingArgs)[];
 // A training argument missing from ARG_ORDER is a type error here.
 const everyArgOrdered: [Exclude<keyof TrainingArgs, (typeof ARG_ORDER)[number]>] extends [never]
@@ -249,6 +270,8 @@ export function parseTrainingArgs(raw: unknown): TrainingArgs {
       `model/args: "ngram_min_range" (${args.ngram_min_range}) must not exceed "ngram_max_range" (${args.ngram_max_range})`,
     );
   }
+  const cascadeProblem = cascadeArgsProblem(args);
+  if (cascadeProblem !== null) throw new ModelInputError(`model/args: ${cascadeProblem}`);
   const resolved = familyOf(args.classifier).resolveArgs(args, given);
   if (resolved.members === null && given.members != null) {
     throw new ModelInputError(

@@ -34,6 +34,8 @@ export interface Manifest {
   members?: ManifestMember[];
   /** Encoder models (format 1.5): the encoder whose embeddings the model takes. */
   encoder?: EncoderSpec;
+  /** Cascades (format 1.7): τ, how it was chosen, and each stage's manifest (cascade/cascade-artifact.ts). */
+  cascade?: unknown;
 }
 
 export interface ManifestMember {
@@ -362,6 +364,7 @@ export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
   'tagger-model/1.4',
   'tagger-model/1.5',
   'tagger-model/1.6',
+  'tagger-model/1.7',
 ]);
 /** The format every model is written in: the newest. */
 export const MODEL_FORMAT = READABLE_MODEL_FORMATS.at(-1)!;

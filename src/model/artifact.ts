@@ -26,8 +26,11 @@
  * too: its args have keys they do not know). Decoding an encoder model needs `{ withEncoder: true }`, a
  * promise that the caller computes the embeddings with that encoder (checked against the spec's digests
  * when it loads it).
+ * `tagger-model/1.7` — cascades (`cascade` arg; model/cascade/): the manifest adds `cascade` (τ, the rule
+ * and reason it was chosen by, and both stages' complete manifests) and weights.bin holds the stages'
+ * weights one after the other (cascade/cascade-artifact.ts); the other models' layout is unchanged.
  * Every model is written in the current format; a reader checks that the format is at least the one that
- * introduced what the model uses (multi-label 1.3, member classifiers 1.4, an encoder 1.5).
+ * introduced what the model uses (multi-label 1.3, member classifiers 1.4, an encoder 1.5, a cascade 1.7).
  * All six are read (the families' own parts by their families: classifiers/sgd/sgd-artifact.ts,
  * classifiers/members/member-artifact.ts); a model without an arg loads with the behaviour it was trained with: `/1` without
  * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
@@ -46,6 +49,8 @@ import {
   READABLE_MODEL_FORMATS,
   WEIGHTS,
 } from './artifact-common.js';
+import { CASCADE_SINCE, packCascade, unpackCascade } from './cascade/cascade-artifact.js';
+import { CascadeTagModel, isCascade } from './cascade/cascade-model.js';
 import { familyOf } from './classifiers/families.js';
 import { OTHER_TAG } from './labels.js';
 import type { TagModel } from './tag-model.js';
@@ -56,6 +61,7 @@ export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS])
 
 /** Serialises a model trained by trainTagger (or decoded) into its files (name → bytes), by its family. */
 export function encodeModel(model: TagModel): Record<string, Uint8Array> {
+  if (isCascade(model)) return encodeCascade(model);
   const { manifest, bytes } = familyOf(model.args.classifier).encode(model);
   return files(
     {
@@ -66,6 +72,33 @@ export function encodeModel(model: TagModel): Record<string, Uint8Array> {
       ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
       weights_crc32: crc32(bytes),
       ...manifest,
+    },
+    bytes,
+  );
+}
+
+/** A cascade: each stage encoded as a model of its own, packed into one manifest and one weights file. */
+function encodeCascade(model: CascadeTagModel): Record<string, Uint8Array> {
+  const stages = (
+    [
+      ['fast', model.fast],
+      ['encoder', model.encoderModel],
+    ] as const
+  ).map(([name, stage]) => {
+    const encoded = encodeModel(stage);
+    return { name, manifest: encoded[MANIFEST]!, weights: encoded[WEIGHTS]! };
+  });
+  const { cascade, bytes } = packCascade(model.routingThreshold, model.choice, stages);
+  return files(
+    {
+      format: MODEL_FORMAT,
+      tags: [...model.tags],
+      args: model.args,
+      threshold: model.threshold,
+      ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
+      weights_crc32: crc32(bytes),
+      encoder: model.encoder,
+      cascade,
     },
     bytes,
   );
@@ -161,8 +194,35 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
   if (args!.encoder === null && m.encoder !== undefined) {
     bad('the manifest names an encoder, but args.encoder is null');
   }
+  if (args!.cascade || m.cascade !== undefined) return decodeCascade(checked, bytes, options);
   const family = familyOf(args!.classifier);
   if (!formatAtLeast(m.format!, family.since))
     bad(`classifier ${args!.classifier} needs format ${family.since} or later, got ${m.format}`);
   return family.decode(checked, bytes, options);
+}
+
+/** A cascade (format 1.7): each stage decoded as a model of its own, then checked against the cascade's own fields. */
+function decodeCascade(checked: CheckedManifest, bytes: Uint8Array, options: DecodeOptions): TagModel {
+  const { format, manifest, args } = checked;
+  if (!args.cascade) bad('the manifest holds a cascade, but args.cascade is false');
+  if (!formatAtLeast(format, CASCADE_SINCE))
+    bad(`a cascade needs format ${CASCADE_SINCE} or later, got ${format}`);
+  if (manifest.cascade === undefined) bad('args.cascade is true, but the manifest holds no cascade');
+  if (manifest.weights_crc32 !== crc32(bytes))
+    bad(`${WEIGHTS} does not match its checksum in ${MANIFEST} (corrupt)`);
+  const { threshold, choice, stages } = unpackCascade(manifest.cascade, bytes);
+  const stage = (name: 'fast' | 'encoder'): TagModel => {
+    try {
+      return decodeModel(stages.get(name)!, options);
+    } catch (error) {
+      return bad(`cascade stage ${name}: ${(error as Error).message.replace(/^model\/artifact: /, '')}`);
+    }
+  };
+  const fast = stage('fast');
+  const encoder = stage('encoder');
+  try {
+    return new CascadeTagModel({ args, fast, encoder, threshold, choice });
+  } catch (error) {
+    return bad((error as Error).message.replace(/^model\/cascade: /, ''));
+  }
 }

@@ -16,6 +16,8 @@ export interface Prediction {
   predicted_tags: string[];
   /** Probability of every model tag; they sum to 1 for a single-label model, not for a multi-label one. */
   probabilities: Record<string, number>;
+  /** A cascade's predictions: which of its models answered (model/cascade/). Absent for every other model. */
+  stage?: 'fast' | 'encoder';
 }
 
 export interface PredictOptions {

@@ -121,4 +121,20 @@ export interface TrainingArgs extends SgdHyperParams, MemberHyperParams, FastTex
   encoder_weight: number;
   /** L2-normalise each embedding (as sentence-transformers' all-MiniLM-L6-v2 pipeline does) before weighting. */
   encoder_normalize: boolean;
+  /**
+   * A cascade run (needs `encoder`): a fast TF-IDF model (the default soft vote over the same features
+   * args; cascade/stages.ts) answers every text, and the encoder model (these args) answers the texts the
+   * fast one is unsure of — top probability below the threshold τ (multi-label: a tag's probability near
+   * its threshold; cascade/routing.ts). τ is chosen from the two models' out-of-fold predictions on the
+   * training rows by a rule fixed before looking: the fewest texts routed whose CV f1 is within
+   * `cascade_tolerance` of the encoder model's (default), the best CV f1 routing at most
+   * `cascade_max_routed` of the texts, or τ = `cascade_threshold` as given.
+   */
+  cascade: boolean;
+  /** The default rule's tolerance: how far (in weighted f1) below the encoder model's CV f1 the cascade may be. */
+  cascade_tolerance: number;
+  /** The budget rule: the largest share of texts (0 < share < 1) the encoder may get; null: the tolerance rule. */
+  cascade_max_routed: number | null;
+  /** τ as given (0 < τ ≤ 1), no rule; null: chosen by a rule. */
+  cascade_threshold: number | null;
 }

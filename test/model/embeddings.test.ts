@@ -10,7 +10,7 @@ import {
   ENCODER_DEFAULT_ARGS,
   parseTrainingArgs,
 } from '../../src/model/args.js';
-import { decodeModel, encodeModel } from '../../src/model/artifact.js';
+import { decodeModel, encodeModel, MODEL_FORMAT } from '../../src/model/artifact.js';
 import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
 import { behaviourTexts, runBehaviourSuite } from '../../src/model/evaluation/behaviour.js';
 import { DEFAULT_BEHAVIOUR_SUITE } from '../../src/model/evaluation/behaviour-suite.js';
@@ -117,7 +117,7 @@ describe('encoder models (embeddings as an input block)', () => {
   it('save in the current format (1.5 added the encoder spec), and load only where embeddings will be given', () => {
     const files = encodeModel(model);
     const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
-    expect(manifest.format).toBe('tagger-model/1.6');
+    expect(manifest.format).toBe(MODEL_FORMAT);
     expect(manifest.encoder).toEqual(SPEC);
     expect(() => decodeModel(files)).toThrow(
       /takes sentence embeddings from the encoder synthetic .* this reader does not compute them/,

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../../../src/model/args.js';
-import { decodeModel, encodeModel } from '../../../../src/model/artifact.js';
+import { decodeModel, encodeModel, MODEL_FORMAT } from '../../../../src/model/artifact.js';
 import {
   buildDictionary,
   END_OF_TEXT,
@@ -162,8 +162,8 @@ describe('a saved fasttext model', () => {
     return { ...files, 'tagger-model.json': new TextEncoder().encode(JSON.stringify(copy)) };
   };
 
-  it('is written as tagger-model/1.6 with its dictionary, settings and tree counts', () => {
-    expect(manifest.format).toBe('tagger-model/1.6');
+  it('is written in the current format (fasttext since 1.6) with its dictionary, settings and tree counts', () => {
+    expect(manifest.format).toBe(MODEL_FORMAT);
     expect(manifest.fasttext).toMatchObject({ dim: 16, output: 'hs', word_ngrams: 2, buckets: 1 << 20 });
     expect(manifest.fasttext.tag_counts).toHaveLength(model.tags.length);
     expect(decodeModel(files).predict(['images'])).toEqual(model.predict(['images']));

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type Classifier, parseTrainingArgs } from '../../../../src/model/args.js';
-import { decodeModel, encodeModel } from '../../../../src/model/artifact.js';
+import { decodeModel, encodeModel, MODEL_FORMAT } from '../../../../src/model/artifact.js';
 import { MemberTagModel } from '../../../../src/model/classifiers/members/member-model.js';
 import { ModelFormatError, ModelInputError } from '../../../../src/model/errors.js';
 import { type LabelledText, trainTagger } from '../../../../src/model/tagger.js';
@@ -81,7 +81,7 @@ describe('member classifiers and soft vote', () => {
       string,
       unknown
     >;
-    expect(manifest.format).toBe('tagger-model/1.6');
+    expect(manifest.format).toBe(MODEL_FORMAT);
     // Member models came with 1.4, whose files are the same for a model this small (1.6 keeps dense
     // float64 weights below a million of them): one saved then still loads.
     const as14 = {
