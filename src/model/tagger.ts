@@ -50,6 +50,11 @@ export function trainTagger(
         : `model/tagger: the args name the encoder ${args.encoder}, but no embeddings were given; compute them with src/encoder first`,
     );
   }
+  if (args.cascade) {
+    throw new ModelInputError(
+      "model/tagger: a cascade (args.cascade) is two models and a threshold chosen from their out-of-fold predictions; train it with src/train's trainCascade (tagger train --cascade), or train a stage with cascade/stages.ts's args",
+    );
+  }
   const family = familyOf(args.classifier);
   // parseTrainingArgs refuses an encoder with a family that takes none; args built by hand are checked here as well.
   if (args.encoder !== null && !family.takesEmbeddings) {

@@ -13,7 +13,7 @@ import { limitProbabilities, type Prediction, type PredictOptions } from '../pre
 import type { TagModel } from '../tag-model.js';
 import type { EncoderSpec } from '../text/embeddings.js';
 import type { TrainingArgs } from '../training-args.js';
-import { confidenceOf, isRouted } from './routing.js';
+import { isRouted, routingConfidence } from './routing.js';
 import type { CascadeStage } from './stages.js';
 import type { CascadeCurve, CascadeRule } from './threshold-curve.js';
 
@@ -105,7 +105,7 @@ export class CascadeTagModel implements TagModel {
     });
     const routed: number[] = [];
     const predictions = raw.map((prediction, i): Prediction => {
-      if (isRouted(confidenceOf(this.fast, prediction), this.routingThreshold)) routed.push(i);
+      if (isRouted(routingConfidence(this.fast, prediction), this.routingThreshold)) routed.push(i);
       const probabilities =
         multiLabel && asked !== 'all'
           ? limitProbabilities(prediction.probabilities, asked, prediction.predicted_tags)

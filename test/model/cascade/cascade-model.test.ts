@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { checkCascadeArgs } from '../../../src/model/cascade/cascade-args.js';
 import { CascadeTagModel, isCascade } from '../../../src/model/cascade/cascade-model.js';
 import { encoderStageArgs, fastStageArgs } from '../../../src/model/cascade/stages.js';
 import {
@@ -157,7 +158,8 @@ describe('CascadeTagModel', () => {
   });
 
   it('the args: a cascade needs an encoder, and one rule', () => {
-    expect(() => parseTrainingArgs({ cascade: true })).toThrow(/no encoder is named/);
+    const checked = (raw: Record<string, unknown>) => checkCascadeArgs(parseTrainingArgs(raw));
+    expect(() => checked({ cascade: true })).toThrow(/no encoder is named/);
     expect(() => parseTrainingArgs({ encoder: 'm', cascade: true, cascade_threshold: 0 })).toThrow(
       /cascade_threshold/,
     );
@@ -173,8 +175,9 @@ describe('CascadeTagModel', () => {
       );
     }
     expect(() =>
-      parseTrainingArgs({ encoder: 'm', cascade: true, cascade_max_routed: 0.2, cascade_threshold: 0.8 }),
+      checked({ encoder: 'm', cascade: true, cascade_max_routed: 0.2, cascade_threshold: 0.8 }),
     ).toThrow(/contradict/);
-    expect(() => parseTrainingArgs({ cascade_max_routed: 0.2 })).toThrow(/"cascade" is false/);
+    expect(() => checked({ cascade_max_routed: 0.2 })).toThrow(/"cascade" is false/);
+    expect(() => checked({ encoder: 'm', cascade: true, cascade_max_routed: 0.2 })).not.toThrow();
   });
 });
