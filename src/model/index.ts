@@ -24,6 +24,8 @@ export {
   CascadeTagModel,
   type FastAnswers,
   isCascade,
+  spreadEmbeddings,
+  textsNeedingEmbeddings,
 } from './cascade/cascade-model.js';
 export { isRouted, routingConfidence } from './cascade/routing.js';
 export { CASCADE_STAGES, type CascadeStage, encoderStageArgs, fastStageArgs } from './cascade/stages.js';

@@ -20,6 +20,7 @@ import {
   RUN_ARTIFACTS,
 } from '../../src/model/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
+import { readDataset } from '../../src/train/data.js';
 import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 import { minilmDir, SAMPLE_DATA } from '../support/components.js';
 
@@ -213,6 +214,34 @@ describe.skipIf(dir === null)('tagger train --encoder --cascade', () => {
       );
       const model = decodeModel(files, { withEncoder: true });
       expect(isCascade(model) && model.routingThreshold).toBe(cascade.threshold);
+      // Batch tagging embeds only the routed texts, and answers as the model does with every embedding.
+      const tags = join(cli.dir, 'cascade-tags.csv');
+      const batch = await cli.tagger([
+        'predict',
+        '--tracking-uri',
+        cli.store,
+        '--run-id',
+        runId,
+        '--input',
+        SAMPLE_DATA,
+        '--output',
+        tags,
+        '--quiet',
+      ]);
+      expect(batch.code, batch.stderr).toBe(0);
+      const written = parse(await readFile(tags, 'utf8'), { columns: true }) as Record<string, string>[];
+      const rows = await readDataset(SAMPLE_DATA);
+      const encoder = await openEncoderFor(model.encoder!);
+      try {
+        const texts = rows.map((row) => row.text);
+        const expected = model.predict(texts, await encoder.embed(texts));
+        expect(written.map((row) => row.predicted_tag)).toEqual(expected.map((p) => p.predicted_tag));
+        expect(expected.some((p) => p.stage === 'encoder') && expected.some((p) => p.stage === 'fast')).toBe(
+          true,
+        );
+      } finally {
+        await encoder.close();
+      }
     } finally {
       await store.close();
     }

@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkCascadeArgs } from '../../../src/model/cascade/cascade-args.js';
-import { CascadeTagModel, isCascade } from '../../../src/model/cascade/cascade-model.js';
+import {
+  CascadeTagModel,
+  isCascade,
+  spreadEmbeddings,
+  textsNeedingEmbeddings,
+} from '../../../src/model/cascade/cascade-model.js';
 import { encoderStageArgs, fastStageArgs } from '../../../src/model/cascade/stages.js';
 import {
   bindEmbeddings,
@@ -112,6 +117,23 @@ describe('CascadeTagModel', () => {
     expect(bound.predict(PROBES).map((p) => p.predicted_tag)).toEqual(
       cascade.predict(PROBES, embeddings).map((p) => p.predicted_tag),
     );
+  });
+
+  it("binds embeddings needing only the routed texts' (batch tagging and tagger predict embed no others)", () => {
+    const { routed } = cascade.predictFast(PROBES);
+    expect(textsNeedingEmbeddings(cascade, PROBES)).toEqual(routed);
+    const onlyRouted = new Map(routed.map((i) => [PROBES[i]!, embeddings[i]!]));
+    const bound = bindEmbeddings(cascade, onlyRouted);
+    expect(bound.predict(PROBES)).toEqual(cascade.predict(PROBES, embeddings));
+    const spread = spreadEmbeddings(
+      PROBES.length,
+      routed,
+      routed.map((i) => embeddings[i]!),
+      DIM,
+    );
+    expect(cascade.predict(PROBES, spread)).toEqual(cascade.predict(PROBES, embeddings));
+    expect(textsNeedingEmbeddings(cascade.fast, PROBES)).toEqual([]);
+    expect(textsNeedingEmbeddings(cascade.encoderModel, PROBES)).toEqual(PROBES.map((_, i) => i));
   });
 
   it('saves as tagger-model/1.7 and loads predicting bit for bit', () => {
