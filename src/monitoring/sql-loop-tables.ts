@@ -8,6 +8,8 @@
  * default on `tagger_feedback` and three new tables — so a Tagger of revision 1 keeps reading and writing
  * a revised database unchanged (a rolling upgrade mixes both). `tagger_records_meta.revision` says which
  * additions a database has; `schema` stays the layout version an older Tagger must refuse.
+ * Revision 3 (issue 33) adds a nullable `stage` column to `tagger_predictions` (which stage of a cascade
+ * answered): an older Tagger names its columns when it inserts, so it keeps writing (null stage).
  */
 import type { SqlDriver, SqlExecutor, SqlRow } from '../tracking/sql/driver.js';
 import type {
@@ -21,7 +23,7 @@ import type {
 import { FEEDBACK_SELECTIONS } from './record-store.js';
 
 /** The additions this Tagger makes (and reads); see the module comment. */
-export const RECORDS_REVISION = 2;
+export const RECORDS_REVISION = 3;
 
 /** The statements that take a revision-1 database to revision 2 (each one idempotent where SQL allows). */
 export const REVISION_2_DDL = [
@@ -68,8 +70,20 @@ async function hasSelection(db: SqlDriver, tx: SqlExecutor): Promise<boolean> {
   return rows.length > 0;
 }
 
-/** Applies the revision-2 additions inside the caller's (locked) transaction. */
-export async function reviseTo2(db: SqlDriver, tx: SqlExecutor): Promise<void> {
+/** Whether tagger_predictions has the `stage` column (revision 3). */
+async function hasStage(db: SqlDriver, tx: SqlExecutor): Promise<boolean> {
+  const rows =
+    db.dialect === 'sqlite'
+      ? await tx.all("SELECT 1 AS found FROM pragma_table_info('tagger_predictions') WHERE name = 'stage'")
+      : await tx.all(
+          "SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'tagger_predictions' AND column_name = 'stage'",
+        );
+  return rows.length > 0;
+}
+
+/** Applies the additions of revisions 2 and 3 inside the caller's (locked) transaction (each at most once). */
+export async function reviseToLatest(db: SqlDriver, tx: SqlExecutor): Promise<void> {
+  if (!(await hasStage(db, tx))) await tx.exec('ALTER TABLE tagger_predictions ADD COLUMN stage VARCHAR(16)');
   if (!(await hasSelection(db, tx))) {
     await tx.exec(
       "ALTER TABLE tagger_feedback ADD COLUMN selection VARCHAR(32) NOT NULL DEFAULT 'unspecified'",
