@@ -215,7 +215,10 @@ export const MonitoringReport = Type.Object(
           }),
           stages: Type.Object(
             {},
-            { additionalProperties: Type.Integer({ minimum: 0 }), description: 'The window’s predictions by stage' },
+            {
+              additionalProperties: Type.Integer({ minimum: 0 }),
+              description: 'The window’s predictions by stage',
+            },
           ),
           drift: DriftResult,
         },

@@ -147,10 +147,9 @@ function liveByStage(
     byStage.set(label.stage, [...(byStage.get(label.stage) ?? []), label]);
   }
   return Object.fromEntries(
-    [...byStage].sort(([a], [b]) => a.localeCompare(b)).map(([stage, rows]) => [
-      stage,
-      liveQuality(rows, run.tags, run.multiLabel).overall,
-    ]),
+    [...byStage]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([stage, rows]) => [stage, liveQuality(rows, run.tags, run.multiLabel).overall]),
   );
 }
 
@@ -505,7 +504,7 @@ export class Monitor {
     );
     gauge(
       'tagger_cascade_routed_share',
-      "A cascade run: the share of its texts routed to the encoder model (encoder or fast_degraded answers) in the monitoring window (source=live) and on its training curve at the chosen threshold (source=training); absent for other runs",
+      'A cascade run: the share of its texts routed to the encoder model (encoder or fast_degraded answers) in the monitoring window (source=live) and on its training curve at the chosen threshold (source=training); absent for other runs',
       ['source'],
       (set, s) => {
         if (s.routing === null) return;
