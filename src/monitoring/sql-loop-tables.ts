@@ -59,32 +59,24 @@ export async function revisionOf(tx: SqlExecutor): Promise<number> {
   return value === undefined ? 1 : Number(value);
 }
 
-/** Whether tagger_feedback has the `selection` column (asked of the catalog, never by a failing query). */
-async function hasSelection(db: SqlDriver, tx: SqlExecutor): Promise<boolean> {
+/** Whether `table` has `column` (asked of the catalog, never by a failing query). */
+async function hasColumn(db: SqlDriver, tx: SqlExecutor, table: string, column: string): Promise<boolean> {
   const rows =
     db.dialect === 'sqlite'
-      ? await tx.all("SELECT 1 AS found FROM pragma_table_info('tagger_feedback') WHERE name = 'selection'")
+      ? await tx.all('SELECT 1 AS found FROM pragma_table_info(?) WHERE name = ?', [table, column])
       : await tx.all(
-          "SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'tagger_feedback' AND column_name = 'selection'",
-        );
-  return rows.length > 0;
-}
-
-/** Whether tagger_predictions has the `stage` column (revision 3). */
-async function hasStage(db: SqlDriver, tx: SqlExecutor): Promise<boolean> {
-  const rows =
-    db.dialect === 'sqlite'
-      ? await tx.all("SELECT 1 AS found FROM pragma_table_info('tagger_predictions') WHERE name = 'stage'")
-      : await tx.all(
-          "SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'tagger_predictions' AND column_name = 'stage'",
+          'SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?',
+          [table, column],
         );
   return rows.length > 0;
 }
 
 /** Applies the additions of revisions 2 and 3 inside the caller's (locked) transaction (each at most once). */
 export async function reviseToLatest(db: SqlDriver, tx: SqlExecutor): Promise<void> {
-  if (!(await hasStage(db, tx))) await tx.exec('ALTER TABLE tagger_predictions ADD COLUMN stage VARCHAR(16)');
-  if (!(await hasSelection(db, tx))) {
+  if (!(await hasColumn(db, tx, 'tagger_predictions', 'stage'))) {
+    await tx.exec('ALTER TABLE tagger_predictions ADD COLUMN stage VARCHAR(16)');
+  }
+  if (!(await hasColumn(db, tx, 'tagger_feedback', 'selection'))) {
     await tx.exec(
       "ALTER TABLE tagger_feedback ADD COLUMN selection VARCHAR(32) NOT NULL DEFAULT 'unspecified'",
     );

@@ -149,8 +149,8 @@ function CascadeRouting({ report }: { report: MonitoringReport }) {
     <section aria-labelledby="routing-title" data-testid="cascade-routing">
       <h3 id="routing-title">Cascade routing</h3>
       <p class={routing.drift.drifted ? 'warn' : undefined} data-testid="routing-summary">
-        {routing.routed === null ? 'No predictions yet' : `${percent(routing.routed)} of the window routed`} to
-        the encoder model; the training curve routed {percent(routing.expected)} at the chosen threshold
+        {routing.routed === null ? 'No predictions yet' : `${percent(routing.routed)} of the window routed`}{' '}
+        to the encoder model; the training curve routed {percent(routing.expected)} at the chosen threshold
         {routing.drift.drifted
           ? ` — drifted (PSI ${metric(routing.drift.value)})`
           : routing.drift.value === null
