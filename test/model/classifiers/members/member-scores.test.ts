@@ -1,5 +1,5 @@
 /**
- * The member models' fast scoring path (dense rows of frequent sparse features, four features at a time:
+ * The member models' fast scoring path (dense rows of frequent sparse features, eight features at a time:
  * member-weights.ts, linear-scores.ts) gives the predictions of the straightforward computation — every
  * weight looked up one by one, each member's sums in text order, its Platt sigmoids or link, the weighted
  * mean — and, bit for bit, those of the same weights kept as lists only (how they are saved). Models of
