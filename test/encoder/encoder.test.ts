@@ -123,7 +123,9 @@ describe.skipIf(dir === null)('the default encoder (minilm)', () => {
     expect(DEFAULT_PASS_TOKENS).toBe(512);
     const encoder = await openEncoder(dir!);
     try {
-      const long = texts.map((text, i) => `${text} ${texts.slice(i + 1).join(' ')} ${'and more words '.repeat(200)}`);
+      const long = texts.map(
+        (text, i) => `${text} ${texts.slice(i + 1).join(' ')} ${'and more words '.repeat(200)}`,
+      );
       expect(long.map((text) => encoder.tokenize(text).length)).toEqual([256, 256, 256, 256, 256]);
       const progress: number[] = [];
       const passes = await encoder.embed(long, { onProgress: (done) => progress.push(done) });
@@ -133,7 +135,7 @@ describe.skipIf(dir === null)('the default encoder (minilm)', () => {
       await encoder.embed(texts, { onProgress: (done) => shortProgress.push(done) });
       expect(shortProgress).toEqual([5]);
       const single = await encoder.embed(long, { maxBatch: 1 });
-      single.forEach((v, i) => expect(cosine(v, passes[i]!)).toBeGreaterThan(0.99999));
+      for (const [i, v] of single.entries()) expect(cosine(v, passes[i]!)).toBeGreaterThan(0.99999);
     } finally {
       await encoder.close();
     }
