@@ -137,7 +137,7 @@ export class SentenceEncoder {
         enableCpuMemArena: false,
         // Nor memory patterns: with them ONNX Runtime plans each input shape's intermediate tensors as one
         // block allocated per pass, and every batch of new shape adds a plan. Measured side by side
-        // (bench/encoder-memory.ts, 2026-11-28): 64–79 MB lower peak and 30–50 MB less resident after
+        // (bench/encoder-memory.ts, 2026-11-28): 60–79 MB lower peak and 26–49 MB less resident after
         // batches of long texts, at the same CPU per text.
         enableMemPattern: false,
         // The intra-op threads wait without spinning: a spinning pool burns the CPU that the event loop
