@@ -12,7 +12,7 @@
  *   it costs.
  * Every variant runs the same requests; ratios against the first (the defaults) are what to read.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { body, sendAll } from './encoder-http.js';
 import { childPids, type Proc, peakRssMb } from './procs.js';
@@ -87,7 +87,7 @@ export function smapsGroups(pid: number): Record<Group, Share> {
   const groups = Object.fromEntries(GROUPS.map((g) => [g, { rss: 0, pss: 0 }])) as Record<Group, Share>;
   let exe = '';
   try {
-    exe = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
+    exe = readlinkSync(`/proc/${pid}/exe`);
   } catch {
     return groups;
   }
@@ -96,11 +96,11 @@ export function smapsGroups(pid: number): Record<Group, Share> {
     const header = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (header) {
       const path = header[1]!.trim();
-      if (path === '' || path === '[heap]') current = 'anonymous';
+      if (path === '' || path === '[heap]' || path.startsWith('[anon')) current = 'anonymous';
       else if (path.startsWith('[stack')) current = 'stacks';
       else if (path.startsWith('[')) current = 'other files';
       else if (path.includes('onnxruntime')) current = 'onnxruntime';
-      else if (path === exe || path.endsWith('/bin/node')) current = 'node binary';
+      else if (path === exe) current = 'node binary';
       else current = 'other files';
       continue;
     }
