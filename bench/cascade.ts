@@ -13,15 +13,14 @@
  * connections of routed texts keep the encoder saturated, against the soft vote's latency on the same
  * texts; peak RSS of each serving process. Failed requests are counted (breakage), never sampled.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { openEncoder } from '../src/encoder/index.js';
 import {
   argsForEncoder,
   bindEmbeddings,
   type CascadeTagModel,
-  encodeModel,
   evaluate,
   type LabelledText,
   parseTrainingArgs,
@@ -29,15 +28,14 @@ import {
   type TagModel,
   type TrainEncoder,
 } from '../src/model/index.js';
-import { serveExecArgv } from '../src/server/node-flags.js';
 import { trainCascade } from '../src/train/cascade-training.js';
 import { meanStd } from '../src/train/cross-validate.js';
 import { textsToEmbed } from '../src/train/embeddings.js';
 import { ENCODER, embeddingsOf, load } from './encoder.js';
 import { type Answer, body, quantile, sendAll } from './encoder-http.js';
+import { saveModel, startServer } from './encoder-serving.js';
 import { resolveCli } from './fixture.js';
-import { REPO } from './paths.js';
-import { freePort, installCleanup, peakRssMb, start, stopAll, waitForPort } from './procs.js';
+import { installCleanup, peakRssMb, stopAll } from './procs.js';
 import { type BenchOptions, type RowCase, rowsFrom, type SectionResult } from './section.js';
 
 const log = (message: string): void => {
@@ -100,35 +98,6 @@ function trainSeed(
     f1: { cascade: score(cascade), encoder: score(cascade.encoderModel), vote: score(cascade.fast) },
     routed,
   };
-}
-
-/** A saved model directory (args.json, performance.json, model/*), as `tagger serve --model` reads it. */
-function saveModel(dir: string, model: TagModel, scored: TagModel, holdout: LabelledText[]): void {
-  mkdirSync(join(dir, 'model'), { recursive: true });
-  writeFileSync(join(dir, 'args.json'), JSON.stringify(model.args));
-  writeFileSync(join(dir, 'performance.json'), JSON.stringify(evaluate(scored, holdout)));
-  for (const [name, bytes] of Object.entries(encodeModel(model)))
-    writeFileSync(join(dir, 'model', name), bytes);
-}
-
-async function serve(cli: string, modelDir: string, workDir: string, name: string) {
-  const port = await freePort();
-  const proc = start(
-    name,
-    process.execPath,
-    [...serveExecArgv([]), cli, 'serve', '--model', modelDir, '--port', String(port), '--workers', '1'],
-    {
-      cwd: workDir,
-      env: {
-        ...process.env,
-        TAGGER_ENCODERS_DIR: process.env.TAGGER_ENCODERS_DIR ?? resolve(REPO, 'encoders'),
-        TAGGER_LOG_LEVEL: 'warn',
-      },
-      logFile: join(workDir, `${name}.log`),
-    },
-  );
-  await waitForPort(proc, port, 120_000);
-  return { proc, url: `http://127.0.0.1:${port}` };
 }
 
 const failures = (answers: readonly Answer[]): number => answers.filter((a) => a.status !== 200).length;
@@ -277,8 +246,14 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
     const workload = Array.from({ length: opts.quick ? 1 : 2 }, () => texts).flat();
     for (const kind of KINDS) {
       const dir = join(workDir, kind);
-      saveModel(dir, models[kind], bindEmbeddings(models[kind], embedded.embeddings), holdout);
-      const server = await serve(cli, dir, workDir, `tagger-${kind}`);
+      saveModel(
+        dir,
+        models[kind].args,
+        models[kind],
+        bindEmbeddings(models[kind], embedded.embeddings),
+        holdout,
+      );
+      const server = await startServer(cli, dir, workDir, `tagger-${kind}`, {});
       try {
         log(`serving the ${KIND_NAMES[kind]}`);
         if (kind === 'cascade') {

@@ -65,7 +65,7 @@ const log = (message: string): void => {
 // ---- the pieces -----------------------------------------------------------------------------------
 
 /** A saved model directory (args.json, performance.json, model/*), as `tagger serve --model` reads it. */
-function saveModel(
+export function saveModel(
   dir: string,
   args: TrainingArgs,
   model: TagModel,
@@ -79,7 +79,8 @@ function saveModel(
     writeFileSync(join(dir, 'model', name), bytes);
 }
 
-async function startServer(
+/** `tagger serve --model <dir>` (one worker unless told), its log in the work folder; resolves once it listens. */
+export async function startServer(
   cli: string,
   modelDir: string,
   workDir: string,
