@@ -26,6 +26,14 @@ import { minilmDir, SAMPLE_DATA } from '../support/components.js';
 
 const dir = minilmDir();
 
+/** `tagger predict --run-id` of an image-detection text answers computer-vision. */
+async function expectComputerVision(runId: string): Promise<void> {
+  const text = 'Object detection with YOLO on drone images';
+  const predict = await cli.tagger(['predict', '--tracking-uri', cli.store, '--run-id', runId, text]);
+  expect(predict.code, predict.stderr).toBe(0);
+  expect(JSON.parse(predict.stdout).predictions[0].predicted_tag).toBe('computer-vision');
+}
+
 /** A run's model files, as a loader reads them. */
 const modelFilesOf = async (store: TrackingStore, runId: string): Promise<Record<string, Uint8Array>> =>
   Object.fromEntries(
@@ -109,16 +117,7 @@ describe.skipIf(dir === null)('tagger train --encoder', () => {
       );
       await expect(openEncoderFor({ ...model.encoder!, dim: 512 })).rejects.toBeInstanceOf(EncoderError);
       // predict (texts, --explain, a file) and evaluate run the encoder run with its encoder.
-      const predict = await cli.tagger([
-        'predict',
-        '--tracking-uri',
-        cli.store,
-        '--run-id',
-        runId,
-        'Object detection with YOLO on drone images',
-      ]);
-      expect(predict.code, predict.stderr).toBe(0);
-      expect(JSON.parse(predict.stdout).predictions[0].predicted_tag).toBe('computer-vision');
+      await expectComputerVision(runId);
       const explained = await cli.tagger([
         'predict',
         '--tracking-uri',
@@ -245,16 +244,7 @@ describe.skipIf(dir === null)('tagger train --encoder --cascade', () => {
     } finally {
       await store.close();
     }
-    const predict = await cli.tagger([
-      'predict',
-      '--tracking-uri',
-      cli.store,
-      '--run-id',
-      runId,
-      'Object detection with YOLO on drone images',
-    ]);
-    expect(predict.code, predict.stderr).toBe(0);
-    expect(JSON.parse(predict.stdout).predictions[0].predicted_tag).toBe('computer-vision');
+    await expectComputerVision(runId);
     const evaluated = await cli.tagger([
       'evaluate',
       '--tracking-uri',
