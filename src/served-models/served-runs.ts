@@ -8,7 +8,7 @@
 import type { ModelUri } from '../tracking/model-uri.js';
 import { versionLabel } from '../tracking/model-uri.js';
 import type { TrackingStore } from '../tracking/store.js';
-import { loadServedModel, type ServedModel, type ServedPerformance } from './artifacts.js';
+import { loadServedModel, type ModelLoading, type ServedModel, type ServedPerformance } from './artifacts.js';
 import {
   describeStatuses,
   type FoundTarget,
@@ -99,7 +99,18 @@ export interface ServedRunsOptions {
    * loadable (held back with the reason) and the other runs serve.
    */
   encoders?: EncoderProvider | undefined;
+  /**
+   * A cascade run whose encoder cannot be opened here is served by its fast model alone (the served
+   * model's `degraded` says why, /health/ready reports it) instead of being held back (`--allow-degraded`).
+   */
+  allowDegraded?: boolean | undefined;
 }
+
+/** How ServedRuns loads models: its encoders, and whether a cascade may serve without its own. */
+const loadingOf = (options: ServedRunsOptions): ModelLoading => ({
+  encoders: options.encoders,
+  allowDegraded: options.allowDegraded,
+});
 
 export class ServedRuns {
   private snapshot: ServedSnapshot;
@@ -134,7 +145,7 @@ export class ServedRuns {
     const { runs } = read;
     const skips = new SkipLog(log, options.reportsSkips ?? true);
     if (options.pinRunId) {
-      const model = await loadPinned(store, runs, options.pinRunId, name, options.encoders);
+      const model = await loadPinned(store, runs, options.pinRunId, name, loadingOf(options));
       log.info(
         { runId: options.pinRunId, experiment: name, runs: runs.length },
         'serving the pinned run (--run-id)',
@@ -146,13 +157,13 @@ export class ServedRuns {
         model,
         options.modelCacheSize,
         null,
-        options.encoders,
+        loadingOf(options),
       );
       return new ServedRuns(store, name, snapshot, options, skips);
     }
     const picked =
-      (await loadPreferred(store, runs, options.preferRunId, log, options.encoders)) ??
-      (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES, options.encoders));
+      (await loadPreferred(store, runs, options.preferRunId, log, loadingOf(options))) ??
+      (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES, loadingOf(options)));
     if (picked.best === undefined) {
       const finished = runs.filter(isCandidate).length;
       if (finished === 0) {
@@ -186,7 +197,7 @@ export class ServedRuns {
       model,
       options.modelCacheSize,
       null,
-      options.encoders,
+      loadingOf(options),
     );
     const servedRuns = new ServedRuns(store, name, snapshot, options, skips);
     servedRuns.problemsNow = { store: null, heldBack: picked.held ?? [] };
@@ -205,7 +216,7 @@ export class ServedRuns {
     });
     let model: ServedModel;
     try {
-      model = await loadServedModel(readerFor(store, found.runId), { encoders: options.encoders });
+      model = await loadServedModel(readerFor(store, found.runId), loadingOf(options));
     } catch (error) {
       throw new StartupError(
         `${where} points at run ${found.runId}, which cannot be served: ${toRunLoadError(found.runId, error).reason}`,
@@ -228,7 +239,7 @@ export class ServedRuns {
       model,
       options.modelCacheSize,
       found.target,
-      options.encoders,
+      loadingOf(options),
     );
     return new ServedRuns(
       store,
@@ -343,7 +354,7 @@ export class ServedRuns {
           this.skips,
           before,
           this.options.gates ?? DEFAULT_GATES,
-          this.options.encoders,
+          loadingOf(this.options),
         );
     this.problemsNow = { store: null, heldBack: picked.held ?? [] };
     if (picked.best === undefined) {
@@ -393,9 +404,7 @@ export class ServedRuns {
     let model = before.best;
     if (found.runId !== before.bestRunId) {
       try {
-        model = await loadServedModel(readerFor(this.store, found.runId), {
-          encoders: this.options.encoders,
-        });
+        model = await loadServedModel(readerFor(this.store, found.runId), loadingOf(this.options));
       } catch (error) {
         const loadError = toRunLoadError(found.runId, error);
         const label = found.target.version ? versionLabel(found.target.version) : uri.uri;
