@@ -61,7 +61,7 @@ export function servingProblems(state: ServingState): string[] {
 }
 
 const degradedProblem = (what: string, why: string): string =>
-  `${what} is a cascade served by its fast model alone (--allow-degraded): ${why}; the texts its fast model is unsure of get its answer, marked fast_degraded, until the encoder is installed and the server restarted`;
+  `${what} is a cascade served by its fast model alone (--allow-degraded): ${why}; the texts its fast model is unsure of get its answer, marked fast_degraded, until the encoder is installed (a reload then opens it; a saved model directory needs a restart)`;
 
 function runProblems({ store, heldBack }: ServingProblems): string[] {
   const lines = heldBack.map((held) =>

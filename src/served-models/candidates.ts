@@ -195,6 +195,27 @@ export class SkipLog {
 /** Only finished runs are candidates: a RUNNING run is still logging (or was killed), a FAILED one broke. */
 export const isCandidate = (run: Run): boolean => run.info.status === 'FINISHED';
 
+/**
+ * The served model of run `runId`, or — for a cascade served without its encoder (allowDegraded) whose
+ * encoder opens here now — the run's model loaded again with it: a reload gives the cascade its encoder
+ * back once it is installed. Any failure keeps the served model (its artifacts are checked as any served
+ * run's).
+ */
+export async function withEncoderRestored(
+  store: TrackingStore,
+  runId: string,
+  served: ServedModel,
+  loading: ModelLoading,
+): Promise<ServedModel> {
+  if (served.degraded === undefined) return served;
+  try {
+    const model = await loadServedModel(readerFor(store, runId), loading);
+    return model.degraded === undefined ? model : served;
+  } catch {
+    return served;
+  }
+}
+
 export async function pickBest(
   store: TrackingStore,
   runs: readonly Run[],
@@ -210,6 +231,8 @@ export async function pickBest(
   for (const run of runs) {
     const runId = run.info.runId;
     if (runId === current?.bestRunId && gateFailure(run, gates, reference) === null) {
+      const restored = await withEncoderRestored(store, runId, current.best, loading);
+      if (restored !== current.best) return { best: { runId, model: restored }, failures, held };
       try {
         // A check only: the served model (and its encoder) stays as it is.
         await loadServedModel(readerFor(store, runId), { ...loading, checkOnly: true });

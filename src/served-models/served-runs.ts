@@ -22,6 +22,7 @@ import {
   type ServingProblems,
   SkipLog,
   TRAIN_HINT,
+  withEncoderRestored,
 } from './candidates.js';
 import type { EncoderProvider } from './encoders.js';
 import { StartupError } from './errors.js';
@@ -41,7 +42,9 @@ import {
  * - `unchanged`: same runs, same best run; the snapshot is kept as is.
  * - `updated`: the run list changed (new, removed or changed runs) but the same run stays best; a new
  *   snapshot holds the new list and the same loaded model.
- * - `swapped`: another run is now the best loadable one; its model was loaded and now serves /predict.
+ * - `swapped`: another run is now the best loadable one; its model was loaded and now serves /predict. Also
+ *   the served run itself when it is a cascade served without its encoder (`allowDegraded`) whose encoder
+ *   opens now: its model, loaded again with the encoder, replaces the one without.
  * - `failed`: the experiment could not be read (store down, experiment gone, no runs) or none of its
  *   runs is loadable; the current snapshot keeps serving.
  */
@@ -346,8 +349,19 @@ export class ServedRuns {
     }
 
     const picked = this.options.pinRunId
-      ? // Pinned: the list is refreshed, the model never changes.
-        { best: { runId: before.bestRunId, model: before.best }, failures: [] }
+      ? // Pinned: the list is refreshed, the model never changes (but a degraded cascade's encoder returns).
+        {
+          best: {
+            runId: before.bestRunId,
+            model: await withEncoderRestored(
+              this.store,
+              before.bestRunId,
+              before.best,
+              loadingOf(this.options),
+            ),
+          },
+          failures: [],
+        }
       : await pickBest(
           this.store,
           read.runs,
@@ -365,8 +379,13 @@ export class ServedRuns {
     }
     const runs = read.runs.map(summarize);
     const { runId, model } = picked.best;
+    // Another model of the same run: a cascade served without its encoder, whose encoder opens now.
     const outcome: ReloadOutcome =
-      runId !== before.bestRunId ? 'swapped' : sameRuns(before.runs, runs) ? 'unchanged' : 'updated';
+      runId !== before.bestRunId || model !== before.best
+        ? 'swapped'
+        : sameRuns(before.runs, runs)
+          ? 'unchanged'
+          : 'updated';
     // The one write that publishes a reload: readers see the old snapshot or the new one, never a mix.
     if (outcome !== 'unchanged') this.snapshot = before.successor(runs, runId, model);
     const result: ReloadResult = {
@@ -376,7 +395,9 @@ export class ServedRuns {
       problems: picked.failures,
     };
     const fields = { outcome, runId, previousRunId: before.bestRunId, runs: runs.length };
-    if (outcome === 'swapped') log.info(fields, 'reload: serving a new best run');
+    if (outcome === 'swapped' && runId === before.bestRunId) {
+      log.info(fields, "reload: the served cascade's encoder opens now; its encoder model answers again");
+    } else if (outcome === 'swapped') log.info(fields, 'reload: serving a new best run');
     else if (outcome === 'updated') log.info(fields, 'reload: the runs changed, the best run stays');
     else log.debug?.(fields, 'reload: nothing changed');
     this.notify(result);
@@ -401,7 +422,10 @@ export class ServedRuns {
       return this.failed(before, [`${uri.uri}: ${(error as Error).message}`]);
     }
     const runs = found.runs.map(summarize);
-    let model = before.best;
+    let model =
+      found.runId === before.bestRunId
+        ? await withEncoderRestored(this.store, found.runId, before.best, loadingOf(this.options))
+        : before.best;
     if (found.runId !== before.bestRunId) {
       try {
         model = await loadServedModel(readerFor(this.store, found.runId), loadingOf(this.options));
@@ -425,7 +449,7 @@ export class ServedRuns {
     this.problemsNow = { store: null, heldBack: [] };
     const sameVersion = before.target?.version?.version === found.target.version?.version;
     const outcome: ReloadOutcome =
-      found.runId !== before.bestRunId
+      found.runId !== before.bestRunId || model !== before.best
         ? 'swapped'
         : sameRuns(before.runs, runs) && sameVersion
           ? 'unchanged'

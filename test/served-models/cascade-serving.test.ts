@@ -3,7 +3,8 @@
  * fake one — stand-in embeddings, so no ONNX Runtime): hot reload from a TF-IDF run to a cascade and back
  * (its encoder acquired, then released), the promotion gates hold a cascade back as any run, a cascade
  * whose encoder cannot be opened is held back with the reason while the next run serves, and with
- * `allowDegraded` it is served by its fast model alone with the problem in /health/ready.
+ * `allowDegraded` it is served by its fast model alone with the problem in /health/ready — until its
+ * encoder can be opened, when a reload gives it back (pinned runs too).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -181,11 +182,41 @@ describe('cascade runs among the served runs', () => {
         ...cascade.confident.map(() => 'fast'),
         ...cascade.unsure.map(() => 'fast_degraded'),
       ]);
-      // A reload keeps serving it as it is (nothing changed), still ready.
+      // A reload keeps serving it as it is while the encoder is still missing, ready.
       expect((await degraded.reload()).outcome).toBe('unchanged');
       expect((await readiness(app)).run_id).toBe(casc);
+      // Once the encoder is installed, the next reload gives the cascade its encoder back.
+      missing.missing = false;
+      expect(await degraded.reload()).toMatchObject({ outcome: 'swapped', runId: casc, previousRunId: casc });
+      expect(await readiness(app)).toEqual({ status: 'ready', run_id: casc });
+      expect(await stagesOf(app, '/predict', texts())).toEqual(expectedStages());
+      expect(missing.leases).toBe(1);
+      expect((await degraded.reload()).outcome).toBe('unchanged');
     } finally {
       await app.close();
     }
+  });
+
+  it('a pinned cascade served without its encoder gets it back at a reload too', async () => {
+    const name = `cascade-${++experiments}`;
+    const casc = await logServedRun(store, name, { name: 'cascade', f1: 0.5, model: cascade });
+    await logServedRun(store, name, { name: 'tfidf', f1: 0.8, model: tfidf });
+    const encoders = new FakeEncoders();
+    encoders.missing = true;
+    const servedRuns = await ServedRuns.load(store, {
+      experiment: name,
+      modelCacheSize: 2,
+      log: captureLog(),
+      encoders,
+      allowDegraded: true,
+      pinRunId: casc,
+    });
+    expect(servedRuns.best.degraded).toMatch(/cannot be used on this server/);
+    expect((await servedRuns.reload()).outcome).toBe('unchanged');
+    encoders.missing = false;
+    expect((await servedRuns.reload()).outcome).toBe('swapped');
+    expect(servedRuns.bestRunId).toBe(casc);
+    expect(servedRuns.best.degraded).toBeUndefined();
+    expect(servedRuns.best.embedder).toBeDefined();
   });
 });
