@@ -16,7 +16,12 @@ import { rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { listedProbabilities, type TagModel } from '../model/index.js';
+import {
+  listedProbabilities,
+  spreadEmbeddings,
+  type TagModel,
+  textsNeedingEmbeddings,
+} from '../model/index.js';
 import type { Embedder } from '../served-models/encoders.js';
 import {
   BATCH_WORKER_MARK,
@@ -336,7 +341,11 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
         };
         if (embedder === undefined) answer();
         else {
-          const embedded = embedder.embed(message.texts);
+          // A cascade's encoder sees only the texts its fast model is unsure of.
+          const needed = textsNeedingEmbeddings(model, message.texts);
+          const embedded = embedder
+            .embed(needed.map((i) => message.texts[i]!))
+            .then((vectors) => spreadEmbeddings(message.texts.length, needed, vectors, model.encoder!.dim));
           embedded.catch(() => undefined);
           answered = answered.then(async () => answer(await embedded));
           answered.catch((error: unknown) => {

@@ -1,11 +1,12 @@
 /**
  * The encoder inputs of `tagger train` and `tagger optimize`: `--encoder <name|dir>` as the `encoder`
- * training arg, and the embeddings of every text the command will see, computed once before any training
+ * training arg, `--cascade` as the `cascade` one, and the embeddings of every text the command will see, computed once before any training
  * starts (a bad encoder is one line before anything is trained or logged).
  */
 import {
   argsForEncoder,
   type BehaviourSuite,
+  checkCascadeArgs,
   type LabelledText,
   parseTrainingArgs,
   type TrainEncoder,
@@ -26,6 +27,20 @@ export function withEncoderFlag(
   if (encoder === undefined) return given;
   const explicit = new Set([...given.explicit, 'encoder']);
   return { args: argsForEncoder({ ...given.args, encoder: checkedEncoder(encoder) }, explicit), explicit };
+}
+
+/**
+ * `--cascade` over the args (after `--encoder`): a cascade run, the `cascade` arg set as if given; then the
+ * cascade args' combinations are checked (one line: a cascade without an encoder, a budget with a fixed τ).
+ */
+export function withCascadeFlag(
+  given: { args: TrainingArgs; explicit: Set<string> },
+  cascade: boolean | undefined,
+): { args: TrainingArgs; explicit: Set<string> } {
+  const args = cascade === true ? parseTrainingArgs({ ...given.args, cascade: true }) : given.args;
+  // Every source of args applied: the cascade's combinations are checked now, before the data is read.
+  checkCascadeArgs(args);
+  return cascade === true ? { args, explicit: new Set([...given.explicit, 'cascade']) } : given;
 }
 
 /** The `--encoder` value as the `encoder` arg checks it (a usage problem is one line, as in the args). */

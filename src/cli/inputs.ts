@@ -17,6 +17,7 @@ import {
   parseTrainingArgs,
   type TagModel,
   type TrainingArgs,
+  textsNeedingEmbeddings,
 } from '../model/index.js';
 import { EncoderPool } from '../served-models/encoders.js';
 import type { PromotionGates } from '../served-models/gates.js';
@@ -384,11 +385,14 @@ export async function loadModelOfFlags(
 
 /**
  * The loaded model, ready for `texts`: an encoder run's with the embeddings of those texts computed first
- * (each distinct text once, in its encoder's thread); a TF-IDF model as it is.
+ * (each distinct text once, in its encoder's thread; a cascade's only for the texts it routes); a TF-IDF
+ * model as it is.
  */
 export async function modelFor(loaded: CommandModel, texts: Iterable<string>): Promise<TagModel> {
   if (loaded.embedder === undefined) return loaded.model;
+  // A cascade's encoder sees only the texts its fast model is unsure of.
   const distinct = [...new Set(texts)];
-  const vectors = await loaded.embedder.embed(distinct);
-  return bindEmbeddings(loaded.model, new Map(distinct.map((text, i) => [text, vectors[i]!])));
+  const needed = textsNeedingEmbeddings(loaded.model, distinct).map((i) => distinct[i]!);
+  const vectors = await loaded.embedder.embed(needed);
+  return bindEmbeddings(loaded.model, new Map(needed.map((text, i) => [text, vectors[i]!])));
 }

@@ -12,7 +12,7 @@ import {
 } from '../train/optimize.js';
 import { argsForData } from '../train/pipeline.js';
 import { createProgress } from '../train/progress.js';
-import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
+import { embedForTraining, encoderArgs, withCascadeFlag, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
   DEFAULT_SEED,
@@ -38,7 +38,7 @@ interface OptimizeFlags extends Omit<TrainFlags, 'runName'> {
 }
 
 async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
-  const given = withEncoderFlag(await readArgs(flags.args), flags.encoder);
+  const given = withCascadeFlag(withEncoderFlag(await readArgs(flags.args), flags.encoder), flags.cascade);
   const definitions = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
@@ -233,6 +233,10 @@ export function registerOptimize(program: Command, io: CliIo): void {
     .option(
       '--encoder <name|dir>',
       'every trial adds this sentence encoder (minilm, a directory, a Hugging Face id) and the search also varies encoder_weight; embeddings are computed once',
+    )
+    .option(
+      '--cascade',
+      "every trial is a cascade run (needs --encoder): trials are ranked by their encoder stage's CV f1, and each is trained and logged as a cascade",
     )
     .option('--experiment <name>', 'experiment for the trial runs', 'optimization')
     .addOption(trackingOption())

@@ -5,8 +5,8 @@ import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { logTrainingRun } from '../train/log-run.js';
 import { defaultTrainingThreads } from '../train/parallel.js';
-import { argsForData, largeDataSettings } from '../train/pipeline.js';
-import { embedForTraining, encoderArgs, withEncoderFlag } from './embeddings.js';
+import { argsForData, type CascadeOutcome, largeDataSettings } from '../train/pipeline.js';
+import { embedForTraining, encoderArgs, withCascadeFlag, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
   type DataColumnFlags,
@@ -51,6 +51,8 @@ export interface TrainFlags extends DataColumnFlags {
   labelIssues?: boolean;
   /** A sentence encoder whose embeddings join the TF-IDF features (the `encoder` training arg). */
   encoder?: string;
+  /** `--cascade`: a cascade run (the `cascade` training arg). */
+  cascade?: boolean;
   /** Threads the training may use. */
   threads: number;
 }
@@ -71,6 +73,10 @@ export function registerTrain(program: Command, io: CliIo): void {
     .option(
       '--encoder <name|dir>',
       'add sentence embeddings to the TF-IDF features: minilm (npm run setup:encoder), a directory with an ONNX model and tokenizer.json, or a Hugging Face model id',
+    )
+    .option(
+      '--cascade',
+      "a cascade run (needs --encoder): the default TF-IDF model answers every text and the encoder model only those it is unsure of, below a threshold chosen from both models' out-of-fold predictions (cascade_tolerance, cascade_max_routed or cascade_threshold in --args choose the rule)",
     )
     .option('--experiment <name>', 'experiment to log the run to', 'best')
     .addOption(trackingOption())
@@ -119,7 +125,7 @@ export function registerTrain(program: Command, io: CliIo): void {
 async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
-  const given = withEncoderFlag(await readArgs(flags.args), flags.encoder);
+  const given = withCascadeFlag(withEncoderFlag(await readArgs(flags.args), flags.encoder), flags.cascade);
   const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
@@ -243,6 +249,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           by_kind: outcome.behaviour.by_kind,
         },
         slices: outcome.slices.rows,
+        ...(outcome.cascade === undefined ? {} : { cascade: cascadeSummary(outcome.cascade) }),
         ...(outcome.labelIssues === undefined
           ? {}
           : { label_issues: labelIssuesSummary(outcome.labelIssues) }),
@@ -268,6 +275,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
       : `${name} (${rows} rows) f1 ${formatMetric(m.f1)}`;
   });
   if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
+  if (outcome.cascade !== undefined) io.stdout.write(cascadeLine(outcome.cascade));
   if (!flags.quiet) io.stdout.write(behaviourSummary(outcome.behaviour));
   if (!flags.quiet && outcome.labelIssues !== undefined) {
     io.stdout.write(labelIssuesLine(outcome.labelIssues, flags.data));
@@ -281,4 +289,27 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   // Quiet: only a gate holding the run back is said (on stderr, beside the warnings); else the last line.
   if (!flags.quiet) io.stdout.write(servingLine(note, logged.runId, flags.experiment));
   else if (note.fix !== null) io.stderr.write(`tagger: ${servingLine(note, logged.runId, flags.experiment)}`);
+}
+
+/** `tagger train --json`'s account of a cascade: τ, the rule and why, the CV point and the test split's figures. */
+export function cascadeSummary(cascade: CascadeOutcome) {
+  return {
+    threshold: cascade.choice.point.threshold,
+    rule: cascade.choice.rule.kind,
+    reason: cascade.choice.reason,
+    cv: { routed: cascade.choice.point.routed, f1: cascade.choice.point.f1, ...pick(cascade.curve) },
+    test: cascade.test,
+    artifact: RUN_ARTIFACTS.cascadeCurve,
+  };
+}
+
+const pick = ({ fast_f1, encoder_f1, rows }: CascadeOutcome['curve']) => ({ fast_f1, encoder_f1, rows });
+
+/** `tagger train`'s line about a cascade: τ and why, and the test split routed and scored stage by stage. */
+export function cascadeLine(cascade: CascadeOutcome): string {
+  const { test } = cascade;
+  return (
+    `Cascade: τ ${cascade.choice.point.threshold}, ${cascade.choice.reason}. ` +
+    `Test split: ${(test.routed * 100).toFixed(1)} % routed to the encoder model; each stage alone f1 ${formatMetric(test.fast_f1)} (fast), ${formatMetric(test.encoder_f1)} (encoder)\n`
+  );
 }

@@ -33,7 +33,7 @@ export type ThreadOutcome = TrainingOutcome & { labelIssues?: TrainingLabelIssue
 /** What the worker is given: the training input without its callbacks (they stay on this thread). */
 export type TrainingRequest = Omit<
   ThreadInput,
-  'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onClasses' | 'onLabelIssuesFold' | 'parallel'
+  'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onClasses' | 'onLabelIssuesFold' | 'onCascadeFold' | 'parallel'
 >;
 
 /** What the worker posts. */
@@ -43,6 +43,7 @@ export type FromTrainingWorker =
   | { kind: 'member'; report: MemberReport }
   | { kind: 'classes'; report: ClassesReport }
   | { kind: 'label-issues-fold'; done: number; folds: number }
+  | { kind: 'cascade-fold'; done: number; folds: number }
   | { kind: 'done'; outcome: Omit<ThreadOutcome, 'model'>; model: Record<string, Uint8Array> }
   | { kind: 'error'; name: string; message: string };
 
@@ -63,7 +64,7 @@ const KNOWN_ERRORS: Record<string, new (message: string) => Error> = {
  * `signal` aborts (the worker is terminated mid-epoch).
  */
 export function trainInThread(input: ThreadInput, signal?: AbortSignal): Promise<ThreadOutcome> {
-  const { onEpoch, onRefitEpoch, onMember, onClasses, onLabelIssuesFold, ...request } = input;
+  const { onEpoch, onRefitEpoch, onMember, onClasses, onLabelIssuesFold, onCascadeFold, ...request } = input;
   signal?.throwIfAborted();
   // Started from the sources (tests, tsx), the worker is the .ts file and needs tsx's loader too.
   const fromSource = import.meta.url.endsWith('.ts');
@@ -90,6 +91,7 @@ export function trainInThread(input: ThreadInput, signal?: AbortSignal): Promise
       else if (message.kind === 'member') onMember?.(message.report);
       else if (message.kind === 'classes') onClasses?.(message.report);
       else if (message.kind === 'label-issues-fold') onLabelIssuesFold?.(message.done, message.folds);
+      else if (message.kind === 'cascade-fold') onCascadeFold?.(message.done, message.folds);
       else if (message.kind === 'done') {
         let model: TagModel;
         try {

@@ -25,6 +25,7 @@ if (!isMainThread && parentPort && data?.mark === TRAINING_WORKER_MARK) {
       onRefitEpoch: (report) => post({ kind: 'refit-epoch', report }),
       onMember: (report) => post({ kind: 'member', report }),
       onClasses: (report) => post({ kind: 'classes', report }),
+      onCascadeFold: (done, folds) => post({ kind: 'cascade-fold', done, folds }),
     });
     const issues = labelIssues
       ? trainingLabelIssues(

@@ -5,7 +5,7 @@
  * — and the family of the chosen classifier (classifiers/families.ts) checks the combinations it refuses.
  */
 import { bool, fail, type HyperParam, num, oneOf } from './arg-checks.js';
-import { CASCADE_TOLERANCE, cascadeArgsProblem } from './cascade/cascade-args.js';
+import { CASCADE_TOLERANCE } from './cascade/cascade-args.js';
 import { CLASSIFIER_FAMILIES, CLASSIFIERS, familyOf } from './classifiers/families.js';
 import type { FASTTEXT_HYPER_PARAMS } from './classifiers/fasttext/fasttext-params.js';
 import type { MEMBER_HYPER_PARAMS } from './classifiers/members/hyper-params.js';
@@ -270,8 +270,6 @@ export function parseTrainingArgs(raw: unknown): TrainingArgs {
       `model/args: "ngram_min_range" (${args.ngram_min_range}) must not exceed "ngram_max_range" (${args.ngram_max_range})`,
     );
   }
-  const cascadeProblem = cascadeArgsProblem(args);
-  if (cascadeProblem !== null) throw new ModelInputError(`model/args: ${cascadeProblem}`);
   const resolved = familyOf(args.classifier).resolveArgs(args, given);
   if (resolved.members === null && given.members != null) {
     throw new ModelInputError(

@@ -18,6 +18,27 @@ export {
   type VoteMemberArgs,
 } from './args.js';
 export { type DecodeOptions, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
+export { cascadeArgsProblem, checkCascadeArgs } from './cascade/cascade-args.js';
+export {
+  type CascadeChoiceRecord,
+  CascadeTagModel,
+  type FastAnswers,
+  isCascade,
+  spreadEmbeddings,
+  textsNeedingEmbeddings,
+} from './cascade/cascade-model.js';
+export { isRouted, routingConfidence } from './cascade/routing.js';
+export { CASCADE_STAGES, type CascadeStage, encoderStageArgs, fastStageArgs } from './cascade/stages.js';
+export {
+  type CascadeChoice,
+  type CascadeCurve,
+  type CascadeRule,
+  type CurvePoint,
+  cascadeCurve,
+  chooseThreshold,
+  type OutOfFoldAnswers,
+  ruleOf,
+} from './cascade/threshold-curve.js';
 export {
   CLASSIFIER_FAMILIES,
   CLASSIFIERS,
@@ -138,6 +159,7 @@ export {
   type Prediction,
   type TagModel,
   type TrainEncoder,
+  type TrainedTagger,
   type TrainOptions,
   tagSetKey,
   tagsOf,

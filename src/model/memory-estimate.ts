@@ -6,6 +6,7 @@
  * then says what its training holds (ClassifierFamily.memoryParts). An estimate within a factor of about
  * 1.5 either way is the aim: the bench's `scale` section prints it beside the measured peak.
  */
+import { encoderStageArgs, fastStageArgs } from './cascade/stages.js';
 import { familyOf } from './classifiers/families.js';
 import { formatCount as count, type DataShape, type MemoryEstimate, type MemoryPart } from './data-shape.js';
 import { ModelInputError } from './errors.js';
@@ -103,9 +104,22 @@ export function estimateTrainingMemory(
     { what: 'the process', bytes: BASE_BYTES },
     // The rows as read, cleaned, and split (copies of the strings' references only).
     { what: `${count(shape.rows)} texts, read and cleaned`, bytes: 3 * shape.textBytes },
-    ...familyOf(args.classifier).memoryParts(shape, args, Math.max(1, threads)),
+    ...modelParts(shape, args, Math.max(1, threads)),
   ];
   return { bytes: parts.reduce((sum, part) => sum + part.bytes, 0), parts, shape };
+}
+
+/**
+ * What the family holds while it trains; a cascade's stages (and their out-of-fold models) train one after
+ * another, so the larger of the two stages' parts.
+ */
+function modelParts(shape: DataShape, args: TrainingArgs, threads: number): MemoryPart[] {
+  if (!args.cascade) return familyOf(args.classifier).memoryParts(shape, args, threads);
+  const stages = [fastStageArgs(args), encoderStageArgs(args)].map((stage) =>
+    familyOf(stage.classifier).memoryParts(shape, stage, threads),
+  );
+  const total = (parts: MemoryPart[]): number => parts.reduce((sum, part) => sum + part.bytes, 0);
+  return total(stages[0]!) >= total(stages[1]!) ? stages[0]! : stages[1]!;
 }
 
 /** One line: the estimate and its largest parts. */

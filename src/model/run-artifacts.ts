@@ -27,4 +27,9 @@ export const RUN_ARTIFACTS = {
    * optional: runs logged before it existed have none, and serving then judges no drift).
    */
   referenceProfile: 'reference_profile.json',
+  /**
+   * A cascade run's threshold curve (share routed and CV f1 at each τ), the rule and its choice, and the
+   * test split's figures, for the inspection page (not read by serving: τ is in the model).
+   */
+  cascadeCurve: 'cascade_curve.json',
 } as const;

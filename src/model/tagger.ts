@@ -3,6 +3,12 @@
  * (classifiers/families.ts) — and binds an encoder model to embeddings computed beforehand. The shapes
  * every model shares are tag-model.ts's.
  */
+import {
+  type CascadeTagModel,
+  isCascade,
+  spreadEmbeddings,
+  textsNeedingEmbeddings,
+} from './cascade/cascade-model.js';
 import { EMBEDDING_CLASSIFIERS, familyOf } from './classifiers/families.js';
 import { ModelInputError } from './errors.js';
 import type { LabelledText, TagModel, TrainedTagger, TrainOptions } from './tag-model.js';
@@ -50,6 +56,11 @@ export function trainTagger(
         : `model/tagger: the args name the encoder ${args.encoder}, but no embeddings were given; compute them with src/encoder first`,
     );
   }
+  if (args.cascade) {
+    throw new ModelInputError(
+      "model/tagger: a cascade (args.cascade) is two models and a threshold chosen from their out-of-fold predictions; train it with src/train's trainCascade (tagger train --cascade), or train a stage with cascade/stages.ts's args",
+    );
+  }
   const family = familyOf(args.classifier);
   // parseTrainingArgs refuses an encoder with a family that takes none; args built by hand are checked here as well.
   if (args.encoder !== null && !family.takesEmbeddings) {
@@ -60,12 +71,37 @@ export function trainTagger(
   return family.train(train, validation, args, options);
 }
 
+/** A cascade's bound form: the lookup needs only the embeddings of the texts it routes. */
+function bindCascadeEmbeddings(model: CascadeTagModel, lookup: EmbeddingLookup): TagModel {
+  return {
+    tags: model.tags,
+    args: model.args,
+    threshold: model.threshold,
+    tagThresholds: model.tagThresholds,
+    encoder: model.encoder,
+    predict: (texts, _embeddings, options) => {
+      const needed = textsNeedingEmbeddings(model, texts);
+      const vectors = embeddingsOf(
+        needed.map((i) => texts[i]!),
+        lookup,
+      );
+      return model.predict(
+        texts,
+        spreadEmbeddings(texts.length, needed, vectors, model.encoder.dim),
+        options,
+      );
+    },
+    explain: (text, top) => model.explain(text, top, lookup.get(text)),
+  };
+}
+
 /**
  * A model whose predictions take each text's embedding from `lookup` (an encoder model scored where the
  * embeddings were computed beforehand: evaluation, behavioural tests); a TF-IDF model is returned as it is.
  */
 export function bindEmbeddings(model: TagModel, lookup: EmbeddingLookup): TagModel {
   if (!model.encoder) return model;
+  if (isCascade(model)) return bindCascadeEmbeddings(model, lookup);
   return {
     tags: model.tags,
     args: model.args,

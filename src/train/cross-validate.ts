@@ -13,6 +13,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import {
   bindEmbeddings,
+  encoderStageArgs,
   evaluate,
   type LabelledText,
   stratifiedSplit,
@@ -21,7 +22,7 @@ import {
   trainTagger,
 } from '../model/index.js';
 import { DataError } from './data.js';
-import { MIN_SPLIT_ROWS, SPLIT_WITH_TEST, splitStratum } from './pipeline.js';
+import { MIN_SPLIT_ROWS, SPLIT_WITH_TEST, splitStratum } from './splits.js';
 
 export const DEFAULT_FOLDS = 5;
 
@@ -120,7 +121,8 @@ export function scoreFold(
   if (fold === undefined) throw new RangeError(`cross-validation: no fold ${task.fold}`);
   const started = performance.now();
   const embeddings = args.encoder === null ? undefined : encoder;
-  const { model } = trainTagger(fold.train, fold.validation, args, {
+  // A cascade is scored by its encoder stage: its τ is chosen to stay within a tolerance of that model.
+  const { model } = trainTagger(fold.train, fold.validation, args.cascade ? encoderStageArgs(args) : args, {
     seed: task.trainingSeed,
     ...(embeddings ? { encoder: embeddings } : {}),
   });

@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import {
   bindEmbeddings,
+  encoderStageArgs,
   type LabelledText,
   MISTAKE_TEXT_CHARS,
   ModelInputError,
@@ -40,7 +41,7 @@ import {
 import { crossValidationFolds, DEFAULT_FOLDS } from './cross-validate.js';
 import { DataError } from './data.js';
 import { checkTrainable, sameText } from './data-checks.js';
-import { MIN_SPLIT_ROWS } from './pipeline.js';
+import { MIN_SPLIT_ROWS } from './splits.js';
 
 export interface LabelIssueOptions {
   args: TrainingArgs;
@@ -175,7 +176,9 @@ export function outOfFoldProbabilities(
   for (const [done, fold] of parts.entries()) {
     // One fit on all of the other folds' rows: the model `refit` gives (the same rows in the same order, the
     // same seed), without the validated fit before it, whose only use is choosing thresholds.
-    const { model: trained } = trainTagger([...fold.train, ...fold.validation], [], options.args, {
+    // A cascade run's label issues are its encoder stage's (the better probabilities of its two models).
+    const args = options.args.cascade ? encoderStageArgs(options.args) : options.args;
+    const { model: trained } = trainTagger([...fold.train, ...fold.validation], [], args, {
       seed: options.seed,
       ...(options.args.encoder !== null && options.encoder ? { encoder: options.encoder } : {}),
     });

@@ -33,7 +33,7 @@ import {
 } from '../tracking/store.js';
 import type { TrainingLabelIssues } from './label-issues.js';
 import { LOGGED_MODEL_NAME, MLMODEL_FILE, mlmodelYaml } from './logged-model.js';
-import type { TrainingOutcome } from './pipeline.js';
+import type { CascadeOutcome, TrainingOutcome } from './pipeline.js';
 import { loggingTags, markEnded } from './run-ends.js';
 
 /** Tag naming the model artifact format, so loaders can tell Tagger runs from others at a glance. */
@@ -215,6 +215,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     const params: Record<string, string> = {};
     for (const [key, value] of Object.entries(input.args)) params[key] = formatParam(value);
     params.seed = String(input.seed);
+    if (input.outcome.cascade !== undefined) Object.assign(params, cascadeParams(input.outcome.cascade));
     Object.assign(params, encoderRecord.params, input.extraParams);
 
     // The logged model first (PENDING), so the final metrics can carry its id, as MLflow 3 links them.
@@ -244,6 +245,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...input.extraMetrics,
     };
     if (outcome.threshold !== null) finals.threshold = outcome.threshold;
+    if (outcome.cascade !== undefined) Object.assign(finals, cascadeMetrics(outcome.cascade));
     const labelIssues = input.labelIssues;
     if (labelIssues !== undefined && 'report' in labelIssues) {
       finals.label_issues = labelIssues.report.found;
@@ -310,6 +312,11 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...(labelIssues !== undefined && 'report' in labelIssues
         ? [[RUN_ARTIFACTS.labelIssues, json(labelIssues.report)] as [string, Uint8Array]]
         : []),
+      ...(outcome.cascade === undefined
+        ? []
+        : [
+            [RUN_ARTIFACTS.cascadeCurve, json(cascadeCurveArtifact(outcome.cascade))] as [string, Uint8Array],
+          ]),
       // Compact: the vocabulary makes it the largest JSON artifact, and no person reads it.
       [RUN_ARTIFACTS.referenceProfile, encoder.encode(`${JSON.stringify(outcome.reference)}\n`)],
       [
@@ -377,4 +384,43 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
     throw error;
   }
   return { runId, experimentId, modelId };
+}
+
+/**
+ * What a cascade run's params say was chosen and why (`cascade.*`; the `cascade*` args are params already):
+ * τ, the rule, the reason, and the fast stage's classifier (the run's `classifier` is the encoder stage's).
+ */
+export function cascadeParams(cascade: CascadeOutcome): Record<string, string> {
+  return {
+    'cascade.threshold': String(cascade.choice.point.threshold),
+    'cascade.rule': cascade.choice.rule.kind,
+    // MLflow caps param values at 6,000 characters; the reason is one sentence.
+    'cascade.reason': cascade.choice.reason.slice(0, 6_000),
+    'cascade.fast_classifier': cascade.fastClassifier,
+  };
+}
+
+/** A cascade run's figures as metrics: the CV point chosen, each stage alone by CV and on the test split. */
+export function cascadeMetrics(cascade: CascadeOutcome): Record<string, number> {
+  return {
+    'cascade.routed_cv': cascade.choice.point.routed,
+    'cascade.f1_cv': cascade.choice.point.f1,
+    'cascade.fast_f1_cv': cascade.curve.fast_f1,
+    'cascade.encoder_f1_cv': cascade.curve.encoder_f1,
+    'cascade.routed_test': cascade.test.routed,
+    'cascade.fast_f1_test': cascade.test.fast_f1,
+    'cascade.encoder_f1_test': cascade.test.encoder_f1,
+  };
+}
+
+/** cascade_curve.json: the curve, the rule and its choice, and the test split's figures. */
+export function cascadeCurveArtifact(cascade: CascadeOutcome): Record<string, unknown> {
+  return {
+    rule: cascade.choice.rule,
+    reason: cascade.choice.reason,
+    chosen: cascade.choice.point,
+    cv: { rows: cascade.curve.rows, fast_f1: cascade.curve.fast_f1, encoder_f1: cascade.curve.encoder_f1 },
+    test: cascade.test,
+    points: cascade.curve.points,
+  };
 }

@@ -8,27 +8,31 @@ import {
   type BehaviourSuite,
   bindEmbeddings,
   buildReferenceProfile,
+  type CascadeChoice,
+  type CascadeCurve,
   type ConfusionAndMistakes,
+  checkCascadeArgs,
   compileSlices,
   DEFAULT_BEHAVIOUR_SUITE,
   DEFAULT_SLICE_DEFINITIONS,
+  type EmbeddingLookup,
   type EpochReport,
+  evaluate,
   evaluateWithErrors,
+  isCascade,
   type LabelledText,
   learnsSeveralTags,
   type Performance,
   parseTrainingArgs,
   type ReferenceProfile,
-  rowsPerTag,
   runBehaviourSuite,
   type SliceDefinition,
-  stratifiedSplit,
   type TagModel,
   type TrainingArgs,
   type TrainOptions,
-  tagsOf,
   trainTagger,
 } from '../model/index.js';
+import { type TrainedCascade, trainCascade } from './cascade-training.js';
 import { DataError } from './data.js';
 import {
   checkTrainable,
@@ -38,15 +42,18 @@ import {
   overlapWarnings,
   unreadableTextsWarning,
 } from './data-checks.js';
+import { splitData } from './splits.js';
 
 export { MIN_TRUSTED_TEST_ROWS } from './data-checks.js';
 
-/** Fractions of the stratified split when no separate test file is given (train/validation/test). */
-export const SPLIT_WITHOUT_TEST = [0.7, 0.15, 0.15] as const;
-/** Fractions of the stratified split of the training file when a test file is given. */
-export const SPLIT_WITH_TEST = [0.85, 0.15] as const;
-/** Fewest rows a split may have; below it metrics and threshold tuning mean nothing. */
-export const MIN_SPLIT_ROWS = 2;
+export {
+  MIN_SPLIT_ROWS,
+  MIN_STRATUM_ROWS,
+  SPLIT_WITH_TEST,
+  SPLIT_WITHOUT_TEST,
+  splitData,
+  splitStratum,
+} from './splits.js';
 
 /**
  * The data and arguments of one training, with trainTagger's options (seed, epoch callbacks, and for an
@@ -61,6 +68,8 @@ export interface TrainingInput extends TrainOptions {
   behaviour?: BehaviourSuite;
   /** The slices of the performance report (default: tagifai's nlp_cnn and short_text). */
   slices?: readonly SliceDefinition[];
+  /** A cascade run: a fold's out-of-fold models of both stages were trained (before the stages themselves). */
+  onCascadeFold?: (done: number, folds: number) => void;
 }
 
 /** An epoch's losses with the wall-clock time (epoch ms) it ended, for MLflow's metric history. */
@@ -106,6 +115,18 @@ export interface TrainingOutcome {
   slices: { definitions: readonly SliceDefinition[]; rows: Record<string, number> };
   /** The test split as live traffic is compared with it (drift monitoring; logged as reference_profile.json). */
   reference: ReferenceProfile;
+  /** A cascade run: how τ was chosen and how the cascade did on the test split beside each stage alone. */
+  cascade?: CascadeOutcome;
+}
+
+/** What a cascade run's training found (logged as cascade_curve.json and metrics). */
+export interface CascadeOutcome {
+  curve: CascadeCurve;
+  choice: CascadeChoice;
+  /** The fast stage's classifier (the run's `classifier` arg is the encoder stage's). */
+  fastClassifier: string;
+  /** On the test split: the share routed, and each stage's weighted f1 alone (the cascade's is `performance`). */
+  test: { routed: number; fast_f1: number; encoder_f1: number };
 }
 
 /** SHA-256 of the rows as `text \0 tag` lines, sorted: the same rows in any order give the same digest. */
@@ -114,63 +135,6 @@ export function testSetDigest(rows: readonly LabelledText[]): string {
   const hash = createHash('sha256');
   for (const line of lines) hash.update(line).update('\n');
   return hash.digest('hex');
-}
-
-/** Splits `data` into train/validation(/test) deterministically for `seed`, checking no split is empty. */
-export function splitData(
-  data: readonly LabelledText[],
-  withTestFile: boolean,
-  seed: number,
-): { train: LabelledText[]; validation: LabelledText[]; test: LabelledText[] } {
-  const fractions = withTestFile ? SPLIT_WITH_TEST : SPLIT_WITHOUT_TEST;
-  const needed = Math.ceil(MIN_SPLIT_ROWS / Math.min(...fractions));
-  if (data.length < needed) {
-    throw new DataError(
-      `data: ${data.length} example(s) are too few to split ${fractions.map((f) => `${Math.round(f * 100)}%`).join('/')}` +
-        ` into train/validation${withTestFile ? '' : '/test'}; need at least ${needed}`,
-    );
-  }
-  const parts = stratifiedSplit(data, splitStratum(data), fractions, seed);
-  const [train = [], validation = [], test = []] = parts;
-  const names = ['train', 'validation', 'test'];
-  parts.forEach((part, index) => {
-    if (part.length < MIN_SPLIT_ROWS) {
-      throw new DataError(
-        `data: the ${names[index]} split would hold ${part.length} example(s); add more rows (have ${data.length})`,
-      );
-    }
-  });
-  return { train, validation, test };
-}
-
-/**
- * A multi-label stratum needs this many rows to reach every part of a split (15 % of 10 rounds to 2; ten
- * folds get one each); rarer tags do not define strata.
- */
-export const MIN_STRATUM_ROWS = 10;
-
-/**
- * What a split keeps in proportion: a row's tag; for multi-label rows, the rarest of its tags that are
- * in at least MIN_STRATUM_ROWS rows of `data`, or one shared stratum for rows with none. (A row's whole
- * tag set, or a tag of a few rows, would make strata of one or two rows, which all go to the training
- * split.) So every tag of some size, rare ones first, reaches the validation and test splits.
- */
-export function splitStratum(data: readonly LabelledText[]): (row: LabelledText) => string {
-  if (!data.some((row) => row.tags !== undefined)) return (row) => row.tag;
-  const counts = rowsPerTag(data.map(tagsOf));
-  return (row) => {
-    let rarest = '';
-    let fewest = Infinity;
-    for (const tag of tagsOf(row)) {
-      const count = counts.get(tag) ?? 0;
-      if (count < MIN_STRATUM_ROWS) continue;
-      if (count < fewest || (count === fewest && tag < rarest)) {
-        rarest = tag;
-        fewest = count;
-      }
-    }
-    return rarest;
-  };
 }
 
 /** From this many rows of data on, the arguments for the data take the large-data settings (below). */
@@ -249,6 +213,7 @@ function applySubset(data: readonly LabelledText[], subset: number | null): read
 }
 
 export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
+  checkCascadeArgs(input.args);
   const data = applySubset(input.data, input.args.subset);
   if (data.length === 0) throw new DataError('data: no training examples');
   if (
@@ -277,7 +242,8 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const started = performance.now();
   const fitTimes: number[] = [];
   const refitHistory: TimedEpoch[] = [];
-  const trained = trainTagger(split.train, split.validation, input.args, {
+  const train = input.args.cascade ? trainCascade : trainTagger;
+  const trained = train(split.train, split.validation, input.args, {
     ...input,
     onEpoch: (report) => {
       fitTimes.push(Date.now());
@@ -303,6 +269,9 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const sliceRows: Record<string, number> = {};
   for (const { name } of sliceDefinitions) sliceRows[name] = report.slices[name]?.num_samples ?? 0;
   return {
+    ...(isCascade(trained.model) && 'curve' in trained
+      ? { cascade: cascadeOutcome(trained as TrainedCascade, test, input.encoder!.embeddings) }
+      : {}),
     model: trained.model,
     // onEpoch fires once per epoch of the history; an ensemble reports its last member's epochs.
     history: trained.history.map((report, index) => ({ ...report, time: fitTimes[index] ?? startedAt })),
@@ -335,5 +304,30 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
       tags: trained.model.tags,
       multiLabel: trained.model.args.multi_label,
     }),
+  };
+}
+
+/** The cascade's figures on the test split: the share routed, and each stage alone. */
+function cascadeOutcome(
+  trained: TrainedCascade,
+  test: readonly LabelledText[],
+  embeddings: EmbeddingLookup,
+): CascadeOutcome {
+  const { model } = trained;
+  const { routed } = model.predictFast(
+    test.map((row) => row.text),
+    { probabilities: 1 },
+  );
+  const f1Alone = (stage: TagModel): number =>
+    evaluate(bindEmbeddings(stage, embeddings), [...test]).overall.f1;
+  return {
+    curve: trained.curve,
+    choice: trained.choice,
+    fastClassifier: model.fast.args.classifier,
+    test: {
+      routed: test.length === 0 ? 0 : routed.length / test.length,
+      fast_f1: f1Alone(model.fast),
+      encoder_f1: f1Alone(model.encoderModel),
+    },
   };
 }

@@ -10,8 +10,17 @@ import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { withEncoderFlag } from '../../src/cli/embeddings.js';
 import { EncoderError, openEncoderFor } from '../../src/encoder/index.js';
-import { DEFAULT_TRAINING_ARGS, decodeModel, MODEL_FILES, parseTrainingArgs } from '../../src/model/index.js';
+import {
+  DEFAULT_TRAINING_ARGS,
+  decodeModel,
+  isCascade,
+  MODEL_FILES,
+  MODEL_FORMAT,
+  parseTrainingArgs,
+  RUN_ARTIFACTS,
+} from '../../src/model/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
+import { readDataset } from '../../src/train/data.js';
 import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 import { minilmDir, SAMPLE_DATA } from '../support/components.js';
 
@@ -65,7 +74,7 @@ describe.skipIf(dir === null)('tagger train --encoder', () => {
       expect(run.params['encoder.source']).toBe(`local:${dir}`);
       expect(run.tags['tagger.encoder.name']).toBe('minilm');
       expect(run.tags['tagger.encoder.tokenizer_sha256']).toMatch(/^be50c362/);
-      expect(run.tags['tagger.model_format']).toBe('tagger-model/1.6');
+      expect(run.tags['tagger.model_format']).toBe(MODEL_FORMAT);
       // The encoder's configuration was measured on the SGD model (issue 25's soft vote takes no embeddings).
       expect(run.params).toMatchObject({ classifier: 'ovr', oversample: 'true', encoder_weight: '0.75' });
       const files = Object.fromEntries(
@@ -171,6 +180,127 @@ describe.skipIf(dir === null)('tagger train --encoder', () => {
       expect(result.stderr).not.toMatch(/training:/);
     }
     await expect(readFile(join(store, '0', 'meta.yaml'))).rejects.toThrow();
+  }, 120_000);
+});
+
+describe.skipIf(dir === null)('tagger train --encoder --cascade', () => {
+  it('trains a cascade run: τ and why in its params, the curve as an artifact, served by predict and evaluate', async () => {
+    const result = await cli.tagger(trainArgv(cli.store, ['--encoder', 'minilm', '--cascade', '--json']));
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/cascade: 5\/5 folds/);
+    const { run_id: runId, cascade } = JSON.parse(result.stdout);
+    expect(cascade.rule).toBe('tolerance');
+    expect(cascade.threshold).toBeGreaterThan(0);
+    expect(cascade.threshold).toBeLessThanOrEqual(1);
+    expect(cascade.artifact).toBe(RUN_ARTIFACTS.cascadeCurve);
+    expect(cascade.test.routed).toBeGreaterThanOrEqual(0);
+    const store = await openTrackingStore(cli.store);
+    try {
+      const run = (await store.getRun(runId))!;
+      expect(run.params).toMatchObject({
+        cascade: 'true',
+        'cascade.rule': 'tolerance',
+        'cascade.fast_classifier': 'soft_vote',
+      });
+      expect(run.params['cascade.reason']).toMatch(/fewest training rows routed|no threshold came within/);
+      const curve = JSON.parse(
+        new TextDecoder().decode(await store.readArtifact(runId, RUN_ARTIFACTS.cascadeCurve)),
+      );
+      expect(curve.points).toHaveLength(100);
+      const files = Object.fromEntries(
+        await Promise.all(
+          MODEL_FILES.map(async (name) => [name, await store.readArtifact(runId, `model/${name}`)] as const),
+        ),
+      );
+      const model = decodeModel(files, { withEncoder: true });
+      expect(isCascade(model) && model.routingThreshold).toBe(cascade.threshold);
+      // Batch tagging embeds only the routed texts, and answers as the model does with every embedding.
+      const tags = join(cli.dir, 'cascade-tags.csv');
+      const batch = await cli.tagger([
+        'predict',
+        '--tracking-uri',
+        cli.store,
+        '--run-id',
+        runId,
+        '--input',
+        SAMPLE_DATA,
+        '--output',
+        tags,
+        '--quiet',
+      ]);
+      expect(batch.code, batch.stderr).toBe(0);
+      const written = parse(await readFile(tags, 'utf8'), { columns: true }) as Record<string, string>[];
+      const rows = await readDataset(SAMPLE_DATA);
+      const encoder = await openEncoderFor(model.encoder!);
+      try {
+        const texts = rows.map((row) => row.text);
+        const expected = model.predict(texts, await encoder.embed(texts));
+        expect(written.map((row) => row.predicted_tag)).toEqual(expected.map((p) => p.predicted_tag));
+        expect(expected.some((p) => p.stage === 'encoder') && expected.some((p) => p.stage === 'fast')).toBe(
+          true,
+        );
+      } finally {
+        await encoder.close();
+      }
+    } finally {
+      await store.close();
+    }
+    const predict = await cli.tagger([
+      'predict',
+      '--tracking-uri',
+      cli.store,
+      '--run-id',
+      runId,
+      'Object detection with YOLO on drone images',
+    ]);
+    expect(predict.code, predict.stderr).toBe(0);
+    expect(JSON.parse(predict.stdout).predictions[0].predicted_tag).toBe('computer-vision');
+    const evaluated = await cli.tagger([
+      'evaluate',
+      '--tracking-uri',
+      cli.store,
+      '--run-id',
+      runId,
+      '--data',
+      SAMPLE_DATA,
+    ]);
+    expect(evaluated.code, evaluated.stderr).toBe(0);
+    expect(evaluated.stdout).toMatch(/overall: precision/);
+  }, 180_000);
+
+  it('refuses a cascade without an encoder, or with two rules, in one line before reading anything', async () => {
+    for (const [flags, message] of [
+      [['--cascade'], /no encoder is named; pass --encoder minilm/],
+      [
+        [
+          '--encoder',
+          'minilm',
+          '--cascade',
+          '--args',
+          '{"cascade_threshold": 0.9, "cascade_max_routed": 0.2}',
+        ],
+        /contradict each other/,
+      ],
+      [
+        ['--encoder', 'minilm', '--cascade', '--args', '{"cascade_threshold": 0}'],
+        /"cascade_threshold" must be a number in \(0, 1\]/,
+      ],
+      [
+        ['--encoder', 'minilm', '--cascade', '--args', '{"cascade_max_routed": 1}'],
+        /strictly between 0 and 1/,
+      ],
+    ] as const) {
+      const result = await cli.tagger([
+        'train',
+        '--data',
+        SAMPLE_DATA,
+        ...flags,
+        '--tracking-uri',
+        join(cli.dir, 'cascade-bad'),
+      ]);
+      expectCleanFailure(result, message);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    }
   }, 120_000);
 });
 

@@ -367,6 +367,7 @@ describe('RUN_ARTIFACTS', () => {
       slices: 'slices.json',
       labelIssues: 'label_issues.json',
       referenceProfile: 'reference_profile.json',
+      cascadeCurve: 'cascade_curve.json',
     });
   });
 });

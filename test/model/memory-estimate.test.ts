@@ -72,6 +72,14 @@ describe('estimateTrainingMemory', () => {
     );
     expect(averaged.bytes - plain.bytes).toBe(8 * shape.features * shape.tags);
   });
+
+  it('estimates a cascade as its larger stage (the stages and their fold models train one after another)', () => {
+    const cascade = parseTrainingArgs({ encoder: 'minilm', cascade: true });
+    const encoderStage = parseTrainingArgs({ encoder: 'minilm' });
+    const fastStage = parseTrainingArgs({});
+    const bytes = (args: typeof cascade) => estimateTrainingMemory(shape, args, 2).bytes;
+    expect(bytes(cascade)).toBe(Math.max(bytes(encoderStage), bytes(fastStage)));
+  });
 });
 
 describe('formatBytes', () => {

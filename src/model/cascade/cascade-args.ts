@@ -1,8 +1,11 @@
 /**
  * The cascade's training arguments (`cascade`, `cascade_tolerance`, `cascade_max_routed`,
  * `cascade_threshold`; training-args.ts documents them): their default and the combinations refused. A
- * leaf, so args.ts can check them without a cycle through stages.ts (which needs args.ts's defaults).
+ * leaf, so args.ts can declare them without a cycle through stages.ts (which needs args.ts's defaults).
+ * The combinations are checked once every source of args is applied (`tagger train --args … --encoder …
+ * --cascade`: a flag may complete what the args file lacks), not by parseTrainingArgs.
  */
+import { ModelInputError } from '../errors.js';
 import type { TrainingArgs } from '../training-args.js';
 
 /**
@@ -32,4 +35,10 @@ export function cascadeArgsProblem(args: CascadeKeys): string | null {
     return '"cascade_max_routed" (a budget the threshold is chosen for) and "cascade_threshold" (the threshold itself) contradict each other; give one';
   }
   return null;
+}
+
+/** Throws a ModelInputError (one line) when the args cannot train a cascade they ask for (cascadeArgsProblem). */
+export function checkCascadeArgs(args: CascadeKeys): void {
+  const problem = cascadeArgsProblem(args);
+  if (problem !== null) throw new ModelInputError(`model/args: ${problem}`);
 }

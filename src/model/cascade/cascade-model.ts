@@ -13,7 +13,7 @@ import { limitProbabilities, type Prediction, type PredictOptions } from '../pre
 import type { TagModel } from '../tag-model.js';
 import type { EncoderSpec } from '../text/embeddings.js';
 import type { TrainingArgs } from '../training-args.js';
-import { confidenceOf, isRouted } from './routing.js';
+import { isRouted, routingConfidence } from './routing.js';
 import type { CascadeStage } from './stages.js';
 import type { CascadeCurve, CascadeRule } from './threshold-curve.js';
 
@@ -45,6 +45,35 @@ export interface FastAnswers {
 }
 
 export const isCascade = (model: TagModel): model is CascadeTagModel => model instanceof CascadeTagModel;
+
+/**
+ * The texts (indices) whose embeddings a model needs to answer `texts`: every one for an encoder model,
+ * the routed ones for a cascade, none for a TF-IDF model. With `spreadEmbeddings`, a caller that computes
+ * embeddings (batch tagging, `tagger predict`) asks the encoder for only those.
+ */
+export function textsNeedingEmbeddings(model: TagModel, texts: readonly string[]): number[] {
+  if (isCascade(model)) return model.predictFast(texts, { probabilities: 1 }).routed;
+  return model.encoder ? texts.map((_, i) => i) : [];
+}
+
+/**
+ * One embedding per text from the vectors of the texts `needed` (in that order): the others get a shared
+ * zero vector, which a cascade never reads (only its routed texts' are).
+ */
+export function spreadEmbeddings(
+  count: number,
+  needed: readonly number[],
+  vectors: readonly Float32Array[],
+  dim: number,
+): Float32Array[] {
+  if (needed.length === count) return [...vectors];
+  const unread = new Float32Array(dim);
+  const out: Float32Array[] = Array.from({ length: count }, () => unread);
+  needed.forEach((i, at) => {
+    out[i] = vectors[at]!;
+  });
+  return out;
+}
 
 export class CascadeTagModel implements TagModel {
   readonly tags: readonly string[];
@@ -105,7 +134,7 @@ export class CascadeTagModel implements TagModel {
     });
     const routed: number[] = [];
     const predictions = raw.map((prediction, i): Prediction => {
-      if (isRouted(confidenceOf(this.fast, prediction), this.routingThreshold)) routed.push(i);
+      if (isRouted(routingConfidence(this.fast, prediction), this.routingThreshold)) routed.push(i);
       const probabilities =
         multiLabel && asked !== 'all'
           ? limitProbabilities(prediction.probabilities, asked, prediction.predicted_tags)

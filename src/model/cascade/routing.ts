@@ -30,7 +30,7 @@ export function tagMargin(probability: number, threshold: number): number {
  * the most probable tag's). Multi-label: the smallest tag margin, which needs every tag's probability
  * (a tag the prediction does not list counts as probability 0).
  */
-export function confidenceOf(model: RoutingModel, prediction: Prediction): number {
+export function routingConfidence(model: RoutingModel, prediction: Prediction): number {
   const { probabilities } = prediction;
   if (model.tagThresholds === null) {
     let top = 0;

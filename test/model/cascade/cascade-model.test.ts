@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CascadeTagModel, isCascade } from '../../../src/model/cascade/cascade-model.js';
+import { checkCascadeArgs } from '../../../src/model/cascade/cascade-args.js';
+import {
+  CascadeTagModel,
+  isCascade,
+  spreadEmbeddings,
+  textsNeedingEmbeddings,
+} from '../../../src/model/cascade/cascade-model.js';
 import { encoderStageArgs, fastStageArgs } from '../../../src/model/cascade/stages.js';
 import {
   bindEmbeddings,
@@ -113,6 +119,23 @@ describe('CascadeTagModel', () => {
     );
   });
 
+  it("binds embeddings needing only the routed texts' (batch tagging and tagger predict embed no others)", () => {
+    const { routed } = cascade.predictFast(PROBES);
+    expect(textsNeedingEmbeddings(cascade, PROBES)).toEqual(routed);
+    const onlyRouted = new Map(routed.map((i) => [PROBES[i]!, embeddings[i]!]));
+    const bound = bindEmbeddings(cascade, onlyRouted);
+    expect(bound.predict(PROBES)).toEqual(cascade.predict(PROBES, embeddings));
+    const spread = spreadEmbeddings(
+      PROBES.length,
+      routed,
+      routed.map((i) => embeddings[i]!),
+      DIM,
+    );
+    expect(cascade.predict(PROBES, spread)).toEqual(cascade.predict(PROBES, embeddings));
+    expect(textsNeedingEmbeddings(cascade.fast, PROBES)).toEqual([]);
+    expect(textsNeedingEmbeddings(cascade.encoderModel, PROBES)).toEqual(PROBES.map((_, i) => i));
+  });
+
   it('saves as tagger-model/1.7 and loads predicting bit for bit', () => {
     const files = encodeModel(cascade);
     const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
@@ -157,7 +180,8 @@ describe('CascadeTagModel', () => {
   });
 
   it('the args: a cascade needs an encoder, and one rule', () => {
-    expect(() => parseTrainingArgs({ cascade: true })).toThrow(/no encoder is named/);
+    const checked = (raw: Record<string, unknown>) => checkCascadeArgs(parseTrainingArgs(raw));
+    expect(() => checked({ cascade: true })).toThrow(/no encoder is named/);
     expect(() => parseTrainingArgs({ encoder: 'm', cascade: true, cascade_threshold: 0 })).toThrow(
       /cascade_threshold/,
     );
@@ -173,8 +197,9 @@ describe('CascadeTagModel', () => {
       );
     }
     expect(() =>
-      parseTrainingArgs({ encoder: 'm', cascade: true, cascade_max_routed: 0.2, cascade_threshold: 0.8 }),
+      checked({ encoder: 'm', cascade: true, cascade_max_routed: 0.2, cascade_threshold: 0.8 }),
     ).toThrow(/contradict/);
-    expect(() => parseTrainingArgs({ cascade_max_routed: 0.2 })).toThrow(/"cascade" is false/);
+    expect(() => checked({ cascade_max_routed: 0.2 })).toThrow(/"cascade" is false/);
+    expect(() => checked({ encoder: 'm', cascade: true, cascade_max_routed: 0.2 })).not.toThrow();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { confidenceOf, isRouted, tagMargin } from '../../../src/model/cascade/routing.js';
+import { isRouted, routingConfidence, tagMargin } from '../../../src/model/cascade/routing.js';
 
 describe("cascade routing: a prediction's confidence", () => {
   it('single-label: the top probability listed, whatever the predicted tag', () => {
@@ -9,7 +9,7 @@ describe("cascade routing: a prediction's confidence", () => {
       predicted_tags: ['other'],
       probabilities: { a: 0.55, b: 0.3, other: 0.15 },
     };
-    expect(confidenceOf(model, prediction)).toBe(0.55);
+    expect(routingConfidence(model, prediction)).toBe(0.55);
     expect(isRouted(0.55, 0.6)).toBe(true);
     expect(isRouted(0.6, 0.6)).toBe(false);
   });
@@ -33,11 +33,11 @@ describe("cascade routing: a prediction's confidence", () => {
       probabilities: { a: 0.98, b: 0.01, other: 0.02 },
     };
     const unsure = { ...sure, probabilities: { a: 0.98, b: 0.18, other: 0.02 } };
-    expect(confidenceOf(model, sure)).toBeCloseTo(0.95, 12);
-    expect(confidenceOf(model, unsure)).toBeCloseTo(0.1, 12);
-    expect(isRouted(confidenceOf(model, sure), 0.5)).toBe(false);
-    expect(isRouted(confidenceOf(model, unsure), 0.5)).toBe(true);
+    expect(routingConfidence(model, sure)).toBeCloseTo(0.95, 12);
+    expect(routingConfidence(model, unsure)).toBeCloseTo(0.1, 12);
+    expect(isRouted(routingConfidence(model, sure), 0.5)).toBe(false);
+    expect(isRouted(routingConfidence(model, unsure), 0.5)).toBe(true);
     // A tag the prediction does not list counts as probability 0: far below its threshold.
-    expect(confidenceOf(model, { ...sure, probabilities: { a: 0.98 } })).toBeCloseTo(0.96, 12);
+    expect(routingConfidence(model, { ...sure, probabilities: { a: 0.98 } })).toBeCloseTo(0.96, 12);
   });
 });
