@@ -14,8 +14,14 @@
  * `fast_degraded`. Any other failure is a failure.
  */
 import type { FastifyRequest } from 'fastify';
-import { type CascadeTagModel, isCascade } from '../model/cascade/cascade-model.js';
-import type { Explanation, Prediction, PredictOptions, TagModel } from '../model/index.js';
+import {
+  type CascadeTagModel,
+  type Explanation,
+  isCascade,
+  type Prediction,
+  type PredictOptions,
+  type TagModel,
+} from '../model/index.js';
 import {
   type EncoderLease,
   EncoderLoadError,

@@ -1,7 +1,12 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
-import { isCascade } from '../model/cascade/cascade-model.js';
-import { limitProbabilities, listedProbabilities, selectTags, type TagSelection } from '../model/index.js';
+import {
+  isCascade,
+  limitProbabilities,
+  listedProbabilities,
+  selectTags,
+  type TagSelection,
+} from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
 import type { RunSummary, ServedModel, ServingState } from '../served-models/index.js';
 import { type Answers, predictCascade } from './cascade-predict.js';

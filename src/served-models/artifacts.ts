@@ -4,9 +4,9 @@
  * saved model directory through the file system; only the `ArtifactReader` differs.
  */
 
-import { isCascade } from '../model/cascade/cascade-model.js';
 import {
   decodeModel,
+  isCascade,
   MODEL_FILES,
   parseReferenceProfile,
   parseTrainingArgs,

@@ -4,6 +4,7 @@
  * - texts the fast model is sure of are answered `stage: fast`, the others `stage: encoder` with the
  *   encoder model's answer (the model's own, given the same embeddings), each explained by its stage, and
  *   /metrics counts the texts per stage;
+ * - a run trained by `tagger train --encoder minilm --cascade` is served with the stages its τ routes;
  * - with the encoder's queue full (TAGGER_ENCODER_MAX_QUEUE=1, a long batching wait holding one request in
  *   it), unsure texts get the fast answer marked `fast_degraded` by default, and a 503 with
  *   TAGGER_CASCADE_OVERLOAD=shed — while a request of confident texts is answered meanwhile either way;
@@ -16,10 +17,17 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TrainEncoder } from '../../src/model/index.js';
+import {
+  type CascadeTagModel,
+  decodeModel,
+  isCascade,
+  MODEL_FILES,
+  type TrainEncoder,
+} from '../../src/model/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { type CascadeFixture, realCascade } from '../support/cascade-fixture.js';
-import { minilmDir } from '../support/components.js';
+import { runCli } from '../support/cli.js';
+import { minilmDir, SAMPLE_DATA } from '../support/components.js';
 import { sampleEmbeddings } from '../support/encoder-fixture.js';
 import { sampleTexts, trainModel } from '../support/fixtures.js';
 import { killServers, logServedRun, spawnServe, spawnServer } from '../support/serve-process.js';
@@ -145,6 +153,65 @@ describe.skipIf(dir === null)('a cascade run in the server process', () => {
       await server.exited;
     }
   }, 180_000);
+
+  it('serves a run trained by tagger train --encoder minilm --cascade: stages as its τ routes, the encoder model’s answers', async () => {
+    const trained = join(tmp.path, 'trained');
+    const train = await runCli([
+      'train',
+      '--data',
+      SAMPLE_DATA,
+      '--encoder',
+      'minilm',
+      '--cascade',
+      '--tracking-uri',
+      trained,
+    ]);
+    expect(train.code, train.stderr).toBe(0);
+    const trainedStore = await openTrackingStore(trained);
+    let model: CascadeTagModel;
+    let runId: string;
+    let threshold: string | undefined;
+    try {
+      const experiment = await trainedStore.getExperimentByName('best');
+      const [run] = await trainedStore.searchRuns(experiment!.experimentId);
+      runId = run!.info.runId;
+      threshold = run!.params['cascade.threshold'];
+      const files = Object.fromEntries(
+        await Promise.all(
+          MODEL_FILES.map(
+            async (name) => [name, await trainedStore.readArtifact(runId, `model/${name}`)] as const,
+          ),
+        ),
+      );
+      const decoded = decodeModel(files, { withEncoder: true });
+      expect(isCascade(decoded)).toBe(true);
+      model = decoded as CascadeTagModel;
+    } finally {
+      await trainedStore.close();
+    }
+    expect(Number(threshold)).toBe(model.routingThreshold);
+    const server = await spawnServer({ MLFLOW_TRACKING_URI: trained });
+    try {
+      const texts = [...fx.confident, ...fx.unsure];
+      const { routed } = model.predictFast(texts);
+      expect(routed.length).toBeGreaterThan(0);
+      expect(routed.length).toBeLessThan(texts.length);
+      const { status, data } = await predict(server.url, texts);
+      expect(status).toBe(200);
+      expect(data!.run_id).toBe(runId);
+      const expected = model.predict(
+        texts,
+        texts.map((text) => embedded.embeddings.get(text)!),
+      );
+      data!.predictions.forEach((item, i) => {
+        expect(item.stage).toBe(routed.includes(i) ? 'encoder' : 'fast');
+        expect(item.predicted_tag).toBe(expected[i]!.predicted_tag);
+      });
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  }, 300_000);
 
   for (const overload of ['degrade', 'shed'] as const) {
     it(`with the encoder's queue full: ${overload === 'degrade' ? 'fast answers marked fast_degraded (the default)' : '503 with TAGGER_CASCADE_OVERLOAD=shed'}, confident texts answered meanwhile`, async () => {

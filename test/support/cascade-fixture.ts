@@ -7,13 +7,14 @@
  * `npm run setup:encoder`).
  */
 import { createHash } from 'node:crypto';
-import { CascadeTagModel } from '../../src/model/cascade/cascade-model.js';
-import { encoderStageArgs, fastStageArgs } from '../../src/model/cascade/stages.js';
 import {
   bindEmbeddings,
+  CascadeTagModel,
   type EncoderSpec,
   encodeModel,
+  encoderStageArgs,
   evaluateWithErrors,
+  fastStageArgs,
   type LabelledText,
   parseTrainingArgs,
   type TrainEncoder,
