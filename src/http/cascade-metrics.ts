@@ -1,9 +1,10 @@
 /**
  * The metrics of cascade runs (issue 33), in the app's registry: texts by the stage that answered them —
  * so the routed share (`encoder` + `fast_degraded` over all) and the degraded answers can be read —, why
- * requests were degraded, and each stage's time per request.
+ * requests were degraded, each stage's time per request, and whether the served cascade runs without its
+ * encoder (an alert's signal: /health/ready stays 200 then).
  */
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { PredictionStage } from './schemas.js';
 
 /**
@@ -21,8 +22,24 @@ export class CascadeMetrics {
   private readonly degraded: Counter<'reason'>;
   private readonly stageSeconds: Histogram<'stage'>;
 
-  constructor(registry: Registry) {
+  constructor(
+    registry: Registry,
+    /** Whether the served model is a cascade served without its encoder (`--allow-degraded`); null: none. */
+    servedDegraded: () => boolean | null,
+  ) {
     const registers = [registry];
+    new Gauge({
+      name: 'tagger_served_cascade_degraded',
+      help: 'Whether the served model is a cascade served by its fast model alone because its sentence encoder cannot be used on this server (1; --allow-degraded, /health/ready says why) or not (0)',
+      registers,
+      // Across workers: 1 when any worker serves it so.
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        const degraded = servedDegraded();
+        if (degraded !== null) this.set(degraded ? 1 : 0);
+      },
+    });
     this.texts = new Counter({
       name: 'tagger_cascade_texts_total',
       help: 'Texts a cascade run answered, by stage: fast (its fast model was sure), encoder (unsure, answered by its encoder model), fast_degraded (unsure, answered by the fast model because the encoder could not take it)',

@@ -72,7 +72,10 @@ export class HttpMetrics {
   private readonly encoderBatchSeconds: Histogram;
   private readonly encoderShed: Counter;
   /** Cascade runs' texts by stage, degraded requests, stage times (./cascade-metrics.ts). */
-  readonly cascade = new CascadeMetrics(this.registry);
+  readonly cascade = new CascadeMetrics(this.registry, () => {
+    const now = this.servedSource?.();
+    return now ? now.served.degraded !== undefined : null;
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];

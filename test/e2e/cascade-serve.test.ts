@@ -305,6 +305,7 @@ describe.skipIf(dir === null)('a cascade run in the server process', () => {
       expect(data!.predictions.map((item) => item.stage)).toEqual(
         texts.map((text) => (fx.unsure.includes(text) ? 'fast_degraded' : 'fast')),
       );
+      expect(metric(await metricsOf(url), 'tagger_served_cascade_degraded')).toBe(1);
     } finally {
       expect(await serve.stop()).toBe(0);
     }

@@ -216,6 +216,7 @@ describe('a cascade run served', () => {
     expect(metric(text, 'tagger_cascade_stage_seconds_count', '{stage="fast"}')).toBe(3);
     // Only the request whose unsure texts the encoder answered has an encoder time.
     expect(metric(text, 'tagger_cascade_stage_seconds_count', '{stage="encoder"}')).toBe(1);
+    expect(metric(text, 'tagger_served_cascade_degraded')).toBe(0);
     expect(metric(text, 'tagger_texts_predicted_total')).toBe(3 * fx.confident.length + 2 * fx.unsure.length);
     await app.close();
   });
@@ -251,6 +252,7 @@ describe('a cascade run served', () => {
     });
     const text = await metrics.registry.metrics();
     expect(metric(text, 'tagger_cascade_degraded_requests_total', '{reason="encoder_missing"}')).toBe(1);
+    expect(metric(text, 'tagger_served_cascade_degraded')).toBe(1);
     await app.close();
   });
 });
