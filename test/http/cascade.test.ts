@@ -22,12 +22,20 @@ import {
   RequestTooLargeError,
   type ServedModel,
 } from '../../src/served-models/index.js';
-import { type CascadeFixture, FakeEncoders, fakeCascade, fakeEmbedding } from '../support/cascade-fixture.js';
+import {
+  type CascadeFixture,
+  FakeEncoders,
+  fakeCascade,
+  fakeEmbedding,
+  fakeMultiLabelCascade,
+} from '../support/cascade-fixture.js';
 import { captureLog, postJson } from '../support/http.js';
 import { testMonitoringConfig } from '../support/monitoring.js';
 
 interface Item {
   stage?: string;
+  predicted_tags: string[];
+  probabilities_listed?: { listed: number; of: number };
   input_text: string;
   predicted_tag: string;
   predicted_probabilities: Record<string, number>;
@@ -254,5 +262,40 @@ describe('a cascade run served', () => {
     expect(metric(text, 'tagger_cascade_degraded_requests_total', '{reason="encoder_missing"}')).toBe(1);
     expect(metric(text, 'tagger_served_cascade_degraded')).toBe(1);
     await app.close();
+  });
+});
+
+describe('a multi-label cascade run served', () => {
+  it('routes by the least sure tag, answers with the stage that answered, and lists the probabilities asked for', async () => {
+    const fx = await fakeMultiLabelCascade();
+    expect(fx.model.args.multi_label).toBe(true);
+    expect(fx.confident.length).toBeGreaterThan(0);
+    expect(fx.unsure.length).toBeGreaterThan(0);
+    const encoders = new FakeEncoders();
+    const served = await loadServedModel(readerOf(fx), { encoders });
+    const { app } = await appOf(served);
+    try {
+      const texts = [...fx.confident, ...fx.unsure];
+      const expected = fx.model.predict(texts, texts.map(fakeEmbedding));
+      const { response, items } = await predict(app, texts);
+      expect(response.statusCode, response.body).toBe(200);
+      expect(encoders.calls).toEqual([fx.unsure]);
+      items!.forEach((item, i) => {
+        expect(item.stage).toBe(fx.unsure.includes(texts[i]!) ? 'encoder' : 'fast');
+        expect(item.predicted_tags).toEqual(expected[i]!.predicted_tags);
+        expect(item.predicted_probabilities).toEqual(roundTrip(expected[i]!.probabilities));
+      });
+      // Two probabilities asked for: routing still sees every tag's (the same texts are routed).
+      const limited = await predict(app, texts, { probabilities: 2 });
+      expect(limited.response.statusCode, limited.response.body).toBe(200);
+      expect(encoders.calls.at(-1)).toEqual(fx.unsure);
+      limited.items!.forEach((item, i) => {
+        expect(item.stage).toBe(items![i]!.stage);
+        expect(item.predicted_tags).toEqual(items![i]!.predicted_tags);
+        expect(item.probabilities_listed?.of).toBe(fx.model.tags.length);
+      });
+    } finally {
+      await app.close();
+    }
   });
 });

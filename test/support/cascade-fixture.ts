@@ -7,6 +7,7 @@
  * `npm run setup:encoder`).
  */
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import {
   bindEmbeddings,
   CascadeTagModel,
@@ -17,11 +18,14 @@ import {
   fastStageArgs,
   type LabelledText,
   parseTrainingArgs,
+  routingConfidence,
   type TrainEncoder,
   trainTagger,
 } from '../../src/model/index.js';
 import { type EncoderLease, EncoderLoadError, type EncoderProvider } from '../../src/served-models/index.js';
+import { readDataset } from '../../src/train/data.js';
 import { TRAIN, VALIDATION } from '../model/fixtures.js';
+import { REPO_ROOT } from './components.js';
 import { sampleTexts, type TrainedModel } from './fixtures.js';
 
 const DIM = 4;
@@ -65,8 +69,9 @@ function buildCascade(
   const args = parseTrainingArgs({ encoder: encoder.spec.name, cascade: true, ...overrides });
   const fast = trainTagger(train, test, fastStageArgs(args), { seed: 7 }).model;
   const encoderModel = trainTagger(train, test, encoderStageArgs(args), { seed: 7, encoder }).model;
-  const tops = fast.predict(probes).map((p) => Math.max(...Object.values(p.probabilities)));
-  const sorted = [...new Set(tops)].sort((a, b) => a - b);
+  // Routing's own confidence (single-label: the top probability; multi-label: the least sure tag's margin).
+  const confidences = fast.predict(probes).map((p) => routingConfidence(fast, p));
+  const sorted = [...new Set(confidences)].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   if (middle === 0) throw new Error('cascade fixture: the probes need at least two distinct confidences');
   const threshold = (sorted[middle - 1]! + sorted[middle]!) / 2;
@@ -101,6 +106,23 @@ export function fakeCascade(): CascadeFixture {
   return buildCascade(TRAIN, VALIDATION, { spec: FAKE_SPEC, embeddings }, FAKE_PROBES, {
     min_freq: 2,
     num_epochs: 3,
+  });
+}
+
+/**
+ * A multi-label cascade on samples/projects-multilabel.csv (80/20) with hashed stand-in embeddings; its
+ * probes are some of its test rows' texts.
+ */
+export async function fakeMultiLabelCascade(): Promise<CascadeFixture> {
+  const rows = await readDataset(join(REPO_ROOT, 'samples', 'projects-multilabel.csv'));
+  const train = rows.filter((_, i) => i % 5 !== 0);
+  const test = rows.filter((_, i) => i % 5 === 0);
+  const probes = test.slice(0, 10).map((row) => row.text);
+  const embeddings = new Map(rows.map((row) => [row.text, fakeEmbedding(row.text)]));
+  return buildCascade(train, test, { spec: FAKE_SPEC, embeddings }, probes, {
+    multi_label: true,
+    threshold: 'tuned',
+    num_epochs: 5,
   });
 }
 
