@@ -216,7 +216,14 @@ export async function loadServedModel(read: ArtifactReader, options: LoadOptions
   try {
     embedder = await options.encoders.acquire(model.encoder);
   } catch (error) {
-    if (!(options.allowDegraded && isCascade(model) && error instanceof EncoderLoadError)) throw error;
+    if (!(isCascade(model) && error instanceof EncoderLoadError)) throw error;
+    if (!options.allowDegraded) {
+      // Said where it is read (the held-back reason, a startup failure): the cascade could serve anyway.
+      throw new EncoderLoadError(
+        `${error.message}; \`tagger serve --allow-degraded\` (TAGGER_ALLOW_DEGRADED=true) serves this cascade by its fast model alone`,
+        { cause: error },
+      );
+    }
     return { model, args, performance, ...reference, degraded: error.publicReason };
   }
   return { model, args, performance, ...reference, embedder };

@@ -150,7 +150,7 @@ describe('cascade runs among the served runs', () => {
       expect(ready.problems).toEqual([
         expect.stringMatching(
           new RegExp(
-            `^run ${casc} ranks above the served run but is not served: its sentence encoder cannot be used on this server: .*model\\.onnx is missing`,
+            `^run ${casc} ranks above the served run but is not served: its sentence encoder cannot be used on this server: .*model\\.onnx is missing; \`tagger serve --allow-degraded\` \\(TAGGER_ALLOW_DEGRADED=true\\) serves this cascade by its fast model alone`,
           ),
         ),
       ]);
