@@ -41,15 +41,19 @@ import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
 
 const CACHE = resolve(REPO, '.tagger-cache', 'encoder');
 const SEED = 42;
-const ENCODER = process.env.TAGGER_BENCH_ENCODER ?? 'minilm';
+export const ENCODER = process.env.TAGGER_BENCH_ENCODER ?? 'minilm';
 
-function load(file: string): LabelledText[] {
+/** A file of the shared data as `tagger train` reads it (title + description, tag). */
+export function load(file: string): LabelledText[] {
   const rows = parse(readFileSync(resolve(DATA, file)), { columns: true }) as Record<string, string>[];
   return rows.map((r) => ({ text: `${r.title} ${r.description}`, tag: r.tag! }));
 }
 
 /** The embeddings of `texts` (every distinct one once), from the cache or the encoder. */
-async function embeddingsOf(encoder: SentenceEncoder, texts: readonly string[]): Promise<TrainEncoder> {
+export async function embeddingsOf(
+  encoder: SentenceEncoder,
+  texts: readonly string[],
+): Promise<TrainEncoder> {
   const spec = { ...encoder.identity };
   const file = join(
     CACHE,

@@ -20,6 +20,7 @@ const SECTIONS: Section[] = [
   { name: 'model', load: () => import('./model.js') },
   { name: 'multilabel', load: () => import('./multi-label.js') },
   { name: 'encoder', load: () => import('./encoder.js') },
+  { name: 'cascade', load: () => import('./cascade.js') },
   { name: 'http', load: () => import('./http.js') },
   { name: 'tracking', load: () => import('./tracking.js') },
   { name: 'batch', load: () => import('./batch.js') },

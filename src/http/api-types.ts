@@ -15,6 +15,7 @@
  */
 import type { Static } from 'typebox';
 import type { DriftSignal } from '../model/index.js';
+import type * as CascadeSchemas from './cascade-schemas.js';
 import type * as ExplanationSchemas from './explanation-schemas.js';
 import type * as LabelIssueSchemas from './label-issue-schemas.js';
 import type * as MonitoringSchemas from './monitoring-schemas.js';
@@ -92,6 +93,9 @@ export type RunLabelIssuesData = Static<typeof LabelIssueSchemas.RunLabelIssuesD
 
 /** One probable label error (a row, or one tag of a multi-label row). */
 export type LabelIssue = RunLabelIssuesData['issues'][number];
+
+/** GET /runs/{run_id}/cascade: a cascade run's threshold curve, the rule's choice and the test split's figures. */
+export type RunCascadeData = Static<typeof CascadeSchemas.RunCascadeData>;
 
 /** Why a model gave a text its tag: one linear score split exactly, or a soft vote and its members. */
 export type Explanation = Static<typeof ExplanationSchemas.ExplanationSchema>;

@@ -23,6 +23,7 @@ export {
 } from './batcher.js';
 export { SingleFlightLru } from './cache.js';
 export type { HeldRun, ServingProblems } from './candidates.js';
+export type { ServedCascadeCurve, ServedCurvePoint } from './cascade-curve.js';
 export {
   DEFAULT_ENCODER_SETTINGS,
   type Embedder,

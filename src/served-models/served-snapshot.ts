@@ -18,6 +18,7 @@ import {
   type ServedPerformance,
 } from './artifacts.js';
 import { SingleFlightLru } from './cache.js';
+import { readCascadeCurve, type ServedCascadeCurve } from './cascade-curve.js';
 import { EncoderLoadError, releaseEncoder } from './encoders.js';
 import { NotLoggedError, RunLoadError, UnknownRunError } from './errors.js';
 import { dataWarnings } from './gates.js';
@@ -135,6 +136,7 @@ export class ServedSnapshot {
   private readonly errors = new SingleFlightLru<ServedMistakes>(4);
   /** A few runs' label issues (at most 1,000 issues each, like the mistakes). */
   private readonly labelIssueReports = new SingleFlightLru<ServedLabelIssues>(4);
+  private readonly cascadeCurves = new SingleFlightLru<ServedCascadeCurve>(4);
 
   /** @internal built by ServedRuns only */
   constructor(
@@ -230,6 +232,27 @@ export class ServedSnapshot {
           run.runId,
           'label issues (label_issues.json)',
           'tagger train logs them unless given --no-label-issues or data too small to cross-validate (the run tag tagger.label_issues.skipped then says why); runs trained before tagger looked for them have none',
+        );
+      }
+      throw toRunLoadError(run.runId, error);
+    }
+  }
+
+  /**
+   * A cascade run's threshold curve (cascade_curve.json; cached). NotLoggedError for any other run.
+   */
+  async cascadeCurve(runId: string): Promise<ServedCascadeCurve> {
+    const run = this.run(runId);
+    try {
+      return await this.cascadeCurves.get(run.runId, () =>
+        readCascadeCurve((path) => this.store.readArtifact(run.runId, path)),
+      );
+    } catch (error) {
+      if (error instanceof TrackingError && error.code === 'NOT_FOUND') {
+        throw new NotLoggedError(
+          run.runId,
+          'cascade threshold curve (cascade_curve.json)',
+          'only cascade runs (tagger train --encoder … --cascade) log one',
         );
       }
       throw toRunLoadError(run.runId, error);

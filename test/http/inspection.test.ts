@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
 import { runRecord } from '../../src/http/responses.js';
+import { cascadeCurve, chooseThreshold } from '../../src/model/index.js';
 import type { RunSummary } from '../../src/served-models/index.js';
+import { cascadeCurveArtifact } from '../../src/train/log-run.js';
 import { expectEnvelope, runsApp } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 import { useTempDir } from '../support/temp-dir.js';
@@ -286,5 +288,54 @@ describe('links to MLflow', () => {
     expect(runRecord(run, { servedRunId: 'x', mlflowUiUrl: null })).not.toHaveProperty('mlflow_url');
     const listed = (await get('/runs')).json().data.runs as Record<string, unknown>[];
     expect(listed.every((record) => !('mlflow_url' in record))).toBe(true);
+  });
+});
+
+describe('GET /runs/{run_id}/cascade', () => {
+  it("answers a cascade run's threshold curve as logged, the rule's choice and the test split's figures", async () => {
+    const answers = {
+      confidence: [0.95, 0.9, 0.6, 0.4],
+      fast: [['a'], ['b'], ['b'], ['a']],
+      encoder: [['a'], ['b'], ['a'], ['b']],
+      truth: [['a'], ['b'], ['a'], ['b']],
+      multiLabel: false,
+    };
+    const curve = cascadeCurve(answers);
+    const choice = chooseThreshold(curve, { kind: 'tolerance', tolerance: 0.002 });
+    const logged = cascadeCurveArtifact({
+      curve,
+      choice,
+      fastClassifier: 'soft_vote',
+      test: { routed: 0.25, fast_f1: 0.8, encoder_f1: 0.9 },
+    });
+    await fx.store.logArtifact(
+      fx.runs.alpha,
+      'cascade_curve.json',
+      new TextEncoder().encode(JSON.stringify(logged)),
+    );
+    const url = `/runs/${fx.runs.alpha}/cascade`;
+    const response = await get(url);
+    expect(response.statusCode).toBe(200);
+    const { data } = expectEnvelope(response, { method: 'GET', url }) as { data: Record<string, unknown> };
+    expect(data).toEqual({ run_id: fx.runs.alpha, ...logged });
+    expect(data.chosen).toEqual({ threshold: 0.61, routed: 0.5, f1: 1 });
+  });
+
+  it('is a 404 that says which runs have one, and a 409 for a broken file', async () => {
+    const notLogged = await get(`/runs/${fx.runs.beta}/cascade`);
+    expect(notLogged.statusCode).toBe(404);
+    expect(notLogged.json().detail).toBe(
+      `run ${fx.runs.beta} has no cascade threshold curve (cascade_curve.json) logged; only cascade runs (tagger train --encoder … --cascade) log one`,
+    );
+    await fx.store.logArtifact(
+      fx.runs.nof1,
+      'cascade_curve.json',
+      new TextEncoder().encode(
+        '{"rule": {"kind": "tolerance", "tolerance": 0.002}, "reason": "r", "points": [{"threshold": 0, "routed": 0, "f1": 1}]}',
+      ),
+    );
+    const broken = await get(`/runs/${fx.runs.nof1}/cascade`);
+    expect(broken.statusCode).toBe(409);
+    expect(broken.json().detail).toMatch(/cascade_curve\.json: chosen must have threshold/);
   });
 });

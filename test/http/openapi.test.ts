@@ -32,6 +32,7 @@ const ENDPOINTS: [string, string, string][] = [
   ['get', '/runs/{run_id}/history', 'Runs'],
   ['get', '/runs/{run_id}/errors', 'Runs'],
   ['get', '/runs/{run_id}/label-issues', 'Runs'],
+  ['get', '/runs/{run_id}/cascade', 'Runs'],
   ['get', '/performance', 'Model'],
   ['get', '/args', 'Model'],
   ['get', '/args/{param}', 'Model'],

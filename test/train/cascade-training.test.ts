@@ -10,14 +10,11 @@ import {
   bindEmbeddings,
   type CascadeTagModel,
   checkCascadeArgs,
-  createRng,
   decodeModel,
-  type EncoderSpec,
   encoderStageArgs,
   evaluate,
   isCascade,
   type LabelledText,
-  parseTrainingArgs,
   RUN_ARTIFACTS,
   type TrainEncoder,
   trainTagger,
@@ -26,45 +23,13 @@ import { openTrackingStore } from '../../src/tracking/index.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { trainCascade } from '../../src/train/cascade-training.js';
 import { crossValidateSerial } from '../../src/train/cross-validate.js';
-import { readDataset } from '../../src/train/data.js';
-import { textsToEmbed } from '../../src/train/embeddings.js';
 import { trainingLabelIssues } from '../../src/train/label-issues.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { splitData, type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
-import { SAMPLE_DATA } from '../support/components.js';
+import { SYNTHETIC_CASCADE_ARGS, sampleCascade } from '../support/cascade-run.js';
 import { useTempDir } from '../support/temp-dir.js';
 
-const DIM = 16;
-const SPEC: EncoderSpec = {
-  name: 'synthetic',
-  source: 'local:/nowhere',
-  model_sha256: 'a'.repeat(64),
-  tokenizer_sha256: 'b'.repeat(64),
-  pooling: 'mean',
-  max_tokens: 64,
-  dim: DIM,
-};
-const ARGS = parseTrainingArgs({ encoder: 'synthetic', cascade: true, num_epochs: 4, ngram_max_range: 3 });
-
-/**
- * A pseudo-embedding that knows a little of the tag (so the encoder stage has something to add): seeded
- * noise plus a pull toward the text's tag direction for the texts of `rows`.
- */
-function synthetic(texts: Iterable<string>, rows: readonly LabelledText[]): TrainEncoder {
-  const tagOf = new Map(rows.map((row) => [row.text, row.tag]));
-  const tags = [...new Set(rows.map((row) => row.tag))].sort();
-  const embeddings = new Map<string, Float32Array>();
-  for (const text of texts) {
-    let seed = 0;
-    for (let i = 0; i < text.length; i++) seed = (Math.imul(seed, 31) + text.charCodeAt(i)) >>> 0;
-    const rng = createRng(seed);
-    const vector = new Float32Array(DIM).map(() => rng() - 0.5);
-    const tag = tagOf.get(text);
-    if (tag !== undefined) vector[tags.indexOf(tag) % DIM]! += 0.8;
-    embeddings.set(text, vector);
-  }
-  return { spec: SPEC, embeddings };
-}
+const ARGS = SYNTHETIC_CASCADE_ARGS;
 
 const scratch = useTempDir('tagger-cascade-');
 let data: LabelledText[];
@@ -73,9 +38,7 @@ let outcome: TrainingOutcome;
 let store: TrackingStore;
 
 beforeAll(async () => {
-  data = await readDataset(SAMPLE_DATA);
-  encoder = synthetic(textsToEmbed({ data }), data);
-  outcome = trainAndEvaluate({ data, args: ARGS, seed: 3, encoder });
+  ({ data, encoder, outcome } = await sampleCascade());
   store = await openTrackingStore(join(scratch.path, 'mlruns'));
 }, 120_000);
 afterAll(async () => {

@@ -15,6 +15,7 @@ import type {
   MonitoringData,
   PredictData,
   ReviewData,
+  RunCascadeData,
   RunErrorsData,
   RunHistoryData,
   RunLabelIssuesData,
@@ -118,6 +119,7 @@ export const api = {
     call<RunHistoryData>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
   errors: (runId: string) => call<RunErrorsData>(`/runs/${encodeURIComponent(runId)}/errors`),
   labelIssues: (runId: string) => call<RunLabelIssuesData>(`/runs/${encodeURIComponent(runId)}/label-issues`),
+  cascade: (runId: string) => call<RunCascadeData>(`/runs/${encodeURIComponent(runId)}/cascade`),
   /** The served run's live figures (GET /monitoring). */
   monitoring: () => call<MonitoringData>('/monitoring').then((data) => data.monitoring),
   /** The review queue (GET /review). */

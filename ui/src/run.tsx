@@ -13,6 +13,7 @@ import type {
   TrainingHistory,
 } from '../../src/http/api-types.js';
 import { ApiError, api } from './api';
+import { CascadePart, isCascadeRun } from './cascade';
 import { ChartCanvas, confusionConfig, PALETTE } from './charts';
 import { metric, shortId, when } from './format';
 import { LabelIssuesPart } from './label-issues';
@@ -595,6 +596,12 @@ export function RunView({ run }: { run: RunRecord }) {
             </section>
           </div>
         </>
+      )}
+      {isCascadeRun(run.params) && (
+        <CascadePart
+          runId={run.run_id}
+          f1={typeof run.metrics.f1 === 'number' ? run.metrics.f1 : undefined}
+        />
       )}
       <ErrorsPart runId={run.run_id} />
       <LabelIssuesPart runId={run.run_id} />

@@ -1,8 +1,10 @@
 /**
  * Run details for the inspection page (/ui) beyond the contract's report: a run's per-epoch losses, what
- * it got wrong on its test split, and the rows of its training data whose tag is probably wrong. Run-based mode only; ids are checked against the loaded runs first.
+ * it got wrong on its test split, the rows of its training data whose tag is probably wrong, and a cascade
+ * run's threshold curve. Run-based mode only; ids are checked against the loaded runs first.
  */
 import type { ServedRuns } from '../../served-models/index.js';
+import { RunCascadeData } from '../cascade-schemas.js';
 import { envelope } from '../envelope.js';
 import { RunLabelIssuesData } from '../label-issue-schemas.js';
 import { errorResponses } from '../responses.js';
@@ -77,6 +79,27 @@ export function inspectionRoutes(app: TaggerApp, current: () => ServedRuns): voi
     async (request) => {
       const { run_id } = request.params;
       return envelope(request, 200, { run_id, ...(await current().current.labelIssues(run_id)) });
+    },
+  );
+
+  app.get(
+    '/runs/:run_id/cascade',
+    {
+      schema: {
+        tags: ['Runs'],
+        summary: 'The threshold curve of a cascade run',
+        description:
+          "How a cascade run (the fast model answers every text, the encoder model the ones it is unsure of) chose its threshold τ: the share of training rows routed to the encoder model and the out-of-fold weighted f1 at each τ, the rule and the point it chose, why, and the test split routed and scored stage by stage; from the run's `cascade_curve.json` artifact. 404 for a run that is not a cascade.",
+        params: RunIdParams,
+        response: {
+          200: Envelope(RunCascadeData, 'RunCascadeResponse'),
+          ...errorResponses(404, 409, 422, 500, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { run_id } = request.params;
+      return envelope(request, 200, { run_id, ...(await current().current.cascadeCurve(run_id)) });
     },
   );
 }
