@@ -116,25 +116,24 @@ function predictionItems(
     }
     const predictions = raw.map((prediction, i): PredictionItem => {
       const predicted_tags = selectTags(prediction, selection, multiLabel);
-      const head = {
+      // One object per item, fields set in place: this is the hot path of every predict request.
+      const item: PredictionItem = {
         prediction_id: ids[i]!,
-        ...(stages === undefined ? {} : { stage: stages[i]! }),
         input_text: texts[i]!,
         predicted_tag: prediction.predicted_tag,
         predicted_tags,
+        predicted_probabilities: prediction.probabilities,
       };
-      if (listed === 'all') return { ...head, predicted_probabilities: prediction.probabilities };
-      const predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
+      if (stages !== undefined) item.stage = stages[i]!;
+      if (listed === 'all') return item;
+      item.predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
         ...prediction.predicted_tags,
         ...predicted_tags,
       ]);
-      const count = Object.keys(predicted_probabilities).length;
-      return {
-        ...head,
-        predicted_probabilities,
-        // Said only when some tags are left out (`top_k` / `threshold` may have listed them all).
-        ...(count < tagCount ? { probabilities_listed: { listed: count, of: tagCount } } : {}),
-      };
+      const count = Object.keys(item.predicted_probabilities).length;
+      // Said only when some tags are left out (`top_k` / `threshold` may have listed them all).
+      if (count < tagCount) item.probabilities_listed = { listed: count, of: tagCount };
+      return item;
     });
     if (options.explain !== true) return predictions;
     return predictions.map((item, i) => ({ ...item, explanation: answers.explain(i) }));
