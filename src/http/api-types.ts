@@ -155,7 +155,18 @@ export type DriftFigures = Static<typeof MonitoringSchemas.MonitoringReport>['dr
  */
 export type MonitoringReport = Refine<
   Static<typeof MonitoringSchemas.MonitoringReport>,
-  { live_class: MapOf<Metrics>; drift: Record<DriftSignal, DriftFigures> }
+  {
+    live_class: MapOf<Metrics>;
+    drift: Record<DriftSignal, DriftFigures>;
+    live_by_stage?: MapOf<Metrics>;
+    routing?: CascadeRouting;
+  }
+>;
+
+/** GET /monitoring of a cascade run: its routing against the training curve (`stages` a map). */
+export type CascadeRouting = Refine<
+  NonNullable<Static<typeof MonitoringSchemas.MonitoringReport>['routing']>,
+  { stages: MapOf<number> }
 >;
 
 /** GET /monitoring's data. */

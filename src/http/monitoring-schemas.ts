@@ -191,6 +191,45 @@ export const MonitoringReport = Type.Object(
       {},
       { additionalProperties: Metrics, description: 'Live metrics of each tag (random share)' },
     ),
+    live_by_stage: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: Metrics,
+          description:
+            'A cascade run: live metrics of each stage’s answers — `fast`, `encoder`, `fast_degraded` (routed, answered by the fast model while the encoder was full) — from the random share’s labels; only stages with labels',
+        },
+      ),
+    ),
+    routing: Type.Optional(
+      Type.Object(
+        {
+          routed: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
+            description:
+              'Share of the window’s predictions routed to the encoder model (answered `encoder` or `fast_degraded`); null without predictions',
+          }),
+          expected: Type.Number({
+            minimum: 0,
+            maximum: 1,
+            description: 'The training curve’s share routed at the chosen threshold (out of fold)',
+          }),
+          stages: Type.Object(
+            {},
+            {
+              additionalProperties: Type.Integer({ minimum: 0 }),
+              description: 'The window’s predictions by stage',
+            },
+          ),
+          drift: DriftResult,
+        },
+        {
+          additionalProperties: false,
+          title: 'CascadeRouting',
+          description:
+            'A cascade run: how its texts were routed in the window against its training curve; `drift` judges the routed share as the drift signals are judged (a share drifting means the traffic is harder or easier for the fast model than the training data was)',
+        },
+      ),
+    ),
     test: Metrics,
     drift: Type.Object(Object.fromEntries(DRIFT_SIGNALS.map((signal) => [signal, DriftResult])), {
       additionalProperties: false,

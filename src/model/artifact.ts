@@ -63,18 +63,7 @@ export const MODEL_FILES: readonly string[] = Object.freeze([MANIFEST, WEIGHTS])
 export function encodeModel(model: TagModel): Record<string, Uint8Array> {
   if (isCascade(model)) return encodeCascade(model);
   const { manifest, bytes } = familyOf(model.args.classifier).encode(model);
-  return files(
-    {
-      format: MODEL_FORMAT,
-      tags: [...model.tags],
-      args: model.args,
-      threshold: model.threshold,
-      ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
-      weights_crc32: crc32(bytes),
-      ...manifest,
-    },
-    bytes,
-  );
+  return files(model, manifest, bytes);
 }
 
 /** A cascade: each stage encoded as a model of its own, packed into one manifest and one weights file. */
@@ -89,22 +78,24 @@ function encodeCascade(model: CascadeTagModel): Record<string, Uint8Array> {
     return { name, manifest: encoded[MANIFEST]!, weights: encoded[WEIGHTS]! };
   });
   const { cascade, bytes } = packCascade(model.routingThreshold, model.choice, stages);
-  return files(
-    {
-      format: MODEL_FORMAT,
-      tags: [...model.tags],
-      args: model.args,
-      threshold: model.threshold,
-      ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
-      weights_crc32: crc32(bytes),
-      encoder: model.encoder,
-      cascade,
-    },
-    bytes,
-  );
+  return files(model, { encoder: model.encoder, cascade }, bytes);
 }
 
-function files(manifest: Record<string, unknown>, bytes: Uint8Array): Record<string, Uint8Array> {
+/** The two files: the fields every manifest has, then the model's own (`fields`), and the weights. */
+function files(
+  model: TagModel,
+  fields: Record<string, unknown>,
+  bytes: Uint8Array,
+): Record<string, Uint8Array> {
+  const manifest = {
+    format: MODEL_FORMAT,
+    tags: [...model.tags],
+    args: model.args,
+    threshold: model.threshold,
+    ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
+    weights_crc32: crc32(bytes),
+    ...fields,
+  };
   return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
 }
 

@@ -3,12 +3,7 @@
  * (classifiers/families.ts) — and binds an encoder model to embeddings computed beforehand. The shapes
  * every model shares are tag-model.ts's.
  */
-import {
-  type CascadeTagModel,
-  isCascade,
-  spreadEmbeddings,
-  textsNeedingEmbeddings,
-} from './cascade/cascade-model.js';
+import { isCascade, spreadEmbeddings, textsNeedingEmbeddings } from './cascade/cascade-model.js';
 import { EMBEDDING_CLASSIFIERS, familyOf } from './classifiers/families.js';
 import { ModelInputError } from './errors.js';
 import type { LabelledText, TagModel, TrainedTagger, TrainOptions } from './tag-model.js';
@@ -71,44 +66,32 @@ export function trainTagger(
   return family.train(train, validation, args, options);
 }
 
-/** A cascade's bound form: the lookup needs only the embeddings of the texts it routes. */
-function bindCascadeEmbeddings(model: CascadeTagModel, lookup: EmbeddingLookup): TagModel {
-  return {
-    tags: model.tags,
-    args: model.args,
-    threshold: model.threshold,
-    tagThresholds: model.tagThresholds,
-    encoder: model.encoder,
-    predict: (texts, _embeddings, options) => {
-      const needed = textsNeedingEmbeddings(model, texts);
-      const vectors = embeddingsOf(
-        needed.map((i) => texts[i]!),
-        lookup,
-      );
-      return model.predict(
-        texts,
-        spreadEmbeddings(texts.length, needed, vectors, model.encoder.dim),
-        options,
-      );
-    },
-    explain: (text, top) => model.explain(text, top, lookup.get(text)),
-  };
-}
-
 /**
  * A model whose predictions take each text's embedding from `lookup` (an encoder model scored where the
  * embeddings were computed beforehand: evaluation, behavioural tests); a TF-IDF model is returned as it is.
+ * A cascade's lookup needs only the embeddings of the texts it routes.
  */
 export function bindEmbeddings(model: TagModel, lookup: EmbeddingLookup): TagModel {
-  if (!model.encoder) return model;
-  if (isCascade(model)) return bindCascadeEmbeddings(model, lookup);
+  const { encoder } = model;
+  if (!encoder) return model;
+  const embedded = (texts: readonly string[]): Float32Array[] => {
+    if (!isCascade(model)) return embeddingsOf(texts, lookup);
+    const needed = textsNeedingEmbeddings(model, texts);
+    const vectors = embeddingsOf(
+      needed.map((i) => texts[i]!),
+      lookup,
+    );
+    return spreadEmbeddings(texts.length, needed, vectors, encoder.dim);
+  };
   return {
     tags: model.tags,
     args: model.args,
     threshold: model.threshold,
     tagThresholds: model.tagThresholds,
-    encoder: model.encoder,
-    predict: (texts, _embeddings, options) => model.predict(texts, embeddingsOf(texts, lookup), options),
-    explain: (text, top) => model.explain(text, top, embeddingsOf([text], lookup)[0]),
+    encoder,
+    predict: (texts, _embeddings, options) => model.predict(texts, embedded(texts), options),
+    // A cascade explains a text it does not route without its embedding (its fast model's explanation).
+    explain: (text, top) =>
+      model.explain(text, top, isCascade(model) ? lookup.get(text) : embeddingsOf([text], lookup)[0]),
   };
 }

@@ -49,6 +49,7 @@ export function completeBatch(
       textLength: text.length,
       text: batch.keepText ? text : null,
       textSha256: batch.keepText ? null : createHash('sha256').update(text).digest('hex'),
+      stage: batch.stage?.[i] ?? null,
     };
   }
   return records;

@@ -107,8 +107,10 @@ export class MemoryRecordStore implements RecordStore {
       confidence: new Array<number>(query.bins.confidence.length).fill(0),
       unseen_ngrams: new Array<number>(query.bins.unseen_ngrams.length).fill(0),
       text_length: new Array<number>(query.bins.text_length.length).fill(0),
+      stages: {},
     };
     for (const record of window) {
+      if (record.stage != null) counts.stages[record.stage] = (counts.stages[record.stage] ?? 0) + 1;
       counts.predicted_tag[record.predictedTag] = (counts.predicted_tag[record.predictedTag] ?? 0) + 1;
       counts.confidence[binOf(record.confidence, query.bins.confidence)]!++;
       counts.unseen_ngrams[binOf(record.unseenShare, query.bins.unseen_ngrams)]!++;
@@ -123,6 +125,7 @@ export class MemoryRecordStore implements RecordStore {
       predicted: string[];
       truth: string[];
       selection: FeedbackSelection;
+      stage: string | null;
       receivedMs: number;
     }[] = [];
     for (const [id, feedback] of this.feedback) {
@@ -134,6 +137,7 @@ export class MemoryRecordStore implements RecordStore {
         predicted: [...record.predictedTags],
         truth: [...feedback.tags],
         selection: feedback.selection,
+        stage: record.stage ?? null,
         receivedMs: feedback.receivedMs,
       });
     }
@@ -141,7 +145,7 @@ export class MemoryRecordStore implements RecordStore {
     return {
       labelled: rows
         .slice(0, query.limit)
-        .map(({ predicted, truth, selection }) => ({ predicted, truth, selection })),
+        .map(({ predicted, truth, selection, stage }) => ({ predicted, truth, selection, stage })),
       lastReceivedMs,
     };
   }

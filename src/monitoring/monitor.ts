@@ -37,6 +37,23 @@ export interface MonitoredRun {
   referenceProblem: string | null;
   /** The test split's overall metrics, for the Live view's comparison. */
   test: { precision: number | null; recall: number | null; f1: number | null; num_samples: number | null };
+  /**
+   * A cascade run: the share of its training rows its threshold routes to the encoder model (the chosen
+   * point of its curve) and how many rows that share is of; absent or null for other runs.
+   */
+  cascade?: { routed: number; rows: number } | null;
+}
+
+/** A cascade's routing on live traffic beside its training curve (MonitoringSnapshot.routing). */
+export interface CascadeRouting {
+  /** Share of the window's predictions the fast model did not answer on its own (encoder + fast_degraded). */
+  routed: number | null;
+  /** The training curve's share at the chosen τ. */
+  expected: number;
+  /** The window's predictions by stage (fast, encoder, fast_degraded). */
+  stages: Record<string, number>;
+  /** The routed share against the training curve's, as the drift signals are judged (PSI, p-value). */
+  drift: DriftResult;
 }
 
 export interface MonitorOptions {
@@ -78,6 +95,13 @@ export interface MonitoringSnapshot {
   /** Every label of the window, however chosen (biased; for comparison). null without feedback. */
   liveAll: Metrics | null;
   liveByTag: Record<string, Metrics>;
+  /**
+   * A cascade run: live figures of each stage's answers (from the random share's labels, grouped by the
+   * stage that answered: `fast`, `encoder`, `fast_degraded`); empty for other runs or without labels.
+   */
+  liveByStage: Record<string, Metrics>;
+  /** A cascade run: its routing on live traffic against the training curve; null for other runs. */
+  routing: CascadeRouting | null;
   drift: Record<DriftSignal, DriftResult>;
   test: MonitoredRun['test'];
   referenceAvailable: boolean;
@@ -111,6 +135,45 @@ const emptyDrift = (options: DriftOptions, reason: string): Record<DriftSignal, 
       },
     ]),
   ) as Record<DriftSignal, DriftResult>;
+
+/** Live figures per cascade stage, from the random share's labels each stage answered. */
+function liveByStage(
+  labels: readonly { predicted: string[]; truth: string[]; stage: string | null }[],
+  run: MonitoredRun,
+): Record<string, Metrics> {
+  const byStage = new Map<string, typeof labels>();
+  for (const label of labels) {
+    if (label.stage === null) continue;
+    byStage.set(label.stage, [...(byStage.get(label.stage) ?? []), label]);
+  }
+  return Object.fromEntries(
+    [...byStage]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([stage, rows]) => [stage, liveQuality(rows, run.tags, run.multiLabel).overall]),
+  );
+}
+
+/** The window's routed share against the training curve's (a two-category drift signal). */
+function routingOf(
+  cascade: NonNullable<MonitoredRun['cascade']>,
+  stages: Readonly<Record<string, number>>,
+  options: DriftOptions,
+): CascadeRouting {
+  const fast = stages.fast ?? 0;
+  const total = Object.values(stages).reduce((a, b) => a + b, 0);
+  const routed = total - fast;
+  const expectedRouted = Math.round(cascade.routed * cascade.rows);
+  return {
+    routed: total === 0 ? null : routed / total,
+    expected: cascade.routed,
+    stages: { ...stages },
+    drift: compareCategories(
+      { fast: cascade.rows - expectedRouted, routed: expectedRouted },
+      { fast, routed },
+      options,
+    ),
+  };
+}
 
 export class Monitor {
   private latest: MonitoringSnapshot | null = null;
@@ -253,6 +316,8 @@ export class Monitor {
         },
         liveAll: all?.overall ?? null,
         liveByTag: quality?.class ?? {},
+        liveByStage: run.cascade ? liveByStage(randomShare, run) : {},
+        routing: run.cascade ? routingOf(run.cascade, window.stages, this.options.drift) : null,
         drift,
         test: run.test,
         referenceAvailable: reference !== null,
@@ -278,6 +343,8 @@ export class Monitor {
         },
         liveAll: null,
         liveByTag: {},
+        liveByStage: {},
+        routing: null,
         drift: emptyDrift(this.options.drift, 'the record store is unavailable'),
         test: run.test,
         referenceAvailable: run.reference !== null,
@@ -433,6 +500,32 @@ export class Monitor {
       ['signal'],
       (set, s) => {
         for (const signal of DRIFT_SIGNALS) set({ signal }, s.drift[signal].drifted ? 1 : 0);
+      },
+    );
+    gauge(
+      'tagger_cascade_routed_share',
+      'A cascade run: the share of its texts routed to the encoder model (encoder or fast_degraded answers) in the monitoring window (source=live) and on its training curve at the chosen threshold (source=training); absent for other runs',
+      ['source'],
+      (set, s) => {
+        if (s.routing === null) return;
+        if (s.routing.routed !== null) set({ source: 'live' }, s.routing.routed);
+        set({ source: 'training' }, s.routing.expected);
+      },
+    );
+    gauge(
+      'tagger_cascade_routing_drift_detected',
+      "A cascade run: whether the live routed share has drifted from the training curve's (1) or not (0), judged as the drift signals are (PSI at or above TAGGER_DRIFT_THRESHOLD and significant)",
+      [],
+      (set, s) => {
+        if (s.routing !== null) set({}, s.routing.drift.drifted ? 1 : 0);
+      },
+    );
+    gauge(
+      'tagger_live_stage_f1',
+      "A cascade run: live f1 of each stage's answers (fast, encoder, fast_degraded) from the random share's labels; absent without them",
+      ['stage'],
+      (set, s) => {
+        for (const [stage, metrics] of Object.entries(s.liveByStage)) set({ stage }, metrics.f1);
       },
     );
     gauge(

@@ -38,6 +38,11 @@ export interface PredictionRecord {
   text: string | null;
   /** SHA-256 of the text, hex, when only the hash is kept (TAGGER_RECORD_TEXT=hash); else null. */
   textSha256: string | null;
+  /**
+   * A cascade run's predictions: which stage answered (`fast`, `encoder`, or `fast_degraded`: routed, but
+   * the fast model answered because the encoder's queue was full); null for every other run.
+   */
+  stage?: string | null;
 }
 
 /**
@@ -64,6 +69,8 @@ export interface CapturedBatch {
   predictedTag: string[];
   /** A multi-label model's own tags; null for a single-label one (`[predictedTag]`). */
   predictedTags: (string[] | null)[];
+  /** A cascade's stage that answered each record; null for other runs (PredictionRecord.stage). */
+  stage?: (string | null)[];
   /** Every record's probabilities in its origin's tag order, one after another. */
   probabilities: Float64Array;
   /** Whether the text is kept (else only its SHA-256). */
@@ -149,6 +156,8 @@ export interface WindowCounts {
   confidence: number[];
   unseen_ngrams: number[];
   text_length: number[];
+  /** A cascade run's predictions by the stage that answered (records of other runs have none). */
+  stages: Record<string, number>;
 }
 
 export interface FeedbackQuery {
@@ -162,7 +171,7 @@ export interface FeedbackQuery {
 
 export interface FeedbackWindow {
   /** Each labelled prediction: the model's tags, the tags given and how it was chosen for labelling. */
-  labelled: { predicted: string[]; truth: string[]; selection: FeedbackSelection }[];
+  labelled: { predicted: string[]; truth: string[]; selection: FeedbackSelection; stage: string | null }[];
   /** When the run's most recent feedback arrived (any time, not only in the window); null: never. */
   lastReceivedMs: number | null;
 }

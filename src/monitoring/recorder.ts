@@ -83,6 +83,7 @@ function columns(captured: readonly Captured[], keepText: boolean): CapturedBatc
     texts: new Array(records),
     predictedTag: new Array(records),
     predictedTags: new Array(records),
+    stage: new Array(records),
     probabilities,
     keepText,
     vocabularies,
@@ -102,6 +103,8 @@ function columns(captured: readonly Captured[], keepText: boolean): CapturedBatc
       batch.texts[i] = entry.texts[at]!;
       batch.predictedTag[i] = prediction.predicted_tag;
       batch.predictedTags[i] = multiLabel ? prediction.predicted_tags : null;
+      // A cascade's stage: on the prediction (fast, encoder), or `fast_degraded` as the server marked it.
+      batch.stage![i] = (prediction as { stage?: string }).stage ?? null;
       const p = prediction.probabilities;
       for (const tag of tags) probabilities[offset++] = p[tag] ?? 0;
     }

@@ -8,6 +8,8 @@
  * default on `tagger_feedback` and three new tables — so a Tagger of revision 1 keeps reading and writing
  * a revised database unchanged (a rolling upgrade mixes both). `tagger_records_meta.revision` says which
  * additions a database has; `schema` stays the layout version an older Tagger must refuse.
+ * Revision 3 (issue 33) adds a nullable `stage` column to `tagger_predictions` (which stage of a cascade
+ * answered): an older Tagger names its columns when it inserts, so it keeps writing (null stage).
  */
 import type { SqlDriver, SqlExecutor, SqlRow } from '../tracking/sql/driver.js';
 import type {
@@ -21,7 +23,7 @@ import type {
 import { FEEDBACK_SELECTIONS } from './record-store.js';
 
 /** The additions this Tagger makes (and reads); see the module comment. */
-export const RECORDS_REVISION = 2;
+export const RECORDS_REVISION = 3;
 
 /** The statements that take a revision-1 database to revision 2 (each one idempotent where SQL allows). */
 export const REVISION_2_DDL = [
@@ -57,20 +59,24 @@ export async function revisionOf(tx: SqlExecutor): Promise<number> {
   return value === undefined ? 1 : Number(value);
 }
 
-/** Whether tagger_feedback has the `selection` column (asked of the catalog, never by a failing query). */
-async function hasSelection(db: SqlDriver, tx: SqlExecutor): Promise<boolean> {
+/** Whether `table` has `column` (asked of the catalog, never by a failing query). */
+async function hasColumn(db: SqlDriver, tx: SqlExecutor, table: string, column: string): Promise<boolean> {
   const rows =
     db.dialect === 'sqlite'
-      ? await tx.all("SELECT 1 AS found FROM pragma_table_info('tagger_feedback') WHERE name = 'selection'")
+      ? await tx.all('SELECT 1 AS found FROM pragma_table_info(?) WHERE name = ?', [table, column])
       : await tx.all(
-          "SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'tagger_feedback' AND column_name = 'selection'",
+          'SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?',
+          [table, column],
         );
   return rows.length > 0;
 }
 
-/** Applies the revision-2 additions inside the caller's (locked) transaction. */
-export async function reviseTo2(db: SqlDriver, tx: SqlExecutor): Promise<void> {
-  if (!(await hasSelection(db, tx))) {
+/** Applies the additions of revisions 2 and 3 inside the caller's (locked) transaction (each at most once). */
+export async function reviseToLatest(db: SqlDriver, tx: SqlExecutor): Promise<void> {
+  if (!(await hasColumn(db, tx, 'tagger_predictions', 'stage'))) {
+    await tx.exec('ALTER TABLE tagger_predictions ADD COLUMN stage VARCHAR(16)');
+  }
+  if (!(await hasColumn(db, tx, 'tagger_feedback', 'selection'))) {
     await tx.exec(
       "ALTER TABLE tagger_feedback ADD COLUMN selection VARCHAR(32) NOT NULL DEFAULT 'unspecified'",
     );

@@ -83,6 +83,7 @@ const COLUMNS = [
   'text_length',
   'text',
   'text_sha256',
+  'stage',
 ] as const;
 
 /**
@@ -96,7 +97,7 @@ export const idBound = (ms: number): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8)}`;
 };
 
-/** Rows per INSERT statement: 14 columns × 50 stays far below SQLite's and PostgreSQL's parameter caps. */
+/** Rows per INSERT statement: 15 columns × 50 stays far below SQLite's and PostgreSQL's parameter caps. */
 const INSERT_ROWS = 50;
 /** Ids per lookup statement. */
 const LOOKUP_IDS = 200;
@@ -124,6 +125,7 @@ function rowValues(record: PredictionRecord): SqlValue[] {
     // PostgreSQL's text cannot hold NUL (SQLite's can): both keep U+FFFD instead, so they agree.
     record.text === null ? null : record.text.replaceAll('\u0000', '\uFFFD'),
     record.textSha256,
+    record.stage ?? null,
   ];
 }
 
@@ -226,7 +228,7 @@ export class SqlRecordStore implements RecordStore {
         "INSERT INTO tagger_records_meta (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO NOTHING",
         [String(RECORDS_SCHEMA_VERSION)],
       );
-      await loop.reviseTo2(this.db, tx);
+      await loop.reviseToLatest(this.db, tx);
     });
   }
 
@@ -241,13 +243,18 @@ export class SqlRecordStore implements RecordStore {
     await this.db.transaction(async (tx) => {
       if (this.db.dialect === 'postgresql')
         await tx.all('SELECT pg_advisory_xact_lock(?)', [POSTGRES_RECORDS_LOCK]);
-      if ((await loop.revisionOf(tx)) < loop.RECORDS_REVISION) await loop.reviseTo2(this.db, tx);
+      if ((await loop.revisionOf(tx)) < loop.RECORDS_REVISION) await loop.reviseToLatest(this.db, tx);
     });
   }
 
   /** The feedback's `selection` as a select expression (a read-only database of revision 1 has none). */
   private get selectionColumn(): string {
     return this.revision >= 2 ? 'f.selection' : "'unspecified'";
+  }
+
+  /** A cascade's stage as a select expression (a read-only database before revision 3 has none). */
+  private stageColumn(table: string): string {
+    return this.revision >= 3 ? `${table}stage` : 'NULL';
   }
 
   /** Writing what revision 2 added to a read-only database of revision 1 cannot happen. */
@@ -358,10 +365,11 @@ export class SqlRecordStore implements RecordStore {
       const signals = Object.entries(cases);
       // One round trip: the window once (a CTE), each signal's histogram grouped from it.
       const sql = `WITH w AS (
-          SELECT predicted_tag, confidence, unseen_share, text_length FROM tagger_predictions
+          SELECT predicted_tag, confidence, unseen_share, text_length, ${this.stageColumn('')} AS stage FROM tagger_predictions
           WHERE prediction_id >= ? AND scope = ? AND run_id = ? ORDER BY prediction_id DESC LIMIT ?
         )
         SELECT 'predicted_tag' AS signal, predicted_tag AS bin, COUNT(*) AS n FROM w GROUP BY predicted_tag
+        UNION ALL SELECT 'stage', stage, COUNT(*) FROM w WHERE stage IS NOT NULL GROUP BY stage
         ${signals.map(([name, c]) => `UNION ALL SELECT '${name}', CAST(${c.sql} AS TEXT), COUNT(*) FROM w GROUP BY 2`).join('\n')}`;
       const rows = await this.db.all(sql, [
         idBound(query.sinceMs),
@@ -376,6 +384,7 @@ export class SqlRecordStore implements RecordStore {
         confidence: new Array<number>(query.bins.confidence.length).fill(0),
         unseen_ngrams: new Array<number>(query.bins.unseen_ngrams.length).fill(0),
         text_length: new Array<number>(query.bins.text_length.length).fill(0),
+        stages: {},
       };
       for (const row of rows) {
         const n = Number(row.n);
@@ -383,6 +392,8 @@ export class SqlRecordStore implements RecordStore {
         if (signal === 'predicted_tag') {
           counts.predicted_tag[String(row.bin)] = n;
           counts.predictions += n;
+        } else if (signal === 'stage') {
+          counts.stages[String(row.bin)] = n;
         } else {
           const histogram = counts[signal as 'confidence' | 'unseen_ngrams' | 'text_length'];
           const bin = Number(row.bin);
@@ -396,7 +407,7 @@ export class SqlRecordStore implements RecordStore {
   feedbackWindow(query: FeedbackQuery): Promise<FeedbackWindow> {
     return this.call('cannot read feedback', async () => {
       const rows = await this.db.all(
-        `SELECT p.predicted_tags AS predicted, p.predicted_tag AS tag, f.tags AS truth, ${this.selectionColumn} AS selection FROM tagger_feedback f
+        `SELECT p.predicted_tags AS predicted, p.predicted_tag AS tag, f.tags AS truth, ${this.selectionColumn} AS selection, ${this.stageColumn('p.')} AS stage FROM tagger_feedback f
          JOIN tagger_predictions p ON p.prediction_id = f.prediction_id
          WHERE f.scope = ? AND f.run_id = ? AND f.received_ms >= ? ORDER BY f.received_ms DESC LIMIT ?`,
         [query.scope, query.runId, query.sinceMs, query.limit],
@@ -411,6 +422,7 @@ export class SqlRecordStore implements RecordStore {
           predicted: row.predicted === null ? [String(row.tag)] : jsonList(row.predicted),
           truth: jsonList(row.truth),
           selection: loop.selectionOf(row.selection),
+          stage: typeof row.stage === 'string' ? row.stage : null,
         })),
         lastReceivedMs: lastValue === null || lastValue === undefined ? null : Number(lastValue),
       };

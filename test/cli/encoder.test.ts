@@ -19,12 +19,20 @@ import {
   parseTrainingArgs,
   RUN_ARTIFACTS,
 } from '../../src/model/index.js';
-import { openTrackingStore } from '../../src/tracking/index.js';
+import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
 import { minilmDir, SAMPLE_DATA } from '../support/components.js';
 
 const dir = minilmDir();
+
+/** A run's model files, as a loader reads them. */
+const modelFilesOf = async (store: TrackingStore, runId: string): Promise<Record<string, Uint8Array>> =>
+  Object.fromEntries(
+    await Promise.all(
+      MODEL_FILES.map(async (name) => [name, await store.readArtifact(runId, `model/${name}`)] as const),
+    ),
+  );
 const cli = cliFolder({ prefix: 'tagger-cli-encoder-' });
 const MODEL_SHA256 = '8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6';
 
@@ -77,11 +85,7 @@ describe.skipIf(dir === null)('tagger train --encoder', () => {
       expect(run.tags['tagger.model_format']).toBe(MODEL_FORMAT);
       // The encoder's configuration was measured on the SGD model (issue 25's soft vote takes no embeddings).
       expect(run.params).toMatchObject({ classifier: 'ovr', oversample: 'true', encoder_weight: '0.75' });
-      const files = Object.fromEntries(
-        await Promise.all(
-          MODEL_FILES.map(async (name) => [name, await store.readArtifact(runId, `model/${name}`)] as const),
-        ),
-      );
+      const files = await modelFilesOf(store, runId);
       // Without an encoder a reader refuses it (tagger serve holds such a run back until it can run it).
       expect(() => decodeModel(files)).toThrow(/takes sentence embeddings from the encoder minilm/);
       const model = decodeModel(files, { withEncoder: true });
@@ -207,11 +211,7 @@ describe.skipIf(dir === null)('tagger train --encoder --cascade', () => {
         new TextDecoder().decode(await store.readArtifact(runId, RUN_ARTIFACTS.cascadeCurve)),
       );
       expect(curve.points).toHaveLength(100);
-      const files = Object.fromEntries(
-        await Promise.all(
-          MODEL_FILES.map(async (name) => [name, await store.readArtifact(runId, `model/${name}`)] as const),
-        ),
-      );
+      const files = await modelFilesOf(store, runId);
       const model = decodeModel(files, { withEncoder: true });
       expect(isCascade(model) && model.routingThreshold).toBe(cascade.threshold);
       // Batch tagging embeds only the routed texts, and answers as the model does with every embedding.

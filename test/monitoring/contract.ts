@@ -166,7 +166,7 @@ export function runRecordStoreContract(
       ]);
       const window = await store.feedbackWindow({ scope, runId: 'run-m', sinceMs: 0, limit: 10 });
       expect(window.labelled).toEqual([
-        { predicted: ['cv', 'nlp'], truth: ['nlp'], selection: 'unspecified' },
+        { predicted: ['cv', 'nlp'], truth: ['nlp'], selection: 'unspecified', stage: null },
       ]);
     });
 
@@ -217,7 +217,9 @@ export function runRecordStoreContract(
       ]).toEqual([r.predictionId]);
       const window = await store.feedbackWindow({ scope, runId: r.runId, sinceMs: 0, limit: 10 });
       // The later label's selection replaces the earlier one's, with its tags.
-      expect(window.labelled).toEqual([{ predicted: ['nlp'], truth: ['other'], selection: 'random_share' }]);
+      expect(window.labelled).toEqual([
+        { predicted: ['nlp'], truth: ['other'], selection: 'random_share', stage: null },
+      ]);
       expect(window.lastReceivedMs).toBe(2000);
       expect((await store.find(scope, [r.predictionId])).get(r.predictionId)!.tags).toEqual([
         'cv',
@@ -301,13 +303,41 @@ export function runRecordStoreContract(
       ]);
       const window = await store.feedbackWindow({ scope, runId: 'run-a', sinceMs: 1001, limit: 3 });
       expect(window.labelled).toEqual([
-        { predicted: ['p4'], truth: ['t4'], selection: 'unspecified' },
-        { predicted: ['p3'], truth: ['t3'], selection: 'unspecified' },
-        { predicted: ['p2'], truth: ['t2'], selection: 'unspecified' },
+        { predicted: ['p4'], truth: ['t4'], selection: 'unspecified', stage: null },
+        { predicted: ['p3'], truth: ['t3'], selection: 'unspecified', stage: null },
+        { predicted: ['p2'], truth: ['t2'], selection: 'unspecified', stage: null },
       ]);
       expect(window.lastReceivedMs).toBe(1004);
       const never = await store.feedbackWindow({ scope: newScope(), runId: 'run-a', sinceMs: 0, limit: 3 });
       expect(never).toEqual({ labelled: [], lastReceivedMs: null });
+    });
+
+    test("a cascade's stage: counted per stage in the window, and given with each label", async () => {
+      const scope = newScope();
+      const now = Date.now();
+      const stages = ['fast', 'fast', 'encoder', 'fast_degraded', null] as const;
+      const records = stages.map((stage, i) => record(scope, { createdMs: now - 10 + i, stage }));
+      await store.append(records);
+      const counts = await store.windowCounts({
+        scope,
+        runId: 'run-a',
+        sinceMs: now - 1000,
+        limit: 10,
+        bins: BINS,
+      });
+      expect(counts.predictions).toBe(5);
+      expect(counts.stages).toEqual({ fast: 2, encoder: 1, fast_degraded: 1 });
+      await store.putFeedback(
+        records.map((r, i) => ({
+          predictionId: r.predictionId,
+          scope,
+          runId: 'run-a',
+          tags: ['nlp'],
+          receivedMs: 1000 + i,
+        })),
+      );
+      const window = await store.feedbackWindow({ scope, runId: 'run-a', sinceMs: 0, limit: 10 });
+      expect(window.labelled.map((label) => label.stage)).toEqual([...stages].reverse());
     });
 
     test('labelled: pages in prediction-id order, filtered by scope, run and time; hashed texts are null', async () => {
@@ -414,7 +444,9 @@ export function runRecordStoreContract(
             ]),
           ).toEqual(new Set([ids[0]]));
           const window = await other.feedbackWindow({ scope, runId: 'run-a', sinceMs: 0, limit: 10 });
-          expect(window.labelled).toEqual([{ predicted: ['nlp'], truth: ['nlp'], selection: 'unspecified' }]);
+          expect(window.labelled).toEqual([
+            { predicted: ['nlp'], truth: ['nlp'], selection: 'unspecified', stage: null },
+          ]);
           // Marks and leases are seen by every replica: one writer's mark, one retrain at a time.
           await store.putWriterMark({
             writerId: `w-${scope}`,

@@ -7,12 +7,19 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_BINS } from '../../src/model/index.js';
 import { MemoryRecordStore } from '../../src/monitoring/memory-record-store.js';
 import { defaultRecordStoreUri, openRecordStore } from '../../src/monitoring/open.js';
 import { SqlTrackingStore } from '../../src/tracking/sql/sql-store.js';
 import { type Postgres, postgresBin, startPostgres } from '../support/stack.js';
 import { useTempDir } from '../support/temp-dir.js';
 import { newScope, record, runRecordStoreContract } from './contract.js';
+
+const BINS = {
+  confidence: DEFAULT_BINS.confidence,
+  unseen_ngrams: DEFAULT_BINS.unseen_ngrams,
+  text_length: DEFAULT_BINS.text_length,
+};
 
 const scratch = useTempDir('tagger-records-');
 
@@ -106,7 +113,7 @@ describe('the SQL adapter beside MLflow', () => {
     );
   });
 
-  it('takes a database of revision 1 to revision 2 by additions only: read-only it is read as it is', async () => {
+  it('takes a database of revision 1 to the latest by additions only: read-only it is read as it is', async () => {
     const file = join(scratch.path, 'revision-1.db');
     const uri = `sqlite:///${file}`;
     const scope = newScope();
@@ -117,14 +124,20 @@ describe('the SQL adapter beside MLflow', () => {
       { predictionId: labelled.predictionId, scope, runId: 'run-a', tags: ['cv'], receivedMs: 5 },
     ]);
     await made.close();
-    // What a Tagger before revisions wrote: no revision key, no selection column, no new tables.
+    // What a Tagger before revisions wrote: no revision key, no selection or stage column, no new tables.
     const db = new DatabaseSync(file);
     db.exec(`DELETE FROM tagger_records_meta WHERE key = 'revision';
       DROP TABLE tagger_record_writers; DROP TABLE tagger_label_reviews; DROP TABLE tagger_leases;
-      ALTER TABLE tagger_feedback DROP COLUMN selection;`);
+      ALTER TABLE tagger_feedback DROP COLUMN selection; ALTER TABLE tagger_predictions DROP COLUMN stage;`);
     db.close();
     const readOnly = await openRecordStore(uri, { readOnly: true });
     expect(await readOnly.labelled({ scope, limit: 10 })).toMatchObject([{ selection: 'unspecified' }]);
+    expect(
+      (await readOnly.feedbackWindow({ scope, runId: 'run-a', sinceMs: 0, limit: 10 })).labelled,
+    ).toEqual([{ predicted: ['nlp'], truth: ['cv'], selection: 'unspecified', stage: null }]);
+    expect(
+      (await readOnly.windowCounts({ scope, runId: 'run-a', sinceMs: 0, limit: 10, bins: BINS })).stages,
+    ).toEqual({});
     expect(await readOnly.writerMarks()).toEqual([]);
     expect(await readOnly.labelReviews(scope)).toEqual([]);
     await expect(readOnly.takeLease('x', 'y', 1, 1)).rejects.toThrow(/opened read-only and predates leases/);
@@ -132,13 +145,18 @@ describe('the SQL adapter beside MLflow', () => {
     const writable = await openRecordStore(uri);
     expect(
       (await writable.feedbackWindow({ scope, runId: 'run-a', sinceMs: 0, limit: 10 })).labelled,
-    ).toEqual([{ predicted: ['nlp'], truth: ['cv'], selection: 'unspecified' }]);
+    ).toEqual([{ predicted: ['nlp'], truth: ['cv'], selection: 'unspecified', stage: null }]);
     expect((await writable.takeLease('x', 'y', 10, 1)).holder).toBe('y');
+    // Revision 3: a cascade's stage is recorded.
+    await writable.append([record(scope, { stage: 'encoder' })]);
+    expect(
+      (await writable.windowCounts({ scope, runId: 'run-a', sinceMs: 0, limit: 10, bins: BINS })).stages,
+    ).toEqual({ encoder: 1 });
     await writable.close();
     const check = new DatabaseSync(file, { readOnly: true });
     try {
       expect(check.prepare("SELECT value FROM tagger_records_meta WHERE key = 'revision'").get()).toEqual({
-        value: '2',
+        value: '3',
       });
     } finally {
       check.close();

@@ -109,6 +109,7 @@ describe('Recorder', () => {
         textLength: 29,
         text: 'Transformers for cooking text',
         textSha256: null,
+        stage: null,
       },
     ]);
   });

@@ -11,6 +11,7 @@ import {
   type TrainEncoder,
   type TrainingArgs,
 } from '../../src/model/index.js';
+import { EncoderLoadError, type EncoderProvider } from '../../src/served-models/encoders.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { textsToEmbed } from '../../src/train/embeddings.js';
@@ -54,6 +55,31 @@ export function syntheticEmbeddings(texts: Iterable<string>, rows: readonly Labe
   return { spec: SYNTHETIC_ENCODER, embeddings };
 }
 
+/**
+ * Serves the synthetic encoder as the encoder pool would serve a real one (tests of served cascade runs
+ * without the real encoder): any text gets its seeded vector; `calls` records each embed call's texts.
+ */
+export function syntheticEncoders(): EncoderProvider & { calls: string[][] } {
+  const calls: string[][] = [];
+  return {
+    calls,
+    acquire: async (spec) => {
+      if (spec.model_sha256 !== SYNTHETIC_ENCODER.model_sha256) {
+        throw new EncoderLoadError(`encoder ${spec.name}: only the synthetic encoder is here`);
+      }
+      return {
+        spec,
+        embed: async (texts) => {
+          calls.push([...texts]);
+          const { embeddings } = syntheticEmbeddings(texts, []);
+          return texts.map((text) => embeddings.get(text)!);
+        },
+        release: () => undefined,
+      };
+    },
+  };
+}
+
 /** A cascade trained on the sample data with the synthetic embeddings (seed 3). */
 export async function sampleCascade(): Promise<{
   data: LabelledText[];
@@ -66,13 +92,13 @@ export async function sampleCascade(): Promise<{
   return { data, encoder, outcome };
 }
 
-/** Logs the sample cascade to experiment `best` of the store; its run id. */
-export async function logSampleCascade(trackingUri: string): Promise<string> {
+/** Logs the sample cascade to an experiment (`best`) of the store; its run id. */
+export async function logSampleCascade(trackingUri: string, experiment = 'best'): Promise<string> {
   const { outcome } = await sampleCascade();
   const store = await openTrackingStore(trackingUri);
   try {
     const logged = await logTrainingRun(store, {
-      experiment: 'best',
+      experiment,
       runName: 'cascade',
       args: SYNTHETIC_CASCADE_ARGS,
       seed: 3,

@@ -13,7 +13,7 @@ import { type AppDeps, createApp, createHttpMetrics, type HttpMetrics } from '..
 import type { TaggerApp } from '../../src/http/index.js';
 import { parseTrainingArgs } from '../../src/model/index.js';
 import { MONITORING_DEFAULTS, Monitoring, type MonitoringConfig } from '../../src/monitoring/index.js';
-import { ServedRuns } from '../../src/served-models/index.js';
+import { type EncoderProvider, ServedRuns } from '../../src/served-models/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
@@ -97,6 +97,8 @@ export async function monitoredApp(
     config?: Partial<MonitoringConfig>;
     deps?: Omit<AppDeps, 'serving' | 'metrics' | 'monitoring'>;
     openStore?: ConstructorParameters<typeof Monitoring>[1]['openStore'];
+    /** Opens the encoders of encoder and cascade runs (without it they are held back). */
+    encoders?: EncoderProvider;
   } = {},
 ): Promise<MonitoredApp> {
   const log = captureLog();
@@ -104,6 +106,7 @@ export async function monitoredApp(
     experiment: options.experiment ?? 'best',
     modelCacheSize: 2,
     log,
+    ...(options.encoders ? { encoders: options.encoders } : {}),
   });
   const metrics = createHttpMetrics({ defaultMetrics: false });
   const monitoring = new Monitoring(testMonitoringConfig(options.config), {

@@ -10,7 +10,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createRng,
   DEFAULT_BEHAVIOUR_SUITE,
-  type EncoderSpec,
   type LabelledText,
   parseTrainingArgs,
   type TrainEncoder,
@@ -21,34 +20,14 @@ import { textsToEmbed } from '../../src/train/embeddings.js';
 import { trainingLabelIssues } from '../../src/train/label-issues.js';
 import { trainAndEvaluate } from '../../src/train/pipeline.js';
 import { sampleArgs } from '../../src/train/search-space.js';
+import { SYNTHETIC_ENCODER, syntheticEmbeddings } from '../support/cascade-run.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
-const DIM = 16;
-const SPEC: EncoderSpec = {
-  name: 'synthetic',
-  source: 'local:/nowhere',
-  model_sha256: 'a'.repeat(64),
-  tokenizer_sha256: 'b'.repeat(64),
-  pooling: 'mean',
-  max_tokens: 64,
-  dim: DIM,
-};
+const SPEC = SYNTHETIC_ENCODER;
 const ARGS = parseTrainingArgs({ encoder: 'synthetic', num_epochs: 4, ngram_max_range: 3 });
 
 /** A pseudo-embedding of every text: seeded by the text, so the same text always gets the same vector. */
-function synthetic(texts: Iterable<string>): TrainEncoder {
-  const embeddings = new Map<string, Float32Array>();
-  for (const text of texts) {
-    let seed = 0;
-    for (let i = 0; i < text.length; i++) seed = (Math.imul(seed, 31) + text.charCodeAt(i)) >>> 0;
-    const rng = createRng(seed);
-    embeddings.set(
-      text,
-      new Float32Array(DIM).map(() => rng() - 0.5),
-    );
-  }
-  return { spec: SPEC, embeddings };
-}
+const synthetic = (texts: Iterable<string>): TrainEncoder => syntheticEmbeddings(texts, []);
 
 let data: LabelledText[];
 beforeAll(async () => {

@@ -12,7 +12,7 @@ import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunCascadeData } from '../../src/http/api-types.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
-import { logSampleCascade } from '../support/cascade-run.js';
+import { logSampleCascade, sampleCascade, syntheticEncoders } from '../support/cascade-run.js';
 import { launchOfflineChromium } from '../support/chromium.js';
 import { chromiumPath, REPO_ROOT } from '../support/components.js';
 import { type MonitoredApp, monitoredApp, trainRun } from '../support/monitoring.js';
@@ -24,6 +24,9 @@ let dir: string;
 let store: TrackingStore;
 let served: MonitoredApp;
 let base: string;
+/** A server of the cascade alone (experiment `cascade`), its encoder the synthetic one. */
+let cascadeServed: MonitoredApp;
+let cascadeBase: string;
 let cascadeRunId: string;
 let plainRunId: string;
 let browser: Browser;
@@ -40,9 +43,17 @@ beforeAll(async () => {
   // A TF-IDF run is served; the cascade (its synthetic encoder is on no machine) is held back, and shown.
   plainRunId = (await trainRun(join(dir, 'mlruns'))).runId;
   cascadeRunId = await logSampleCascade(join(dir, 'mlruns'));
+  await logSampleCascade(join(dir, 'mlruns'), 'cascade');
   store = await openTrackingStore(join(dir, 'mlruns'));
   served = await monitoredApp(store, { deps: { uiDir } });
   base = await served.app.listen({ host: '127.0.0.1', port: 0 });
+  cascadeServed = await monitoredApp(store, {
+    experiment: 'cascade',
+    deps: { uiDir },
+    config: { minPredictions: 20 },
+    encoders: syntheticEncoders(),
+  });
+  cascadeBase = await cascadeServed.app.listen({ host: '127.0.0.1', port: 0 });
   browser = await launchOfflineChromium(executablePath);
   await mkdir(SCREENSHOTS, { recursive: true });
 }, 240_000);
@@ -50,6 +61,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await served?.close();
+  await cascadeServed?.close();
   await store?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -87,6 +99,37 @@ describe.skipIf(executablePath === null)('the inspection page with a cascade run
     await phone.page.getByTestId('cascade-choice').waitFor();
     await checkPage(phone.page, 'cascade-run-phone');
     await phone.page.close();
+  }, 120_000);
+
+  it("the Live view of a served cascade: its routing against the training curve, each stage's answers", async () => {
+    const texts = (await sampleCascade()).data.map((row) => row.text);
+    const answer = await fetch(`${cascadeBase}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ texts: texts.map((text) => ({ text })) }),
+    });
+    expect(answer.status).toBe(200);
+    await cascadeServed.monitoring.recorder.settle();
+    const report = (
+      (await (await fetch(`${cascadeBase}/monitoring`)).json()) as {
+        data: {
+          monitoring: { routing: { routed: number; expected: number; stages: Record<string, number> } };
+        };
+      }
+    ).data.monitoring;
+    const { page, external, errors } = await openOffline(browser, `${cascadeBase}/ui/#/live`, 1280, 800);
+    const routing = page.getByTestId('cascade-routing');
+    await routing.waitFor();
+    const summary = await routing.getByTestId('routing-summary').textContent();
+    expect(summary).toContain(`${(100 * report.routing.routed).toFixed(1)}% of the window routed`);
+    expect(summary).toContain(`the training curve routed ${(100 * report.routing.expected).toFixed(1)}%`);
+    expect(await routing.locator('tr[data-stage="encoder"] td').first().textContent()).toMatch(
+      new RegExp(`^${report.routing.stages.encoder} \\(`),
+    );
+    await checkPage(page, 'cascade-live-desktop');
+    expect(external).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
   }, 120_000);
 
   it('shows no cascade part for a run that is not one', async () => {

@@ -133,6 +133,66 @@ function DriftTable({ drift }: { drift: MonitoringReport['drift'] }) {
   );
 }
 
+const STAGE_NAMES: Record<string, string> = {
+  fast: 'fast model',
+  encoder: 'encoder model',
+  fast_degraded: 'fast model, encoder busy',
+};
+
+/** A cascade run: its routing against the training curve, and each stage's live figures. */
+function CascadeRouting({ report }: { report: MonitoringReport }) {
+  const routing = report.routing;
+  if (routing === undefined) return null;
+  const stages = Object.keys(STAGE_NAMES);
+  const total = stages.reduce((sum, stage) => sum + (routing.stages[stage] ?? 0), 0);
+  return (
+    <section aria-labelledby="routing-title" data-testid="cascade-routing">
+      <h3 id="routing-title">Cascade routing</h3>
+      <p class={routing.drift.drifted ? 'warn' : undefined} data-testid="routing-summary">
+        {routing.routed === null ? 'No predictions yet' : `${percent(routing.routed)} of the window routed`}{' '}
+        to the encoder model; the training curve routed {percent(routing.expected)} at the chosen threshold
+        {routing.drift.drifted
+          ? ` — drifted (PSI ${metric(routing.drift.value)})`
+          : routing.drift.value === null
+            ? ` (${routing.drift.reason ?? 'not judged yet'})`
+            : ' — no drift'}
+        .
+      </p>
+      <TableScroll label="Answers by cascade stage">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Stage</th>
+              <th scope="col" class="num">
+                answers
+              </th>
+              <th scope="col" class="num">
+                live f1
+              </th>
+              <th scope="col" class="num">
+                labels
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {stages.map((stage) => (
+              <tr key={stage} data-stage={stage}>
+                <th scope="row">{STAGE_NAMES[stage]}</th>
+                <td class="num">
+                  {routing.stages[stage] ?? 0}
+                  {total > 0 ? ` (${percent((routing.stages[stage] ?? 0) / total)})` : ''}
+                </td>
+                <td class="num">{metric(report.live_by_stage?.[stage]?.f1 ?? null)}</td>
+                <td class="num">{report.live_by_stage?.[stage]?.num_samples ?? 0}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableScroll>
+    </section>
+  );
+}
+
 function OverTime({ report }: { report: MonitoringReport }) {
   const labels = report.history.map((point) => clock(point.time));
   const quality = useMemo(
@@ -312,6 +372,7 @@ export function LiveView() {
       )}
       <h3>Drift</h3>
       <DriftTable drift={report.drift} />
+      <CascadeRouting report={report} />
       <OverTime report={report} />
       <TagShares report={report} />
     </article>

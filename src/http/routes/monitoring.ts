@@ -5,7 +5,7 @@
  * Both read and write the shared record store through src/monitoring, so any replica answers for
  * predictions any replica recorded.
  */
-import { DRIFT_SIGNALS, type DriftSignal } from '../../model/index.js';
+import { DRIFT_SIGNALS, type DriftResult, type DriftSignal } from '../../model/index.js';
 import type { FeedbackOutcome, Monitoring, MonitoringSnapshot } from '../../monitoring/index.js';
 import { DRIFT_SIGNIFICANCE, RecordStoreError } from '../../monitoring/index.js';
 import { maskPaths, type ServingState } from '../../served-models/index.js';
@@ -47,6 +47,20 @@ function unavailable(error: unknown, retryAfterSeconds: number): never {
   throw error;
 }
 
+/** One drift result as the API states it. */
+function driftOf(result: DriftResult) {
+  const reason = notDriftedReason(result);
+  return {
+    value: result.value,
+    p_value: result.pValue,
+    threshold: result.threshold,
+    drifted: result.drifted,
+    live: result.live,
+    reference: result.reference,
+    ...(reason === undefined ? {} : { reason }),
+  };
+}
+
 export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
   const { config } = monitoring;
   const runId = snapshot.runId === '' ? null : snapshot.runId;
@@ -72,25 +86,19 @@ export function report(snapshot: MonitoringSnapshot, monitoring: Monitoring) {
     },
     live_all: snapshot.liveAll,
     live_class: snapshot.liveByTag,
-    test: snapshot.test,
-    drift: Object.fromEntries(
-      DRIFT_SIGNALS.map((signal) => {
-        const result = snapshot.drift[signal];
-        const reason = notDriftedReason(result);
-        return [
-          signal,
-          {
-            value: result.value,
-            p_value: result.pValue,
-            threshold: result.threshold,
-            drifted: result.drifted,
-            live: result.live,
-            reference: result.reference,
-            ...(reason === undefined ? {} : { reason }),
+    ...(snapshot.routing === null
+      ? {}
+      : {
+          live_by_stage: snapshot.liveByStage,
+          routing: {
+            routed: snapshot.routing.routed,
+            expected: snapshot.routing.expected,
+            stages: snapshot.routing.stages,
+            drift: driftOf(snapshot.routing.drift),
           },
-        ];
-      }),
-    ),
+        }),
+    test: snapshot.test,
+    drift: Object.fromEntries(DRIFT_SIGNALS.map((signal) => [signal, driftOf(snapshot.drift[signal])])),
     history: monitoring.monitor.history.map((point) => ({
       time: iso(point.time),
       predictions: point.predictions,
