@@ -33,13 +33,14 @@ import type { CascadeDegradation } from './cascade-metrics.js';
 import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { cascadeMetricsOf, timeInference, traceEncoder } from './observability.js';
 import type { CascadeOverload } from './options.js';
-import type { PredictionItem, PredictionStage } from './schemas.js';
+import type { PredictionItem } from './schemas.js';
 
-/** A model's answers to a request's texts, before they become response items (responses.ts). */
+/**
+ * A model's answers to a request's texts, before they become response items (responses.ts); a cascade's
+ * predictions carry the `stage` that answered, which the items and the records show.
+ */
 export interface Answers {
   predictions: readonly Prediction[];
-  /** A cascade's: which stage answered each text (the items' `stage`); absent for every other model. */
-  stages?: readonly PredictionStage[];
   /** The explanation of text `i` by the model that answered it (`explain: true`). */
   explain(i: number): Explanation;
 }
@@ -75,19 +76,19 @@ export function predictCascade(
   const fast = timeInference(request, () => model.predictFast(texts, asked));
   metrics?.observeStage('fast', seconds(fastStarted));
   const { predictions, routed } = fast;
-  const stages: PredictionStage[] = predictions.map(() => 'fast');
   const explainFast = (i: number) => model.explainStage('fast', texts[i]!, EXPLAIN_TOP);
   /** The fast answers for every text, the routed ones marked as answered without the encoder. */
   const degraded = (why: CascadeDegradation): PredictionItem[] => {
-    for (const i of routed) stages[i] = 'fast_degraded';
+    // Marked on the prediction, so the records keep it too (src/monitoring reads `stage`).
+    for (const i of routed) predictions[i] = { ...predictions[i]!, stage: 'fast_degraded' };
     metrics?.recordDegraded(why);
     metrics?.recordTexts(texts.length - routed.length, 0, routed.length);
-    return respond(() => ({ predictions, stages, explain: explainFast }));
+    return respond(() => ({ predictions, explain: explainFast }));
   };
 
   if (routed.length === 0) {
     metrics?.recordTexts(texts.length, 0, 0);
-    return respond(() => ({ predictions, stages, explain: explainFast }));
+    return respond(() => ({ predictions, explain: explainFast }));
   }
   if (embedder === undefined) return degraded('encoder_missing');
 
@@ -98,19 +99,18 @@ export function predictCascade(
       const embeddingOf = new Map<number, Float32Array>();
       const items = respond(() => {
         const answers = model.predictRouted(routedTexts, embeddings, asked);
-        const merged = [...predictions];
         routed.forEach((i, at) => {
-          merged[i] = answers[at]!;
-          stages[i] = 'encoder';
+          predictions[i] = answers[at]!;
           embeddingOf.set(i, embeddings[at]!);
         });
         return {
-          predictions: merged,
-          stages,
-          explain: (i) =>
-            stages[i] === 'encoder'
-              ? model.explainStage('encoder', texts[i]!, EXPLAIN_TOP, embeddingOf.get(i))
-              : explainFast(i),
+          predictions,
+          explain: (i) => {
+            const embedding = embeddingOf.get(i);
+            return embedding === undefined
+              ? explainFast(i)
+              : model.explainStage('encoder', texts[i]!, EXPLAIN_TOP, embedding);
+          },
         };
       });
       metrics?.observeStage('encoder', seconds(encoderStarted));

@@ -107,7 +107,6 @@ function predictionItems(
   return tracePredict(request, () => {
     const answers = answer();
     const raw = answers.predictions;
-    const { stages } = answers;
     const monitoring = request.server.taggerMonitoring;
     const now = Date.now();
     const ids = raw.map(() => predictionId(now));
@@ -124,7 +123,8 @@ function predictionItems(
         predicted_tags,
         predicted_probabilities: prediction.probabilities,
       };
-      if (stages !== undefined) item.stage = stages[i]!;
+      // A cascade's stage (the others' predictions have none).
+      if (prediction.stage !== undefined) item.stage = prediction.stage;
       if (listed === 'all') return item;
       item.predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
         ...prediction.predicted_tags,

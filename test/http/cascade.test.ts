@@ -169,6 +169,32 @@ describe('a cascade run served', () => {
     }
   });
 
+  it('the records keep the stage that answered, fast_degraded included (GET /monitoring counts them)', async () => {
+    const monitoring = new Monitoring(testMonitoringConfig(), { log: captureLog() });
+    const { app } = await appOf(served, undefined, monitoring);
+    try {
+      const texts = [...fx.confident, ...fx.unsure];
+      expect((await predict(app, texts)).response.statusCode).toBe(200);
+      encoders.failWith = new QueueFullError(1, 4, 4);
+      try {
+        expect((await predict(app, texts)).response.statusCode).toBe(200);
+      } finally {
+        encoders.failWith = null;
+      }
+      await monitoring.recorder.settle();
+      const response = await app.inject({ url: '/monitoring' });
+      expect(response.statusCode, response.body).toBe(200);
+      expect(JSON.parse(response.body).data.monitoring.routing.stages).toEqual({
+        fast: 2 * fx.confident.length,
+        encoder: fx.unsure.length,
+        fast_degraded: fx.unsure.length,
+      });
+    } finally {
+      await app.close();
+      await monitoring.close();
+    }
+  });
+
   const overloads: [string, () => Error, number][] = [
     ['its queue is full', () => new QueueFullError(fx.unsure.length, 4, 4), 503],
     ['the request is more work than one may ask', () => new RequestTooLargeError(900, 100, 2), 413],
