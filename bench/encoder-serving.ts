@@ -32,6 +32,16 @@ import {
 import { serveExecArgv } from '../src/server/node-flags.js';
 import { body, chunks, cosine, median, sendAll } from './encoder-http.js';
 import {
+  formatTable,
+  MEMORY_VARIANTS,
+  type MemoryResult,
+  type MemoryVariant,
+  measureServer,
+  memoryRows,
+  reportArgv,
+  workload,
+} from './encoder-memory.js';
+import {
   type Measured,
   type Results,
   ROW_CASES,
@@ -45,7 +55,7 @@ import {
 } from './encoder-serving-cases.js';
 import { resolveCli } from './fixture.js';
 import { PYTHON, REPO } from './paths.js';
-import { freePort, installCleanup, start, stopAll, waitForPort } from './procs.js';
+import { childPids, freePort, installCleanup, start, stopAll, waitForPort } from './procs.js';
 import { type BenchRow, rowsFrom } from './section.js';
 
 const log = (message: string): void => {
@@ -75,12 +85,23 @@ async function startServer(
   workDir: string,
   name: string,
   env: Record<string, string>,
+  { workers = 1, nodeArgs = [] }: { workers?: number; nodeArgs?: string[] } = {},
 ): Promise<Server> {
   const port = await freePort();
   const proc = start(
     name,
     process.execPath,
-    [...serveExecArgv([]), cli, 'serve', '--model', modelDir, '--port', String(port), '--workers', '1'],
+    [
+      ...serveExecArgv(nodeArgs),
+      cli,
+      'serve',
+      '--model',
+      modelDir,
+      '--port',
+      String(port),
+      '--workers',
+      String(workers),
+    ],
     {
       cwd: workDir,
       env: {
@@ -252,6 +273,83 @@ async function compare(setup: Setup, c: ThroughputCase): Promise<Throughput> {
   return result;
 }
 
+/** Waits until `workers` cluster workers have loaded the run (for the encoder run: mapped ONNX Runtime). */
+async function waitForWorkers(server: Server, workers: number, encoder: boolean): Promise<void> {
+  const loaded = (pid: number) => {
+    try {
+      return !encoder || readFileSync(`/proc/${pid}/maps`, 'utf8').includes('onnxruntime');
+    } catch {
+      return false;
+    }
+  };
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const pids = workers > 1 ? childPids(server.proc.pid) : [server.proc.pid];
+    if (pids.length >= workers && pids.every(loaded)) break;
+    if (Date.now() > deadline) throw new Error(`bench/encoder: ${workers} workers did not load the run`);
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  // Each has listened once /health/ready answers as often as there are workers (round-robin).
+  await sendAll(
+    server.url,
+    Array.from({ length: workers * 2 }, () => body(['warm-up'])),
+    1,
+  );
+}
+
+/**
+ * The memory variants (bench/encoder-memory.ts) on the encoder run, each started, loaded, measured and
+ * stopped in turn: the same requests for all.
+ */
+export async function memoryTrial(setup: Setup, variants: readonly MemoryVariant[]): Promise<MemoryResult[]> {
+  const work = workload(setup.texts, setup.input.quick);
+  const out = [];
+  for (const variant of variants) {
+    const reports = join(setup.workDir, `reports-${out.length}`);
+    const name = `tagger-memory-${out.length}`;
+    const dir = variant.model === 'encoder' ? setup.encoderDir : setup.tfidfDir;
+    const server = await startServer(setup.cli, dir, setup.workDir, name, variant.env ?? {}, {
+      workers: variant.workers,
+      nodeArgs: reportArgv(reports),
+    });
+    await waitForWorkers(server, variant.workers, variant.model === 'encoder');
+    const phases = await measureServer(server.proc, server.url, work, reports);
+    await server.proc.stop();
+    for (const phase of phases)
+      if (phase.failed > 0)
+        setup.breakage.push(`${variant.label}: ${phase.failed} requests failed (${phase.phase})`);
+    log(
+      `memory, ${variant.label}: ${JSON.stringify(phases.map((p) => [p.phase, p.processes.map((x) => x.rss)]))}`,
+    );
+    out.push({ variant, phases });
+  }
+  return out;
+}
+
+/** Trains the served models and runs only the memory variants (bench/encoder.ts --memory). */
+export async function memoryOnly(
+  input: ServingBenchInput,
+  variants: readonly MemoryVariant[],
+): Promise<MemoryResult[]> {
+  installCleanup();
+  const files = await resolveEncoder(input.encoderName);
+  encoderFiles = {
+    model: files.model,
+    tokenizer: files.tokenizer,
+    maxTokens: input.embedded.spec.max_tokens,
+  };
+  const workDir = mkdtempSync(join(tmpdir(), 'tagger-bench-encoder-memory-'));
+  try {
+    const setup = prepare(input, workDir, []);
+    const results = await memoryTrial(setup, variants);
+    if (setup.breakage.length > 0) log(`breakage: ${setup.breakage.join('; ')}`);
+    return results;
+  } finally {
+    await stopAll();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
 /** Throws when a measurement every run makes is missing (a case table that lost it). */
 function required<T>(value: T | null, what: string): T {
   if (value === null) throw new Error(`bench/encoder: ${what} was not measured`);
@@ -302,6 +400,11 @@ export async function servingRows(input: ServingBenchInput): Promise<{
       await server.proc.stop();
     }
 
+    // Where the memory goes, the serve malloc settings against glibc's, 1 process against 2 workers.
+    log('memory: where it goes (bench/encoder-memory.ts)');
+    const memory = await memoryTrial(setup, MEMORY_VARIANTS);
+    process.stderr.write(`${formatTable(memory)}\n`);
+
     const results: Results = {
       ...measured,
       setup,
@@ -324,7 +427,10 @@ export async function servingRows(input: ServingBenchInput): Promise<{
       breakage.push('shedding: unexpected statuses');
 
     return {
-      rows: rowsFrom('encoder', ROW_CASES, results),
+      rows: [
+        ...rowsFrom('encoder', ROW_CASES, results),
+        ...memoryRows(memory).map((row) => ({ section: 'encoder', ...row })),
+      ],
       breakage,
       details: {
         throughput: results.throughput,
@@ -337,6 +443,7 @@ export async function servingRows(input: ServingBenchInput): Promise<{
           tfidfOne: results.tfidfOne,
         },
         ...(bounded && unbounded ? { shedding: { bounded, unbounded } } : {}),
+        memory,
       },
     };
   } finally {

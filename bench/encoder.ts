@@ -34,7 +34,8 @@ import {
 } from '../src/model/index.js';
 import { CrossValidator, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import { textsToEmbed } from '../src/train/embeddings.js';
-import { servingRows } from './encoder-serving.js';
+import { formatTable, longTexts, MEMORY_VARIANTS, type MemoryVariant } from './encoder-memory.js';
+import { memoryOnly, servingRows } from './encoder-serving.js';
 import { DATA_DIR as DATA, PYTHON, REPO } from './paths.js';
 import { pythonAvailable, runPythonScript } from './python.js';
 import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
@@ -138,13 +139,29 @@ async function encoderSpeed(
   encoder: SentenceEncoder,
   texts: readonly string[],
   rounds: number,
-): Promise<{ single: number; lengthAware: number; naive: number; tokenize: number }> {
+): Promise<{
+  single: number;
+  lengthAware: number;
+  lengthAware4096: number;
+  long: number;
+  long4096: number;
+  naive: number;
+  tokenize: number;
+  /** CPU ms per text (user + system), best round. */
+  cpu: Record<'lengthAware' | 'lengthAware4096' | 'long' | 'long4096', number>;
+}> {
+  // 64 texts at the token limit (holdout texts joined to ~1,600 characters), as the memory bench sends.
+  const long = longTexts(texts, 64);
   const forward = (encoder as unknown as { forward(rows: number[][]): Promise<Float32Array[]> }).forward.bind(
     encoder,
   );
   const passes = {
     single: () => encoder.embed(texts, { maxBatch: 1 }),
     lengthAware: () => encoder.embed(texts),
+    // The default passes (≤ DEFAULT_PASS_TOKENS padded tokens) against the 4,096 of before 2026-11-28.
+    lengthAware4096: () => encoder.embed(texts, { maxBatchTokens: 4096 }),
+    long: () => encoder.embed(long),
+    long4096: () => encoder.embed(long, { maxBatchTokens: 4096 }),
     naive: async () => {
       for (let i = 0; i < texts.length; i += 32)
         await forward(texts.slice(i, i + 32).map((t) => encoder.tokenize(t)));
@@ -153,16 +170,30 @@ async function encoderSpeed(
       for (const t of texts) encoder.tokenize(t);
     },
   };
-  const best = { single: Infinity, lengthAware: Infinity, naive: Infinity, tokenize: Infinity };
+  const best = {
+    single: Infinity,
+    lengthAware: Infinity,
+    lengthAware4096: Infinity,
+    long: Infinity,
+    long4096: Infinity,
+    naive: Infinity,
+    tokenize: Infinity,
+  };
+  // CPU per text as well: steadier than wall time on a shared machine (the pass-size rows read it).
+  const cpu = { ...best };
+  const count = (part: keyof typeof passes) => (part.startsWith('long') ? long.length : texts.length);
   await passes.lengthAware();
   for (let round = 0; round < rounds; round++) {
     for (const part of Object.keys(passes) as (keyof typeof passes)[]) {
       const started = performance.now();
+      const cpuBefore = process.cpuUsage();
       await passes[part]();
-      best[part] = Math.min(best[part], (performance.now() - started) / texts.length);
+      best[part] = Math.min(best[part], (performance.now() - started) / count(part));
+      const { user, system } = process.cpuUsage(cpuBefore);
+      cpu[part] = Math.min(cpu[part], (user + system) / 1000 / count(part));
     }
   }
-  return best;
+  return { ...best, cpu };
 }
 
 export async function run(opts: BenchOptions): Promise<SectionResult> {
@@ -222,6 +253,20 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
         speed.lengthAware,
         speed.single,
         'reference = one text per call',
+      ),
+      row(
+        'encoder CPU, length-aware batches: passes ≤ 512 padded tokens (default) vs ≤ 4,096',
+        'CPU ms/text',
+        speed.cpu.lengthAware,
+        speed.cpu.lengthAware4096,
+        'user + system CPU of this process, best round; reference = passes of up to 4,096 padded tokens (the default before 2026-11-28)',
+      ),
+      row(
+        'encoder CPU, texts at the token limit: passes ≤ 512 padded tokens (default) vs ≤ 4,096',
+        'CPU ms/text',
+        speed.cpu.long,
+        speed.cpu.long4096,
+        '64 holdout texts joined to ~1,600 characters each (256 tokens); reference = passes of up to 4,096 padded tokens',
       ),
       row(
         'encoder forward pass, naive batches of 32 padded to their longest',
@@ -323,4 +368,31 @@ if (cliMode && (process.argv.includes('--cv') || process.argv.includes('--holdou
       await validator.close();
     }
   }
+}
+
+if (cliMode && process.argv.includes('--memory')) {
+  // Memory variants to compare, as JSON objects ({"label", "model", "workers", "env", "malloc"}), else
+  // the section's (MEMORY_VARIANTS).
+  const given = process.argv.slice(2).filter((a) => a.startsWith('{'));
+  const variants = given.length > 0 ? given.map((raw) => JSON.parse(raw) as MemoryVariant) : MEMORY_VARIANTS;
+  const dataset = load('dataset.csv');
+  const holdout = load('holdout.csv');
+  const encoder = await openEncoder(ENCODER, { threads: availableParallelism() });
+  const embedded = await embeddingsOf(encoder, textsToEmbed({ data: dataset, testData: holdout }));
+  await encoder.close();
+  const chosen = argsOf(JSON.stringify({ encoder: ENCODER }));
+  const quick = process.argv.includes('--quick');
+  const results = await memoryOnly(
+    { encoderName: ENCODER, embedded, chosen, dataset, holdout, quick },
+    variants,
+  );
+  console.log(formatTable(results));
+  const out = resolve(
+    REPO,
+    'bench',
+    'results',
+    `encoder-memory-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  writeFileSync(out, JSON.stringify(results, null, 2));
+  console.log(`written ${out}`);
 }

@@ -11,7 +11,10 @@
  *   npm run bench -- --only scale --scale-sizes 50000x4,200000x500 --scale-timeout 3600
  *   npm run bench -- --quick                              # 2,000 rows × 4 and 50 tags (a smoke test)
  *   npm run bench -- --only scale --scale-sizes none --scale-serve-size 10000x500 --scale-serve-kinds default,fasttext
+ *   npm run bench -- --only scale --scale-sizes 50000x50 --scale-systems default --scale-serve-size none
  *
+ * `--scale-systems` picks the systems trained (default, fasttext, linearsvc, fasttext-ref; all by default).
+ * Prediction alone, on a model trained once and kept: bench/scale-predict.ts.
  * Then a model of many tags served (bench/scale-serve.ts): the default and fasttext trained on 50k × 500
  * (quick: fasttext alone, on 4,000 × 500 with min_freq 2 so every tag is kept; `--scale-serve-size` and
  * `--scale-serve-kinds` choose; `--scale-sizes none` skips the trainings above, `--scale-serve-size none`
@@ -67,6 +70,8 @@ interface Outcome {
 /** The systems, as the arguments of their training process over the train and test files and its output. */
 interface System {
   name: string;
+  /** What --scale-systems calls it. */
+  key: string;
   /** Run by the reference Python (else by this Node, through tsx). */
   python: boolean;
   argv(train: string, test: string, out: string, size: Size): string[];
@@ -98,16 +103,19 @@ const TAGGER = ['--import', 'tsx', resolve(REPO, 'bench', 'scale-train.ts')];
 const SYSTEMS: System[] = [
   {
     name: 'tagger default',
+    key: 'default',
     python: false,
     argv: (train, test, out) => [...TAGGER, train, test, '{}', out, '1'],
   },
   {
     name: 'tagger fasttext',
+    key: 'fasttext',
     python: false,
     argv: (train, test, out) => [...TAGGER, train, test, '{"classifier":"fasttext"}', out, '1'],
   },
   {
     name: 'sklearn LinearSVC',
+    key: 'linearsvc',
     python: true,
     argv: (train, test, out) => [
       resolve(REPO, 'python', 'scale_reference.py'),
@@ -119,6 +127,7 @@ const SYSTEMS: System[] = [
   },
   {
     name: 'fastText 0.9.3',
+    key: 'fasttext-ref',
     python: true,
     argv: (train, test, out, size) => [
       resolve(REPO, 'python', 'scale_reference.py'),
@@ -143,6 +152,20 @@ function sizeOf(spec: string, flag: string): Size {
     throw new Error(`${flag} takes rows x tags (e.g. 50000x500), got ${spec}`);
   }
   return { rows: rows!, tags: tags! };
+}
+
+/** The systems --scale-systems names (all by default). */
+function systemsOf(): System[] {
+  const given = argValue('--scale-systems');
+  if (given === undefined) return SYSTEMS;
+  const keys = given.split(',');
+  const unknown = keys.filter((key) => !SYSTEMS.some((system) => system.key === key));
+  if (unknown.length > 0) {
+    throw new Error(
+      `--scale-systems takes ${SYSTEMS.map((system) => system.key).join(', ')} (commas between), got ${unknown.join(', ')}`,
+    );
+  }
+  return SYSTEMS.filter((system) => keys.includes(system.key));
 }
 
 function sizesOf(opts: BenchOptions): Size[] {
@@ -184,6 +207,7 @@ function runChild(command: string, argv: string[], out: string, timeoutS: number
 
 export async function run(opts: BenchOptions): Promise<SectionResult> {
   const sizes = sizesOf(opts);
+  const systems = systemsOf();
   const timeoutS = Number(argValue('--scale-timeout') ?? (opts.quick ? 300 : 3600));
   const dir = join(tmpdir(), `tagger-bench-scale-${process.pid}`);
   mkdirSync(dir, { recursive: true });
@@ -203,7 +227,7 @@ export async function run(opts: BenchOptions): Promise<SectionResult> {
       writeFileSync(trainFile, scaleCsv(all.slice(0, cut)));
       writeFileSync(testFile, scaleCsv(all.slice(cut)));
       const truth = (await readDataset(testFile)).map((row) => row.tag);
-      for (const system of SYSTEMS) {
+      for (const system of systems) {
         if (system.python && !python) continue;
         const out = join(dir, `${system.name.replace(/\W+/g, '-')}-${size.rows}x${size.tags}.json`);
         console.error(`scale: ${system.name} on ${size.rows} rows x ${size.tags} tags…`);

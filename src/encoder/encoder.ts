@@ -10,7 +10,7 @@
  * whole text.
  *
  * Batches are length-aware: texts are sorted by token count and cut into batches of at most `maxBatch`
- * texts and `maxBatchTokens` padded tokens, so a batch pads to a length close to each of its texts'
+ * texts and `maxBatchTokens` padded tokens (DEFAULT_PASS_TOKENS), so a batch pads to a length close to each of its texts'
  * (padding every text to the longest of a random batch was measured slower per text than single texts).
  * `session.run` returns a promise in onnxruntime-node, but runs the forward pass synchronously on the
  * calling thread (from a `setImmediate`): on a server's main thread it would block the event loop for the
@@ -53,11 +53,20 @@ export interface EncoderOptions {
 export interface EmbedOptions {
   /** Most texts per forward pass (default 32). */
   maxBatch?: number;
-  /** Most padded tokens per forward pass, texts × the batch's longest (default 4096). */
+  /** Most padded tokens per forward pass, texts × the batch's longest (default DEFAULT_PASS_TOKENS). */
   maxBatchTokens?: number;
   /** Called after each batch with the texts done so far. */
   onProgress?: (done: number, total: number) => void;
 }
+
+/**
+ * Most padded tokens per forward pass by default: two texts at the 256-token limit, ~8 of the data's
+ * texts. Measured side by side against 4,096 (2026-11-28, 2 intra-op threads, interleaved rounds): less
+ * CPU per text — 9.8–10.2 ms against 11.1–12.1 ms for holdout texts, 90–93 ms against 149–153 ms for
+ * texts at the token limit (the passes' tensors stay in cache) — and a served encoder run's peak RSS
+ * 90–120 MB lower under batches of long texts (the attention's B × heads × S² scores are a quarter).
+ */
+export const DEFAULT_PASS_TOKENS = 512;
 
 /** How many characters per allowed token a text is cut to before tokenizing (see the truncation rule). */
 export const CHARS_PER_TOKEN_BOUND = 64;
@@ -126,6 +135,11 @@ export class SentenceEncoder {
         // Without ONNX Runtime's arena each forward pass frees what it allocated: ~145 MB less resident
         // memory after batches of long texts, at the same speed in batches (+2 % for single texts).
         enableCpuMemArena: false,
+        // Nor memory patterns: with them ONNX Runtime plans each input shape's intermediate tensors as one
+        // block allocated per pass, and every batch of new shape adds a plan. Measured side by side
+        // (bench/encoder-memory.ts, 2026-11-28): 60–79 MB lower peak and 26–49 MB less resident after
+        // batches of long texts, at the same CPU per text.
+        enableMemPattern: false,
         // The intra-op threads wait without spinning: a spinning pool burns the CPU that the event loop
         // (and everything else of a serving process) needs, and with the cores shared it was measured
         // slower too (2 threads under load: 34–57 texts/s against 23–36 spinning).
@@ -202,7 +216,7 @@ export class SentenceEncoder {
   /** One mean-pooled embedding per text, in order. Texts are batched by length (see EmbedOptions). */
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     const maxBatch = options.maxBatch ?? 32;
-    const maxBatchTokens = options.maxBatchTokens ?? 4096;
+    const maxBatchTokens = options.maxBatchTokens ?? DEFAULT_PASS_TOKENS;
     const ids = texts.map((text) => this.tokenize(text));
     const order = ids.map((_, i) => i).sort((a, b) => ids[a]!.length - ids[b]!.length || a - b);
     const out: Float32Array[] = new Array(texts.length);

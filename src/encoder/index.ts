@@ -5,6 +5,7 @@
  */
 export {
   CHARS_PER_TOKEN_BOUND,
+  DEFAULT_PASS_TOKENS,
   type EmbedOptions,
   type EncoderIdentity,
   type EncoderOptions,

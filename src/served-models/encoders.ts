@@ -22,8 +22,8 @@ import { type BatcherObserver, DynamicBatcher } from './batcher.js';
 import { estimateTokens } from './token-estimate.js';
 
 /**
- * Estimated tokens per batch: one padded pass of the encoder (src/encoder sorts a batch by length and pads
- * it in groups of at most 4,096 tokens), so a batch of long texts takes seconds, not minutes.
+ * Estimated tokens per batch, so a batch of long texts takes seconds, not minutes (src/encoder then sorts a
+ * batch by length and runs it in padded passes of at most 512 tokens, DEFAULT_PASS_TOKENS).
  */
 export const BATCH_TOKENS = 1_024;
 

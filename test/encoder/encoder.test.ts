@@ -16,7 +16,13 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EncoderError, openEncoder, resolveEncoder, SentenceEncoder } from '../../src/encoder/index.js';
+import {
+  DEFAULT_PASS_TOKENS,
+  EncoderError,
+  openEncoder,
+  resolveEncoder,
+  SentenceEncoder,
+} from '../../src/encoder/index.js';
 import { minilmDir } from '../support/components.js';
 
 const MODEL_SHA256 = '8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6';
@@ -108,6 +114,28 @@ describe.skipIf(dir === null)('the default encoder (minilm)', () => {
         'image segmentation with U-Net',
       ]);
       expect(cosine(single[0]!, nlp!)).toBeGreaterThan(cosine(single[0]!, vision!));
+    } finally {
+      await encoder.close();
+    }
+  });
+
+  it('runs passes of at most 512 padded tokens by default: two texts at the 256-token limit each', async () => {
+    expect(DEFAULT_PASS_TOKENS).toBe(512);
+    const encoder = await openEncoder(dir!);
+    try {
+      const long = texts.map(
+        (text, i) => `${text} ${texts.slice(i + 1).join(' ')} ${'and more words '.repeat(200)}`,
+      );
+      expect(long.map((text) => encoder.tokenize(text).length)).toEqual([256, 256, 256, 256, 256]);
+      const progress: number[] = [];
+      const passes = await encoder.embed(long, { onProgress: (done) => progress.push(done) });
+      expect(progress).toEqual([2, 4, 5]);
+      // Short texts still batch together: the five of `texts` fit one pass.
+      const shortProgress: number[] = [];
+      await encoder.embed(texts, { onProgress: (done) => shortProgress.push(done) });
+      expect(shortProgress).toEqual([5]);
+      const single = await encoder.embed(long, { maxBatch: 1 });
+      for (const [i, v] of single.entries()) expect(cosine(v, passes[i]!)).toBeGreaterThan(0.99999);
     } finally {
       await encoder.close();
     }

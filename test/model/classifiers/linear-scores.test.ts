@@ -1,14 +1,14 @@
 /**
  * addLinearScores, the hand-unrolled inner loop of every linear model: the same sums as the plain loop,
- * bit for bit, for every number of classes (the groups of four and their remainders), binary inputs and a
- * scale.
+ * bit for bit, for every number of classes (up to four in registers; past four, runs of eight features and
+ * what is left), Float64 and Float32 weights, binary inputs and a scale.
  */
 import { describe, expect, it } from 'vitest';
 import { addLinearScores } from '../../../src/model/classifiers/linear-scores.js';
 import { createRng } from '../../../src/model/rng.js';
 
 function plain(
-  w: Float64Array,
+  w: Float32Array | Float64Array,
   K: number,
   indices: Int32Array,
   values: Float64Array | null,
@@ -24,10 +24,11 @@ function plain(
 }
 
 describe('addLinearScores', () => {
-  it.each([1, 2, 3, 4, 5, 7, 8, 9, 13])('equals the plain loop bit for bit with %i classes', (K) => {
+  it.each([1, 2, 3, 4, 5, 7, 8, 9, 13, 50])('equals the plain loop bit for bit with %i classes', (K) => {
     const rng = createRng(K);
     const nFeatures = 300;
     const w = Float64Array.from({ length: nFeatures * K }, () => rng() * 2 - 1);
+    const w32 = Float32Array.from(w);
     const indices = Int32Array.from({ length: 120 }, () => Math.floor(rng() * nFeatures));
     const values = Float64Array.from({ length: 120 }, () => rng() / 3);
     for (const [inputs, scale] of [
@@ -42,6 +43,14 @@ describe('addLinearScores', () => {
       addLinearScores(w, K, indices, inputs, 5, 110, actual, scale);
       expect(Array.from(actual)).toEqual(Array.from(expected));
       expect(actual.some((s, k) => s !== start[k])).toBe(true);
+      // Float32 weights, and every length of the last run of rows (eight at a time past four classes).
+      for (let to = 100; to < 110; to++) {
+        const expected32 = Float64Array.from(start);
+        const actual32 = Float64Array.from(start);
+        plain(w32, K, indices, inputs, 5, to, expected32, scale);
+        addLinearScores(w32, K, indices, inputs, 5, to, actual32, scale);
+        expect(Array.from(actual32)).toEqual(Array.from(expected32));
+      }
     }
   });
 

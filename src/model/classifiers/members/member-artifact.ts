@@ -26,7 +26,7 @@ import type { TagModel } from '../../tag-model.js';
 import type { EncodedModel } from '../family.js';
 import { MemberTagModel } from './member-model.js';
 import { memberDefinition } from './member-table.js';
-import { denseWeights, type MemberWeights } from './member-weights.js';
+import { denseWeights, listedEntries, type MemberWeights, withRows } from './member-weights.js';
 import type { Member } from './train-member.js';
 import { memberSpecs } from './train-members.js';
 
@@ -40,12 +40,14 @@ export function encodeMemberModel(model: TagModel): EncodedModel {
   const writer = new ByteWriter().float64s(vectorizer.idf);
   const entries = members.map((m): ManifestMember => {
     const w = m.weights;
+    // The file keeps a sparse part as lists (the rows of frequent features are made when it is read).
+    const listed = w.sparse === null ? null : listedEntries(w.sparse, w.nClasses);
     if (w.dense !== null) writer.values(w.dense);
-    else writer.int32s(w.sparse!.start).int32s(w.sparse!.classes).values(w.sparse!.values);
+    else writer.int32s(listed!.start).int32s(listed!.classes).values(listed!.values);
     if (w.perFeature !== null) writer.values(w.perFeature);
     if (w.perClass !== null) writer.float64s(w.perClass);
     writer.float64s(m.bias);
-    const stored = w.dense ?? w.sparse!.values;
+    const stored = w.dense ?? listed!.values;
     return {
       classifier: m.classifier,
       weight: m.weight,
@@ -247,7 +249,7 @@ function readWeights(
         }
       }
     }
-    sparse = { start, classes, values: reader.values(stored, dtype) };
+    sparse = withRows({ start, classes, values: reader.values(stored, dtype), rowOf: null, rows: null }, K);
   }
   const perFeature = layout.per_feature ? reader.values(V, dtype) : null;
   const perClass = layout.per_class ? reader.float64s(K) : null;

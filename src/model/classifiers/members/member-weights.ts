@@ -11,8 +11,17 @@
  * A trained model keeps its values in Float32 when it has more than a million weights (what it is saved in;
  * its probabilities agree with scikit-learn's to 1e-6), in Float64 below; a model saved before
  * tagger-model/1.6 keeps its Float64 values, so it predicts bit for bit as it did.
+ *
+ * In memory (not in the saved file, which keeps the lists: `listedEntries`), a sparse feature with entries
+ * for most classes keeps them as a dense row of its own instead (`rows`, zeros where the list has none): a
+ * text's features are mostly the frequent n-grams, which have entries in nearly every class (at 50 tags,
+ * 46 of 50 for naive Bayes), and a row is added eight features at a time like a dense model's
+ * (linear-scores.ts) where a list costs a read of its class and a scattered add per entry: multinomial naive
+ * Bayes of 50 tags over 199,676 features scores a text in half the time (104 → 48 µs, best of 7 rounds
+ * side by side on a busy VM), in less memory (16.4 → 13.8 MB: 27,564 rows, 839,673 entries left in lists).
+ * A feature becomes a row only where the row takes no more memory than its list.
  */
-import { addLinearScores } from '../linear-scores.js';
+import { addFullRun, addLinearScores, addPartRun, RUN_LENGTH, rowRun } from '../linear-scores.js';
 
 export type WeightValues = Float32Array | Float64Array;
 
@@ -22,15 +31,24 @@ export interface MemberWeights {
   /** The part stored densely: f × nClasses + k. Null when it is sparse. */
   readonly dense: WeightValues | null;
   /** The part stored sparsely by feature (null when dense). */
-  readonly sparse: {
-    readonly start: Int32Array;
-    readonly classes: Int32Array;
-    readonly values: WeightValues;
-  } | null;
+  readonly sparse: SparseWeights | null;
   /** A term every class shares for feature f (complement naive Bayes), or null. */
   readonly perFeature: WeightValues | null;
   /** A term of class k on every feature (naive Bayes' weight of a feature the class never saw), or null. */
   readonly perClass: Float64Array | null;
+}
+
+/**
+ * Weights sparse by feature: feature f's entries are `classes`/`values` [start[f], start[f + 1]), or, when
+ * rowOf[f] ≥ 0, the dense row rows[rowOf[f] × nClasses …] of nClasses values (its list then empty).
+ * `rowOf` and `rows` are null when no feature has a row (the lists as saved, and as training builds them).
+ */
+export interface SparseWeights {
+  readonly start: Int32Array;
+  readonly classes: Int32Array;
+  readonly values: WeightValues;
+  readonly rowOf: Int32Array | null;
+  readonly rows: WeightValues | null;
 }
 
 /** Sparse storage is chosen when at most this share of the part is non-zero… */
@@ -112,7 +130,7 @@ export function fromClasses(
       values[at] = c.values[i]!;
     }
   });
-  return { ...base, dense: null, sparse: { start, classes: classOf, values } };
+  return { ...base, dense: null, sparse: { start, classes: classOf, values, rowOf: null, rows: null } };
 }
 
 /**
@@ -123,19 +141,104 @@ export function fromClasses(
 export function forStorage(weights: MemberWeights): MemberWeights {
   if (weights.nFeatures * weights.nClasses <= DENSE_UP_TO) return weights;
   const round = (v: WeightValues | null): Float32Array | null => (v === null ? null : Float32Array.from(v));
+  const { sparse } = weights;
   return {
     ...weights,
     dense: round(weights.dense),
-    sparse: weights.sparse === null ? null : { ...weights.sparse, values: round(weights.sparse.values)! },
+    sparse:
+      sparse === null
+        ? null
+        : withRows({ ...sparse, values: round(sparse.values)!, rows: round(sparse.rows) }, weights.nClasses),
     perFeature: round(weights.perFeature),
   };
+}
+
+/**
+ * The sparse weights with a dense row for every feature whose row takes no more memory than its list
+ * (entries × (value + class) ≥ classes × value) and whose listed values are all non-zero (so the row's
+ * zeros tell which entries it had: `listedEntries` gives the lists back exactly). Already rows are kept.
+ */
+export function withRows(sparse: SparseWeights, nClasses: number): SparseWeights {
+  const { start, classes, values } = sparse;
+  const V = start.length - 1;
+  const width = values.BYTES_PER_ELEMENT;
+  const minEntries = Math.ceil((nClasses * width) / (width + 4));
+  const becomesRow = (f: number): boolean => {
+    if (start[f + 1]! - start[f]! < minEntries) return false;
+    for (let q = start[f]!; q < start[f + 1]!; q++) if (values[q] === 0) return false;
+    return true;
+  };
+  const rowOf = sparse.rowOf === null ? new Int32Array(V).fill(-1) : Int32Array.from(sparse.rowOf);
+  let nRows = sparse.rows === null ? 0 : sparse.rows.length / nClasses;
+  const firstNew = nRows;
+  let moved = 0;
+  for (let f = 0; f < V; f++) {
+    if (rowOf[f]! < 0 && becomesRow(f)) {
+      rowOf[f] = nRows++;
+      moved += start[f + 1]! - start[f]!;
+    }
+  }
+  if (nRows === firstNew) return sparse;
+  const Values = values.constructor as new (n: number) => WeightValues;
+  const rows = new Values(nRows * nClasses);
+  if (sparse.rows !== null) rows.set(sparse.rows);
+  const keptStart = new Int32Array(V + 1);
+  const keptClasses = new Int32Array(values.length - moved);
+  const keptValues = new Values(values.length - moved);
+  let at = 0;
+  for (let f = 0; f < V; f++) {
+    const r = rowOf[f]!;
+    if (r >= firstNew) {
+      for (let q = start[f]!; q < start[f + 1]!; q++) rows[r * nClasses + classes[q]!] = values[q]!;
+    } else {
+      for (let q = start[f]!; q < start[f + 1]!; q++) {
+        keptClasses[at] = classes[q]!;
+        keptValues[at++] = values[q]!;
+      }
+    }
+    keptStart[f + 1] = at;
+  }
+  return { start: keptStart, classes: keptClasses, values: keptValues, rowOf, rows };
+}
+
+/** The sparse weights as lists only (every row back into its feature's list): what a saved model holds. */
+export function listedEntries(sparse: SparseWeights, nClasses: number): SparseWeights {
+  const { start, classes, values, rowOf, rows } = sparse;
+  if (rowOf === null || rows === null) return sparse;
+  const V = start.length - 1;
+  let n = values.length;
+  for (let i = 0; i < rows.length; i++) if (rows[i] !== 0) n++;
+  const Values = values.constructor as new (n: number) => WeightValues;
+  const listedStart = new Int32Array(V + 1);
+  const listedClasses = new Int32Array(n);
+  const listedValues = new Values(n);
+  let at = 0;
+  for (let f = 0; f < V; f++) {
+    const r = rowOf[f]!;
+    if (r >= 0) {
+      for (let k = 0; k < nClasses; k++) {
+        const w = rows[r * nClasses + k]!;
+        if (w === 0) continue;
+        listedClasses[at] = k;
+        listedValues[at++] = w;
+      }
+    } else {
+      for (let q = start[f]!; q < start[f + 1]!; q++) {
+        listedClasses[at] = classes[q]!;
+        listedValues[at++] = values[q]!;
+      }
+    }
+    listedStart[f + 1] = at;
+  }
+  return { start: listedStart, classes: listedClasses, values: listedValues, rowOf: null, rows: null };
 }
 
 /** weight(f, k). */
 export function weightAt(weights: MemberWeights, f: number, k: number): number {
   let w = (weights.perFeature?.[f] ?? 0) + (weights.perClass?.[k] ?? 0);
   if (weights.dense !== null) return w + weights.dense[f * weights.nClasses + k]!;
-  const { start, classes, values } = weights.sparse!;
+  const { start, classes, values, rowOf, rows } = weights.sparse!;
+  if (rowOf !== null && rowOf[f]! >= 0) return w + rows![rowOf[f]! * weights.nClasses + k]!;
   for (let q = start[f]!; q < start[f + 1]!; q++) {
     if (classes[q] === k) {
       w += values[q]!;
@@ -154,9 +257,9 @@ export function toDense(weights: MemberWeights): Float64Array {
   return out;
 }
 
-/** How many weights are stored (a sparse part's entries, a dense part's all). */
+/** How many weights are stored (a sparse part's entries, rows' included; a dense part's all). */
 export const storedWeights = (weights: MemberWeights): number =>
-  weights.dense?.length ?? weights.sparse!.values.length;
+  weights.dense?.length ?? listedEntries(weights.sparse!, weights.nClasses).values.length;
 
 /**
  * Adds Σⱼ weight(indices[j], k) · values[j], j ∈ [from, to), to out[k] for every class k (values null:
@@ -173,14 +276,7 @@ export function addMemberScores(
 ): void {
   const K = weights.nClasses;
   if (weights.dense !== null) addLinearScores(weights.dense, K, indices, values, from, to, out);
-  else {
-    const { start, classes, values: w } = weights.sparse!;
-    for (let j = from; j < to; j++) {
-      const v = values === null ? 1 : values[j]!;
-      const f = indices[j]!;
-      for (let q = start[f]!; q < start[f + 1]!; q++) out[classes[q]!]! += w[q]! * v;
-    }
-  }
+  else addSparseScores(weights.sparse!, K, indices, values, from, to, out);
   if (weights.perFeature === null && weights.perClass === null) return;
   let sumValues = 0;
   let sharedScore = 0;
@@ -190,4 +286,47 @@ export function addMemberScores(
     if (weights.perFeature !== null) sharedScore += weights.perFeature[indices[j]!]! * v;
   }
   for (let k = 0; k < K; k++) out[k]! += sharedScore + (weights.perClass?.[k] ?? 0) * sumValues;
+}
+
+/** addSparseScores' run of rows (linear-scores.ts). */
+const sparseRun = rowRun();
+
+/**
+ * The sparse part of addMemberScores: features in text order, a run of features with rows added four at a
+ * time (linear-scores.ts), a feature's list entry by entry; a list ends the run before it, so every class
+ * adds its products in text order, as the lists alone (and a dense model) add them.
+ */
+function addSparseScores(
+  sparse: SparseWeights,
+  K: number,
+  indices: ArrayLike<number>,
+  values: ArrayLike<number> | null,
+  from: number,
+  to: number,
+  out: Float64Array,
+): void {
+  const { start, classes, values: w, rowOf } = sparse;
+  const rows = sparse.rows ?? w;
+  const run = sparseRun;
+  let pending = 0; // rows in `run` not added yet
+  for (let j = from; j < to; j++) {
+    const v = values === null ? 1 : values[j]!;
+    const f = indices[j]!;
+    const r = rowOf === null ? -1 : rowOf[f]!;
+    if (r >= 0) {
+      run.at[pending] = r * K;
+      run.factor[pending] = v;
+      if (++pending === RUN_LENGTH) {
+        addFullRun(rows, K, run, out);
+        pending = 0;
+      }
+      continue;
+    }
+    if (pending > 0) {
+      addPartRun(rows, K, run, pending, out);
+      pending = 0;
+    }
+    for (let q = start[f]!; q < start[f + 1]!; q++) out[classes[q]!]! += w[q]! * v;
+  }
+  if (pending > 0) addPartRun(rows, K, run, pending, out);
 }

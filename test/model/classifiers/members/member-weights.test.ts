@@ -12,9 +12,12 @@ import {
   denseWeights,
   forStorage,
   fromClasses,
+  listedEntries,
+  type MemberWeights,
   nonZero,
   toDense,
   weightAt,
+  withRows,
 } from '../../../../src/model/classifiers/members/member-weights.js';
 import { createRng } from '../../../../src/model/rng.js';
 import { trainTagger } from '../../../../src/model/tagger.js';
@@ -81,6 +84,78 @@ describe('member weights', () => {
     const { model } = trainTagger(TRAIN, VALIDATION, parseTrainingArgs({ min_freq: 2 }), { seed: 1 });
     for (const member of (model as MemberTagModel).members)
       expect(member.weights.dense).toBeInstanceOf(Float64Array);
+  });
+});
+
+describe('sparse weights with rows of their frequent features', () => {
+  /**
+   * Float32 lists of `V` features (as a model keeps them): feature f has an entry in each class with chance
+   * 0.9 or 0.1, one value in twenty exactly zero (its feature keeps its list), and a per-class term.
+   */
+  function sparseWeights(V: number, K: number, seed: number): MemberWeights {
+    const rng = createRng(seed);
+    const start = new Int32Array(V + 1);
+    const classes: number[] = [];
+    const values: number[] = [];
+    for (let f = 0; f < V; f++) {
+      const density = rng() < 0.5 ? 0.9 : 0.1;
+      for (let k = 0; k < K; k++) {
+        if (rng() >= density) continue;
+        classes.push(k);
+        values.push(rng() < 0.05 ? 0 : rng() * 2 - 1);
+      }
+      start[f + 1] = classes.length;
+    }
+    const sparse = {
+      start,
+      classes: Int32Array.from(classes),
+      values: Float32Array.from(values),
+      rowOf: null,
+      rows: null,
+    };
+    const perClass = Float64Array.from({ length: K }, () => rng() - 0.5);
+    return { nFeatures: V, nClasses: K, dense: null, sparse, perFeature: null, perClass };
+  }
+
+  it.each([1, 2, 3, 5, 8, 50])(
+    '%i classes: score every text bit for bit as the lists alone, and give the lists back unchanged',
+    (K) => {
+      const V = 400;
+      const listed = sparseWeights(V, K, K);
+      const fast = { ...listed, sparse: withRows(listed.sparse!, K) };
+      expect(fast.sparse.rows).not.toBeNull();
+      expect(fast.sparse.values.length).toBeGreaterThan(0); // some features keep their lists
+      expect(listedEntries(fast.sparse, K)).toEqual(listed.sparse);
+      expect(toDense(fast)).toEqual(toDense(listed));
+      const rng = createRng(100 + K);
+      // Texts of every length up to 30 features: runs of rows of every length between lists.
+      for (let n = 0; n <= 30; n++) {
+        const indices = Int32Array.from({ length: n }, () => Math.floor(rng() * V));
+        const values = Float64Array.from({ length: n }, () => rng());
+        for (const inputs of [values, null]) {
+          const start = Float64Array.from({ length: K }, () => rng());
+          const a = Float64Array.from(start);
+          const b = Float64Array.from(start);
+          addMemberScores(fast, indices, inputs, 0, n, a);
+          addMemberScores(listed, indices, inputs, 0, n, b);
+          expect(Array.from(a)).toEqual(Array.from(b));
+        }
+      }
+    },
+  );
+
+  it('keep a feature in its list when one of its values is zero (a row could not tell it from no entry)', () => {
+    const K = 4;
+    const lists = {
+      start: Int32Array.of(0, 4, 8),
+      classes: Int32Array.of(0, 1, 2, 3, 0, 1, 2, 3),
+      values: Float32Array.of(1, 2, 3, 4, 1, 0, 3, 4),
+      rowOf: null,
+      rows: null,
+    };
+    const fast = withRows(lists, K);
+    expect(Array.from(fast.rowOf!)).toEqual([0, -1]);
+    expect(listedEntries(fast, K)).toEqual(lists);
   });
 });
 
