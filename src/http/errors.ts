@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  EncoderLoadError,
   EncoderUnavailableError,
   NotLoggedError,
   QueueFullError,
@@ -116,14 +117,21 @@ export function installErrorHandling(
       // More encoder work than one request may ask for: sending it again will not help, smaller will.
       return reply.code(413).send(errorEnvelope(request, 413, error.message));
     }
-    if (error instanceof QueueFullError || error instanceof EncoderUnavailableError) {
+    if (
+      error instanceof QueueFullError ||
+      error instanceof EncoderUnavailableError ||
+      error instanceof EncoderLoadError
+    ) {
       // An encoder run's load shedding: the encoder's queue is full (the texts would wait too long), or
-      // its thread failed and is being replaced. Like the other load shedding, a 503 to retry later.
-      if (error instanceof EncoderUnavailableError) request.log.warn({ err: error }, 'encoder failed');
+      // its thread failed and is being replaced, or (a request that started on a model since replaced)
+      // it could not be opened again. Like the other load shedding, a 503 to retry later.
+      if (!(error instanceof QueueFullError)) request.log.warn({ err: error }, 'encoder failed');
+      // An encoder that cannot be opened names the server's paths in its message; its public reason not.
+      const detail = error instanceof EncoderLoadError ? error.publicReason : error.message;
       return reply
         .code(503)
         .header('retry-after', String(retryAfterSeconds))
-        .send(errorEnvelope(request, 503, error.message));
+        .send(errorEnvelope(request, 503, detail));
     }
     if (error instanceof RunLoadError) {
       // 503 when the tracking store could not be reached (retry later); 409 when the run's artifacts are

@@ -28,6 +28,8 @@ export { API_TITLE, API_VERSION } from './docs.js';
 export { clientErrorHandler, frameworkErrors, HttpError } from './errors.js';
 export { createHttpMetrics, HttpMetrics, requestIdFor } from './observability.js';
 export {
+  CASCADE_OVERLOADS,
+  type CascadeOverload,
   HTTP_DEFAULTS,
   type HttpLimits,
   type HttpOptions,
@@ -172,7 +174,7 @@ export function installApi(
   app.register(protectionPlugin(options, metrics));
   app.register(async (api: TaggerApp) => {
     api.addHook('onRoute', (route) => completeRoute(route, setup));
-    generalRoutes(api, current, options.limits);
+    generalRoutes(api, current, options);
     if (mode === 'runs') {
       const servedRuns = () => {
         const state = current();
@@ -180,7 +182,7 @@ export function installApi(
           throw new Error('http: run routes installed but the app serves a single model');
         return state.servedRuns;
       };
-      runRoutes(api, servedRuns, options.limits);
+      runRoutes(api, servedRuns, options);
       inspectionRoutes(api, servedRuns);
     }
     modelRoutes(api, () => servedNow(current()).served);

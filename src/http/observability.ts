@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { EncoderObserver } from '../served-models/index.js';
+import { CascadeMetrics } from './cascade-metrics.js';
 import type { ServedNow } from './served.js';
 import type { TaggerApp } from './types.js';
 
@@ -70,6 +71,11 @@ export class HttpMetrics {
   private readonly encoderBatchTexts: Histogram;
   private readonly encoderBatchSeconds: Histogram;
   private readonly encoderShed: Counter;
+  /** Cascade runs' texts by stage, degraded requests, stage times (./cascade-metrics.ts). */
+  readonly cascade = new CascadeMetrics(this.registry, () => {
+    const now = this.servedSource?.();
+    return now ? now.served.degraded !== undefined : null;
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -205,7 +211,7 @@ export class HttpMetrics {
     });
     this.encoderShed = new Counter({
       name: 'tagger_encoder_shed_requests_total',
-      help: "Requests refused with 503 because their encoder's queue was full",
+      help: 'Requests whose texts a sentence encoder refused (its queue full: 503; the request over its work limit: 413); a cascade run answers them with its fast model (tagger_cascade_degraded_requests_total) unless TAGGER_CASCADE_OVERLOAD=shed',
       registers,
     });
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -311,6 +317,19 @@ export function tracePredict<T extends { predicted_tag: string }>(
   }
   return result;
 }
+
+/** Runs part of a request's inference outside tracePredict (a cascade's fast stage), timing it as inference. */
+export function timeInference<T>(request: FastifyRequest, run: () => T): T {
+  const trace = traces.get(request);
+  const start = process.hrtime.bigint();
+  const result = run();
+  if (trace) trace.inferenceNs += process.hrtime.bigint() - start;
+  return result;
+}
+
+/** The cascade metrics of the app that handles `request` (undefined for requests the hooks did not see). */
+export const cascadeMetricsOf = (request: FastifyRequest): CascadeMetrics | undefined =>
+  traces.get(request)?.metrics.cascade;
 
 /**
  * Waits for an encoder run's embeddings, timing the wait (queue + encoder thread) for Server-Timing's

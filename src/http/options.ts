@@ -26,6 +26,14 @@ export interface RateLimitOptions {
   windowMs: number;
 }
 
+/**
+ * What a cascade run answers for a text its fast model is unsure of when the encoder cannot take it (its
+ * queue full, the request over its work limit, its thread failed): the fast model's answer marked
+ * `fast_degraded` (`degrade`), or the refusal an encoder run gets (`shed`: 503 + Retry-After, or 413).
+ */
+export const CASCADE_OVERLOADS = ['degrade', 'shed'] as const;
+export type CascadeOverload = (typeof CASCADE_OVERLOADS)[number];
+
 export interface HttpOptions {
   limits: HttpLimits;
   /** Accepted API keys; empty means no authentication (the default, as in the spec). */
@@ -45,6 +53,8 @@ export interface HttpOptions {
    * counted there, across the whole deployment. null: each process counts on its own.
    */
   redisUrl: string | null;
+  /** Cascade runs: degrade to the fast model's answer when the encoder cannot take a text, or shed. */
+  cascadeOverload: CascadeOverload;
 }
 
 export const HTTP_DEFAULTS: HttpOptions = Object.freeze({
@@ -67,6 +77,9 @@ export const HTTP_DEFAULTS: HttpOptions = Object.freeze({
   maxEventLoopDelayMs: 0,
   retryAfterSeconds: 5,
   redisUrl: null,
+  // A fast answer marked as such serves the caller better than a 503 for texts the fast model already
+  // answered; a caller who needs the encoder's answer or none sets `shed`.
+  cascadeOverload: 'degrade',
 });
 
 /** Settings given partially (per field, limits per limit) on top of the defaults. */

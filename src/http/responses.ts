@@ -1,11 +1,19 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
-import { limitProbabilities, listedProbabilities, selectTags, type TagSelection } from '../model/index.js';
+import {
+  isCascade,
+  limitProbabilities,
+  listedProbabilities,
+  selectTags,
+  type TagSelection,
+} from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
 import type { RunSummary, ServedModel, ServingState } from '../served-models/index.js';
+import { type Answers, predictCascade } from './cascade-predict.js';
 import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { originFor } from './monitored.js';
 import { traceEncoder, tracePredict } from './observability.js';
+import { type CascadeOverload, HTTP_DEFAULTS } from './options.js';
 import {
   ErrorEnvelope,
   type ModelVersionRef,
@@ -33,7 +41,8 @@ export interface PredictOrigin {
  * (Server-Timing), counted (metrics) and, when the app monitors, handed to the recorder (sampled and
  * written off the request path; see src/monitoring/recorder.ts). A TF-IDF model answers synchronously;
  * an encoder model first waits for the texts' embeddings (computed in the encoder's thread, batched with
- * other requests' texts; QueueFullError when its queue is full).
+ * other requests' texts; QueueFullError when its queue is full); a cascade waits only for the embeddings
+ * of the texts its fast model is unsure of (./cascade-predict.ts), and answers at once when there are none.
  */
 export function predict(
   request: FastifyRequest,
@@ -41,72 +50,93 @@ export function predict(
   texts: readonly string[],
   options: PredictOptions = {},
   origin?: PredictOrigin,
+  overload: CascadeOverload = HTTP_DEFAULTS.cascadeOverload,
 ): PredictionItem[] | Promise<PredictionItem[]> {
-  if (served.embedder === undefined) return predictWith(request, served, texts, undefined, options, origin);
-  return traceEncoder(request, served.embedder.embed(texts)).then((embeddings) =>
-    predictWith(request, served, texts, embeddings, options, origin),
+  const { model, embedder } = served;
+  const asked = { probabilities: probabilitiesAsked(request, model, options, origin) };
+  const respond = (answer: () => Answers) => predictionItems(request, served, texts, options, origin, answer);
+  if (isCascade(model)) {
+    return predictCascade(request, { model, embedder, texts, asked, overload, respond });
+  }
+  if (embedder === undefined) {
+    return respond(() => ({
+      predictions: model.predict(texts, undefined, asked),
+      explain: (i) => model.explain(texts[i]!, EXPLAIN_TOP),
+    }));
+  }
+  return traceEncoder(request, embedder.embed(texts)).then((embeddings) =>
+    respond(() => ({
+      predictions: model.predict(texts, embeddings, asked),
+      explain: (i) => model.explain(texts[i]!, EXPLAIN_TOP, embeddings[i]),
+    })),
   );
 }
 
-function predictWith(
+/**
+ * Whose probabilities the model builds: only those the answer needs (with hundreds of tags, every tag's
+ * is most of a prediction's cost), unless the records keep every tag's or `threshold` selects from all of
+ * them; `top_k`'s tags are the k most probable, so max(listed, k) holds them.
+ */
+function probabilitiesAsked(
+  request: FastifyRequest,
+  model: { readonly tags: readonly string[] },
+  options: PredictOptions,
+  origin: PredictOrigin | undefined,
+): 'all' | number {
+  const listed = listedProbabilities(options.probabilities, model.tags.length);
+  const recording = origin !== undefined && request.server.taggerMonitoring?.recording === true;
+  return listed === 'all' || recording || options.threshold !== undefined
+    ? 'all'
+    : Math.max(listed, options.top_k ?? 0);
+}
+
+/** The response items of a request's answers (`answer` runs timed as inference, its predictions counted). */
+function predictionItems(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
-  embeddings: readonly Float32Array[] | undefined,
   options: PredictOptions,
   origin: PredictOrigin | undefined,
+  answer: () => Answers,
 ): PredictionItem[] {
-  const explain = options.explain === true;
   const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
   const { model } = served;
   const multiLabel = model.args.multi_label;
   const tagCount = model.tags.length;
   const listed = listedProbabilities(options.probabilities, tagCount);
   return tracePredict(request, () => {
+    const answers = answer();
+    const raw = answers.predictions;
     const monitoring = request.server.taggerMonitoring;
-    const recording = origin !== undefined && monitoring?.recording === true;
-    // The model builds only the probabilities the answer needs (with hundreds of tags, every tag's is most
-    // of a prediction's cost), unless the records keep every tag's or `threshold` selects from all of them;
-    // `top_k`'s tags are the k most probable, so max(listed, k) holds them.
-    const asked =
-      listed === 'all' || recording || options.threshold !== undefined
-        ? 'all'
-        : Math.max(listed, options.top_k ?? 0);
-    const raw = model.predict(texts, embeddings, { probabilities: asked });
     const now = Date.now();
     const ids = raw.map(() => predictionId(now));
-    if (recording) monitoring!.capture(originFor(origin!.state, origin!.runId, served), ids, texts, raw);
+    if (origin !== undefined && monitoring?.recording === true) {
+      monitoring.capture(originFor(origin.state, origin.runId, served), ids, texts, raw);
+    }
     const predictions = raw.map((prediction, i): PredictionItem => {
       const predicted_tags = selectTags(prediction, selection, multiLabel);
-      if (listed === 'all') {
-        return {
-          prediction_id: ids[i]!,
-          input_text: texts[i]!,
-          predicted_tag: prediction.predicted_tag,
-          predicted_tags,
-          predicted_probabilities: prediction.probabilities,
-        };
-      }
-      const predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
-        ...prediction.predicted_tags,
-        ...predicted_tags,
-      ]);
-      const count = Object.keys(predicted_probabilities).length;
-      return {
+      // One object per item, fields set in place: this is the hot path of every predict request.
+      const item: PredictionItem = {
         prediction_id: ids[i]!,
         input_text: texts[i]!,
         predicted_tag: prediction.predicted_tag,
         predicted_tags,
-        predicted_probabilities,
-        // Said only when some tags are left out (`top_k` / `threshold` may have listed them all).
-        ...(count < tagCount ? { probabilities_listed: { listed: count, of: tagCount } } : {}),
+        predicted_probabilities: prediction.probabilities,
       };
+      // A cascade's stage (the others' predictions have none).
+      if (prediction.stage !== undefined) item.stage = prediction.stage;
+      if (listed === 'all') return item;
+      item.predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
+        ...prediction.predicted_tags,
+        ...predicted_tags,
+      ]);
+      const count = Object.keys(item.predicted_probabilities).length;
+      // Said only when some tags are left out (`top_k` / `threshold` may have listed them all).
+      if (count < tagCount) item.probabilities_listed = { listed: count, of: tagCount };
+      return item;
     });
-    if (!explain) return predictions;
-    return predictions.map((item, i) => ({
-      ...item,
-      explanation: model.explain(texts[i]!, EXPLAIN_TOP, embeddings?.[i]),
-    }));
+    if (options.explain !== true) return predictions;
+    return predictions.map((item, i) => ({ ...item, explanation: answers.explain(i) }));
   });
 }
 

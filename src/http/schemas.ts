@@ -211,6 +211,16 @@ export const ParamParams = Type.Object({
 
 export const Empty = Type.Object({}, { additionalProperties: false, title: 'Empty' });
 
+/** Which model of a cascade run answered a text (absent for every other run). */
+export const PredictionStage = Type.Union(
+  [Type.Literal('fast'), Type.Literal('encoder'), Type.Literal('fast_degraded')],
+  {
+    description:
+      "Cascade runs only (not part of the original contract; an added field, which clients ignore): which of the run's two models answered. `fast`: its fast TF-IDF model, sure enough of the text; `encoder`: its encoder model, for a text the fast model was unsure of; `fast_degraded`: a text the fast model was unsure of, answered by the fast model all the same because the encoder could not take it (its queue full, the request over its work limit, its thread failed, or its files missing on this server with `--allow-degraded`; `TAGGER_CASCADE_OVERLOAD=shed` refuses such a request instead)",
+  },
+);
+export type PredictionStage = Static<typeof PredictionStage>;
+
 export const PredictionItem = Type.Object(
   {
     prediction_id: Type.String({
@@ -218,6 +228,7 @@ export const PredictionItem = Type.Object(
       description:
         'Names this prediction for `POST /feedback` (not part of the original contract; an added field, which clients ignore)',
     }),
+    stage: Type.Optional(PredictionStage),
     input_text: Type.String({ description: 'The submitted text' }),
     predicted_tag: Type.String({
       description:

@@ -46,10 +46,24 @@ export function servedNow(state: ServingState): ServedNow {
 /** False while the server drains for shutdown (the server's lifecycle; absent in apps built by tests). */
 export const takesTraffic = (state: ServingState): boolean => state.lifecycle?.ready ?? true;
 
-/** Readiness problems of the serving state, for people (no store paths); [] in single-model mode. */
+/**
+ * Readiness problems of the serving state, for people (no store paths): a served cascade without its
+ * encoder (`--allow-degraded`), then in run-based mode an unreadable store and the runs held back.
+ */
 export function servingProblems(state: ServingState): string[] {
-  if (state.mode === 'model') return [];
-  const { store, heldBack } = state.servedRuns.problems;
+  if (state.mode === 'model') {
+    const { degraded } = state.model;
+    return degraded === undefined ? [] : [degradedProblem('the served model', degraded)];
+  }
+  const { best, bestRunId } = state.servedRuns.current;
+  const degraded = best.degraded === undefined ? [] : [degradedProblem(`run ${bestRunId}`, best.degraded)];
+  return [...degraded, ...runProblems(state.servedRuns.problems)];
+}
+
+const degradedProblem = (what: string, why: string): string =>
+  `${what} is a cascade served by its fast model alone (--allow-degraded): ${why}; the texts its fast model is unsure of get its answer, marked fast_degraded, until the encoder is installed (a reload then opens it; a saved model directory needs a restart)`;
+
+function runProblems({ store, heldBack }: ServingProblems): string[] {
   const lines = heldBack.map((held) =>
     held.target !== undefined
       ? `${held.target} (run ${held.runId}) is what the model URI points at, but it is not served: ${held.reason}; the model loaded before keeps serving`

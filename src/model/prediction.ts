@@ -16,8 +16,12 @@ export interface Prediction {
   predicted_tags: string[];
   /** Probability of every model tag; they sum to 1 for a single-label model, not for a multi-label one. */
   probabilities: Record<string, number>;
-  /** A cascade's predictions: which of its models answered (model/cascade/). Absent for every other model. */
-  stage?: 'fast' | 'encoder';
+  /**
+   * A cascade's predictions: which of its models answered (model/cascade/). `fast_degraded` is set by
+   * serving only: a routed text the fast model answered because the encoder could not take it (the
+   * records keep it). Absent for every other model.
+   */
+  stage?: 'fast' | 'encoder' | 'fast_degraded';
 }
 
 export interface PredictOptions {

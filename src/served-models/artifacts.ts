@@ -3,8 +3,10 @@
  * contract described in docs/ARCHITECTURE.md. The same code reads a run through a tracking store and a
  * saved model directory through the file system; only the `ArtifactReader` differs.
  */
+
 import {
   decodeModel,
+  isCascade,
   MODEL_FILES,
   parseReferenceProfile,
   parseTrainingArgs,
@@ -12,7 +14,7 @@ import {
   RUN_ARTIFACTS,
   type TagModel,
 } from '../model/index.js';
-import type { EncoderLease, EncoderProvider } from './encoders.js';
+import { type EncoderLease, EncoderLoadError, type EncoderProvider } from './encoders.js';
 
 /** Reads one artifact by its run-relative POSIX path; rejects when it cannot be read. */
 export type ArtifactReader = (path: string) => Promise<Uint8Array>;
@@ -45,6 +47,13 @@ export interface ServedModel {
    */
   readonly embedder?: EncoderLease;
   /**
+   * A cascade run served by its fast model alone because its encoder cannot be used here (allowed by
+   * `LoadOptions.allowDegraded`): why (EncoderLoadError's public reason), for /health/ready. It then has
+   * no `embedder`, and every text its fast model is unsure of is answered by the fast model, marked
+   * `fast_degraded`.
+   */
+  readonly degraded?: string;
+  /**
    * The test split's reference profile for drift monitoring; null when the run has none (logged before
    * Tagger wrote it) or it cannot be read — `referenceProblem` then says which. Absent in models built
    * by hand (tests): read as null.
@@ -64,7 +73,16 @@ export interface LoadOptions {
    * decoded but its encoder is not opened.
    */
   checkOnly?: boolean;
+  /**
+   * A cascade model whose encoder cannot be opened here (EncoderLoadError) loads without it, served by
+   * its fast model alone (`ServedModel.degraded` says why), instead of being refused. Other encoder
+   * models are refused all the same: they have no model that answers without the encoder.
+   */
+  allowDegraded?: boolean | undefined;
 }
+
+/** How models are loaded for serving: their encoders, and whether a cascade may serve without its own. */
+export type ModelLoading = Pick<LoadOptions, 'encoders' | 'allowDegraded'>;
 
 /** An artifact that is present but unusable (not JSON, wrong shape, undecodable model). */
 export class ArtifactFormatError extends Error {
@@ -194,6 +212,19 @@ export async function loadServedModel(read: ArtifactReader, options: LoadOptions
     return { model, args, performance, ...reference };
   }
   // Last: everything else is checked before an encoder is opened (a thread, ONNX Runtime, ~200 MB).
-  const embedder = await options.encoders.acquire(model.encoder);
+  let embedder: EncoderLease;
+  try {
+    embedder = await options.encoders.acquire(model.encoder);
+  } catch (error) {
+    if (!(isCascade(model) && error instanceof EncoderLoadError)) throw error;
+    if (!options.allowDegraded) {
+      // Said where it is read (the held-back reason, a startup failure): the cascade could serve anyway.
+      throw new EncoderLoadError(
+        `${error.message}; \`tagger serve --allow-degraded\` (TAGGER_ALLOW_DEGRADED=true) serves this cascade by its fast model alone`,
+        { cause: error },
+      );
+    }
+    return { model, args, performance, ...reference, degraded: error.publicReason };
+  }
   return { model, args, performance, ...reference, embedder };
 }

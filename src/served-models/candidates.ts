@@ -6,8 +6,7 @@
  */
 import { type ModelUri, resolveModelUri, versionLabel } from '../tracking/model-uri.js';
 import { type Run, TrackingError, type TrackingStore } from '../tracking/store.js';
-import { loadServedModel, type ServedModel } from './artifacts.js';
-import type { EncoderProvider } from './encoders.js';
+import { loadServedModel, type ModelLoading, type ServedModel } from './artifacts.js';
 import { StartupError } from './errors.js';
 import { gateFailure, type PromotionGates, referenceRun } from './gates.js';
 import type { ServiceLog } from './log.js';
@@ -55,7 +54,7 @@ export async function loadPinned(
   runs: readonly Run[],
   runId: string,
   experiment: string,
-  encoders?: EncoderProvider,
+  loading: ModelLoading = {},
 ): Promise<ServedModel> {
   const run = runs.find((candidate) => candidate.info.runId === runId);
   if (run === undefined) {
@@ -64,7 +63,7 @@ export async function loadPinned(
     );
   }
   try {
-    return await loadServedModel(readerFor(store, runId), { encoders });
+    return await loadServedModel(readerFor(store, runId), loading);
   } catch (error) {
     throw new StartupError(
       `--run-id ${runId} (status ${run.info.status}) cannot be served: ${toRunLoadError(runId, error).reason}`,
@@ -155,13 +154,13 @@ export async function loadPreferred(
   runs: readonly Run[],
   runId: string | undefined,
   log: ServiceLog,
-  encoders?: EncoderProvider,
+  loading: ModelLoading = {},
 ): Promise<Picked | undefined> {
   if (runId === undefined || !runs.some((run) => run.info.runId === runId && isCandidate(run)))
     return undefined;
   try {
     return {
-      best: { runId, model: await loadServedModel(readerFor(store, runId), { encoders }) },
+      best: { runId, model: await loadServedModel(readerFor(store, runId), loading) },
       failures: [],
     };
   } catch (error) {
@@ -196,13 +195,34 @@ export class SkipLog {
 /** Only finished runs are candidates: a RUNNING run is still logging (or was killed), a FAILED one broke. */
 export const isCandidate = (run: Run): boolean => run.info.status === 'FINISHED';
 
+/**
+ * The served model of run `runId`, or — for a cascade served without its encoder (allowDegraded) whose
+ * encoder opens here now — the run's model loaded again with it: a reload gives the cascade its encoder
+ * back once it is installed. Any failure keeps the served model (its artifacts are checked as any served
+ * run's).
+ */
+export async function withEncoderRestored(
+  store: TrackingStore,
+  runId: string,
+  served: ServedModel,
+  loading: ModelLoading,
+): Promise<ServedModel> {
+  if (served.degraded === undefined) return served;
+  try {
+    const model = await loadServedModel(readerFor(store, runId), loading);
+    return model.degraded === undefined ? model : served;
+  } catch {
+    return served;
+  }
+}
+
 export async function pickBest(
   store: TrackingStore,
   runs: readonly Run[],
   skips: SkipLog,
   current: ServedSnapshot | undefined,
   gates: PromotionGates,
-  encoders?: EncoderProvider,
+  loading: ModelLoading = {},
 ): Promise<Picked> {
   const failures: string[] = [];
   const held: HeldRun[] = [];
@@ -211,9 +231,11 @@ export async function pickBest(
   for (const run of runs) {
     const runId = run.info.runId;
     if (runId === current?.bestRunId && gateFailure(run, gates, reference) === null) {
+      const restored = await withEncoderRestored(store, runId, current.best, loading);
+      if (restored !== current.best) return { best: { runId, model: restored }, failures, held };
       try {
         // A check only: the served model (and its encoder) stays as it is.
-        await loadServedModel(readerFor(store, runId), { encoders, checkOnly: true });
+        await loadServedModel(readerFor(store, runId), { ...loading, checkOnly: true });
       } catch (error) {
         const reason = toRunLoadError(runId, error).reason;
         failures.push(`${runId}: ${reason}`);
@@ -234,7 +256,7 @@ export async function pickBest(
     }
     try {
       return {
-        best: { runId, model: await loadServedModel(readerFor(store, runId), { encoders }) },
+        best: { runId, model: await loadServedModel(readerFor(store, runId), loading) },
         failures,
         held,
       };

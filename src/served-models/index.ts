@@ -7,6 +7,7 @@ export {
   type ArtifactReader,
   type LoadOptions,
   loadServedModel,
+  type ModelLoading,
   parsePerformance,
   readPerformance,
   type ServedMetrics,

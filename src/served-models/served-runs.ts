@@ -8,7 +8,7 @@
 import type { ModelUri } from '../tracking/model-uri.js';
 import { versionLabel } from '../tracking/model-uri.js';
 import type { TrackingStore } from '../tracking/store.js';
-import { loadServedModel, type ServedModel, type ServedPerformance } from './artifacts.js';
+import { loadServedModel, type ModelLoading, type ServedModel, type ServedPerformance } from './artifacts.js';
 import {
   describeStatuses,
   type FoundTarget,
@@ -22,6 +22,7 @@ import {
   type ServingProblems,
   SkipLog,
   TRAIN_HINT,
+  withEncoderRestored,
 } from './candidates.js';
 import type { EncoderProvider } from './encoders.js';
 import { StartupError } from './errors.js';
@@ -41,7 +42,9 @@ import {
  * - `unchanged`: same runs, same best run; the snapshot is kept as is.
  * - `updated`: the run list changed (new, removed or changed runs) but the same run stays best; a new
  *   snapshot holds the new list and the same loaded model.
- * - `swapped`: another run is now the best loadable one; its model was loaded and now serves /predict.
+ * - `swapped`: another run is now the best loadable one; its model was loaded and now serves /predict. Also
+ *   the served run itself when it is a cascade served without its encoder (`allowDegraded`) whose encoder
+ *   opens now: its model, loaded again with the encoder, replaces the one without.
  * - `failed`: the experiment could not be read (store down, experiment gone, no runs) or none of its
  *   runs is loadable; the current snapshot keeps serving.
  */
@@ -99,7 +102,18 @@ export interface ServedRunsOptions {
    * loadable (held back with the reason) and the other runs serve.
    */
   encoders?: EncoderProvider | undefined;
+  /**
+   * A cascade run whose encoder cannot be opened here is served by its fast model alone (the served
+   * model's `degraded` says why, /health/ready reports it) instead of being held back (`--allow-degraded`).
+   */
+  allowDegraded?: boolean | undefined;
 }
+
+/** How ServedRuns loads models: its encoders, and whether a cascade may serve without its own. */
+const loadingOf = (options: ServedRunsOptions): ModelLoading => ({
+  encoders: options.encoders,
+  allowDegraded: options.allowDegraded,
+});
 
 export class ServedRuns {
   private snapshot: ServedSnapshot;
@@ -134,7 +148,7 @@ export class ServedRuns {
     const { runs } = read;
     const skips = new SkipLog(log, options.reportsSkips ?? true);
     if (options.pinRunId) {
-      const model = await loadPinned(store, runs, options.pinRunId, name, options.encoders);
+      const model = await loadPinned(store, runs, options.pinRunId, name, loadingOf(options));
       log.info(
         { runId: options.pinRunId, experiment: name, runs: runs.length },
         'serving the pinned run (--run-id)',
@@ -146,13 +160,13 @@ export class ServedRuns {
         model,
         options.modelCacheSize,
         null,
-        options.encoders,
+        loadingOf(options),
       );
       return new ServedRuns(store, name, snapshot, options, skips);
     }
     const picked =
-      (await loadPreferred(store, runs, options.preferRunId, log, options.encoders)) ??
-      (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES, options.encoders));
+      (await loadPreferred(store, runs, options.preferRunId, log, loadingOf(options))) ??
+      (await pickBest(store, runs, skips, undefined, options.gates ?? DEFAULT_GATES, loadingOf(options)));
     if (picked.best === undefined) {
       const finished = runs.filter(isCandidate).length;
       if (finished === 0) {
@@ -186,7 +200,7 @@ export class ServedRuns {
       model,
       options.modelCacheSize,
       null,
-      options.encoders,
+      loadingOf(options),
     );
     const servedRuns = new ServedRuns(store, name, snapshot, options, skips);
     servedRuns.problemsNow = { store: null, heldBack: picked.held ?? [] };
@@ -205,7 +219,7 @@ export class ServedRuns {
     });
     let model: ServedModel;
     try {
-      model = await loadServedModel(readerFor(store, found.runId), { encoders: options.encoders });
+      model = await loadServedModel(readerFor(store, found.runId), loadingOf(options));
     } catch (error) {
       throw new StartupError(
         `${where} points at run ${found.runId}, which cannot be served: ${toRunLoadError(found.runId, error).reason}`,
@@ -228,7 +242,7 @@ export class ServedRuns {
       model,
       options.modelCacheSize,
       found.target,
-      options.encoders,
+      loadingOf(options),
     );
     return new ServedRuns(
       store,
@@ -335,15 +349,26 @@ export class ServedRuns {
     }
 
     const picked = this.options.pinRunId
-      ? // Pinned: the list is refreshed, the model never changes.
-        { best: { runId: before.bestRunId, model: before.best }, failures: [] }
+      ? // Pinned: the list is refreshed, the model never changes (but a degraded cascade's encoder returns).
+        {
+          best: {
+            runId: before.bestRunId,
+            model: await withEncoderRestored(
+              this.store,
+              before.bestRunId,
+              before.best,
+              loadingOf(this.options),
+            ),
+          },
+          failures: [],
+        }
       : await pickBest(
           this.store,
           read.runs,
           this.skips,
           before,
           this.options.gates ?? DEFAULT_GATES,
-          this.options.encoders,
+          loadingOf(this.options),
         );
     this.problemsNow = { store: null, heldBack: picked.held ?? [] };
     if (picked.best === undefined) {
@@ -354,8 +379,13 @@ export class ServedRuns {
     }
     const runs = read.runs.map(summarize);
     const { runId, model } = picked.best;
+    // Another model of the same run: a cascade served without its encoder, whose encoder opens now.
     const outcome: ReloadOutcome =
-      runId !== before.bestRunId ? 'swapped' : sameRuns(before.runs, runs) ? 'unchanged' : 'updated';
+      runId !== before.bestRunId || model !== before.best
+        ? 'swapped'
+        : sameRuns(before.runs, runs)
+          ? 'unchanged'
+          : 'updated';
     // The one write that publishes a reload: readers see the old snapshot or the new one, never a mix.
     if (outcome !== 'unchanged') this.snapshot = before.successor(runs, runId, model);
     const result: ReloadResult = {
@@ -365,7 +395,9 @@ export class ServedRuns {
       problems: picked.failures,
     };
     const fields = { outcome, runId, previousRunId: before.bestRunId, runs: runs.length };
-    if (outcome === 'swapped') log.info(fields, 'reload: serving a new best run');
+    if (outcome === 'swapped' && runId === before.bestRunId) {
+      log.info(fields, "reload: the served cascade's encoder opens now; its encoder model answers again");
+    } else if (outcome === 'swapped') log.info(fields, 'reload: serving a new best run');
     else if (outcome === 'updated') log.info(fields, 'reload: the runs changed, the best run stays');
     else log.debug?.(fields, 'reload: nothing changed');
     this.notify(result);
@@ -390,12 +422,13 @@ export class ServedRuns {
       return this.failed(before, [`${uri.uri}: ${(error as Error).message}`]);
     }
     const runs = found.runs.map(summarize);
-    let model = before.best;
+    let model =
+      found.runId === before.bestRunId
+        ? await withEncoderRestored(this.store, found.runId, before.best, loadingOf(this.options))
+        : before.best;
     if (found.runId !== before.bestRunId) {
       try {
-        model = await loadServedModel(readerFor(this.store, found.runId), {
-          encoders: this.options.encoders,
-        });
+        model = await loadServedModel(readerFor(this.store, found.runId), loadingOf(this.options));
       } catch (error) {
         const loadError = toRunLoadError(found.runId, error);
         const label = found.target.version ? versionLabel(found.target.version) : uri.uri;
@@ -416,7 +449,7 @@ export class ServedRuns {
     this.problemsNow = { store: null, heldBack: [] };
     const sameVersion = before.target?.version?.version === found.target.version?.version;
     const outcome: ReloadOutcome =
-      found.runId !== before.bestRunId
+      found.runId !== before.bestRunId || model !== before.best
         ? 'swapped'
         : sameRuns(before.runs, runs) && sameVersion
           ? 'unchanged'

@@ -12,13 +12,14 @@ import {
   ArtifactFormatError,
   type ArtifactReader,
   loadServedModel,
+  type ModelLoading,
   readPerformance,
   type ServedModel,
   type ServedPerformance,
 } from './artifacts.js';
 import { SingleFlightLru } from './cache.js';
 import { readCascadeCurve, type ServedCascadeCurve } from './cascade-curve.js';
-import { EncoderLoadError, type EncoderProvider, releaseEncoder } from './encoders.js';
+import { EncoderLoadError, releaseEncoder } from './encoders.js';
 import { NotLoggedError, RunLoadError, UnknownRunError } from './errors.js';
 import { dataWarnings } from './gates.js';
 import {
@@ -147,8 +148,11 @@ export class ServedSnapshot {
     private readonly modelCacheSize: number,
     /** Registry mode: the model URI and the version serving; null otherwise. */
     readonly target: ServedTarget | null = null,
-    /** Opens the encoders of encoder runs' models (none: such runs cannot be loaded). */
-    private readonly encoders?: EncoderProvider,
+    /**
+     * Opens the encoders of encoder runs' models (no encoders: such runs cannot be loaded), and says
+     * whether a cascade whose encoder cannot be opened serves by its fast model alone.
+     */
+    private readonly loading: ModelLoading = {},
   ) {
     this.runs = Object.freeze([...runs]);
     this.byId = new Map(runs.map((run) => [run.runId, run]));
@@ -172,7 +176,7 @@ export class ServedSnapshot {
     if (run.runId === this.bestRunId) return this.best;
     try {
       return await this.models.get(run.runId, async () => {
-        const loaded = await loadServedModel(readerFor(this.store, run.runId), { encoders: this.encoders });
+        const loaded = await loadServedModel(readerFor(this.store, run.runId), this.loading);
         // A request still on a replaced snapshot: its answer borrows the encoder; nothing here holds it.
         if (this.retired) releaseEncoder(loaded);
         return loaded;
@@ -297,7 +301,7 @@ export class ServedSnapshot {
       best,
       this.modelCacheSize,
       target,
-      this.encoders,
+      this.loading,
     );
     const keep = (runId: string) => next.byId.has(runId) && runId !== bestRunId;
     const handed = new Set<ServedModel>([best]);

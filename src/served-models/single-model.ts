@@ -12,11 +12,16 @@ import { StartupError } from './errors.js';
 const LAYOUT = `${RUN_ARTIFACTS.args}, ${RUN_ARTIFACTS.performance} and ${RUN_ARTIFACTS.modelDir}/`;
 
 /**
- * Loads a saved model directory (an encoder model with its encoder, opened by `encoders`); throws
+ * Loads a saved model directory (an encoder model with its encoder, opened by `encoders`; a cascade
+ * whose encoder cannot be opened served by its fast model alone with `allowDegraded`); throws
  * StartupError naming the directory and the problem.
  * @example const served = await loadModelDirectory('mlruns/1/abc/artifacts');
  */
-export async function loadModelDirectory(dir: string, encoders?: EncoderProvider): Promise<ServedModel> {
+export async function loadModelDirectory(
+  dir: string,
+  encoders?: EncoderProvider,
+  options: { allowDegraded?: boolean } = {},
+): Promise<ServedModel> {
   const root = resolve(dir);
   const isDir = await stat(root).then(
     (s) => s.isDirectory(),
@@ -30,7 +35,7 @@ export async function loadModelDirectory(dir: string, encoders?: EncoderProvider
   // Paths come from our own constants (RUN_ARTIFACTS, MODEL_FILES), never from a request.
   const read = (path: string): Promise<Uint8Array> => readFile(join(root, ...path.split('/')));
   try {
-    return await loadServedModel(read, { encoders });
+    return await loadServedModel(read, { encoders, allowDegraded: options.allowDegraded });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason =

@@ -263,6 +263,11 @@ interface Common {
   http: HttpOptionsInput | undefined;
   /** How encoder runs' sentence encoders run: threads per process, the dynamic batcher, its queue. */
   encoders: EncoderSettings;
+  /**
+   * A cascade run whose encoder cannot be used here is served by its fast model alone (a readiness
+   * problem says so) instead of being held back (`--allow-degraded`).
+   */
+  allowDegraded: boolean;
   /** Prediction records, feedback and live figures (src/monitoring). */
   monitoring: MonitoringConfig;
 }
@@ -392,6 +397,7 @@ function httpOptions(
     maxEventLoopDelayMs: values.max_event_loop_delay_ms,
     retryAfterSeconds: values.retry_after_s,
     redisUrl: values.redis_url,
+    cascadeOverload: values.cascade_overload,
   };
 }
 
@@ -460,6 +466,7 @@ export function resolveServeConfig(
       maxRequestTokens: values.encoder_max_request_tokens,
       nice: values.encoder_nice,
     },
+    allowDegraded: values.allow_degraded,
     monitoring: monitoringConfig(settings, values, values.model === null ? values.tracking_uri : null),
   };
 

@@ -116,7 +116,7 @@ async function loadServing(
   const lifecycle = new ServingLifecycle();
   if (config.mode === 'model') {
     const source = resolve(config.modelDir);
-    const model = await loadModelDirectory(source, encoders);
+    const model = await loadModelDirectory(source, encoders, { allowDegraded: config.allowDegraded });
     logger.info({ model: source }, 'serving one saved model');
     return { serving: { mode: 'model', model, source, lifecycle } };
   }
@@ -158,6 +158,7 @@ async function loadServing(
       reportsSkips: options.reportsSkips ?? true,
       ...(options.onReload ? { onReload: options.onReload } : {}),
       encoders,
+      allowDegraded: config.allowDegraded,
     });
     return { serving: { mode: 'runs', servedRuns, lifecycle }, servedRuns, store };
   } catch (error) {

@@ -9,7 +9,7 @@
  * in a container) to accept connections from other machines.
  */
 import Type, { type Static, type TSchema } from 'typebox';
-import { HTTP_DEFAULTS } from '../http/options.js';
+import { CASCADE_OVERLOADS, type CascadeOverload, HTTP_DEFAULTS } from '../http/options.js';
 import { MONITORING_DEFAULTS } from '../monitoring/defaults.js';
 import { DEFAULT_ENCODER_SETTINGS, DEFAULT_GATES } from '../served-models/index.js';
 import { DEFAULT_TRACKING_URI } from '../tracking/index.js';
@@ -42,8 +42,11 @@ export interface Setting<S extends TSchema = TSchema> {
   /** Key in a config file and in `--print-config`. */
   key: string;
   flag: `--${string}`;
-  /** What `--help` shows after the flag, e.g. `<ms>`. */
-  arg: `<${string}>`;
+  /**
+   * What `--help` shows after the flag, e.g. `<ms>`; `[bool]` for a switch, whose value may be left out
+   * (`--allow-degraded` alone is `--allow-degraded true`).
+   */
+  arg: `<${string}>` | '[bool]';
   env: string;
   /** The value's type and range (Ajv validates it); its description is `help`. */
   schema: S;
@@ -272,6 +275,27 @@ const SETTINGS = {
     default: DEFAULT_ENCODER_SETTINGS.nice,
     what: 'a nice value from 0 to 19',
   }),
+  cascade_overload: row({
+    flag: '--cascade-overload',
+    arg: '<degrade|shed>',
+    env: 'TAGGER_CASCADE_OVERLOAD',
+    schema: Type.Enum(CASCADE_OVERLOADS, {
+      description:
+        "cascade runs: what a text the fast model is unsure of gets when the encoder cannot take it (its queue full, the request over TAGGER_ENCODER_MAX_REQUEST_TOKENS, its thread failed): degrade — the fast model's answer, marked `stage: fast_degraded`; shed — the request is refused as an encoder run's is (503 + Retry-After, or 413)",
+    }),
+    default: HTTP_DEFAULTS.cascadeOverload as CascadeOverload,
+    http: true,
+  }),
+  allow_degraded: row({
+    flag: '--allow-degraded',
+    arg: '[bool]',
+    env: 'TAGGER_ALLOW_DEGRADED',
+    schema: Type.Boolean({
+      description:
+        'cascade runs whose sentence encoder cannot be used on this server (missing or different files) are served by their fast model alone — the texts it is unsure of answered `stage: fast_degraded`, a problem in /health/ready — instead of being held back',
+    }),
+    default: false,
+  }),
   min_test_size: row({
     flag: '--min-test-size',
     arg: '<rows>',
@@ -298,7 +322,7 @@ const SETTINGS = {
   }),
   allow_incomparable: row({
     flag: '--allow-incomparable',
-    arg: '<bool>',
+    arg: '[bool]',
     env: 'TAGGER_ALLOW_INCOMPARABLE',
     schema: Type.Boolean({
       description:
@@ -308,7 +332,7 @@ const SETTINGS = {
   }),
   allow_test_leak: row({
     flag: '--allow-test-leak',
-    arg: '<bool>',
+    arg: '[bool]',
     env: 'TAGGER_ALLOW_TEST_LEAK',
     schema: Type.Boolean({
       description:
@@ -428,7 +452,7 @@ const SETTINGS = {
   }),
   protect_docs: row({
     flag: '--protect-docs',
-    arg: '<bool>',
+    arg: '[bool]',
     env: 'TAGGER_PROTECT_DOCS',
     schema: Type.Boolean({ description: 'also require the API key for /docs, /redoc and /openapi.json' }),
     default: HTTP_DEFAULTS.protectDocs,

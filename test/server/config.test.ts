@@ -51,6 +51,8 @@ const SAMPLES: Record<Exclude<SettingKey, 'config'>, [text: string, value: unkno
   encoder_max_queue_tokens: ['4096', 4096],
   encoder_max_request_tokens: ['20000', 20_000],
   encoder_nice: ['5', 5],
+  cascade_overload: ['SHED', 'shed'],
+  allow_degraded: ['yes', true],
   min_test_size: ['100', 100],
   min_tags: ['3', 3],
   allow_incomparable: ['on', true],
@@ -161,6 +163,21 @@ describe('where a setting comes from', () => {
     expect(resolveServeConfig({ encoderThreads: '5' }, {}).encoders.threads).toBe(5);
     expect(printableConfig({ workers: '256' }, {})).toMatch(
       /encoder_threads +=.*\(unset: 1, the CPUs allowed shared by 256 workers\) {2}# default/,
+    );
+  });
+
+  it('gives cascade runs their overload choice and --allow-degraded, a bad value named with the choices', () => {
+    expect(resolveServeConfig({}, {}).http?.cascadeOverload ?? 'degrade').toBe('degrade');
+    expect(resolveServeConfig({}, {}).allowDegraded).toBe(false);
+    expect(resolveServeConfig({}, { TAGGER_CASCADE_OVERLOAD: 'Shed' }).http?.cascadeOverload).toBe('shed');
+    // A switch: the flag alone (commander gives `true`) turns it on.
+    expect(resolveServeConfig({ allowDegraded: true }, {}).allowDegraded).toBe(true);
+    expect(resolveServeConfig({}, { TAGGER_ALLOW_DEGRADED: 'on' }).allowDegraded).toBe(true);
+    expect(() => resolveServeConfig({}, { TAGGER_CASCADE_OVERLOAD: 'drop' })).toThrow(
+      'TAGGER_CASCADE_OVERLOAD must be one of degrade, shed; got "drop"',
+    );
+    expect(() => resolveServeConfig({ allowDegraded: 'maybe' }, {})).toThrow(
+      '--allow-degraded must be true or false; got "maybe"',
     );
   });
 

@@ -61,6 +61,7 @@ describe('resolveServeConfig', () => {
         maxRequestTokens: 65_536,
         nice: 0,
       },
+      allowDegraded: false,
       // Records go into the tracking database when it is one (src/monitoring/open.ts).
       monitoring: {
         storeUri:

@@ -2,14 +2,18 @@
 import type { FastifyReply } from 'fastify';
 import type { ServingState } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
-import type { HttpLimits } from '../options.js';
+import type { HttpOptions } from '../options.js';
 import { errorResponses, predict } from '../responses.js';
 import { Empty, Envelope, PredictData, predictPayload } from '../schemas.js';
 import { servedNow } from '../served.js';
 import type { TaggerApp } from '../types.js';
 import { landingPage, wantsHtml } from '../ui.js';
 
-export function generalRoutes(app: TaggerApp, current: () => ServingState, limits: HttpLimits): void {
+export function generalRoutes(
+  app: TaggerApp,
+  current: () => ServingState,
+  { limits, cascadeOverload }: Pick<HttpOptions, 'limits' | 'cascadeOverload'>,
+): void {
   app.get(
     '/',
     {
@@ -36,7 +40,7 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState, limit
         tags: ['General'],
         summary: 'Predict tags with the best run',
         description:
-          'One prediction per submitted text, in order. Run-based mode answers with the best run and includes its `run_id`; single-model mode answers with the served model and has no `run_id`. The response carries `Server-Timing` (parse, inference and total in ms; for an encoder run also `encoder`, the wait for the texts’ embeddings).',
+          'One prediction per submitted text, in order. Run-based mode answers with the best run and includes its `run_id`; single-model mode answers with the served model and has no `run_id`. The response carries `Server-Timing` (parse, inference and total in ms; for an encoder run also `encoder`, the wait for the texts’ embeddings). A cascade run’s predictions each say which of its two models answered (`stage`).',
         body: predictPayload(limits),
         response: {
           200: Envelope(PredictData, 'PredictResponse'),
@@ -49,7 +53,14 @@ export function generalRoutes(app: TaggerApp, current: () => ServingState, limit
       // One read of the served run, so run_id and the predictions agree even if a reload swaps it.
       const state = current();
       const { runId, served, modelVersion } = servedNow(state);
-      const predictions = await predict(request, served, texts, request.body, { state, runId });
+      const predictions = await predict(
+        request,
+        served,
+        texts,
+        request.body,
+        { state, runId },
+        cascadeOverload,
+      );
       if (runId === null) return envelope(request, 200, { predictions });
       return envelope(
         request,

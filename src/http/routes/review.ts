@@ -8,8 +8,8 @@
 import type { LabelReview, Monitoring } from '../../monitoring/index.js';
 import { decided, RecordStoreError } from '../../monitoring/index.js';
 import type { ServedLabelIssue, ServingState } from '../../served-models/index.js';
+import { explainerFor } from '../cascade-predict.js';
 import { envelope } from '../envelope.js';
-import { EXPLAIN_TOP } from '../explanation-schemas.js';
 import { HttpError } from '../http-error.js';
 import { monitoredRun, scopeOf } from '../monitored.js';
 import type { HttpLimits } from '../options.js';
@@ -109,10 +109,7 @@ export function reviewRoutes(
       const explain = request.query.explain ?? true;
       const { served } = servedNow(state);
       const texts = queue.items.map((item) => item.text ?? '');
-      const embeddings =
-        explain && served.embedder !== undefined && texts.length > 0
-          ? await served.embedder.embed(texts)
-          : undefined;
+      const explained = explain ? await explainerFor(served, texts) : undefined;
       return envelope(request, 200, {
         run_id: run.runId === '' ? null : run.runId,
         order,
@@ -130,8 +127,9 @@ export function reviewRoutes(
           confidence: item.confidence,
           unseen_share: item.unseenShare,
           selection: item.selection,
-          // Explained by the served model, which made the prediction (the queue is the served run's).
-          ...(explain ? { explanation: served.model.explain(texts[i]!, EXPLAIN_TOP, embeddings?.[i]) } : {}),
+          // Explained by the served model, which made the prediction (the queue is the served run's); a
+          // cascade's by the stage that answers the text (the records do not keep which stage did).
+          ...(explained === undefined ? {} : { explanation: explained(i) }),
         })),
       });
     },

@@ -4,7 +4,7 @@
  */
 import type { ServedRuns } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
-import type { HttpLimits } from '../options.js';
+import type { HttpOptions } from '../options.js';
 import { errorResponses, isPromotion, predict, runRecord } from '../responses.js';
 import {
   Envelope,
@@ -18,7 +18,11 @@ import {
 import { modelVersionOf } from '../served.js';
 import type { TaggerApp } from '../types.js';
 
-export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: HttpLimits): void {
+export function runRoutes(
+  app: TaggerApp,
+  current: () => ServedRuns,
+  { limits, cascadeOverload }: Pick<HttpOptions, 'limits' | 'cascadeOverload'>,
+): void {
   app.get(
     '/runs',
     {
@@ -89,7 +93,7 @@ export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: Htt
         tags: ['Runs'],
         summary: "Predict tags with one run's model",
         description:
-          'One prediction per submitted text, in order, with the model of the given run (loaded on first use and kept in a bounded cache). The response carries `Server-Timing` (parse, inference and total in ms; for an encoder run also `encoder`, the wait for the texts’ embeddings).',
+          'One prediction per submitted text, in order, with the model of the given run (loaded on first use and kept in a bounded cache). The response carries `Server-Timing` (parse, inference and total in ms; for an encoder run also `encoder`, the wait for the texts’ embeddings). A cascade run’s predictions each say which of its two models answered (`stage`).',
         params: RunIdParams,
         body: predictPayload(limits),
         response: {
@@ -106,10 +110,14 @@ export function runRoutes(app: TaggerApp, current: () => ServedRuns, limits: Htt
       const texts = request.body.texts.map((entry) => entry.text);
       return envelope(request, 200, {
         run_id,
-        predictions: await predict(request, served, texts, request.body, {
-          state: { mode: 'runs', servedRuns },
-          runId: run_id,
-        }),
+        predictions: await predict(
+          request,
+          served,
+          texts,
+          request.body,
+          { state: { mode: 'runs', servedRuns }, runId: run_id },
+          cascadeOverload,
+        ),
       });
     },
   );
