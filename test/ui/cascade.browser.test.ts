@@ -11,6 +11,7 @@ import type { Browser } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunCascadeData } from '../../src/http/api-types.js';
+import type { CascadeTagModel } from '../../src/model/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { logSampleCascade, sampleCascade, syntheticEncoders } from '../support/cascade-run.js';
 import { launchOfflineChromium } from '../support/chromium.js';
@@ -128,6 +129,41 @@ describe.skipIf(executablePath === null)('the inspection page with a cascade run
     );
     await checkPage(page, 'cascade-live-desktop');
     expect(external).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('the try-it box says which of a served cascade’s models answered each text', async () => {
+    // Three texts the served cascade routes and three it answers itself.
+    const all = (await sampleCascade()).data.map((row) => row.text);
+    const model = cascadeServed.servedRuns.best.model as CascadeTagModel;
+    const unsure = new Set(model.predictFast(all).routed);
+    const texts = [
+      ...all.filter((_, i) => unsure.has(i)).slice(0, 3),
+      ...all.filter((_, i) => !unsure.has(i)).slice(0, 3),
+    ];
+    expect(texts).toHaveLength(6);
+    const routed = [0, 1, 2];
+    const { page, errors } = await openOffline(browser, `${cascadeBase}/ui/#/try`, 1280, 800);
+    await page.getByLabel(/Texts to tag/).fill(texts.join('\n'));
+    await page.getByRole('button', { name: 'Tag' }).click();
+    await page
+      .locator('.results > li')
+      .nth(texts.length - 1)
+      .waitFor();
+    const stages = await page
+      .locator('.results > li')
+      .evaluateAll((items) =>
+        items.map((item) => item.querySelector('[data-testid="cascade-stage"]')?.textContent ?? ''),
+      );
+    expect(stages).toEqual(
+      texts.map((_, i) =>
+        routed.includes(i)
+          ? 'Answered by the cascade’s encoder model: the fast model was unsure of this text.'
+          : 'Answered by the cascade’s fast model: it was sure enough of this text.',
+      ),
+    );
+    await checkPage(page, 'cascade-try-desktop');
     expect(errors).toEqual([]);
     await page.close();
   }, 120_000);

@@ -171,6 +171,14 @@ export function VoteSplit({ explanation }: { explanation: VoteExplanation }) {
   );
 }
 
+/** A cascade run's answer: which of its models answered (the prediction's `stage`). */
+const CASCADE_STAGES: Record<NonNullable<Prediction['stage']>, string> = {
+  fast: 'Answered by the cascade’s fast model: it was sure enough of this text.',
+  encoder: 'Answered by the cascade’s encoder model: the fast model was unsure of this text.',
+  fast_degraded:
+    'Answered by the cascade’s fast model although it was unsure of this text: the encoder could not take it just then.',
+};
+
 /**
  * Whether an answer came from a multi-label model, for when the page does not know the model: only a
  * multi-label model gives other than one tag, or probabilities that do not sum to 1.
@@ -335,6 +343,11 @@ function Result({ prediction, multiLabel }: { prediction: Prediction; multiLabel
           {explanation &&
             !('vote' in explanation) &&
             ` The highlights are the n-grams behind ${explanation.tag}, the most probable tag.`}
+        </p>
+      )}
+      {prediction.stage !== undefined && (
+        <p class="hint" data-testid="cascade-stage">
+          {CASCADE_STAGES[prediction.stage]}
         </p>
       )}
       {prediction.probabilities_listed && (
