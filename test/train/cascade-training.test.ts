@@ -16,6 +16,7 @@ import {
   isCascade,
   type LabelledText,
   RUN_ARTIFACTS,
+  routingConfidence,
   type TrainEncoder,
   trainTagger,
 } from '../../src/model/index.js';
@@ -23,10 +24,13 @@ import { openTrackingStore } from '../../src/tracking/index.js';
 import type { TrackingStore } from '../../src/tracking/store.js';
 import { trainCascade } from '../../src/train/cascade-training.js';
 import { crossValidateSerial } from '../../src/train/cross-validate.js';
+import { readDataset } from '../../src/train/data.js';
+import { textsToEmbed } from '../../src/train/embeddings.js';
 import { trainingLabelIssues } from '../../src/train/label-issues.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { splitData, type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
-import { SYNTHETIC_CASCADE_ARGS, sampleCascade } from '../support/cascade-run.js';
+import { SYNTHETIC_CASCADE_ARGS, sampleCascade, syntheticEmbeddings } from '../support/cascade-run.js';
+import { REPO_ROOT } from '../support/components.js';
 import { useTempDir } from '../support/temp-dir.js';
 
 const ARGS = SYNTHETIC_CASCADE_ARGS;
@@ -152,6 +156,28 @@ describe('cascade training', () => {
     );
     const found = trainingLabelIssues(data, ARGS, 3, undefined, encoder);
     expect('report' in found, JSON.stringify(found)).toBe(true);
+  }, 120_000);
+
+  it('trains a multi-label cascade: routed by the least sure tag, scored by the weighted f1 over tags', async () => {
+    const rows = await readDataset(join(REPO_ROOT, 'samples', 'projects-multilabel.csv'));
+    const args = { ...ARGS, multi_label: true, threshold: 'tuned' as const, min_freq: 5 };
+    const multi = trainAndEvaluate({
+      data: rows,
+      args,
+      seed: 3,
+      encoder: syntheticEmbeddings(textsToEmbed({ data: rows }), rows),
+    });
+    const model = multi.model as CascadeTagModel;
+    expect(isCascade(model) && model.tagThresholds).not.toBeNull();
+    expect(multi.cascade!.curve.points).toHaveLength(100);
+    // What routes a text is routing.ts's multi-label confidence: its least sure tag's margin.
+    const texts = rows.slice(0, 40).map((row) => row.text);
+    const fast = model.fast.predict(texts);
+    const expected = fast.flatMap((p, i) =>
+      routingConfidence(model.fast, p) < model.routingThreshold ? [i] : [],
+    );
+    expect(model.predictFast(texts).routed).toEqual(expected);
+    expect(multi.performance.averages).toBeDefined();
   }, 120_000);
 
   it('refuses what cannot be a cascade, in one line', () => {
