@@ -101,9 +101,12 @@ describe('GET /review', () => {
     const ordered = items.filter((item) => item.selection === 'uncertainty');
     const confidences = ordered.map((item) => item.confidence);
     expect(confidences).toEqual([...confidences].sort((a, b) => a - b));
-    // The least confident of every candidate comes first.
+    // The least confident of every candidate the random share did not draw comes first (the share is drawn
+    // at random from every candidate, and a text is listed once).
     const all = await review('?limit=200&random_share=0');
-    expect(ordered[0]!.confidence).toBe(Math.min(...all.data.items.map((item) => item.confidence)));
+    const drawn = new Set(items.filter((item) => item.selection === 'random_share').map((item) => item.text));
+    const left = all.data.items.filter((item) => !drawn.has(item.text));
+    expect(ordered[0]!.confidence).toBe(Math.min(...left.map((item) => item.confidence)));
     // Each text once in the ordered part (the same text was predicted three times).
     expect(new Set(all.data.items.map((item) => item.text)).size).toBe(all.data.items.length);
     for (const item of items) {
