@@ -3,7 +3,7 @@
  * (classifiers/families.ts) — and binds an encoder model to embeddings computed beforehand. The shapes
  * every model shares are tag-model.ts's.
  */
-import { isCascade, spreadEmbeddings, textsNeedingEmbeddings } from './cascade/cascade-model.js';
+import { isCascade } from './cascade/cascade-model.js';
 import { EMBEDDING_CLASSIFIERS, familyOf } from './classifiers/families.js';
 import { ModelInputError } from './errors.js';
 import type { LabelledText, TagModel, TrainedTagger, TrainOptions } from './tag-model.js';
@@ -74,22 +74,25 @@ export function trainTagger(
 export function bindEmbeddings(model: TagModel, lookup: EmbeddingLookup): TagModel {
   const { encoder } = model;
   if (!encoder) return model;
-  const embedded = (texts: readonly string[]): Float32Array[] => {
-    if (!isCascade(model)) return embeddingsOf(texts, lookup);
-    const needed = textsNeedingEmbeddings(model, texts);
-    const vectors = embeddingsOf(
-      needed.map((i) => texts[i]!),
-      lookup,
-    );
-    return spreadEmbeddings(texts.length, needed, vectors, encoder.dim);
-  };
   return {
     tags: model.tags,
     args: model.args,
     threshold: model.threshold,
     tagThresholds: model.tagThresholds,
     encoder,
-    predict: (texts, _embeddings, options) => model.predict(texts, embedded(texts), options),
+    // A cascade looks up only the texts its fast model routes (one pass of it).
+    predict: (texts, _embeddings, options) =>
+      isCascade(model)
+        ? model.predictEmbedding(
+            texts,
+            (routed) =>
+              embeddingsOf(
+                routed.map((i) => texts[i]!),
+                lookup,
+              ),
+            options,
+          )
+        : model.predict(texts, embeddingsOf(texts, lookup), options),
     // A cascade explains a text it does not route without its embedding (its fast model's explanation).
     explain: (text, top) =>
       model.explain(text, top, isCascade(model) ? lookup.get(text) : embeddingsOf([text], lookup)[0]),

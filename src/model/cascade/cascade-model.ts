@@ -164,16 +164,34 @@ export class CascadeTagModel implements TagModel {
     embeddings?: readonly Float32Array[],
     options: PredictOptions = {},
   ): Prediction[] {
+    return this.predictEmbedding(
+      texts,
+      (routed) => {
+        if (embeddings === undefined || embeddings.length !== texts.length) {
+          throw new ModelInputError(
+            `model/cascade: ${routed.length} of the texts go to the encoder model, which needs one embedding per text (${embeddings?.length ?? 0} given for ${texts.length} texts)`,
+          );
+        }
+        return routed.map((i) => embeddings[i]!);
+      },
+      options,
+    );
+  }
+
+  /**
+   * Every text routed as serving routes it, the routed texts' embeddings asked of `embed` (given their
+   * indices, ascending; not called when none is routed): one pass of the fast model.
+   */
+  predictEmbedding(
+    texts: readonly string[],
+    embed: (routed: readonly number[]) => readonly Float32Array[],
+    options: PredictOptions = {},
+  ): Prediction[] {
     const { predictions, routed } = this.predictFast(texts, options);
     if (routed.length === 0) return predictions;
-    if (embeddings === undefined || embeddings.length !== texts.length) {
-      throw new ModelInputError(
-        `model/cascade: ${routed.length} of the texts go to the encoder model, which needs one embedding per text (${embeddings?.length ?? 0} given for ${texts.length} texts)`,
-      );
-    }
     const answers = this.predictRouted(
       routed.map((i) => texts[i]!),
-      routed.map((i) => embeddings[i]!),
+      embed(routed),
       options,
     );
     routed.forEach((i, at) => {
