@@ -18,7 +18,7 @@
  */
 
 /** Up to this many classes, the classes' sums are kept in locals; past it, runs of features' rows. */
-const CLASSES_IN_LOCALS = 4;
+export const CLASSES_IN_LOCALS = 4;
 
 /**
  * Adds Σⱼ w[indices[j] × K + k] · values[j] · scale, j ∈ [from, to), to out[k] for every class k < K.
