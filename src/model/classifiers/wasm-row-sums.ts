@@ -84,12 +84,21 @@ export class RowSums {
     this.rows.set(rows);
   }
 
-  /** The rows (K classes each) copied into WebAssembly memory, or null where that cannot be done. */
+  /**
+   * The rows (K classes each) copied into WebAssembly memory, or null where that cannot be done: no
+   * WebAssembly SIMD, past 2 GB, or a memory the runtime refuses (its address space reserved up, as under
+   * a `ulimit -v`), where the JavaScript loops score the same weights.
+   */
   static of(rows: Float32Array, K: number): RowSums | null {
     const module = rowSumsModule();
     const bytes = align16(8 * K) + 12 * STAGED + 4 * rows.length;
     if (wasm === undefined || module === null || K < 1 || bytes > MAX_BYTES) return null;
-    return new RowSums(wasm, module, rows, K, Math.ceil(bytes / PAGE));
+    try {
+      return new RowSums(wasm, module, rows, K, Math.ceil(bytes / PAGE));
+    } catch (error) {
+      if (error instanceof RangeError) return null;
+      throw error;
+    }
   }
 
   /** Starts a scoring from the sums out[0..K). */

@@ -4,7 +4,7 @@
  * texts longer than the rows staged between two calls, binary inputs; dense and sparse member weights (rows
  * amid listed features) scored through addMemberScores both ways.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   addMemberScores,
   denseWeights,
@@ -137,6 +137,34 @@ describe('member weights scored by WebAssembly', () => {
       expectSameScores(weights, rng);
     },
   );
+
+  it('leaves the weights to the JavaScript loops where the runtime refuses a WebAssembly memory', () => {
+    const rng = createRng(7);
+    // The project's TypeScript libs declare WebAssembly's types but not the global (wasm-row-sums.ts).
+    const api = (globalThis as unknown as { WebAssembly: { Memory: new () => unknown } }).WebAssembly;
+    const refuse = vi.spyOn(api, 'Memory').mockImplementation(
+      class {
+        constructor() {
+          throw new RangeError('WebAssembly.Memory(): could not allocate memory');
+        }
+      } as never,
+    );
+    try {
+      const dense = denseWeights(
+        Float32Array.from({ length: 40 * 8 }, () => weight(rng)),
+        40,
+        8,
+      );
+      const weights = withRowSums(dense);
+      expect(weights).toBe(dense);
+      const out = new Float64Array(8);
+      addMemberScores(weights, Int32Array.of(3, 5), Float64Array.of(0.5, 0.25), 0, 2, out);
+      expect(out[0]).toBe(dense.dense![3 * 8]! * 0.5 + dense.dense![5 * 8]! * 0.25);
+    } finally {
+      refuse.mockRestore();
+    }
+    expect(withRowSums(denseWeights(new Float32Array(40 * 8), 40, 8)).rowSums).toBeInstanceOf(RowSums);
+  });
 
   it('leaves Float64 weights and four classes or fewer to the JavaScript loops', () => {
     expect(withRowSums(denseWeights(new Float64Array(40 * 8), 40, 8)).rowSums ?? null).toBeNull();
