@@ -14,11 +14,12 @@
  *   side on a busy VM). Member weights kept sparse add their dense rows the same way (member-weights.ts).
  *
  * The sums are the plain loop's bit for bit either way: each class's starts at `out`'s value and adds the
- * same products in the same order (features in row order).
+ * same products in the same order (features in row order). A member classifier's Float32 rows of more than
+ * four classes are added by WebAssembly SIMD instead (wasm-row-sums.ts: the same runs, the same sums).
  */
 
 /** Up to this many classes, the classes' sums are kept in locals; past it, runs of features' rows. */
-const CLASSES_IN_LOCALS = 4;
+export const CLASSES_IN_LOCALS = 4;
 
 /**
  * Adds Σⱼ w[indices[j] × K + k] · values[j] · scale, j ∈ [from, to), to out[k] for every class k < K.

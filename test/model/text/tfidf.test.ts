@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ModelInputError } from '../../../src/model/errors.js';
+import { createRng } from '../../../src/model/rng.js';
 import { compareCodePoints, TfidfVectorizer } from '../../../src/model/text/tfidf.js';
 
 const rows = (v: TfidfVectorizer, docs: string[]): Record<string, number>[] => {
@@ -159,6 +160,41 @@ describe('TfidfVectorizer fast path', () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('TfidfVectorizer on long documents', () => {
+  // Thousands of n-grams a document: past the n-grams queued before they are counted (512: countQueued),
+  // checked against counts made from strings; packed keys (char n-grams of up to 8) and hashed ones.
+  const random = createRng(31);
+  const lexicon = Array.from({ length: 40 }, () =>
+    Array.from({ length: 2 + Math.floor(random() * 11) }, () =>
+      String.fromCharCode(97 + Math.floor(random() * 6)),
+    ).join(''),
+  );
+  const doc = Array.from({ length: 1200 }, () => lexicon[Math.floor(random() * lexicon.length)]!).join(' ');
+  const words = doc.split(' ');
+  const grams = {
+    char: (n: number) => Array.from({ length: doc.length - n + 1 }, (_, i) => doc.slice(i, i + n)),
+    word: (n: number) =>
+      Array.from({ length: words.length - n + 1 }, (_, i) => words.slice(i, i + n).join(' ')),
+  };
+  it.each([
+    ['char', 2, 10],
+    ['word', 1, 2],
+  ] as const)('%s n-grams %i to %i are counted as their strings are', (analyzer, ngramMin, ngramMax) => {
+    const counts = new Map<string, number>();
+    for (let n = ngramMin; n <= ngramMax; n++)
+      for (const g of grams[analyzer](n)) counts.set(g, (counts.get(g) ?? 0) + 1);
+    expect([...counts.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(2000);
+    // One document: every idf is 1, so a feature's value is its count over the counts' norm.
+    const v = TfidfVectorizer.fit([doc], { analyzer, ngramMin, ngramMax });
+    const norm = Math.sqrt([...counts.values()].reduce((a, c) => a + c * c, 0));
+    const n = v.vectorize(doc);
+    const got = new Map<string, number>();
+    for (let k = 0; k < n; k++) got.set(v.vocabulary[v.vectorIndices[k]!]!, v.vectorValues[k]!);
+    expect(got.size).toBe(counts.size);
+    for (const [gram, c] of counts) expect(got.get(gram), gram).toBeCloseTo(c / norm, 12);
   });
 });
 

@@ -26,7 +26,7 @@ import type { TagModel } from '../../tag-model.js';
 import type { EncodedModel } from '../family.js';
 import { MemberTagModel } from './member-model.js';
 import { memberDefinition } from './member-table.js';
-import { denseWeights, listedEntries, type MemberWeights, withRows } from './member-weights.js';
+import { denseWeights, listedEntries, type MemberWeights, withRowSums, withRows } from './member-weights.js';
 import type { Member } from './train-member.js';
 import { memberSpecs } from './train-members.js';
 
@@ -253,5 +253,5 @@ function readWeights(
   }
   const perFeature = layout.per_feature ? reader.values(V, dtype) : null;
   const perClass = layout.per_class ? reader.float64s(K) : null;
-  return { nFeatures: V, nClasses: K, dense, sparse, perFeature, perClass };
+  return withRowSums({ nFeatures: V, nClasses: K, dense, sparse, perFeature, perClass });
 }

@@ -21,7 +21,15 @@
  * side by side on a busy VM), in less memory (16.4 → 13.8 MB: 27,564 rows, 839,673 entries left in lists).
  * A feature becomes a row only where the row takes no more memory than its list.
  */
-import { addFullRun, addLinearScores, addPartRun, RUN_LENGTH, rowRun } from '../linear-scores.js';
+import {
+  addFullRun,
+  addLinearScores,
+  addPartRun,
+  CLASSES_IN_LOCALS,
+  RUN_LENGTH,
+  rowRun,
+} from '../linear-scores.js';
+import { RowSums } from '../wasm-row-sums.js';
 
 export type WeightValues = Float32Array | Float64Array;
 
@@ -36,6 +44,11 @@ export interface MemberWeights {
   readonly perFeature: WeightValues | null;
   /** A term of class k on every feature (naive Bayes' weight of a feature the class never saw), or null. */
   readonly perClass: Float64Array | null;
+  /**
+   * The dense part's or the sparse part's rows in WebAssembly memory (`dense` or `sparse.rows` is then a
+   * view of them), which scores add by SIMD (wasm-row-sums.ts); null or absent: the JavaScript loops.
+   */
+  readonly rowSums?: RowSums | null;
 }
 
 /**
@@ -142,7 +155,7 @@ export function forStorage(weights: MemberWeights): MemberWeights {
   if (weights.nFeatures * weights.nClasses <= DENSE_UP_TO) return weights;
   const round = (v: WeightValues | null): Float32Array | null => (v === null ? null : Float32Array.from(v));
   const { sparse } = weights;
-  return {
+  return withRowSums({
     ...weights,
     dense: round(weights.dense),
     sparse:
@@ -150,8 +163,26 @@ export function forStorage(weights: MemberWeights): MemberWeights {
         ? null
         : withRows({ ...sparse, values: round(sparse.values)!, rows: round(sparse.rows) }, weights.nClasses),
     perFeature: round(weights.perFeature),
-  };
+  });
 }
+
+/**
+ * The weights with their Float32 rows moved into WebAssembly memory, where SIMD adds them (wasm-row-sums.ts),
+ * when there are more than CLASSES_IN_LOCALS classes (fewer keep linear-scores.ts's sums in locals, faster
+ * there); as they are where that cannot be done. What a model keeps once trained or read.
+ */
+export function withRowSums(weights: MemberWeights): MemberWeights {
+  const K = weights.nClasses;
+  const rows = weights.dense ?? weights.sparse?.rows ?? null;
+  if (K <= CLASSES_IN_LOCALS || !(rows instanceof Float32Array) || weights.rowSums) return weights;
+  const rowSums = RowSums.of(rows, K);
+  if (rowSums === null) return weights;
+  if (weights.dense !== null) return { ...weights, dense: rowSums.rows, rowSums };
+  return { ...weights, sparse: { ...weights.sparse!, rows: rowSums.rows }, rowSums };
+}
+
+/** The same weights scored by the JavaScript loops only (tests compare the two ways). */
+export const withoutRowSums = (weights: MemberWeights): MemberWeights => ({ ...weights, rowSums: null });
 
 /**
  * The sparse weights with a dense row for every feature whose row takes no more memory than its list
@@ -275,7 +306,9 @@ export function addMemberScores(
   out: Float64Array,
 ): void {
   const K = weights.nClasses;
-  if (weights.dense !== null) addLinearScores(weights.dense, K, indices, values, from, to, out);
+  const rowSums = weights.rowSums ?? null;
+  if (rowSums !== null) addRowSumsScores(rowSums, weights.sparse, indices, values, from, to, out);
+  else if (weights.dense !== null) addLinearScores(weights.dense, K, indices, values, from, to, out);
   else addSparseScores(weights.sparse!, K, indices, values, from, to, out);
   if (weights.perFeature === null && weights.perClass === null) return;
   let sumValues = 0;
@@ -329,4 +362,41 @@ function addSparseScores(
     for (let q = start[f]!; q < start[f + 1]!; q++) out[classes[q]!]! += w[q]! * v;
   }
   if (pending > 0) addPartRun(rows, K, run, pending, out);
+}
+
+/**
+ * addMemberScores' stored part when its rows are in WebAssembly memory: every feature with a row (all of a
+ * dense part's) staged in text order, a listed feature's entries added after the rows staged before it, so
+ * every class adds its products in text order, as addSparseScores and addLinearScores add them.
+ */
+function addRowSumsScores(
+  rowSums: RowSums,
+  sparse: SparseWeights | null,
+  indices: ArrayLike<number>,
+  values: ArrayLike<number> | null,
+  from: number,
+  to: number,
+  out: Float64Array,
+): void {
+  rowSums.begin(out);
+  if (sparse === null) {
+    for (let j = from; j < to; j++) rowSums.stage(indices[j]!, values === null ? 1 : values[j]!);
+    rowSums.end(out);
+    return;
+  }
+  const { start, classes, values: w, rowOf } = sparse;
+  const sums = rowSums.sums;
+  for (let j = from; j < to; j++) {
+    const v = values === null ? 1 : values[j]!;
+    const f = indices[j]!;
+    const r = rowOf === null ? -1 : rowOf[f]!;
+    if (r >= 0) {
+      rowSums.stage(r, v);
+      continue;
+    }
+    if (start[f + 1]! === start[f]!) continue;
+    rowSums.flush();
+    for (let q = start[f]!; q < start[f + 1]!; q++) sums[classes[q]!]! += w[q]! * v;
+  }
+  rowSums.end(out);
 }

@@ -4,7 +4,8 @@
  * weight looked up one by one, each member's sums in text order, its Platt sigmoids or link, the weighted
  * mean — and, bit for bit, those of the same weights kept as lists only (how they are saved). Models of
  * over a million weights (so sparse and Float32, as at real sizes): a three-member vote, a multi-label vote,
- * and one tag beside `other`.
+ * and one tag beside `other`. Where a member's Float32 rows are added by WebAssembly SIMD (wasm-row-sums.ts),
+ * its predictions are also those of the JavaScript loops over the same weights, bit for bit.
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../../../src/model/args.js';
@@ -14,6 +15,7 @@ import {
   listedEntries,
   type MemberWeights,
   weightAt,
+  withoutRowSums,
 } from '../../../../src/model/classifiers/members/member-weights.js';
 import type { Member } from '../../../../src/model/classifiers/members/train-member.js';
 import { createRng, randomInt } from '../../../../src/model/rng.js';
@@ -159,8 +161,23 @@ function plainProbabilities(model: MemberTagModel, text: string): Float64Array {
 function listsOnly(model: MemberTagModel): MemberTagModel {
   const members = model.members.map((m) => {
     const w: MemberWeights = m.weights;
-    return { ...m, weights: { ...w, sparse: w.sparse && listedEntries(w.sparse, w.nClasses) } };
+    return {
+      ...m,
+      weights: { ...w, sparse: w.sparse && listedEntries(w.sparse, w.nClasses), rowSums: null },
+    };
   });
+  return withMembers(model, members);
+}
+
+/** The same model scored by the JavaScript loops only (no WebAssembly). */
+function javaScriptOnly(model: MemberTagModel): MemberTagModel {
+  return withMembers(
+    model,
+    model.members.map((m) => ({ ...m, weights: withoutRowSums(m.weights) })),
+  );
+}
+
+function withMembers(model: MemberTagModel, members: Member[]): MemberTagModel {
   return new MemberTagModel(
     model.tags,
     model.args,
@@ -201,6 +218,20 @@ describe.each(CASES)('the fast scoring path of $name', (c) => {
       }
     });
     expect(new Set(predictions.map((p) => p.predicted_tag)).size).toBeGreaterThan(1);
+  });
+
+  it('adds Float32 rows of more than four classes by WebAssembly, bit for bit as the JavaScript loops do', () => {
+    const wasm = members.members.filter((m) => m.weights.rowSums);
+    // Two classes keep their sums in registers (linear-scores.ts); twelve go to WebAssembly.
+    if (members.classes.length <= 4) expect(wasm).toEqual([]);
+    else expect(wasm.length).toBeGreaterThan(0);
+    const again = decodeModel(encodeModel(model)) as MemberTagModel;
+    expect(again.members.map((m) => Boolean(m.weights.rowSums))).toEqual(
+      members.members.map((m) => Boolean(m.weights.rowSums)),
+    );
+    const js = JSON.stringify(javaScriptOnly(members).predict(c.texts, undefined, { probabilities: 'all' }));
+    expect(JSON.stringify(model.predict(c.texts, undefined, { probabilities: 'all' }))).toBe(js);
+    expect(JSON.stringify(again.predict(c.texts, undefined, { probabilities: 'all' }))).toBe(js);
   });
 
   // A model of dense members has no lists to compare with.
