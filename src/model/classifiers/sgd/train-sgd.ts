@@ -7,7 +7,7 @@
  */
 import { multiLabelMetrics } from '../../evaluation/metrics.js';
 import { multiLabelModelTags } from '../../labels.js';
-import { spreads } from '../../parallel.js';
+import { sharedCopy, spreads } from '../../parallel.js';
 import { createRng, randomInt } from '../../rng.js';
 import {
   type EpochReport,
@@ -96,18 +96,23 @@ function fitTagger(
   // In shared memory when ovr's classes are trained on threads (ovr-sgd.ts), so no thread copies the rows.
   const shared = args.classifier === 'ovr' && spreads(parallel);
   const features = (rows: LabelledText[], texts: string[]) => {
-    const x = vectorizer.transform(texts, shared);
-    if (encoder === undefined) return x;
+    if (encoder === undefined) return vectorizer.transform(texts, shared);
+    const x = vectorizer.transform(texts);
     const embeddings = embeddingsOf(
       rows.map((r) => r.text),
       encoder.embeddings,
     );
-    return appendEmbeddingBlock(x, checkEmbeddings(texts, embeddings, encoder.spec), encoder.spec.dim, block);
+    const checked = checkEmbeddings(texts, embeddings, encoder.spec);
+    return appendEmbeddingBlock(x, checked, encoder.spec.dim, block, shared);
   };
-  const labelled = (rows: LabelledText[], texts: string[]): LabelledMatrix => ({
-    x: features(rows, texts),
-    ...labelArrays(rows, tags, args.multi_label),
-  });
+  const labelled = (rows: LabelledText[], texts: string[]): LabelledMatrix => {
+    const { y, labels } = labelArrays(rows, tags, args.multi_label);
+    return {
+      x: features(rows, texts),
+      y: sharedCopy(y, shared),
+      ...(labels === undefined ? {} : { labels: sharedCopy(labels, shared) }),
+    };
+  };
   const trainData = labelled(train, trainTexts);
   const valData = labelled(validation, clean(validation));
   const trainLinear = args.classifier === 'ovr' ? trainOvrSgd : trainSoftmaxSgd;
