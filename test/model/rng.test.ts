@@ -1,7 +1,7 @@
 /** Seeded PRNG and shuffle: determinism per seed and range. */
 import { describe, expect, it } from 'vitest';
 import { ModelInputError } from '../../src/model/errors.js';
-import { createRng, shuffleInPlace } from '../../src/model/rng.js';
+import { createRng, rngStateAfter, shuffleInPlace } from '../../src/model/rng.js';
 
 describe('createRng', () => {
   it('is deterministic per seed and differs across seeds', () => {
@@ -23,6 +23,18 @@ describe('createRng', () => {
     }
     expect(sum / 10_000).toBeGreaterThan(0.48);
     expect(sum / 10_000).toBeLessThan(0.52);
+  });
+
+  it('goes on from rngStateAfter(seed, draws) exactly where it was after that many draws', () => {
+    for (const seed of [0, 42, 0x7ffffffe]) {
+      const rng = createRng(seed);
+      const draws = Array.from({ length: 1000 }, rng);
+      for (const d of [0, 1, 17, 999]) {
+        expect(Array.from({ length: 1000 - d }, createRng(rngStateAfter(seed, d)))).toEqual(draws.slice(d));
+      }
+    }
+    // Past 2^32 draws the state wraps as the generator's own does (a Weyl step: state + d × step mod 2^32).
+    expect(rngStateAfter(rngStateAfter(5, 2 ** 31), 2 ** 31)).toBe(rngStateAfter(5, 0));
   });
 
   it('rejects non-integer seeds', () => {

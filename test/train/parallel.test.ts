@@ -1,12 +1,20 @@
 /**
  * Training on threads (src/train/parallel.ts behind src/model/parallel.ts's ParallelRunner): results come
  * back in task order, a failing task fails the run with its message, the member classifiers' classes
- * solved on threads give the same model as in one thread, and fasttext trains its epochs on them.
+ * solved on threads and SGD ovr's classes trained on them give the same model as in one thread, and
+ * fasttext trains its epochs on them.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeModel, parseTrainingArgs, trainTagger } from '../../src/model/index.js';
+import {
+  type EpochReport,
+  encodeModel,
+  type LabelledText,
+  type ParallelRunner,
+  parseTrainingArgs,
+  trainTagger,
+} from '../../src/model/index.js';
 import { createParallelRunner } from '../../src/train/parallel.js';
-import { TRAIN, VALIDATION } from '../model/fixtures.js';
+import { SGD, TRAIN, VALIDATION } from '../model/fixtures.js';
 
 /** A small valid `member-dual-class` work: 40 classes of 30 rows over 5 features. */
 function classWork() {
@@ -51,6 +59,70 @@ describe('a parallel runner', () => {
       spread = runner.lastRunOnWorkers;
     }
     expect(spread).toBeGreaterThan(0);
+  });
+
+  it("trains SGD ovr's classes on its threads into the same model and losses as one thread does", () => {
+    // Counts the tasks its worker did over every run of a training (a worker's writes to memory that is not
+    // shared would be lost, and the model would differ).
+    let onWorkers = 0;
+    const counting: ParallelRunner = {
+      threads: runner.threads,
+      run(job, shared, count, onProgress) {
+        const results = runner.run(job, shared, count, onProgress);
+        onWorkers += runner.lastRunOnWorkers;
+        return results;
+      },
+    };
+    // Multi-label rows: every third text also carries the next text's tag.
+    const multi = (rows: readonly LabelledText[]): LabelledText[] =>
+      rows.map((row, i) => {
+        const tags = [
+          ...new Set([row.tag, ...(i % 3 === 0 ? [rows[(i + 1) % rows.length]!.tag] : [])]),
+        ].sort();
+        return { text: row.text, tag: tags.join('|'), tags };
+      });
+    const cases: [Record<string, unknown>, LabelledText[], LabelledText[]][] = [
+      [{ ...SGD, min_freq: 2, analyzer: 'word' }, TRAIN, VALIDATION],
+      [
+        {
+          ...SGD,
+          min_freq: 2,
+          num_epochs: 15,
+          average: true,
+          class_weight: 'balanced',
+          loss: 'modified_huber',
+        },
+        TRAIN,
+        VALIDATION,
+      ],
+      [
+        { ...SGD, min_freq: 2, num_epochs: 15, loss: 'hinge', shuffle: false, ensemble: 2 },
+        TRAIN,
+        VALIDATION,
+      ],
+      [
+        { ...SGD, min_freq: 1, num_epochs: 15, multi_label: true, average: true },
+        multi(TRAIN),
+        multi(VALIDATION),
+      ],
+    ];
+    for (const [raw, trainRows, validationRows] of cases) {
+      const args = parseTrainingArgs(raw);
+      const train = (parallel?: ParallelRunner) => {
+        const epochs: EpochReport[] = [];
+        const trained = trainTagger(trainRows, validationRows, args, {
+          seed: 8,
+          ...(parallel === undefined ? {} : { parallel }),
+          onEpoch: (r) => epochs.push(r),
+          onRefitEpoch: (r) => epochs.push(r),
+        });
+        return { files: encodeModel(trained.model), epochs, f1: trained.validationF1 };
+      };
+      const serial = train();
+      expect(train(counting)).toEqual(serial);
+      expect(serial.epochs).toHaveLength(2 * args.num_epochs);
+    }
+    expect(onWorkers).toBeGreaterThan(0);
   });
 
   it('tells the calling thread how many tasks are done, ending with all of them', () => {

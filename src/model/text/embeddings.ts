@@ -6,6 +6,7 @@
  * other feature.
  */
 import { ModelFormatError, ModelInputError } from '../errors.js';
+import { float64Array, int32Array } from '../parallel.js';
 import type { CsrMatrix } from './tfidf.js';
 
 /** Which encoder made the embeddings a model was trained on; what loading checks the encoder against. */
@@ -74,20 +75,24 @@ export function embeddingsOf(texts: readonly string[], lookup: EmbeddingLookup):
   });
 }
 
-/** `x` with the embedding block appended as columns x.nCols … x.nCols + dim − 1 of every row. */
+/**
+ * `x` with the embedding block appended as columns x.nCols … x.nCols + dim − 1 of every row (in shared
+ * memory when `shared`, for training threads: ../parallel.ts).
+ */
 export function appendEmbeddingBlock(
   x: CsrMatrix,
   embeddings: readonly Float32Array[],
   dim: number,
   block: EmbeddingBlock,
+  shared = false,
 ): CsrMatrix {
   if (embeddings.length !== x.nRows) {
     throw new ModelInputError(`model/embeddings: ${embeddings.length} embeddings for ${x.nRows} rows`);
   }
   const nnz = x.indptr[x.nRows]!;
-  const indptr = new Int32Array(x.nRows + 1);
-  const indices = new Int32Array(nnz + x.nRows * dim);
-  const data = new Float64Array(nnz + x.nRows * dim);
+  const indptr = int32Array(x.nRows + 1, shared);
+  const indices = int32Array(nnz + x.nRows * dim, shared);
+  const data = float64Array(nnz + x.nRows * dim, shared);
   let at = 0;
   for (let r = 0; r < x.nRows; r++) {
     const from = x.indptr[r]!;

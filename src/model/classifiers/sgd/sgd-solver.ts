@@ -1,7 +1,7 @@
 /**
  * Linear classifiers on CSR rows trained by SGD with an L2 penalty, hand-written because no maintained JS
  * library offers sparse SGD. Two variants:
- * - `trainOvrSgd`: scikit-learn's `SGDClassifier(loss='log_loss' | 'hinge' | 'modified_huber')` rule for
+ * - `trainOvrSgd` (ovr-sgd.ts, on this file's losses and weight scale): scikit-learn's `SGDClassifier(loss='log_loss' | 'hinge' | 'modified_huber')` rule for
  *   rule — one binary problem per class (one-vs-rest), each with its own seeded shuffle, the sparse
  *   intercept decay, optional class weights and optional averaging (ASGD); probabilities are the per-class
  *   sigmoids normalised to sum to 1, as in sklearn's `predict_proba` for log loss, or sklearn's
@@ -11,7 +11,8 @@
  * O(nnz) per class instead of O(features) per class.
  */
 
-import { createRng, randomInt, shuffleInPlace } from '../../rng.js';
+import type { ParallelRunner } from '../../parallel.js';
+import { shuffleInPlace } from '../../rng.js';
 import type { CsrMatrix } from '../../text/tfidf.js';
 import { addLinearScores } from '../linear-scores.js';
 import { type Link, probabilitiesInPlace, sigmoid } from '../links.js';
@@ -61,6 +62,11 @@ export interface SgdOptions {
    * summed per-class binary log losses (the objective the binary problems minimise).
    */
   onEpoch?: (epoch: number, trainLoss: number, valLoss: number) => void;
+  /**
+   * One-vs-rest only: threads to train the classes on (ovr-sgd.ts); absent or one thread: the calling
+   * thread alone. The model is the same either way.
+   */
+  parallel?: ParallelRunner | undefined;
 }
 
 export interface LabelledMatrix {
@@ -80,7 +86,7 @@ const MIN_SCALE = 1e-9;
 /** sklearn's SPARSE_INTERCEPT_DECAY: on sparse input, intercept steps are scaled by this factor. */
 export const SPARSE_INTERCEPT_DECAY = 0.01;
 /** sklearn's MAX_DLOSS: the loss derivative is clipped to ±this. */
-const MAX_DLOSS = 1e12;
+export const MAX_DLOSS = 1e12;
 
 /** The link of a model trained with these arguments (how artifact.ts rebuilds a saved model's). */
 export function linkOf(classifier: 'ovr' | 'softmax', loss: Loss, multiLabel = false): Link {
@@ -128,15 +134,26 @@ export function meanLogLoss(model: LinearModel, data: LabelledMatrix, scale = 1)
  * Mean cross-entropy of labelled rows whose probabilities `probabilities(r, out)` writes (as
  * meanLogLoss): lets a trainer score its weights as they are, without a copy of them in a model.
  */
-function meanLogLossOf(
+export function meanLogLossOf(
   data: LabelledMatrix,
   K: number,
   probabilities: (r: number, out: Float64Array) => void,
 ): number {
+  return logLossSum(data, K, probabilities, 0, data.x.nRows) / data.x.nRows;
+}
+
+/** The cross-entropies (as meanLogLossOf) of rows [from, to), summed in row order. */
+export function logLossSum(
+  data: Pick<LabelledMatrix, 'y' | 'labels'>,
+  K: number,
+  probabilities: (r: number, out: Float64Array) => void,
+  from: number,
+  to: number,
+): number {
   const p = new Float64Array(K);
   const labels = data.labels;
   let total = 0;
-  for (let r = 0; r < data.x.nRows; r++) {
+  for (let r = from; r < to; r++) {
     probabilities(r, p);
     if (labels === undefined) {
       total -= Math.log(Math.max(p[data.y[r]!]!, 1e-15));
@@ -146,7 +163,7 @@ function meanLogLossOf(
       total -= Math.log(Math.max(labels[r * K + k] === 1 ? p[k]! : 1 - p[k]!, 1e-15));
     }
   }
-  return total / data.x.nRows;
+  return total;
 }
 
 /**
@@ -203,7 +220,10 @@ export function binaryLoss(loss: Loss, score: number, y: 1 | -1): { value: numbe
   return { value: lossValue(loss, score, y), dloss: lossDerivative(loss, score, y) };
 }
 
-const learningRateAt = (options: SgdOptions, t: number): number =>
+export const learningRateAt = (
+  options: Pick<SgdOptions, 'schedule' | 'learningRate' | 'powerT'>,
+  t: number,
+): number =>
   options.schedule === 'invscaling' ? options.learningRate / t ** options.powerT : options.learningRate;
 
 /**
@@ -212,7 +232,7 @@ const learningRateAt = (options: SgdOptions, t: number): number =>
  * A sample step first calls `scale`, then adds c * x to w (in units of 1/wscale), then, when averaging,
  * subtracts averageA * (that addition) from aw and calls `advanceAverage`.
  */
-class ScaledWeights {
+export class ScaledWeights {
   wscale = 1;
   averageA = 0;
   averageB = 1;
@@ -253,119 +273,6 @@ class ScaledWeights {
   value(j: number, averaged: boolean): number {
     return averaged ? (this.aw![j]! + this.averageA * this.w[j]!) / this.averageB : this.w[j]! * this.wscale;
   }
-}
-
-/**
- * One-vs-rest linear classifiers, following sklearn's `_plain_sgd` for every class k (binary label
- * y = +1 for class k, -1 otherwise): t counts this class's samples across all epochs from 1; eta =
- * eta0 / t^power_t (invscaling) or eta0; dloss = the loss's derivative (`lossDerivative`), clipped to ±1e12;
- * update = -eta * dloss * (class k's weight for a positive sample, else 1); w *= max(0, 1 - eta * alpha)
- * (lazily), then w += update * x; intercept += update * 0.01 (sparse intercept decay); with `average`,
- * the returned weights and intercept are the mean of all t iterates.
- * Each class shuffles its own copy of `order` with its own RNG, seeded from `options.rng` (as sklearn
- * draws one seed per binary problem); the shuffles are Tagger's, so the sample order differs from sklearn's.
- */
-export function trainOvrSgd(
-  train: LabelledMatrix,
-  order: Int32Array,
-  nClasses: number,
-  options: SgdOptions,
-  validation: LabelledMatrix,
-): LinearModel {
-  const K = nClasses;
-  const V = train.x.nCols;
-  const { x, y, labels } = train;
-  const { indptr, indices, data } = x;
-  const averaged = options.average === true;
-  const loss = options.loss ?? 'log_loss';
-  const link = linkOf('ovr', loss, labels !== undefined);
-  const classWeight = options.classWeight ?? null;
-  const sampleWeight = options.sampleWeight ?? null;
-  // Class-major while training (class k owns w[k*V, (k+1)*V)), so each binary problem is contiguous.
-  const w = new Float64Array(V * K);
-  const aw = averaged ? new Float64Array(V * K) : null;
-  const states = Array.from({ length: K }, (_, k) => new ScaledWeights(w, aw, k * V, (k + 1) * V));
-  const intercept = new Float64Array(K);
-  const averageIntercept = new Float64Array(K);
-  const rngs = Array.from({ length: K }, () => createRng(randomInt(options.rng, 0x7fffffff)));
-  const visits = Array.from({ length: K }, () => Int32Array.from(order));
-  const n = order.length;
-  // The model as it would be returned now (feature-major copies of the true or averaged weights).
-  const current = (): LinearModel => {
-    const weights = new Float64Array(V * K);
-    for (let k = 0; k < K; k++) {
-      const s = states[k]!;
-      for (let f = 0; f < V; f++) weights[f * K + k] = s.value(k * V + f, averaged);
-    }
-    const bias = Float64Array.from(averaged ? averageIntercept : intercept);
-    return { nFeatures: V, nClasses: K, weights, bias, link };
-  };
-  // The validation loss of the weights as they are (class-major, scaled), without current()'s V x K copy
-  // every epoch: at hundreds of tags that copy was as large as the model, and as slow as an epoch.
-  const validationLoss = (): number => {
-    const vx = validation.x;
-    return meanLogLossOf(validation, K, (r, out) => {
-      for (let k = 0; k < K; k++) {
-        const st = states[k]!;
-        const base = k * V;
-        let dot = 0;
-        let dotAverage = 0;
-        for (let p = vx.indptr[r]!; p < vx.indptr[r + 1]!; p++) {
-          const f = base + vx.indices[p]!;
-          dot += w[f]! * vx.data[p]!;
-          if (averaged) dotAverage += aw![f]! * vx.data[p]!;
-        }
-        out[k] = averaged
-          ? (dotAverage + st.averageA * dot) / st.averageB + averageIntercept[k]!
-          : dot * st.wscale + intercept[k]!;
-      }
-      probabilitiesInPlace(out, link);
-    });
-  };
-  for (let epoch = 1; epoch <= options.epochs; epoch++) {
-    let epochLoss = 0;
-    for (let k = 0; k < K; k++) {
-      const s = states[k]!;
-      const visit = visits[k]!;
-      const base = k * V;
-      if (options.shuffle) shuffleInPlace(visit, rngs[k]!);
-      let b = intercept[k]!;
-      let bAverage = averageIntercept[k]!;
-      const positiveWeight = classWeight === null ? 1 : classWeight[k]!;
-      for (let i = 0; i < n; i++) {
-        const r = visit[i]!;
-        const t = (epoch - 1) * n + i + 1;
-        const eta = learningRateAt(options, t);
-        const start = indptr[r]!;
-        const end = indptr[r + 1]!;
-        let dot = 0;
-        for (let p = start; p < end; p++) dot += w[base + indices[p]!]! * data[p]!;
-        const score = dot * s.wscale + b;
-        const positive = labels === undefined ? y[r] === k : labels[r * K + k] === 1;
-        const label = positive ? 1 : -1;
-        epochLoss += lossValue(loss, score, label);
-        const dloss = Math.min(MAX_DLOSS, Math.max(-MAX_DLOSS, lossDerivative(loss, score, label)));
-        const update =
-          -eta * dloss * (positive ? positiveWeight : 1) * (sampleWeight === null ? 1 : sampleWeight[r]!);
-        s.scale(Math.max(0, 1 - eta * options.alpha));
-        const c = update / s.wscale;
-        if (update !== 0) {
-          for (let p = start; p < end; p++) w[base + indices[p]!]! += data[p]! * c;
-          b += update * SPARSE_INTERCEPT_DECAY;
-        }
-        if (averaged) {
-          const a = -s.averageA * c;
-          if (a !== 0) for (let p = start; p < end; p++) aw![base + indices[p]!]! += data[p]! * a;
-          s.advanceAverage(t);
-          bAverage += (b - bAverage) / t;
-        }
-      }
-      intercept[k] = b;
-      averageIntercept[k] = bAverage;
-    }
-    if (options.onEpoch) options.onEpoch(epoch, epochLoss / n, validationLoss());
-  }
-  return current();
 }
 
 /**

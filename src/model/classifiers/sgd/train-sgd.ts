@@ -2,16 +2,16 @@
  * Training of the SGD classifiers' model (sgd-model.ts): tags from the training rows' counts (`min_freq`,
  * `accepted_tags`), a vectorizer fitted on them (and the embedding block of an encoder model), seeded
  * oversampling and class weights, `ensemble` seeded SGD fits averaged into one linear model
- * (sgd-solver.ts), a validated fit whose validation predictions choose the threshold(s), then the refit
+ * (sgd-solver.ts; `ovr`'s classes on the training's threads, ovr-sgd.ts), a validated fit whose validation predictions choose the threshold(s), then the refit
  * on train + validation.
  */
 import { multiLabelMetrics } from '../../evaluation/metrics.js';
 import { multiLabelModelTags } from '../../labels.js';
+import { sharedCopy, spreads } from '../../parallel.js';
 import { createRng, randomInt } from '../../rng.js';
 import {
   type EpochReport,
   type LabelledText,
-  type TrainEncoder,
   type TrainedTagger,
   type TrainOptions,
   tagsOf,
@@ -34,13 +34,13 @@ import {
   oversampledOrder,
   oversampling,
 } from '../training-rows.js';
+import { trainOvrSgd } from './ovr-sgd.js';
 import { SgdTagModel } from './sgd-model.js';
 import {
   averageLinearModels,
   type LabelledMatrix,
   type LinearModel,
   rowScores,
-  trainOvrSgd,
   trainSoftmaxSgd,
 } from './sgd-solver.js';
 
@@ -80,9 +80,10 @@ function fitTagger(
   args: TrainingArgs,
   seed: number,
   onEpoch: ((r: EpochReport) => void) | undefined,
-  encoder: TrainEncoder | undefined,
+  options: Pick<TrainOptions, 'encoder' | 'parallel'>,
   fixedTags?: readonly string[],
 ): FittedTagger {
+  const { encoder, parallel } = options;
   // A single-label row's tag list is its one tag, so one rule counts both kinds of rows.
   const tags = fixedTags
     ? [...fixedTags]
@@ -92,19 +93,26 @@ function fitTagger(
   const trainTexts = clean(train);
   const vectorizer = fitVectorizer(trainTexts, args);
   const block: EmbeddingBlock = { weight: args.encoder_weight, normalize: args.encoder_normalize };
+  // In shared memory when ovr's classes are trained on threads (ovr-sgd.ts), so no thread copies the rows.
+  const shared = args.classifier === 'ovr' && spreads(parallel);
   const features = (rows: LabelledText[], texts: string[]) => {
+    if (encoder === undefined) return vectorizer.transform(texts, shared);
     const x = vectorizer.transform(texts);
-    if (encoder === undefined) return x;
     const embeddings = embeddingsOf(
       rows.map((r) => r.text),
       encoder.embeddings,
     );
-    return appendEmbeddingBlock(x, checkEmbeddings(texts, embeddings, encoder.spec), encoder.spec.dim, block);
+    const checked = checkEmbeddings(texts, embeddings, encoder.spec);
+    return appendEmbeddingBlock(x, checked, encoder.spec.dim, block, shared);
   };
-  const labelled = (rows: LabelledText[], texts: string[]): LabelledMatrix => ({
-    x: features(rows, texts),
-    ...labelArrays(rows, tags, args.multi_label),
-  });
+  const labelled = (rows: LabelledText[], texts: string[]): LabelledMatrix => {
+    const { y, labels } = labelArrays(rows, tags, args.multi_label);
+    return {
+      x: features(rows, texts),
+      y: sharedCopy(y, shared),
+      ...(labels === undefined ? {} : { labels: sharedCopy(labels, shared) }),
+    };
+  };
   const trainData = labelled(train, trainTexts);
   const valData = labelled(validation, clean(validation));
   const trainLinear = args.classifier === 'ovr' ? trainOvrSgd : trainSoftmaxSgd;
@@ -149,6 +157,7 @@ function fitTagger(
         classWeight,
         sampleWeight,
         rng,
+        parallel,
         onEpoch: (epoch, trainLoss, valLoss) => {
           trainLosses[epoch - 1]! += trainLoss;
           valLosses[epoch - 1]! += valLoss;
@@ -181,7 +190,7 @@ export function trainSgdTagger(
   args: TrainingArgs,
   options: TrainOptions,
 ): TrainedTagger {
-  const first = fitTagger(train, validation, args, options.seed, options.onEpoch, options.encoder);
+  const first = fitTagger(train, validation, args, options.seed, options.onEpoch, options);
   if (args.multi_label) return finishMultiLabel(first, train, validation, args, options);
   const { tags, linear, valData } = first;
   const p = new Float64Array(tags.length);
@@ -200,7 +209,7 @@ export function trainSgdTagger(
     validation.length === 0 ? Number.NaN : f1WithThreshold(top, predicted, yVal, threshold);
   const final =
     args.refit && validation.length > 0
-      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, options.encoder)
+      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, options)
       : first;
   const spec = options.encoder?.spec ?? null;
   return {
@@ -243,15 +252,7 @@ function finishMultiLabel(
   // threshold was never chosen, and `other` would change meaning under its tuned threshold.
   const final =
     args.refit && validation.length > 0
-      ? fitTagger(
-          [...train, ...validation],
-          [],
-          args,
-          options.seed,
-          options.onRefitEpoch,
-          options.encoder,
-          tags,
-        )
+      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, options, tags)
       : first;
   return {
     model: new SgdTagModel(

@@ -10,6 +10,7 @@ import {
   sigmoid,
   softmaxInPlace,
 } from '../../../../src/model/classifiers/links.js';
+import { trainOvrSgd } from '../../../../src/model/classifiers/sgd/ovr-sgd.js';
 import {
   averageLinearModels,
   binaryLoss,
@@ -18,7 +19,6 @@ import {
   rowProbabilities,
   rowScores,
   SPARSE_INTERCEPT_DECAY,
-  trainOvrSgd,
   trainSoftmaxSgd,
 } from '../../../../src/model/classifiers/sgd/sgd-solver.js';
 import {
