@@ -30,8 +30,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { FASTTEXT_HYPER_PARAMS } from '../src/model/classifiers/fasttext/fasttext-params.js';
 import { weightedMetrics } from '../src/model/evaluation/metrics.js';
 import { readDataset } from '../src/train/data.js';
+import { LARGE_DATA_ARGS, LARGE_DATA_ROWS } from '../src/train/pipeline.js';
 import { PYTHON, REPO } from './paths.js';
 import { pythonAvailable } from './python.js';
 import { scaleCsv, scaleRows } from './scale-data.js';
@@ -80,7 +82,9 @@ interface System {
 /**
  * fastText's reference settings, fixed before any run: the supervised tutorial's for a tag set of this
  * size (25 epochs at learning rate 0.5, word bigrams; a hierarchical softmax above 100 tags, as its
- * documentation advises for many labels), dim 50 as Tagger's fasttext, one thread (its CPU is compared).
+ * documentation advises for many labels), dim 50 as Tagger's fasttext, one thread (its CPU is compared), and
+ * the hash buckets Tagger's fasttext takes for that many rows (2^20, or fastText's own 2,000,000 with the
+ * large-data settings).
  */
 const fastTextSettings = (size: Size): string[] => [
   '--epoch',
@@ -95,7 +99,13 @@ const fastTextSettings = (size: Size): string[] => [
   size.tags > 100 ? 'hs' : 'softmax',
   '--threads',
   '1',
+  '--bucket',
+  String(taggerBuckets(size.rows)),
 ];
+
+/** The `ft_buckets` Tagger's fasttext trains with on `rows` rows (its default, or the large-data setting's). */
+const taggerBuckets = (rows: number): number =>
+  rows >= LARGE_DATA_ROWS ? LARGE_DATA_ARGS.ft_buckets : FASTTEXT_HYPER_PARAMS.ft_buckets.default;
 
 /** Tagger's training child: the sources through tsx, as the rest of the bench runs them; one thread. */
 const TAGGER = ['--import', 'tsx', resolve(REPO, 'bench', 'scale-train.ts')];

@@ -3,6 +3,7 @@
     python scale_reference.py linearsvc <train.csv> <test.csv> <out.json> [--features union|word]
     python scale_reference.py fasttext  <train.csv> <test.csv> <out.json> --epoch N --lr X --word-ngrams N
                                         --dim N --loss softmax|hs|ova --bucket N --minn N --maxn N --threads N
+                                        [--seed N]
 
 `linearsvc`: scikit-learn's TfidfVectorizer on Tagger's default features (a FeatureUnion of char_wb 2..4 and
 word 1..2 n-grams, each block weighted 1/sqrt(2), as src/model/text/features.ts) and LinearSVC (C 1, squared
@@ -99,6 +100,7 @@ def fasttext_model(train_x, train_y, test_x):
         "minn": option("--minn", 0, int),
         "maxn": option("--maxn", 0, int),
         "thread": option("--threads", 1, int),
+        "seed": option("--seed", 0, int),
         "verbose": 0,
     }
     with tempfile.TemporaryDirectory() as tmp:

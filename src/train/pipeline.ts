@@ -147,7 +147,10 @@ export const LARGE_DATA_ROWS = 20_000;
  * (`calibration_data: validation`), the refit keeps the validated fit's vocabulary (`refit_vocabulary:
  * false`: the features are computed once), and a soft vote without members of its own combines a calibrated
  * linear SVM and multinomial naive Bayes (NB-LR's dual logistic regression takes 10× the SVM's time at
- * 50,000 rows and did not help the vote there). With fewer rows nothing changes.
+ * 50,000 rows and did not help the vote there). The `fasttext` kind takes fastText's own 2,000,000 hash
+ * buckets instead of 2^20 (`ft_buckets`: word bigrams of 200,000 texts collide less; its memory grows with
+ * the rows used, not the buckets) and none of the others, which it does not use. With fewer rows nothing
+ * changes.
  */
 export const LARGE_DATA_ARGS = Object.freeze({
   min_df: 2,
@@ -157,11 +160,18 @@ export const LARGE_DATA_ARGS = Object.freeze({
     Object.freeze({ classifier: 'linear_svm', calibration: 'sigmoid' }),
     Object.freeze({ classifier: 'multinomial_nb' }),
   ]),
+  ft_buckets: 2_000_000,
 });
+
+/** Whether a large-data setting applies to these args: `ft_` settings to `fasttext` only, `members` to a classifier that has members. */
+function largeDataSettingApplies(key: string, args: TrainingArgs): boolean {
+  if (key === 'members') return args.members !== null;
+  return key.startsWith('ft_') === (args.classifier === 'fasttext');
+}
 
 /**
  * The large-data settings `args` takes for `rows` rows of data: those it did not set (`explicit`) and that
- * apply to it (`members` only to a classifier that has members). Empty below LARGE_DATA_ROWS.
+ * apply to it (largeDataSettingApplies). Empty below LARGE_DATA_ROWS.
  */
 export function largeDataSettings(
   args: TrainingArgs,
@@ -171,7 +181,7 @@ export function largeDataSettings(
   if (rows < LARGE_DATA_ROWS) return {};
   return Object.fromEntries(
     Object.entries(LARGE_DATA_ARGS).filter(
-      ([key]) => !explicit.has(key) && (key !== 'members' || args.members !== null),
+      ([key]) => !explicit.has(key) && largeDataSettingApplies(key, args),
     ),
   ) as Partial<TrainingArgs>;
 }

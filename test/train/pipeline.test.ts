@@ -305,4 +305,18 @@ describe('argsForData on large data', () => {
     );
     expect(ft.members).toBeNull();
   });
+
+  it("gives fasttext its own setting (fastText's 2,000,000 buckets) and none of the TF-IDF kinds'", () => {
+    const ft = (given: Record<string, unknown>, rowCount: number) =>
+      argsForData(parseTrainingArgs(given), rows(rowCount), new Set(Object.keys(given)));
+    const defaults = parseTrainingArgs({ classifier: 'fasttext' });
+    expect(ft({ classifier: 'fasttext' }, LARGE_DATA_ROWS - 1)).toEqual(defaults);
+    const large = ft({ classifier: 'fasttext' }, LARGE_DATA_ROWS);
+    expect(large).toEqual({ ...defaults, ft_buckets: 2_000_000 });
+    expect(ft({ classifier: 'fasttext', ft_buckets: 4096 }, LARGE_DATA_ROWS).ft_buckets).toBe(4096);
+    // The TF-IDF kinds keep fasttext's default buckets (they do not use them).
+    expect(argsForData(parseTrainingArgs({}), rows(LARGE_DATA_ROWS), new Set()).ft_buckets).toBe(
+      defaults.ft_buckets,
+    );
+  });
 });

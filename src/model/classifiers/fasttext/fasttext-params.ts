@@ -1,8 +1,9 @@
 /**
  * The `fasttext` family's hyper-parameters, each declared once with its check, default and search range.
  * They are fastText's supervised settings under Tagger's names (`ft_dim` is fastText's `-dim`, …); the
- * defaults were chosen for real-sized data by the rule in docs/model-decisions.md (the scale benchmark's
- * generated data, never the holdout).
+ * defaults are fastText's tutorial settings for many labels, and `ft_buckets` 2^20 becomes fastText's
+ * 2,000,000 with the large-data settings (docs/model-decisions.md, the `fasttext` section: the scale
+ * benchmark's generated data, never the holdout).
  */
 import { choice, type HyperParam, logUniform, num, oneOf } from '../../arg-checks.js';
 
