@@ -2,15 +2,16 @@
  * Training of the `fasttext` model in `trainTagger`'s flow: tags from the training rows (`min_freq`,
  * `accepted_tags`), a dictionary of the words, the features of every row computed once, only the input rows
  * those features use allocated (so memory grows with the data, not with `ft_buckets`), then `ft_epochs`
- * passes of SGD over the training rows (fasttext-sgd.ts) with the learning rate decreasing linearly to 0:
- * the validated fit, whose validation predictions choose the threshold(s).
+ * passes of SGD over the training rows (fasttext-sgd.ts), each in a new seeded order, with the learning
+ * rate decreasing linearly to 0: the validated fit, whose validation predictions choose the threshold(s).
  *
  * The refit (`refit`) continues that model on train + validation instead of training a second one from
  * scratch: `refitEpochs(args)` more passes (a fifth of `ft_epochs`) over every row, the learning rate
  * starting at a fifth of `ft_lr` and decreasing to 0 — so the served model learns from the validation rows
  * at a quarter of the cost of a second training (rule fixed when the kind was built; what was measured
- * since is in docs/model-decisions.md, "`fasttext`: a new row order every epoch"). The dictionary and the input rows cover the validation rows from the start; the
- * validated fit never trains the rows only they use, and its predictions leave them out like unknown words.
+ * since is in docs/model-decisions.md, "`fasttext`: a new row order every epoch"). The dictionary and the
+ * input rows cover the validation rows from the start; the validated fit never trains the rows only they
+ * use, and its predictions leave them out like unknown words.
  */
 import { multiLabelMetrics } from '../../evaluation/metrics.js';
 import { multiLabelModelTags } from '../../labels.js';
