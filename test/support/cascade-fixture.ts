@@ -138,9 +138,10 @@ export function realCascade(encoder: TrainEncoder, probes: readonly string[]): C
 }
 
 /**
- * An EncoderProvider of stand-in embeddings that records what it embeds: `missing` makes the encoder
- * unopenable (EncoderLoadError, as for files missing on the machine), `failWith` makes every embed call
- * reject with that error (a full queue, a failed thread…).
+ * An EncoderProvider of stand-in embeddings (`vectorOf`, by default `fakeEmbedding`) that records what it
+ * embeds: `missing` makes the encoder unopenable (EncoderLoadError, as for files missing on the machine),
+ * `failWith` makes every embed call reject with that error (a full queue, a failed thread…); with `only`,
+ * an encoder of other files is unopenable too, as a real pool would find it.
  */
 export class FakeEncoders implements EncoderProvider {
   /** The texts of every embed call, in order. */
@@ -149,11 +150,19 @@ export class FakeEncoders implements EncoderProvider {
   failWith: Error | null = null;
   leases = 0;
 
+  constructor(
+    private readonly vectorOf: (text: string) => Float32Array = fakeEmbedding,
+    private readonly only: EncoderSpec | null = null,
+  ) {}
+
   async acquire(spec: EncoderSpec): Promise<EncoderLease> {
     if (this.missing) {
       throw new EncoderLoadError(
         `encoder ${spec.name}: /srv/tagger/encoders/${spec.name}/model.onnx is missing`,
       );
+    }
+    if (this.only !== null && spec.model_sha256 !== this.only.model_sha256) {
+      throw new EncoderLoadError(`encoder ${spec.name}: only the ${this.only.name} encoder is here`);
     }
     this.leases += 1;
     return {
@@ -161,7 +170,7 @@ export class FakeEncoders implements EncoderProvider {
       embed: async (texts) => {
         this.calls.push([...texts]);
         if (this.failWith !== null) throw this.failWith;
-        return texts.map(fakeEmbedding);
+        return texts.map((text) => this.vectorOf(text));
       },
       release: () => {
         this.leases -= 1;

@@ -11,12 +11,12 @@ import {
   type TrainEncoder,
   type TrainingArgs,
 } from '../../src/model/index.js';
-import { EncoderLoadError, type EncoderProvider } from '../../src/served-models/encoders.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { textsToEmbed } from '../../src/train/embeddings.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
 import { type TrainingOutcome, trainAndEvaluate } from '../../src/train/pipeline.js';
+import { FakeEncoders } from './cascade-fixture.js';
 import { SAMPLE_DATA } from './components.js';
 
 const DIM = 16;
@@ -38,16 +38,21 @@ export const SYNTHETIC_CASCADE_ARGS: TrainingArgs = parseTrainingArgs({
   ngram_max_range: 3,
 });
 
+/** A text's seeded noise: the same vector for the same text. */
+function syntheticVector(text: string): Float32Array {
+  let seed = 0;
+  for (let i = 0; i < text.length; i++) seed = (Math.imul(seed, 31) + text.charCodeAt(i)) >>> 0;
+  const rng = createRng(seed);
+  return new Float32Array(DIM).map(() => rng() - 0.5);
+}
+
 /** Seeded noise per text plus a pull toward its tag's direction for the texts of `rows`. */
 export function syntheticEmbeddings(texts: Iterable<string>, rows: readonly LabelledText[]): TrainEncoder {
   const tagOf = new Map(rows.map((row) => [row.text, row.tag]));
   const tags = [...new Set(rows.map((row) => row.tag))].sort();
   const embeddings = new Map<string, Float32Array>();
   for (const text of texts) {
-    let seed = 0;
-    for (let i = 0; i < text.length; i++) seed = (Math.imul(seed, 31) + text.charCodeAt(i)) >>> 0;
-    const rng = createRng(seed);
-    const vector = new Float32Array(DIM).map(() => rng() - 0.5);
+    const vector = syntheticVector(text);
     const tag = tagOf.get(text);
     if (tag !== undefined) vector[tags.indexOf(tag) % DIM]! += 0.8;
     embeddings.set(text, vector);
@@ -59,26 +64,7 @@ export function syntheticEmbeddings(texts: Iterable<string>, rows: readonly Labe
  * Serves the synthetic encoder as the encoder pool would serve a real one (tests of served cascade runs
  * without the real encoder): any text gets its seeded vector; `calls` records each embed call's texts.
  */
-export function syntheticEncoders(): EncoderProvider & { calls: string[][] } {
-  const calls: string[][] = [];
-  return {
-    calls,
-    acquire: async (spec) => {
-      if (spec.model_sha256 !== SYNTHETIC_ENCODER.model_sha256) {
-        throw new EncoderLoadError(`encoder ${spec.name}: only the synthetic encoder is here`);
-      }
-      return {
-        spec,
-        embed: async (texts) => {
-          calls.push([...texts]);
-          const { embeddings } = syntheticEmbeddings(texts, []);
-          return texts.map((text) => embeddings.get(text)!);
-        },
-        release: () => undefined,
-      };
-    },
-  };
-}
+export const syntheticEncoders = (): FakeEncoders => new FakeEncoders(syntheticVector, SYNTHETIC_ENCODER);
 
 /** A cascade trained on the sample data with the synthetic embeddings (seed 3). */
 export async function sampleCascade(): Promise<{
