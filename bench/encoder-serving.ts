@@ -327,18 +327,23 @@ export async function memoryTrial(setup: Setup, variants: readonly MemoryVariant
   return out;
 }
 
-/** Trains the served models and runs only the memory variants (bench/encoder.ts --memory). */
-export async function memoryOnly(
-  input: ServingBenchInput,
-  variants: readonly MemoryVariant[],
-): Promise<MemoryResult[]> {
-  installCleanup();
+/** Finds the encoder's files for the runs that follow (encoderFiles). */
+async function findEncoderFiles(input: ServingBenchInput): Promise<void> {
   const files = await resolveEncoder(input.encoderName);
   encoderFiles = {
     model: files.model,
     tokenizer: files.tokenizer,
     maxTokens: input.embedded.spec.max_tokens,
   };
+}
+
+/** Trains the served models and runs only the memory variants (bench/encoder.ts --memory). */
+export async function memoryOnly(
+  input: ServingBenchInput,
+  variants: readonly MemoryVariant[],
+): Promise<MemoryResult[]> {
+  installCleanup();
+  await findEncoderFiles(input);
   const workDir = mkdtempSync(join(tmpdir(), 'tagger-bench-encoder-memory-'));
   try {
     const setup = prepare(input, workDir, []);
@@ -363,12 +368,7 @@ export async function servingRows(input: ServingBenchInput): Promise<{
   details: unknown;
 }> {
   installCleanup();
-  const files = await resolveEncoder(input.encoderName);
-  encoderFiles = {
-    model: files.model,
-    tokenizer: files.tokenizer,
-    maxTokens: input.embedded.spec.max_tokens,
-  };
+  await findEncoderFiles(input);
   const workDir = mkdtempSync(join(tmpdir(), 'tagger-bench-encoder-serving-'));
   const breakage: string[] = [];
   try {
