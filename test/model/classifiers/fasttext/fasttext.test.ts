@@ -1,7 +1,7 @@
 /**
  * The `fasttext` family beyond the classifier contract: its features (words, the end-of-text word, word
  * and character n-grams in shared buckets), the Huffman tree of the hierarchical softmax, training that
- * learns and is reproducible, memory that grows with the data rather than the buckets, the refit that
+ * learns and is reproducible, a new row order every epoch, memory that grows with the data rather than the buckets, the refit that
  * continues the validated model, and the saved format's checks.
  */
 import { describe, expect, it } from 'vitest';
@@ -106,6 +106,27 @@ describe('fasttext training', () => {
     });
     expect(sizes[1]).toBeLessThan(30_000);
     expect(sizes[1]).toBeGreaterThanOrEqual(sizes[0]!);
+  });
+
+  it('visits the rows in a new order every epoch, so rows sorted by tag do not favour the first tag', () => {
+    // The learning rate falls from ft_lr to 0, so rows read in file order weigh most at the start: sorted
+    // by tag, one epoch in that order left P(a) about 0.09 above P(b) for a text of only shared words.
+    const sorted: LabelledText[] = ['alpha', 'beta'].flatMap((word, t) =>
+      Array.from({ length: 60 }, (_, i) => ({
+        text: `${word} shared common words ${i % 7}`,
+        tag: t === 0 ? 'a' : 'b',
+      })),
+    );
+    const validation = [
+      { text: 'alpha shared', tag: 'a' },
+      { text: 'beta shared', tag: 'b' },
+    ];
+    const args = parseTrainingArgs({ classifier: 'fasttext', ft_epochs: 1, refit: false, min_freq: 1 });
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const { model } = trainTagger(sorted, validation, args, { seed });
+      const p = model.predict(['shared common words'])[0]!.probabilities;
+      expect(Math.abs(p.a! - p.b!)).toBeLessThan(0.05);
+    }
   });
 
   it('refits by continuing the validated model on train + validation for a fifth of the epochs', () => {
