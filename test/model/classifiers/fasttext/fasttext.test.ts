@@ -1,8 +1,8 @@
 /**
  * The `fasttext` family beyond the classifier contract: its features (words, the end-of-text word, word
  * and character n-grams in shared buckets), the Huffman tree of the hierarchical softmax, training that
- * learns and is reproducible, a new row order every epoch, memory that grows with the data rather than the buckets, the refit that
- * continues the validated model, and the saved format's checks.
+ * learns and is reproducible, a new row order every epoch, memory that grows with the data rather than the
+ * buckets, the refit that continues the validated model, and the saved format's checks.
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../../../src/model/args.js';
