@@ -51,7 +51,7 @@ function predictionParts(
   texts: readonly string[],
   rounds: number,
 ): { cleaning: number; features: number; predict: number } {
-  const clean = (text: string) => cleanText(text, { lower: model.args.lower, stem: model.args.stem });
+  const clean = (text: string) => cleanText(text, model.args);
   const cleaned = texts.map(clean);
   const passes = {
     cleaning: () => {

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EVALUATION_TAGS, parseTrainingArgs, RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
+import { EVALUATION_TAGS, parseSavedArgs, RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
 import {
   defaultRecordStoreUri,
   openRecordStore,
@@ -131,7 +131,7 @@ export async function findParent(
     experimentId: run.info.experimentId,
     experimentName: experiment,
     scope: recordScope({ experimentId: run.info.experimentId }),
-    args: parseTrainingArgs(JSON.parse(argsText)),
+    args: parseSavedArgs(JSON.parse(argsText)),
     seed: seedText !== undefined && /^\d+$/.test(seedText) ? Number(seedText) : 42,
     chosen,
   };

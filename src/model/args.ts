@@ -12,6 +12,7 @@ import type { MEMBER_HYPER_PARAMS } from './classifiers/members/hyper-params.js'
 import { SOFT_VOTE } from './classifiers/members/members-family.js';
 import type { SGD_HYPER_PARAMS } from './classifiers/sgd/sgd-params.js';
 import { ModelInputError } from './errors.js';
+import { LEGACY_CLEANUP } from './text/preprocess.js';
 import type { TrainingArgs } from './training-args.js';
 
 export { DEFAULT_VOTE_MEMBERS } from './classifiers/members/member-args.js';
@@ -46,6 +47,9 @@ const COMMON_ARGS: {
   min_freq: { check: num(0, Number.MAX_SAFE_INTEGER, { integer: true }), default: 20 },
   lower: { check: bool, default: true },
   stem: { check: bool, default: false },
+  stopwords: { check: bool, default: false },
+  ascii_only: { check: bool, default: false },
+  strip_urls: { check: bool, default: false },
   analyzer: { check: oneOf(['word', 'char', 'char_wb', 'char_wb+word']), default: 'char_wb+word' },
   ngram_min_range: { check: num(1, 16, { integer: true }), default: 2 },
   ngram_max_range: { check: num(1, 16, { integer: true }), default: 4 },
@@ -114,6 +118,9 @@ const ARG_ORDER = [
   'min_freq',
   'lower',
   'stem',
+  'stopwords',
+  'ascii_only',
+  'strip_urls',
   'analyzer',
   'ngram_min_range',
   'ngram_max_range',
@@ -277,4 +284,33 @@ export function parseTrainingArgs(raw: unknown): TrainingArgs {
     );
   }
   return resolved;
+}
+
+/**
+ * What a saved model or run trained with for the arguments that did not exist when it was saved (each
+ * one's behaviour before it was an argument): softmax for `classifier`, raw term counts for
+ * `sublinear_tf`, a single model for `ensemble`, no refit, log loss, no class weights, `min_df` 1,
+ * n-grams from 2, and tagifai's whole clean-up (stopwords, ASCII only, URLs stripped; before format 1.8).
+ */
+const SAVED_ARGS_BEFORE_THEY_EXISTED: Readonly<Partial<Record<keyof TrainingArgs, unknown>>> = Object.freeze({
+  classifier: 'softmax',
+  sublinear_tf: false,
+  ensemble: 1,
+  refit: false,
+  loss: 'log_loss',
+  class_weight: null,
+  min_df: 1,
+  ngram_min_range: 2,
+  ...LEGACY_CLEANUP,
+});
+
+/**
+ * parseTrainingArgs for arguments read back from a saved model or a run's args.json: a key the record
+ * lacks takes the behaviour the model was trained with (SAVED_ARGS_BEFORE_THEY_EXISTED), not today's default.
+ * @example parseSavedArgs({ classifier: 'ovr' }).stopwords // true: saved before the clean-up was an argument
+ */
+export function parseSavedArgs(raw: unknown): TrainingArgs {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return parseTrainingArgs(raw);
+  const legacy = Object.entries(SAVED_ARGS_BEFORE_THEY_EXISTED).filter(([key]) => !Object.hasOwn(raw, key));
+  return parseTrainingArgs({ ...raw, ...Object.fromEntries(legacy) });
 }

@@ -365,6 +365,7 @@ export const READABLE_MODEL_FORMATS: readonly string[] = Object.freeze([
   'tagger-model/1.5',
   'tagger-model/1.6',
   'tagger-model/1.7',
+  'tagger-model/1.8',
 ]);
 /** The format every model is written in: the newest. */
 export const MODEL_FORMAT = READABLE_MODEL_FORMATS.at(-1)!;

@@ -29,14 +29,17 @@
  * `tagger-model/1.7` — cascades (`cascade` arg; model/cascade/): the manifest adds `cascade` (τ, the rule
  * and reason it was chosen by, and both stages' complete manifests) and weights.bin holds the stages'
  * weights one after the other (cascade/cascade-artifact.ts); the other models' layout is unchanged.
+ * `tagger-model/1.8` — the clean-up steps are arguments (`stopwords`, `ascii_only`, `strip_urls`, beside
+ * `lower` and `stem`), off by default; the files' layout is unchanged, the bump makes older readers, which
+ * always applied tagifai's clean-up, refuse these models by format instead of predicting from other text.
  * Every model is written in the current format; a reader checks that the format is at least the one that
  * introduced what the model uses (multi-label 1.3, member classifiers 1.4, an encoder 1.5, a cascade 1.7).
  * All six are read (the families' own parts by their families: classifiers/sgd/sgd-artifact.ts,
- * classifiers/members/member-artifact.ts); a model without an arg loads with the behaviour it was trained with: `/1` without
- * `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss` log_loss, `class_weight` null, `min_df`
- * 1 and `ngram_min_range` 2.
+ * classifiers/members/member-artifact.ts); a model without an arg loads with the behaviour it was trained with
+ * (args.ts's parseSavedArgs): `/1` without `sublinear_tf` (false), without `ensemble` 1, before 1.2 `loss`
+ * log_loss, `class_weight` null, `min_df` 1 and `ngram_min_range` 2, before 1.8 tagifai's clean-up.
  */
-import { parseTrainingArgs } from './args.js';
+import { parseSavedArgs } from './args.js';
 import {
   bad,
   type CheckedManifest,
@@ -135,20 +138,8 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
   }
   let args: TrainingArgs;
   try {
-    // Models saved before an arg existed were trained with its old behaviour: softmax for `classifier`,
-    // raw term counts for `sublinear_tf`, a single model for `ensemble`, no refit for `refit`; fill those
-    // in rather than the current defaults.
-    const isObject = m.args !== null && typeof m.args === 'object' && !Array.isArray(m.args);
-    const legacy: Record<string, unknown> = {};
-    if (isObject && !Object.hasOwn(m.args as object, 'classifier')) legacy.classifier = 'softmax';
-    if (isObject && !Object.hasOwn(m.args as object, 'sublinear_tf')) legacy.sublinear_tf = false;
-    if (isObject && !Object.hasOwn(m.args as object, 'ensemble')) legacy.ensemble = 1;
-    if (isObject && !Object.hasOwn(m.args as object, 'refit')) legacy.refit = false;
-    if (isObject && !Object.hasOwn(m.args as object, 'loss')) legacy.loss = 'log_loss';
-    if (isObject && !Object.hasOwn(m.args as object, 'class_weight')) legacy.class_weight = null;
-    if (isObject && !Object.hasOwn(m.args as object, 'min_df')) legacy.min_df = 1;
-    if (isObject && !Object.hasOwn(m.args as object, 'ngram_min_range')) legacy.ngram_min_range = 2;
-    args = parseTrainingArgs(isObject ? { ...m.args, ...legacy } : m.args);
+    // A model saved before an arg existed was trained with its old behaviour, not today's default.
+    args = parseSavedArgs(m.args);
   } catch (error) {
     return bad(`invalid args (${(error as Error).message})`);
   }

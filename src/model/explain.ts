@@ -8,7 +8,7 @@
  */
 
 import { FeatureUnion, type TaggerVectorizer } from './text/features.js';
-import { cleanText } from './text/preprocess.js';
+import { type CleanOptions, cleanText } from './text/preprocess.js';
 import type { TfidfAnalyzer } from './text/tfidf.js';
 
 export interface FeatureContribution {
@@ -145,10 +145,10 @@ export interface TextFeatures {
 /** The cleaned text's features, copied out of the vectorizer's scratch buffers. */
 export function textFeatures(
   vectorizer: TaggerVectorizer,
-  args: { readonly lower: boolean; readonly stem: boolean },
+  args: Readonly<CleanOptions>,
   text: string,
 ): TextFeatures {
-  const n = vectorizer.vectorize(cleanText(String(text), { lower: args.lower, stem: args.stem }));
+  const n = vectorizer.vectorize(cleanText(String(text), args));
   return { indices: vectorizer.vectorIndices.slice(0, n), values: vectorizer.vectorValues.slice(0, n) };
 }
 

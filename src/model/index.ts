@@ -11,6 +11,7 @@ export {
   ENCODER_DEFAULT_ARGS,
   type LearningRateSchedule,
   type MemberClassifier,
+  parseSavedArgs,
   parseTrainingArgs,
   type SvmLoss,
   type ThresholdMode,
@@ -166,5 +167,5 @@ export {
   trainTagger,
 } from './tagger.js';
 export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './text/embeddings.js';
-export { cleanText, STOPWORDS } from './text/preprocess.js';
+export { type CleanOptions, cleanText, LEGACY_CLEANUP, STOPWORDS } from './text/preprocess.js';
 export { type CsrMatrix, TfidfVectorizer } from './text/tfidf.js';

@@ -30,8 +30,12 @@ export interface TrainingArgs extends SgdHyperParams, MemberHyperParams, FastTex
   subset: number | null;
   /** Tags with fewer training examples than this become `other`. */
   min_freq: number;
+  /** The clean-up steps before the features (text/preprocess.ts's CleanOptions; models saved before 1.8: LEGACY_CLEANUP). */
   lower: boolean;
   stem: boolean;
+  stopwords: boolean;
+  ascii_only: boolean;
+  strip_urls: boolean;
   analyzer: Analyzer;
   /**
    * Lower end of the n-gram range (2 as in tagifai; 1 adds single words / characters). For `char_wb+word`

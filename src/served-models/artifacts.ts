@@ -9,7 +9,7 @@ import {
   isCascade,
   MODEL_FILES,
   parseReferenceProfile,
-  parseTrainingArgs,
+  parseSavedArgs,
   type ReferenceProfile,
   RUN_ARTIFACTS,
   type TagModel,
@@ -157,8 +157,9 @@ function parseArgs(raw: unknown): Readonly<Record<string, unknown>> {
   if (!isRecord(raw)) throw new ArtifactFormatError('args.json must hold a JSON object');
   let args: Record<string, unknown>;
   try {
-    // Validated and completed the way training reads args, so every documented key is present.
-    args = parseTrainingArgs(raw) as unknown as Record<string, unknown>;
+    // Validated and completed the way a saved model's are, so every documented key is present and a key
+    // the run predates says what it was trained with.
+    args = parseSavedArgs(raw) as unknown as Record<string, unknown>;
   } catch (error) {
     throw new ArtifactFormatError(`args.json: ${(error as Error).message}`);
   }

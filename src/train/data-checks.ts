@@ -94,17 +94,30 @@ export function duplicateRowsWarning(rows: readonly LabelledText[]): string | nu
   return `${repeats.length} row(s) repeat an earlier row's text and tag (${rowList(rows, repeats)}): the model learns them twice, and a repeat split into the test rows inflates the test f1; remove the repeats`;
 }
 
+/** What the clean-up steps the args turn on remove, for a message ("stopwords, URLs and …"). */
+function removedByCleanUp(args: TrainingArgs): string {
+  const removed = [
+    ...(args.stopwords ? ['stopwords'] : []),
+    ...(args.ascii_only ? ['punctuation', 'non-ASCII letters'] : []),
+    ...(args.strip_urls ? ['URLs'] : []),
+  ];
+  if (removed.length === 0) return 'once whitespace is trimmed (no clean-up step removes words)';
+  const list =
+    removed.length === 1 ? removed[0]! : `${removed.slice(0, -1).join(', ')} and ${removed.at(-1)}`;
+  return `once ${list} are removed`;
+}
+
 /**
- * Rows with no word left after the model's clean-up (stopwords, punctuation, URLs and non-ASCII letters
- * removed): the model learns nothing from them and tags such texts by its biases alone.
+ * Rows with nothing left after the args' clean-up (stopwords, punctuation, URLs, … as they remove): no
+ * feature at all, so the model learns nothing from them and tags such texts by its biases alone.
  */
 export function unreadableTextsWarning(rows: readonly LabelledText[], args: TrainingArgs): string | null {
   const empty: number[] = [];
   rows.forEach((row, index) => {
-    if (cleanText(row.text, { lower: args.lower, stem: args.stem }) === '') empty.push(index);
+    if (cleanText(row.text, args) === '') empty.push(index);
   });
   if (empty.length === 0) return null;
-  return `${empty.length} row(s) have no word the model can read once stopwords, punctuation, URLs and non-ASCII letters are removed (${rowList(rows, empty)}): they teach it nothing; rewrite or remove them`;
+  return `${empty.length} row(s) have no feature: nothing is left of their text ${removedByCleanUp(args)} (${rowList(rows, empty)}); they teach the model nothing: rewrite or remove them${args.stopwords ? ', or train without "stopwords"' : ''}`;
 }
 
 /** One data warning, with its kind (recorded as the run's tag `tagger.data_checks`). */

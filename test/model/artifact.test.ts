@@ -42,7 +42,7 @@ describe('model artifact', () => {
   it('produces exactly MODEL_FILES with a versioned manifest', () => {
     expect(Object.keys(files).sort()).toEqual([...MODEL_FILES].sort());
     expect(manifest().format).toBe(MODEL_FORMAT);
-    expect(MODEL_FORMAT).toBe('tagger-model/1.7');
+    expect(MODEL_FORMAT).toBe('tagger-model/1.8');
     expect(READABLE_MODEL_FORMATS).toEqual([
       'tagger-model/1',
       'tagger-model/1.1',
@@ -52,6 +52,7 @@ describe('model artifact', () => {
       'tagger-model/1.5',
       'tagger-model/1.6',
       'tagger-model/1.7',
+      'tagger-model/1.8',
     ]);
   });
 
@@ -76,12 +77,12 @@ describe('model artifact', () => {
     [
       'a future version',
       withManifest({ format: 'tagger-model/2' }),
-      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1, tagger-model\/1\.2, tagger-model\/1\.3, tagger-model\/1\.4, tagger-model\/1\.5, tagger-model\/1\.6, tagger-model\/1\.7\)/,
+      /unsupported model format "tagger-model\/2" \(this version reads tagger-model\/1, tagger-model\/1\.1, tagger-model\/1\.2, tagger-model\/1\.3, tagger-model\/1\.4, tagger-model\/1\.5, tagger-model\/1\.6, tagger-model\/1\.7, tagger-model\/1\.8\)/,
     ],
     [
       'a future minor version',
-      withManifest({ format: 'tagger-model/1.8' }),
-      /unsupported model format "tagger-model\/1\.8"/,
+      withManifest({ format: 'tagger-model/1.9' }),
+      /unsupported model format "tagger-model\/1\.9"/,
     ],
     [
       'truncated weights',

@@ -35,7 +35,7 @@ describe('model.explain', () => {
         expect(all.contributions).toHaveLength(all.features);
         expect(all.score).toBe(explanation.score);
         // Features are n-grams of the cleaned text the model saw.
-        const clean = cleanText(text, { lower: model.args.lower, stem: model.args.stem });
+        const clean = cleanText(text, model.args);
         for (const { feature, analyzer } of all.contributions) {
           // Word n-grams skip one-letter tokens (scikit-learn's token pattern), so check word by word.
           if (analyzer === 'word') for (const word of feature.split(' ')) expect(clean).toContain(word);

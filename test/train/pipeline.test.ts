@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type LabelledText, parseTrainingArgs } from '../../src/model/index.js';
+import { type LabelledText, LEGACY_CLEANUP, parseTrainingArgs } from '../../src/model/index.js';
 import { DataError, readDataset } from '../../src/train/data.js';
 import {
   argsForData,
@@ -148,12 +148,25 @@ describe('trainAndEvaluate: what the metrics were measured on, and data warnings
       { text: 'The ... and / or?', tag: 'other', record: 0, line: 901 },
       { text: '深度学习 !!!', tag: 'other', record: 0, line: 902 },
     ];
-    const outcome = trainAndEvaluate({ data: withProblems, args: FAST_ARGS, seed: 1 });
+    const outcome = trainAndEvaluate({
+      data: withProblems,
+      args: { ...FAST_ARGS, ...LEGACY_CLEANUP },
+      seed: 1,
+    });
     expect(outcome.warnings).toContain(
       "1 row(s) repeat an earlier row's text and tag (line 900): the model learns them twice, and a repeat split into the test rows inflates the test f1; remove the repeats",
     );
     expect(outcome.warnings).toContain(
-      '2 row(s) have no word the model can read once stopwords, punctuation, URLs and non-ASCII letters are removed (lines 901 and 902): they teach it nothing; rewrite or remove them',
+      '2 row(s) have no feature: nothing is left of their text once stopwords, punctuation, non-ASCII letters and URLs are removed (lines 901 and 902); they teach the model nothing: rewrite or remove them, or train without "stopwords"',
+    );
+    // Without the clean-up (the default), the same texts have features; only a blank one has none.
+    const plainCleanUp = trainAndEvaluate({
+      data: [...withProblems, { text: ' \t ', tag: 'other', record: 0, line: 903 }],
+      args: FAST_ARGS,
+      seed: 1,
+    });
+    expect(plainCleanUp.warnings).toContain(
+      '1 row(s) have no feature: nothing is left of their text once whitespace is trimmed (no clean-up step removes words) (line 903); they teach the model nothing: rewrite or remove them',
     );
     // Rows given in memory (no file lines) are named by position.
     const plain = data.map(({ text, tag }) => ({ text, tag }));

@@ -1,6 +1,9 @@
 /**
- * Text clean-up before vectorising, modelled on tagifai's `clean_text`: lower-case, drop English
- * stopwords, strip URLs, keep only ASCII letters and digits, collapse spaces, optionally Porter-stem.
+ * Text clean-up before vectorising. Each step is a training argument (CleanOptions): lower-case, strip
+ * URLs, drop English stopwords, keep only ASCII letters and digits, Porter-stem; whitespace is always
+ * collapsed. All steps on is tagifai's `clean_text` (what every model saved before the steps were
+ * arguments was trained with: LEGACY_CLEANUP); by default only lower-casing is on, and `tagger train`
+ * turns the others on when the user's validation split prefers them (src/train/model-choice.ts).
  */
 import { stemmer } from 'stemmer';
 
@@ -65,7 +68,7 @@ const isAsciiAlnum = (c: number): boolean =>
  * split into word runs, drop stopword runs, keep the ASCII-alphanumeric pieces of the others.
  * test/model/text/preprocess.test.ts checks this against the regex version on random strings.
  */
-function dropStopwordsAndSymbols(text: string, out: string[]): void {
+function asciiWords(text: string, dropStopwords: boolean, out: string[]): void {
   const n = text.length;
   let i = 0;
   while (i < n) {
@@ -84,7 +87,7 @@ function dropStopwordsAndSymbols(text: string, out: string[]): void {
       i += c > 0xffff ? 2 : 1;
     }
     const end = i;
-    if (isStopword(text, start, end, hash)) continue;
+    if (dropStopwords && isStopword(text, start, end, hash)) continue;
     let piece = -1;
     for (let j = start; j < end; j++) {
       if (isAsciiAlnum(text.charCodeAt(j))) {
@@ -96,6 +99,40 @@ function dropStopwordsAndSymbols(text: string, out: string[]): void {
     }
     if (piece >= 0) out.push(text.slice(piece, end));
   }
+}
+
+/**
+ * Without `ascii_only`: the text with its stopword runs (Unicode word runs, as asciiWords finds them)
+ * dropped and, with `stem`, every other word run replaced by its stem; everything between word runs
+ * (punctuation, symbols, spaces) is kept as it is.
+ */
+function rewriteWords(text: string, dropStopwords: boolean, stem: boolean): string {
+  const n = text.length;
+  let out = '';
+  let copied = 0;
+  let i = 0;
+  while (i < n) {
+    let c = text.codePointAt(i)!;
+    if (!isWordCodePoint(c)) {
+      i += c > 0xffff ? 2 : 1;
+      continue;
+    }
+    const start = i;
+    let hash = 0;
+    while (i < n) {
+      c = text.codePointAt(i)!;
+      if (!isWordCodePoint(c)) break;
+      hash = hashUnit(hash, text.charCodeAt(i));
+      if (c > 0xffff) hash = hashUnit(hash, text.charCodeAt(i + 1));
+      i += c > 0xffff ? 2 : 1;
+    }
+    const dropped = dropStopwords && isStopword(text, start, i, hash);
+    if (!dropped && !stem) continue;
+    out += text.slice(copied, start);
+    if (!dropped) out += stemWord(text.slice(start, i));
+    copied = i;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
 }
 
 // Stemming dominates preprocessing time when enabled; a bounded memo keeps it cheap and pure.
@@ -111,20 +148,40 @@ function stemWord(word: string): string {
   return out;
 }
 
+/** The clean-up steps (training arguments of the same names). */
 export interface CleanOptions {
+  /** Lower-case the text. */
   lower: boolean;
+  /** Porter-stem every word (the `stemmer` package lower-cases its input, so stems are lower-case). */
   stem: boolean;
+  /** Drop NLTK's 179 English stopwords (whole words only, as tagifai's regex). */
+  stopwords: boolean;
+  /** Keep only ASCII letters and digits: every other character (punctuation, accents, emoji) is a space. */
+  ascii_only: boolean;
+  /** Replace `http(s)://…` and `www.…` runs by a space. */
+  strip_urls: boolean;
 }
 
+/** The steps of tagifai's `clean_text`, which every model saved before they were arguments used. */
+export const LEGACY_CLEANUP = Object.freeze({ stopwords: true, ascii_only: true, strip_urls: true });
+
+/** Python's `\s` runs (JS's `\s` is close enough here: the result is split on spaces by every analyzer). */
+const SPACES_RE = /\s+/g;
+
 /**
- * Cleans one text. The result contains only `[A-Za-z0-9]` words separated by single spaces.
- * Note: the `stemmer` package lower-cases its input, so `stem: true` yields lower-case stems even with `lower: false`.
- * @example cleanText('The BERT model: https://x.io/a!', { lower: true, stem: false }) // 'bert model'
+ * Cleans one text with the steps `options` turns on; whitespace runs always become one space, trimmed.
+ * With `ascii_only` the result holds only `[A-Za-z0-9]` words separated by single spaces.
+ * @example cleanText('The BERT model: https://x.io/a!', { lower: true, stem: false, ...LEGACY_CLEANUP }) // 'bert model'
+ * @example cleanText('What can I do?', { lower: true, stem: false, stopwords: false, ascii_only: false, strip_urls: false }) // 'what can i do?'
  */
 export function cleanText(text: string, options: CleanOptions): string {
   let out = options.lower ? text.toLowerCase() : text;
-  out = out.replace(URL_RE, ' ');
-  const words: string[] = [];
-  dropStopwordsAndSymbols(out, words);
-  return (options.stem ? words.map(stemWord) : words).join(' ');
+  if (options.strip_urls) out = out.replace(URL_RE, ' ');
+  if (options.ascii_only) {
+    const words: string[] = [];
+    asciiWords(out, options.stopwords, words);
+    return (options.stem ? words.map(stemWord) : words).join(' ');
+  }
+  if (options.stopwords || options.stem) out = rewriteWords(out, options.stopwords, options.stem);
+  return out.replace(SPACES_RE, ' ').trim();
 }

@@ -13,6 +13,7 @@ import {
   decodeModel,
   type EncoderSpec,
   encodeModel,
+  MODEL_FORMAT,
   ModelFormatError,
   parseTrainingArgs,
   trainTagger,
@@ -136,10 +137,10 @@ describe('CascadeTagModel', () => {
     expect(textsNeedingEmbeddings(cascade.encoderModel, PROBES)).toEqual(PROBES.map((_, i) => i));
   });
 
-  it('saves as tagger-model/1.7 and loads predicting bit for bit', () => {
+  it('saves in the current format and loads predicting bit for bit', () => {
     const files = encodeModel(cascade);
     const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
-    expect(manifest.format).toBe('tagger-model/1.7');
+    expect(manifest.format).toBe(MODEL_FORMAT);
     expect(manifest.cascade.threshold).toBe(cascade.routingThreshold);
     expect(manifest.cascade.stages.map((s: { name: string }) => s.name)).toEqual(['fast', 'encoder']);
     const copy = decodeModel(files, { withEncoder: true });

@@ -1,11 +1,25 @@
 /** cleanText: exact outputs on small inputs, and agreement with the tagifai regex pipeline on random text. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { cleanText, STOPWORDS } from '../../../src/model/text/preprocess.js';
+import {
+  type CleanOptions,
+  cleanText,
+  LEGACY_CLEANUP,
+  STOPWORDS,
+} from '../../../src/model/text/preprocess.js';
 
-const LOWER = { lower: true, stem: false };
+/** tagifai's clean-up, every step on (what models before format 1.8 used). */
+const LOWER = { lower: true, stem: false, ...LEGACY_CLEANUP };
+/** Every step off but lower-casing (the default). */
+const NONE: CleanOptions = {
+  lower: true,
+  stem: false,
+  stopwords: false,
+  ascii_only: false,
+  strip_urls: false,
+};
 
-describe('cleanText', () => {
+describe("cleanText with tagifai's clean-up (LEGACY_CLEANUP)", () => {
   it('has NLTK English stopwords', () => {
     expect(STOPWORDS).toHaveLength(179);
     expect(STOPWORDS).toContain("wouldn't");
@@ -33,16 +47,47 @@ describe('cleanText', () => {
   });
 
   it('keeps case and case-sensitive stopwords when lower is false', () => {
-    expect(cleanText('The Model is Great', { lower: false, stem: false })).toBe('The Model Great');
+    expect(cleanText('The Model is Great', { ...LOWER, lower: false })).toBe('The Model Great');
   });
 
   it('Porter-stems when asked', () => {
-    expect(cleanText('running generalization models', { lower: true, stem: true })).toBe('run gener model');
+    expect(cleanText('running generalization models', { ...LOWER, stem: true })).toBe('run gener model');
   });
 
   it('returns an empty string for text with nothing left', () => {
     expect(cleanText('', LOWER)).toBe('');
     expect(cleanText('😀 !!! the', LOWER)).toBe('');
+  });
+});
+
+describe('cleanText, step by step', () => {
+  it('by default only lower-cases and collapses whitespace: punctuation, stopwords and URLs stay', () => {
+    expect(cleanText('  What can   I do?\n', NONE)).toBe('what can i do?');
+    expect(cleanText('No!', NONE)).toBe('no!');
+    expect(cleanText('see https://x.io/a', NONE)).toBe('see https://x.io/a');
+    expect(cleanText('Café déjà', NONE)).toBe('café déjà');
+  });
+
+  it('drops stopwords without touching the punctuation around them', () => {
+    expect(cleanText('what can you do?', { ...NONE, stopwords: true })).toBe('?');
+    expect(cleanText("don't stop, the model!", { ...NONE, stopwords: true })).toBe("' stop, model!"); // "t" is a stopword too;
+  });
+
+  it('keeps only ASCII letters and digits with ascii_only, stopwords kept unless asked', () => {
+    expect(cleanText('What can I do? déjà', { ...NONE, ascii_only: true })).toBe('what can i do d j');
+  });
+
+  it('strips URLs only when asked', () => {
+    expect(cleanText('see https://x.io/a now', { ...NONE, strip_urls: true })).toBe('see now');
+  });
+
+  it('stems word runs in place, keeping punctuation', () => {
+    expect(cleanText('running models, quickly!', { ...NONE, stem: true })).toBe('run model, quickli!');
+  });
+
+  it('leaves nothing of a text made only of stopwords when asked to drop them', () => {
+    expect(cleanText('what can you do', { ...NONE, stopwords: true })).toBe('');
+    expect(cleanText('what can you do', NONE)).toBe('what can you do');
   });
 });
 
@@ -67,7 +112,7 @@ describe('cleanText vs the tagifai regex pipeline', () => {
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 30 }), (parts) => {
         const text = parts.join('');
-        expect(cleanText(text, { lower: false, stem: false })).toBe(tagifaiReference(text));
+        expect(cleanText(text, { ...LOWER, lower: false })).toBe(tagifaiReference(text));
       }),
       { numRuns: 500 },
     );

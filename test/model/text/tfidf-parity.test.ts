@@ -11,7 +11,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Analyzer } from '../../../src/model/args.js';
 import { fitVectorizer } from '../../../src/model/text/features.js';
-import { cleanText } from '../../../src/model/text/preprocess.js';
+import { cleanText, LEGACY_CLEANUP } from '../../../src/model/text/preprocess.js';
 import { TfidfVectorizer } from '../../../src/model/text/tfidf.js';
 import { REPO_ROOT, sharedDataset, venvPython } from '../../support/components.js';
 
@@ -102,7 +102,7 @@ describe.skipIf(python === null || datasetPath === null)('TF-IDF parity with sci
     const rows = parse(readFileSync(datasetPath!), { columns: true }) as Record<string, string>[];
     const raw = rows.map((r) => `${r.title} ${r.description}`);
     const docs = {
-      clean: raw.map((t) => cleanText(t, { lower: true, stem: false })),
+      clean: raw.map((t) => cleanText(t, { lower: true, stem: false, ...LEGACY_CLEANUP })),
       raw: [...raw.slice(0, 50), ...UNICODE_DOCS],
     };
     cases = SPECS.map(({ source, ...spec }) => ({ ...spec, docs: docs[source] }));

@@ -111,7 +111,7 @@ export class FastTextTagModel implements TagModel {
    */
   probabilityOf(text: string, k: number): number {
     if (this.parts.loss !== 'hs') return this.probabilitiesOf(text)[k]!;
-    this.embed(cleanText(String(text), { lower: this.args.lower, stem: this.args.stem }));
+    this.embed(cleanText(String(text), this.args));
     const { output, dim, tree } = this.parts;
     const path = tree!.paths[k]!;
     const code = tree!.codes[k]!;
@@ -125,7 +125,7 @@ export class FastTextTagModel implements TagModel {
 
   /** The tags' probabilities of one text into `this.scores`. */
   private probabilitiesOf(text: string): Float64Array {
-    this.embed(cleanText(String(text), { lower: this.args.lower, stem: this.args.stem }));
+    this.embed(cleanText(String(text), this.args));
     const { output, dim, loss, tree } = this.parts;
     const h = this.hidden;
     const p = this.scores;
@@ -164,7 +164,7 @@ export class FastTextTagModel implements TagModel {
   }
 
   explain(text: string, top = 10, _embedding?: Float32Array): LinearTagExplanation {
-    const clean = cleanText(String(text), { lower: this.args.lower, stem: this.args.stem });
+    const clean = cleanText(String(text), this.args);
     const p = this.probabilitiesOf(text);
     let best = 0;
     for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;

@@ -89,7 +89,7 @@ function prepare(
   const tags = multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
   const K = tags.length;
   const rows = [...train, ...validation];
-  const texts = rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
+  const texts = rows.map((r) => cleanText(r.text, args));
   const features = new FastTextFeatures(buildDictionary(texts, args.ft_min_count), {
     wordNgrams: args.ft_word_ngrams,
     minn: args.ft_minn,

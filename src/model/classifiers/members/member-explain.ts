@@ -13,6 +13,7 @@ import {
   textFeatures,
 } from '../../explain.js';
 import type { TaggerVectorizer } from '../../text/features.js';
+import type { CleanOptions } from '../../text/preprocess.js';
 import {
   combinedProbabilities,
   type MemberParts,
@@ -24,7 +25,7 @@ import type { Member } from './train-member.js';
 
 export interface MemberExplainableParts extends MemberParts {
   readonly tags: readonly string[];
-  readonly args: { readonly lower: boolean; readonly stem: boolean };
+  readonly args: Readonly<CleanOptions>;
   readonly vectorizer: TaggerVectorizer;
 }
 

@@ -62,7 +62,7 @@ export class MemberTagModel implements TagModel, MemberParts {
 
   /** The model's probabilities of one text into `this.probabilities` (the features computed once). */
   private probabilitiesOf(text: string): Float64Array {
-    const clean = cleanText(String(text), { lower: this.args.lower, stem: this.args.stem });
+    const clean = cleanText(String(text), this.args);
     const n = this.vectorizer.vectorize(clean);
     const { vectorIndices, vectorValues } = this.vectorizer;
     combinedProbabilities(this, vectorIndices, vectorValues, 0, n, this.probabilities, this.scratch);

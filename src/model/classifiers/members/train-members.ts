@@ -305,8 +305,7 @@ export function trainMemberTagger(
   options: TrainOptions,
 ): TrainedTagger {
   const tags = multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
-  const clean = (rows: readonly LabelledText[]): string[] =>
-    rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
+  const clean = (rows: readonly LabelledText[]): string[] => rows.map((r) => cleanText(r.text, args));
   // In shared memory when the classes are solved on threads (parallel.ts).
   const shared = spreads(options.parallel);
   const featuresOf = (

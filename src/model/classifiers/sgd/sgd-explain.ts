@@ -6,14 +6,13 @@
 import { featureNames, type LinearTagExplanation, splitScore, textFeatures } from '../../explain.js';
 import { embeddingScale } from '../../text/embeddings.js';
 import type { TaggerVectorizer } from '../../text/features.js';
+import type { CleanOptions } from '../../text/preprocess.js';
 import { addLinearScores } from '../linear-scores.js';
 import type { LinearModel } from './sgd-solver.js';
 
 export interface ExplainableParts {
   readonly tags: readonly string[];
-  readonly args: {
-    readonly lower: boolean;
-    readonly stem: boolean;
+  readonly args: Readonly<CleanOptions> & {
     readonly encoder_weight?: number;
     readonly encoder_normalize?: boolean;
   };

@@ -81,7 +81,7 @@ export class SgdTagModel implements TagModel {
     const K = scores.length;
     const w = this.linear.weights;
     scores.set(this.linear.bias);
-    const clean = cleanText(String(text), { lower: this.args.lower, stem: this.args.stem });
+    const clean = cleanText(String(text), this.args);
     const n = this.vectorizer.vectorize(clean);
     const indices = this.vectorizer.vectorIndices;
     const values = this.vectorizer.vectorValues;

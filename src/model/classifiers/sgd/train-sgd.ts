@@ -88,8 +88,7 @@ function fitTagger(
   const tags = fixedTags
     ? [...fixedTags]
     : multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
-  const clean = (rows: LabelledText[]): string[] =>
-    rows.map((r) => cleanText(r.text, { lower: args.lower, stem: args.stem }));
+  const clean = (rows: LabelledText[]): string[] => rows.map((r) => cleanText(r.text, args));
   const trainTexts = clean(train);
   const vectorizer = fitVectorizer(trainTexts, args);
   const block: EmbeddingBlock = { weight: args.encoder_weight, normalize: args.encoder_normalize };

@@ -27,7 +27,7 @@ import { type Member, trainMember } from '../../../../src/model/classifiers/memb
 import { createRng, randomInt } from '../../../../src/model/rng.js';
 import { stratifiedSplit } from '../../../../src/model/split.js';
 import { fitVectorizer } from '../../../../src/model/text/features.js';
-import { cleanText } from '../../../../src/model/text/preprocess.js';
+import { cleanText, LEGACY_CLEANUP } from '../../../../src/model/text/preprocess.js';
 import type { CsrMatrix } from '../../../../src/model/text/tfidf.js';
 import { REPO_ROOT, sharedDataset, venvPython } from '../../../support/components.js';
 
@@ -134,7 +134,7 @@ describe.skipIf(python === null || datasetPath === null)(
     beforeAll(() => {
       const rows = (parse(readFileSync(datasetPath!), { columns: true }) as Record<string, string>[]).map(
         (r) => ({
-          text: cleanText(`${r.title} ${r.description}`, { lower: true, stem: false }),
+          text: cleanText(`${r.title} ${r.description}`, { lower: true, stem: false, ...LEGACY_CLEANUP }),
           tag: r.tag!,
         }),
       );

@@ -143,7 +143,7 @@ function plainMemberProbabilities(member: Member, indices: Int32Array, values: F
 }
 
 function plainProbabilities(model: MemberTagModel, text: string): Float64Array {
-  const clean = cleanText(text, { lower: model.args.lower, stem: model.args.stem });
+  const clean = cleanText(text, model.args);
   const n = model.vectorizer.vectorize(clean);
   const indices = model.vectorizer.vectorIndices.slice(0, n);
   const values = model.vectorizer.vectorValues.slice(0, n);
