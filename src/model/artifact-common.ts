@@ -5,7 +5,7 @@
  */
 
 import { ModelFormatError } from './errors.js';
-import type { EncoderSpec } from './text/embeddings.js';
+import { type EncoderSpec, parseEncoderSpec } from './text/embeddings.js';
 import { FeatureUnion, type TaggerVectorizer, UNION_WORD_NGRAM_RANGE } from './text/features.js';
 import { type TfidfAnalyzer, TfidfVectorizer } from './text/tfidf.js';
 import type { TrainingArgs } from './training-args.js';
@@ -373,3 +373,27 @@ export const MODEL_FORMAT = READABLE_MODEL_FORMATS.at(-1)!;
 /** Whether a readable `format` is `min` or newer. */
 export const formatAtLeast = (format: string, min: string): boolean =>
   READABLE_MODEL_FORMATS.indexOf(format) >= READABLE_MODEL_FORMATS.indexOf(min);
+
+/**
+ * An encoder model's encoder spec from its manifest (null for a TF-IDF model): the format must be at least
+ * `since` (the one that let this family take embeddings), and the reader must compute the embeddings.
+ */
+export function decodeEncoderSpec(
+  m: Partial<Manifest>,
+  format: string,
+  args: TrainingArgs,
+  options: DecodeOptions,
+  since: string,
+): EncoderSpec | null {
+  if (args.encoder === null) return null;
+  if (!formatAtLeast(format, since))
+    bad(`an encoder model of classifier ${args.classifier} needs format ${since} or later, got ${format}`);
+  const encoder = parseEncoderSpec(m.encoder);
+  if (!options.withEncoder) {
+    // Not `bad`: the model is fine, re-saving or retraining would not help.
+    throw new ModelFormatError(
+      `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${format}), and this reader does not compute them`,
+    );
+  }
+  return encoder;
+}

@@ -100,6 +100,11 @@ export interface MemberExplanation extends LinearExplanation {
   platt?: { a: number; b: number };
   /** Its probability of the explained tag. */
   probability: number;
+  /**
+   * A member that reads an encoder run's embeddings: the whole embedding block's contribution, one
+   * aggregate term, so `bias + Σ contributions + rest + encoder = score`.
+   */
+  encoder?: number;
 }
 
 /** Column → (analyzer, name) of the vectorizer's features, built once per model. */

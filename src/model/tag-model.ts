@@ -127,6 +127,18 @@ export interface TrainOptions {
   onMember?: (r: MemberReport) => void;
   /** Member classifiers: a member's fit's classes as they are solved. */
   onClasses?: (r: ClassesReport) => void;
+  /**
+   * The model's tags, fixed by the caller (labels.ts's multiLabelModelTags over the whole training file,
+   * so a tag that passes `min_freq` there is kept whichever split its rows fall in); absent: counted on
+   * `train`. Sorted, with `other`.
+   */
+  tags?: readonly string[];
+  /**
+   * With `args.refit`: return the validated fit (its `validationProbabilities` included) with a `refit`
+   * that continues to the refit on train + validation, instead of refitting at once. The model choice
+   * (src/train) compares candidates' validated fits and refits only the one it keeps.
+   */
+  deferRefit?: boolean;
 }
 
 export interface TrainedTagger {
@@ -141,4 +153,15 @@ export interface TrainedTagger {
   validationF1: number;
   /** Multi-label: each tag's threshold (in the model's tag order); null for a single-label model. */
   tagThresholds: readonly number[] | null;
+  /**
+   * `options.deferRefit` only: the validated fit's probabilities of the validation rows, in the model's
+   * tag order (out of sample: the fit never saw those rows).
+   */
+  validationProbabilities?: readonly Float64Array[];
+  /**
+   * `options.deferRefit` with `args.refit` only: the refit on train + validation, keeping the threshold(s)
+   * chosen on validation. Drop every other reference to this result first: the validated fit is released
+   * before the refit starts.
+   */
+  refit?: () => TrainedTagger;
 }

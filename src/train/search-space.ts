@@ -63,10 +63,11 @@ export function sampleArgs(base: TrainingArgs, random: () => number): TrainingAr
   const ngramMax = between(random, SEARCH_SPACE.ngramMax[analyzer]);
   const ngramMin = Math.min(ngramMax, between(random, SEARCH_SPACE.ngramMin[analyzer]));
   const balancing = pick(random, SEARCH_SPACE.balancing);
-  // The embeddings need a family that takes them; a single such choice is taken without a draw.
+  // The embeddings need a family that takes them and a choice that reads them; a single such choice is
+  // taken without a draw.
   const choices = choicesOf(
     base.encoder === null ? CLASSIFIER_FAMILIES : CLASSIFIER_FAMILIES.filter((f) => f.takesEmbeddings),
-  );
+  ).filter(({ choice, family }) => family.search.allows?.(choice, base) ?? true);
   const { choice, family } = choices.length === 1 ? choices[0]! : pick(random, choices);
   const features = {
     ...base,

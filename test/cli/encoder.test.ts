@@ -58,11 +58,18 @@ describe('--encoder over the args', () => {
     });
   });
 
-  it('keeps what the args set, and refuses a classifier that takes no embeddings', () => {
+  it('keeps what the args set, and refuses a classifier that reads no embeddings', () => {
     const given = { args: parseTrainingArgs({ encoder_weight: 2 }), explicit: new Set(['encoder_weight']) };
     expect(withEncoderFlag(given, 'minilm').args).toMatchObject({ classifier: 'ovr', encoder_weight: 2 });
+    const bayes = {
+      args: parseTrainingArgs({ classifier: 'multinomial_nb' }),
+      explicit: new Set(['classifier']),
+    };
+    expect(() => withEncoderFlag(bayes, 'minilm')).toThrow(
+      /"encoder" needs a classifier that reads embeddings/,
+    );
     const vote = { args: parseTrainingArgs({ classifier: 'soft_vote' }), explicit: new Set(['classifier']) };
-    expect(() => withEncoderFlag(vote, 'minilm')).toThrow(/"encoder" needs classifier ovr or softmax/);
+    expect(withEncoderFlag(vote, 'minilm').args.classifier).toBe('soft_vote');
     expect(() => withEncoderFlag({ args: DEFAULT_TRAINING_ARGS, explicit: new Set() }, ' ')).toThrow(
       /"encoder" must be null or a non-empty string/,
     );

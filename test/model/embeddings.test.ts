@@ -10,11 +10,12 @@ import {
   ENCODER_DEFAULT_ARGS,
   parseTrainingArgs,
 } from '../../src/model/args.js';
-import { decodeModel, encodeModel, MODEL_FORMAT } from '../../src/model/artifact.js';
+import { decodeModel, encodeModel, MODEL_FORMAT, READABLE_MODEL_FORMATS } from '../../src/model/artifact.js';
 import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
 import { behaviourTexts, runBehaviourSuite } from '../../src/model/evaluation/behaviour.js';
 import { DEFAULT_BEHAVIOUR_SUITE } from '../../src/model/evaluation/behaviour-suite.js';
 import { evaluate } from '../../src/model/evaluation/evaluate.js';
+import { isVoteExplanation } from '../../src/model/explain.js';
 import { createRng } from '../../src/model/rng.js';
 import { bindEmbeddings, type LabelledText, trainTagger } from '../../src/model/tagger.js';
 import {
@@ -59,127 +60,162 @@ const train = corpus(90, 1);
 const validation = corpus(30, 2);
 const test = corpus(60, 3);
 const lookup = new Map([...train.lookup, ...validation.lookup, ...test.lookup]);
-const args = parseTrainingArgs({ encoder: 'synthetic', min_freq: 1, num_epochs: 20 });
-const trained = trainTagger(train.rows, validation.rows, args, {
-  seed: 7,
-  encoder: { spec: SPEC, embeddings: lookup },
-});
-const model = trained.model;
 const texts = test.rows.map((r) => r.text);
 const embeddings = texts.map((t) => lookup.get(t)!);
 
-describe('encoder models (embeddings as an input block)', () => {
-  it('need embeddings to train, and refuse them without an encoder arg', () => {
-    expect(() => trainTagger(train.rows, validation.rows, args, { seed: 7 })).toThrow(
-      /name the encoder synthetic, but no embeddings were given/,
-    );
-    expect(() =>
-      trainTagger(train.rows, validation.rows, DEFAULT_TRAINING_ARGS, {
-        seed: 7,
-        encoder: { spec: SPEC, embeddings: lookup },
-      }),
-    ).toThrow(/args name no encoder/);
-    const missing = new Map(lookup);
-    missing.delete(train.rows[3]!.text);
-    expect(() =>
-      trainTagger(train.rows, validation.rows, args, {
-        seed: 7,
-        encoder: { spec: SPEC, embeddings: missing },
-      }),
-    ).toThrow(ModelInputError);
-  });
+/**
+ * The classifiers that take embeddings: SGD (the block is one more input of its linear model) and the
+ * member classifiers that read it (linear_svm, logistic_regression; in a vote, naive Bayes beside them
+ * reads the TF-IDF block alone). Each configuration, the format that let its family take embeddings.
+ */
+const CONFIGURATIONS = [
+  { name: 'sgd ovr', given: { num_epochs: 20 }, since: 'tagger-model/1.5' },
+  { name: 'linear_svm', given: { classifier: 'linear_svm' }, since: 'tagger-model/1.8' },
+  {
+    name: 'soft_vote of a calibrated linear_svm and multinomial_nb',
+    given: {
+      classifier: 'soft_vote',
+      calibration_data: 'validation',
+      members: [{ classifier: 'linear_svm', calibration: 'sigmoid' }, { classifier: 'multinomial_nb' }],
+    },
+    since: 'tagger-model/1.8',
+  },
+] as const;
 
-  it('learn from the embeddings what the words do not say', () => {
-    const encoded = evaluate(bindEmbeddings(model, lookup), test.rows).overall.f1;
-    const tfidfOnly = trainTagger(train.rows, validation.rows, { ...args, encoder: null }, { seed: 7 });
-    const words = evaluate(tfidfOnly.model, test.rows).overall.f1;
-    expect(encoded).toBeGreaterThan(0.95);
-    expect(words).toBeLessThan(0.6);
-    expect(model.encoder).toEqual(SPEC);
-  });
-
-  it('predict with one embedding per text, and say so when they are missing or misshapen', () => {
-    expect(() => model.predict(texts)).toThrow(/needs one sentence embedding .* per text; got none/);
-    expect(() => model.predict(texts, embeddings.slice(1))).toThrow(ModelInputError);
-    expect(() => model.predict([texts[0]!], [new Float32Array(DIM + 1)])).toThrow(/has 9 values/);
-    const predictions = model.predict(texts, embeddings);
-    expect(bindEmbeddings(model, lookup).predict(texts)).toEqual(predictions);
-  });
-
-  it('explain with the embedding block as one term, so the parts still add up to the score', () => {
-    const e = linearExplanation(model.explain(texts[0]!, 3, embeddings[0]));
-    expect(e.encoder).toBeTypeOf('number');
-    const sum = e.bias + e.contributions.reduce((a, c) => a + c.contribution, 0) + e.rest + e.encoder!;
-    expect(sum).toBeCloseTo(e.score, 10);
-    expect(e.tag).toBe(model.predict([texts[0]!], [embeddings[0]!])[0]!.predicted_tag);
-  });
-
-  it('save in the current format (1.5 added the encoder spec), and load only where embeddings will be given', () => {
-    const files = encodeModel(model);
-    const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
-    expect(manifest.format).toBe(MODEL_FORMAT);
-    expect(manifest.encoder).toEqual(SPEC);
-    expect(() => decodeModel(files)).toThrow(
-      /takes sentence embeddings from the encoder synthetic .* this reader does not compute them/,
-    );
-    const loaded = decodeModel(files, { withEncoder: true });
-    expect(loaded.encoder).toEqual(SPEC);
-    expect(loaded.predict(texts, embeddings)).toEqual(model.predict(texts, embeddings));
-    expect(encodeModel(loaded)).toEqual(files);
-  });
-
-  it('refuse a saved encoder model whose spec is broken or whose weights lack the block', () => {
-    const files = encodeModel(model);
-    const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
-    const patched = (patch: Record<string, unknown>) => ({
-      ...files,
-      'tagger-model.json': new TextEncoder().encode(JSON.stringify({ ...manifest, ...patch })),
+describe.each(CONFIGURATIONS)(
+  'encoder models of $name (embeddings as an input block)',
+  ({ given, since }) => {
+    const args = parseTrainingArgs({ encoder: 'synthetic', min_freq: 1, ...given });
+    const trained = trainTagger(train.rows, validation.rows, args, {
+      seed: 7,
+      encoder: { spec: SPEC, embeddings: lookup },
     });
-    expect(() =>
-      decodeModel(patched({ encoder: { ...SPEC, model_sha256: 'xyz' } }), { withEncoder: true }),
-    ).toThrow(/model_sha256 as 64 hex digits/);
-    expect(() => decodeModel(patched({ encoder: undefined }), { withEncoder: true })).toThrow(
-      ModelFormatError,
-    );
-    expect(() => decodeModel(patched({ encoder: { ...SPEC, dim: DIM + 1 } }), { withEncoder: true })).toThrow(
-      /bytes, expected/,
-    );
-    expect(() => decodeModel(patched({ format: 'tagger-model/1.4' }), { withEncoder: true })).toThrow(
-      /an encoder model needs format tagger-model\/1\.5/,
-    );
-  });
+    const model = trained.model;
 
-  it('multi-label too', () => {
-    const multi = trainTagger(
-      train.rows.map((r) => ({ ...r, tags: [r.tag] })),
-      validation.rows.map((r) => ({ ...r, tags: [r.tag] })),
-      { ...args, multi_label: true },
-      { seed: 7, encoder: { spec: SPEC, embeddings: lookup } },
-    ).model;
-    const loaded = decodeModel(encodeModel(multi), { withEncoder: true });
-    expect(loaded.predict(texts, embeddings)).toEqual(multi.predict(texts, embeddings));
-    const right = loaded
-      .predict(texts, embeddings)
-      .filter((p, i) => p.predicted_tags.includes(test.rows[i]!.tag)).length;
-    expect(right / texts.length).toBeGreaterThan(0.9);
-  });
+    it('need embeddings to train, and refuse them without an encoder arg', () => {
+      expect(() => trainTagger(train.rows, validation.rows, args, { seed: 7 })).toThrow(
+        /name the encoder synthetic, but no embeddings were given/,
+      );
+      expect(() =>
+        trainTagger(train.rows, validation.rows, DEFAULT_TRAINING_ARGS, {
+          seed: 7,
+          encoder: { spec: SPEC, embeddings: lookup },
+        }),
+      ).toThrow(/args name no encoder/);
+      const missing = new Map(lookup);
+      missing.delete(train.rows[3]!.text);
+      expect(() =>
+        trainTagger(train.rows, validation.rows, args, {
+          seed: 7,
+          encoder: { spec: SPEC, embeddings: missing },
+        }),
+      ).toThrow(ModelInputError);
+    });
 
-  it('TF-IDF models of format 1.3 (before the encoder args) still load', () => {
-    const plain = trainTagger(train.rows, validation.rows, { ...args, encoder: null }, { seed: 7 }).model;
-    const files = encodeModel(plain);
-    const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
-    const { encoder: _e, encoder_weight: _w, encoder_normalize: _n, ...oldArgs } = manifest.args;
-    const old = {
-      ...files,
-      'tagger-model.json': new TextEncoder().encode(
-        JSON.stringify({ ...manifest, format: 'tagger-model/1.3', args: oldArgs }),
-      ),
-    };
-    const loaded = decodeModel(old);
-    expect(loaded.args.encoder).toBeNull();
-    expect(loaded.predict(texts)).toEqual(plain.predict(texts));
-  });
-});
+    it('learn from the embeddings what the words do not say', () => {
+      const encoded = evaluate(bindEmbeddings(model, lookup), test.rows).overall.f1;
+      const tfidfOnly = trainTagger(train.rows, validation.rows, { ...args, encoder: null }, { seed: 7 });
+      const words = evaluate(tfidfOnly.model, test.rows).overall.f1;
+      expect(encoded).toBeGreaterThan(0.95);
+      expect(words).toBeLessThan(0.6);
+      expect(model.encoder).toEqual(SPEC);
+    });
+
+    it('predict with one embedding per text, and say so when they are missing or misshapen', () => {
+      expect(() => model.predict(texts)).toThrow(/needs one sentence embedding .* per text; got none/);
+      expect(() => model.predict(texts, embeddings.slice(1))).toThrow(ModelInputError);
+      expect(() => model.predict([texts[0]!], [new Float32Array(DIM + 1)])).toThrow(/has 9 values/);
+      const predictions = model.predict(texts, embeddings);
+      expect(bindEmbeddings(model, lookup).predict(texts)).toEqual(predictions);
+    });
+
+    it('explain with the embedding block as one term, so the parts still add up to the score', () => {
+      const explained = model.explain(texts[0]!, 3, embeddings[0]);
+      expect(explained.tag).toBe(model.predict([texts[0]!], [embeddings[0]!])[0]!.predicted_tag);
+      // A vote explains each member's score; the members that read embeddings have the encoder term.
+      const parts = isVoteExplanation(explained) ? explained.vote.members : [linearExplanation(explained)];
+      for (const e of parts) {
+        const reads = !('classifier' in e) || e.classifier !== 'multinomial_nb';
+        expect(e.encoder === undefined).toBe(!reads);
+        const sum =
+          e.bias + e.contributions.reduce((a, c) => a + c.contribution, 0) + e.rest + (e.encoder ?? 0);
+        expect(sum).toBeCloseTo(e.score, 10);
+      }
+    });
+
+    it('save in the current format (1.5 added the encoder spec), and load only where embeddings will be given', () => {
+      const files = encodeModel(model);
+      const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
+      expect(manifest.format).toBe(MODEL_FORMAT);
+      expect(manifest.encoder).toEqual(SPEC);
+      expect(() => decodeModel(files)).toThrow(
+        /takes sentence embeddings from the encoder synthetic .* this reader does not compute them/,
+      );
+      const loaded = decodeModel(files, { withEncoder: true });
+      expect(loaded.encoder).toEqual(SPEC);
+      expect(loaded.predict(texts, embeddings)).toEqual(model.predict(texts, embeddings));
+      expect(encodeModel(loaded)).toEqual(files);
+    });
+
+    it('refuse a saved encoder model whose spec is broken or whose weights lack the block', () => {
+      const files = encodeModel(model);
+      const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
+      const patched = (patch: Record<string, unknown>) => ({
+        ...files,
+        'tagger-model.json': new TextEncoder().encode(JSON.stringify({ ...manifest, ...patch })),
+      });
+      expect(() =>
+        decodeModel(patched({ encoder: { ...SPEC, model_sha256: 'xyz' } }), { withEncoder: true }),
+      ).toThrow(/model_sha256 as 64 hex digits/);
+      expect(() => decodeModel(patched({ encoder: undefined }), { withEncoder: true })).toThrow(
+        ModelFormatError,
+      );
+      expect(() =>
+        decodeModel(patched({ encoder: { ...SPEC, dim: DIM + 1 } }), { withEncoder: true }),
+      ).toThrow(/bytes, expected|needs "weights"/);
+      const before = READABLE_MODEL_FORMATS[READABLE_MODEL_FORMATS.indexOf(since) - 1]!;
+      expect(() => decodeModel(patched({ format: before }), { withEncoder: true })).toThrow(
+        new RegExp(
+          `an encoder model of classifier ${args.classifier} needs format ${since.replace('.', '\\.')} or later`,
+        ),
+      );
+    });
+
+    it('multi-label too', () => {
+      const multi = trainTagger(
+        train.rows.map((r) => ({ ...r, tags: [r.tag] })),
+        validation.rows.map((r) => ({ ...r, tags: [r.tag] })),
+        { ...args, multi_label: true, threshold: 'tuned' },
+        { seed: 7, encoder: { spec: SPEC, embeddings: lookup } },
+      ).model;
+      const loaded = decodeModel(encodeModel(multi), { withEncoder: true });
+      expect(loaded.predict(texts, embeddings)).toEqual(multi.predict(texts, embeddings));
+      const right = loaded
+        .predict(texts, embeddings)
+        .filter((p, i) => p.predicted_tags.includes(test.rows[i]!.tag)).length;
+      expect(right / texts.length).toBeGreaterThan(0.9);
+    });
+
+    it.runIf(since === 'tagger-model/1.5')(
+      'TF-IDF models of format 1.3 (before the encoder args) still load',
+      () => {
+        const plain = trainTagger(train.rows, validation.rows, { ...args, encoder: null }, { seed: 7 }).model;
+        const files = encodeModel(plain);
+        const manifest = JSON.parse(new TextDecoder().decode(files['tagger-model.json']));
+        const { encoder: _e, encoder_weight: _w, encoder_normalize: _n, ...oldArgs } = manifest.args;
+        const old = {
+          ...files,
+          'tagger-model.json': new TextEncoder().encode(
+            JSON.stringify({ ...manifest, format: 'tagger-model/1.3', args: oldArgs }),
+          ),
+        };
+        const loaded = decodeModel(old);
+        expect(loaded.args.encoder).toBeNull();
+        expect(loaded.predict(texts)).toEqual(plain.predict(texts));
+      },
+    );
+  },
+);
 
 describe('the embedding block', () => {
   it('is stacked after the TF-IDF columns, normalised and weighted', () => {
@@ -244,20 +280,21 @@ describe('encoder args', () => {
     expect(parseTrainingArgs({ encoder: 'minilm', classifier: 'softmax' }).classifier).toBe('softmax');
   });
 
-  it('refuse an encoder with a classifier that takes no embeddings', () => {
-    for (const classifier of ['soft_vote', 'linear_svm', 'nb_lr', 'multinomial_nb']) {
+  it('refuse an encoder with a classifier that reads no embeddings', () => {
+    for (const classifier of ['nb_lr', 'nb_svm', 'multinomial_nb', 'complement_nb']) {
       expect(() => parseTrainingArgs({ encoder: 'minilm', classifier })).toThrow(
-        /"encoder" needs classifier ovr or softmax \(SGD\).*the member classifiers and soft_vote do not take embeddings/,
+        /"encoder" needs a classifier that reads embeddings — linear_svm, logistic_regression .* reads the TF-IDF features only/,
       );
     }
+    const naiveBayesOnly = [{ classifier: 'multinomial_nb' }, { classifier: 'nb_lr' }];
     expect(() =>
-      trainTagger(
-        train.rows,
-        validation.rows,
-        { ...DEFAULT_TRAINING_ARGS, encoder: 'synthetic' },
-        { seed: 7, encoder: { spec: SPEC, embeddings: lookup } },
-      ),
-    ).toThrow(/the encoder needs classifier ovr or softmax/);
+      parseTrainingArgs({ encoder: 'minilm', classifier: 'soft_vote', members: naiveBayesOnly }),
+    ).toThrow(/multinomial_nb, nb_lr read the TF-IDF features only/);
+    for (const classifier of ['linear_svm', 'logistic_regression', 'soft_vote'])
+      expect(parseTrainingArgs({ encoder: 'minilm', classifier }).classifier).toBe(classifier);
+    expect(() => parseTrainingArgs({ encoder: 'minilm', classifier: 'fasttext' })).toThrow(
+      /fasttext.*learns its own embeddings of the words/,
+    );
   });
 });
 

@@ -83,14 +83,18 @@ describe('encoder runs in src/train', () => {
     expect('skipped' in skipped && skipped.skipped).toMatch(/no embeddings were given/);
   });
 
-  it('searches SGD trials only, with encoder_weight in the space', () => {
+  it('searches the classifiers that read embeddings, with encoder_weight in the space', () => {
     const random = createRng(11);
-    const trials = Array.from({ length: 12 }, () => sampleArgs(ARGS, random));
+    const trials = Array.from({ length: 40 }, () => sampleArgs(ARGS, random));
+    const readers = ['linear_svm', 'logistic_regression'];
     for (const trial of trials) {
-      expect(['ovr', 'softmax']).toContain(trial.classifier);
+      expect(['ovr', 'softmax', ...readers, 'soft_vote']).toContain(trial.classifier);
       expect(trial.encoder).toBe('synthetic');
-      expect(trial.members).toBeNull();
+      if (trial.classifier === 'soft_vote') {
+        expect(trial.members!.some((m) => readers.includes(m.classifier))).toBe(true);
+      }
     }
+    expect(new Set(trials.map((t) => t.classifier)).size).toBeGreaterThan(3);
     expect(new Set(trials.map((t) => t.encoder_weight)).size).toBeGreaterThan(1);
   });
 });

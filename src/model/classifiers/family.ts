@@ -51,6 +51,8 @@ export interface FamilySearch {
   readonly choices: readonly string[];
   /** A drawn choice's classifier arguments, over `base` (which fixes everything else). */
   draw(choice: string, base: TrainingArgs, random: () => number): Record<string, unknown>;
+  /** Whether a choice can be drawn over `base` (an encoder run: only the choices that read embeddings); absent: all. */
+  allows?(choice: string, base: TrainingArgs): boolean;
 }
 
 export interface ClassifierFamily {

@@ -26,6 +26,7 @@ import {
   parseTrainingArgs,
   type TagModel,
   type TrainingArgs,
+  tagsOf,
   trainTagger,
 } from '../../../src/model/index.js';
 import { readDataset } from '../../../src/train/data.js';
@@ -56,6 +57,16 @@ const embed = (text: string): Float32Array => {
   return Float32Array.from({ length: DIM }, (_, i) => (h[i]! - 128) / 64);
 };
 
+/** Whether the classifier's args accept an encoder (its family takes embeddings and it reads them). */
+function readsEmbeddings(classifier: Classifier): boolean {
+  try {
+    parseTrainingArgs({ classifier, encoder: 'synthetic' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 interface Case {
   name: string;
   classifier: Classifier;
@@ -68,7 +79,7 @@ const CASES: Case[] = CLASSIFIER_FAMILIES.flatMap((family) =>
     [false, true]
       .filter((multiLabel) => !multiLabel || family.learnsSeveralTags(classifier))
       .flatMap((multiLabel) =>
-        [false, ...(family.takesEmbeddings ? [true] : [])].map((encoder) => ({
+        [false, ...(family.takesEmbeddings && readsEmbeddings(classifier) ? [true] : [])].map((encoder) => ({
           name: `${classifier}${multiLabel ? ', multi-label' : ''}${encoder ? ', with embeddings' : ''}`,
           classifier,
           multiLabel,
@@ -164,6 +175,48 @@ describe.each(CASES)('classifier contract: $name', ({ classifier, multiLabel, en
       expect(copy.explain(text, 5, embeddings?.[i])).toEqual(model.explain(text, 5, embeddings?.[i]));
     });
     expect(encodeModel(copy)).toEqual(encodeModel(model));
+  });
+
+  it('refits later when asked (deferRefit): the same model as refitting at once, after the validation probabilities', () => {
+    const rows = multiLabel ? multi : single;
+    const validation = rows.slice(100, 120);
+    const lookup = new Map(rows.map((r) => [r.text, embed(r.text)]));
+    const deferred = trainTagger(rows.slice(0, 100), validation, args, {
+      seed: 11,
+      deferRefit: true,
+      ...(encoder ? { encoder: { spec: SPEC, embeddings: lookup } } : {}),
+    });
+    const predicted = deferred.model.predict(
+      validation.map((r) => r.text),
+      encoder ? validation.map((r) => embed(r.text)) : undefined,
+    );
+    expect(deferred.validationProbabilities).toHaveLength(validation.length);
+    deferred.validationProbabilities!.forEach((p, r) => {
+      deferred.model.tags.forEach((tag, k) => {
+        expect(p[k]).toBeCloseTo(predicted[r]!.probabilities[tag]!, 12);
+      });
+    });
+    const refitted = deferred.refit!();
+    expect(encodeModel(refitted.model)).toEqual(encodeModel(model));
+    expect(refitted.validationF1).toBe(deferred.validationF1);
+  });
+
+  it('keeps the tags it is given instead of counting them on its training rows (options.tags)', () => {
+    const rows = multiLabel ? multi : single;
+    const tags = [...new Set([...rows.slice(0, 100).flatMap((r) => tagsOf(r)), 'other'])].sort();
+    const lookup = new Map(rows.map((r) => [r.text, embed(r.text)]));
+    // Counted on the rows, min_freq 1000 would fold every tag into other.
+    const kept = trainTagger(
+      rows.slice(0, 100),
+      rows.slice(100, 120),
+      { ...args, min_freq: 1000 },
+      {
+        seed: 11,
+        tags,
+        ...(encoder ? { encoder: { spec: SPEC, embeddings: lookup } } : {}),
+      },
+    );
+    expect(kept.model.tags).toEqual(tags);
   });
 
   it('explains with scores that add up, for the tag it ranks first', () => {

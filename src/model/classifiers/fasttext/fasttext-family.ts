@@ -74,7 +74,7 @@ export const FASTTEXT_FAMILY: ClassifierFamily = {
     }
     if (args.encoder !== null) {
       throw new ModelInputError(
-        'model/args: "encoder" needs classifier ovr or softmax (SGD), but the classifier is "fasttext", which learns its own embeddings of the words; drop "encoder" or "classifier"',
+        'model/args: "encoder" needs a classifier that reads embeddings (ovr, softmax, linear_svm, logistic_regression or a soft_vote with one of them), but the classifier is "fasttext", which learns its own embeddings of the words; drop "encoder" or "classifier"',
       );
     }
     if (args.ft_maxn > 0 && args.ft_minn > args.ft_maxn) {

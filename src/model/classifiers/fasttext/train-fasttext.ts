@@ -85,8 +85,11 @@ function prepare(
   args: TrainingArgs,
   rng: () => number,
   shared: boolean,
+  fixedTags: readonly string[] | undefined,
 ): Prepared {
-  const tags = multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
+  const tags = fixedTags
+    ? [...fixedTags]
+    : multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
   const K = tags.length;
   const rows = [...train, ...validation];
   const texts = rows.map((r) => cleanText(r.text, args));
@@ -279,7 +282,7 @@ export function trainFastTextTagger(
   options: TrainOptions,
 ): TrainedTagger {
   const rng = createRng(options.seed);
-  const p = prepare(train, validation, args, rng, spreads(options.parallel));
+  const p = prepare(train, validation, args, rng, spreads(options.parallel), options.tags);
   const { tags } = p;
   const K = tags.length;
   const validated = modelOf(p, args, p.trainRowOf, null, args.multi_label ? tags.map(() => 0.5) : null);
@@ -336,8 +339,17 @@ export function trainFastTextTagger(
     threshold = chooseThreshold(args.threshold, top, predicted, yVal);
     if (validation.length > 0) validationF1 = f1WithThreshold(top, predicted, yVal, threshold);
   }
-  const refit = args.refit && validation.length > 0;
-  if (refit) {
+  const finish = (refitted: boolean): TrainedTagger => ({
+    model: modelOf(p, args, refitted ? p.rowOf : p.trainRowOf, threshold, tagThresholds),
+    history,
+    threshold,
+    validationF1,
+    tagThresholds,
+  });
+  if (!args.refit || validation.length === 0) return finish(false);
+  // The refit goes on training the validated fit's weights in place: a deferred one's validated model
+  // must be dropped before it is called.
+  const refit = (): TrainedTagger => {
     const epochs = refitEpochs(args);
     runEpochs(
       p,
@@ -349,12 +361,8 @@ export function trainFastTextTagger(
       options.parallel,
       (epoch, trainLoss) => options.onRefitEpoch?.({ epoch, epochs, trainLoss, valLoss: Number.NaN }),
     );
-  }
-  return {
-    model: modelOf(p, args, refit ? p.rowOf : p.trainRowOf, threshold, tagThresholds),
-    history,
-    threshold,
-    validationF1,
-    tagThresholds,
+    return finish(true);
   };
+  if (options.deferRefit) return { ...finish(false), validationProbabilities: probabilities, refit };
+  return refit();
 }

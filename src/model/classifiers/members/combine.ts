@@ -54,7 +54,8 @@ export interface MemberParts {
 /**
  * The model's probability of every tag (model order) from the features [from, to) of (indices, values):
  * Σ weightₘ · pₘ / Σ weightₘ over the members (a lone member's own pₘ); tags without a class get 0.
- * `scratch` holds at least one member's classes.
+ * `blockEntries`: how many of the entries, the last ones, are an encoder run's embedding block, which only
+ * the members that read embeddings score. `scratch` holds at least one member's classes.
  */
 export function combinedProbabilities(
   parts: MemberParts,
@@ -64,12 +65,13 @@ export function combinedProbabilities(
   to: number,
   out: Float64Array,
   scratch: Float64Array,
+  blockEntries = 0,
 ): void {
   out.fill(0);
   let total = 0;
   for (const member of parts.members) {
     const scores = scratch.subarray(0, member.nClasses);
-    memberScores(member, indices, values, from, to, scores);
+    memberScores(member, indices, values, from, member.readsEmbeddings ? to : to - blockEntries, scores);
     memberProbabilitiesInPlace(member, scores, parts.multiLabel);
     for (let c = 0; c < scores.length; c++) out[parts.classes[c]!]! += member.weight * scores[c]!;
     total += member.weight;

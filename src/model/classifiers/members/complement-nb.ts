@@ -12,6 +12,7 @@ export const COMPLEMENT_NB = defineMember({
   summary: "complement naive Bayes, closed form (scikit-learn's ComplementNB)",
   params: ['nb_alpha', 'calibration'],
   inputs: 'tfidf',
+  readsEmbeddings: false,
   link: naiveBayesLink,
   searchCalibration: { alone: 'none', inVote: 'none' },
   needsRowsOfEveryTag: true,

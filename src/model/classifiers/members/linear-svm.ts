@@ -12,6 +12,7 @@ export const LINEAR_SVM = defineMember({
   summary: "linear SVM per tag, solved exactly in the dual (scikit-learn's LinearSVC)",
   params: ['C', 'svm_loss', 'calibration'],
   inputs: 'tfidf',
+  readsEmbeddings: true,
   link: oneVsRestLink,
   searchCalibration: { alone: 'draw', inVote: 'sigmoid' },
   needsRowsOfEveryTag: false,

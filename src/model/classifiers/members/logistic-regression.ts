@@ -12,6 +12,7 @@ export const LOGISTIC_REGRESSION = defineMember({
     "logistic regression per tag, solved exactly in the dual (scikit-learn's liblinear LogisticRegression)",
   params: ['C', 'calibration'],
   inputs: 'tfidf',
+  readsEmbeddings: true,
   link: oneVsRestLink,
   searchCalibration: { alone: 'draw', inVote: 'none' },
   needsRowsOfEveryTag: false,

@@ -5,7 +5,9 @@
  * feature-major); since 1.6 each member says how they are stored (`weights`: dense or sparse by feature,
  * float32 or float64, with naive Bayes' per-feature and per-class terms; member-weights.ts). Decoding checks
  * the members against the args they were trained with (classifier, weight, inputs, link, calibration), so a
- * manifest edited by hand cannot pass for another model.
+ * manifest edited by hand cannot pass for another model. Since 1.8 an encoder model's manifest has its
+ * `encoder` spec, and a member that reads embeddings has weights for V + dim features (the embedding block's
+ * after the vocabulary's).
  */
 import {
   ByteReader,
@@ -14,6 +16,8 @@ import {
   type CheckedManifest,
   checkedVocabulary,
   crc32,
+  type DecodeOptions,
+  decodeEncoderSpec,
   decodeVectorizer,
   formatAtLeast,
   MANIFEST,
@@ -76,6 +80,7 @@ export function encodeMemberModel(model: TagModel): EncodedModel {
     bytes: writer.bytes(),
     manifest: {
       ...vectorizerManifest(vectorizer),
+      ...(model.encoder === null ? {} : { encoder: { ...model.encoder } }),
       trained_tags: Array.from(model.classes, (k) => model.tags[k]!),
       members: entries,
     },
@@ -87,9 +92,17 @@ const finiteList = (value: unknown, length: number): value is number[] =>
   value.length === length &&
   value.every((v) => typeof v === 'number' && Number.isFinite(v));
 
-export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): MemberTagModel {
+/** The format that let the member classifiers take an encoder's embeddings. */
+export const MEMBER_ENCODER_SINCE = 'tagger-model/1.8';
+
+export function decodeMemberModel(
+  checked: CheckedManifest,
+  bytes: Uint8Array,
+  options: DecodeOptions,
+): MemberTagModel {
   const { manifest: m, tags, args } = checked;
   const vocabulary = checkedVocabulary(m);
+  const encoder = decodeEncoderSpec(m, checked.format, args, options, MEMBER_ENCODER_SINCE);
   const trained = m.trained_tags;
   if (
     !Array.isArray(trained) ||
@@ -107,19 +120,24 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
     bad(`members must list the ${specs.length} member(s) the args describe, got ${JSON.stringify(saved)}`);
   }
   const V = vocabulary.length;
+  // A member that reads embeddings has weights for the embedding block's columns too.
+  const featuresOf = specs.map((spec) =>
+    encoder !== null && memberDefinition(spec.classifier).readsEmbeddings ? V + encoder.dim : V,
+  );
   const sinceSparse = formatAtLeast(checked.format, 'tagger-model/1.6');
   const layouts = saved!.map((entry, i) =>
-    sinceSparse ? checkedLayout(entry?.weights, V, Kc, i + 1) : null,
+    sinceSparse ? checkedLayout(entry?.weights, featuresOf[i]!, Kc, i + 1) : null,
   );
   const expected =
     8 * V +
     layouts.reduce(
-      (sum, layout) => sum + 8 * Kc + (layout === null ? 8 * V * Kc : layoutBytes(layout, V, Kc)),
+      (sum, layout, i) =>
+        sum + 8 * Kc + (layout === null ? 8 * featuresOf[i]! * Kc : layoutBytes(layout, featuresOf[i]!, Kc)),
       0,
     );
   if (bytes.byteLength !== expected) {
     bad(
-      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${V} features, ${specs.length} member(s) and ${Kc} trained tags (truncated?)`,
+      `${WEIGHTS} has ${bytes.byteLength} bytes, expected ${expected} for ${V} features${encoder === null ? '' : ` (+ ${encoder.dim} embedding dimensions)`}, ${specs.length} member(s) and ${Kc} trained tags (truncated?)`,
     );
   }
   if (m.weights_crc32 !== crc32(bytes))
@@ -157,15 +175,17 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
       );
     }
     const layout = layouts[i];
+    const F = featuresOf[i]!;
     const weights = layout
-      ? readWeights(reader, layout, V, Kc, i + 1)
-      : denseWeights(reader.float64s(V * Kc), V, Kc);
+      ? readWeights(reader, layout, F, Kc, i + 1)
+      : denseWeights(reader.float64s(F * Kc), F, Kc);
     const bias = reader.float64s(Kc);
     return {
       classifier: spec.classifier,
       weight: spec.weight,
       inputs,
-      nFeatures: V,
+      readsEmbeddings: F > V,
+      nFeatures: F,
       nClasses: Kc,
       weights,
       bias,
@@ -185,6 +205,7 @@ export function decodeMemberModel(checked: CheckedManifest, bytes: Uint8Array): 
     members,
     classes,
     checked.tagThresholds,
+    encoder,
   );
 }
 

@@ -3,13 +3,16 @@
  * member (a classifier alone) or several (a soft vote), each a linear model over them. A member's scores
  * become its probabilities by its link or its Platt sigmoids; a lone member's are the model's, a vote's are
  * the weighted mean of its members' (combine.ts). Tags no training row had get probability 0. Predictions
- * then follow the same rules as the SGD model's (threshold fallback, per-tag thresholds).
+ * then follow the same rules as the SGD model's (threshold fallback, per-tag thresholds). In an encoder
+ * run the members that read embeddings (member.ts's readsEmbeddings) also score the text's embedding
+ * block, after the vocabulary's columns, as the SGD model does; the others score the TF-IDF block alone.
  */
 
 import { ModelInputError } from '../../errors.js';
 import type { Explanation } from '../../explain.js';
 import { type PredictOptions, predictionOf } from '../../prediction.js';
 import type { Prediction, TagModel } from '../../tag-model.js';
+import { checkEmbeddings, type EncoderSpec, embeddingScale } from '../../text/embeddings.js';
 import type { TaggerVectorizer } from '../../text/features.js';
 import { cleanText } from '../../text/preprocess.js';
 import type { TrainingArgs } from '../../training-args.js';
@@ -27,9 +30,14 @@ export class MemberTagModel implements TagModel, MemberParts {
   readonly members: readonly Member[];
   readonly classes: Int32Array;
   readonly multiLabel: boolean;
+  /** The encoder whose embeddings the members that read them take; null for a TF-IDF model. */
+  readonly encoder: EncoderSpec | null;
   // Scratch for predict(); overwritten by every call (JS is single-threaded).
   private readonly probabilities: Float64Array;
   private readonly scratch: Float64Array;
+  // An encoder model's features of one text: the vectorizer's entries, then the embedding block.
+  private indices = new Int32Array(0);
+  private values = new Float64Array(0);
 
   constructor(
     tags: readonly string[],
@@ -39,6 +47,7 @@ export class MemberTagModel implements TagModel, MemberParts {
     members: readonly Member[],
     classes: Int32Array,
     tagThresholds: readonly number[] | null = null,
+    encoder: EncoderSpec | null = null,
   ) {
     if (args.multi_label !== (tagThresholds !== null)) {
       throw new ModelInputError(
@@ -56,34 +65,80 @@ export class MemberTagModel implements TagModel, MemberParts {
     this.members = Object.freeze([...members]);
     this.classes = classes;
     this.multiLabel = args.multi_label;
+    if ((args.encoder !== null) !== (encoder !== null)) {
+      throw new ModelInputError(
+        'model/members: an encoder model needs its encoder spec, and a TF-IDF model none',
+      );
+    }
+    const V = vectorizer.size;
+    for (const member of members) {
+      const expected = V + (member.readsEmbeddings ? (encoder?.dim ?? Number.NaN) : 0);
+      if (member.nFeatures !== expected) {
+        throw new ModelInputError(
+          `model/members: the ${member.classifier} member has ${member.nFeatures} features, the ${member.readsEmbeddings ? 'TF-IDF and embedding blocks give' : 'vocabulary gives'} ${expected}`,
+        );
+      }
+    }
+    this.encoder = encoder === null ? null : Object.freeze({ ...encoder });
     this.probabilities = new Float64Array(tags.length);
     this.scratch = new Float64Array(classes.length);
   }
 
-  /** The model's probabilities of one text into `this.probabilities` (the features computed once). */
-  private probabilitiesOf(text: string): Float64Array {
-    const clean = cleanText(String(text), this.args);
-    const n = this.vectorizer.vectorize(clean);
+  /**
+   * The features of one text (the vectorizer's, computed once) and, for an encoder model, its embedding
+   * block after them: `[0, n)` with the block's `blockEntries` last.
+   */
+  features(
+    text: string,
+    embedding?: Float32Array,
+  ): { indices: Int32Array; values: Float64Array; n: number; blockEntries: number } {
+    const n = this.vectorizer.vectorize(cleanText(String(text), this.args));
     const { vectorIndices, vectorValues } = this.vectorizer;
-    combinedProbabilities(this, vectorIndices, vectorValues, 0, n, this.probabilities, this.scratch);
+    if (embedding === undefined) return { indices: vectorIndices, values: vectorValues, n, blockEntries: 0 };
+    const dim = embedding.length;
+    if (this.indices.length < n + dim) {
+      this.indices = new Int32Array(2 * (n + dim));
+      this.values = new Float64Array(2 * (n + dim));
+    }
+    this.indices.set(vectorIndices.subarray(0, n));
+    this.values.set(vectorValues.subarray(0, n));
+    const scale = embeddingScale(embedding, {
+      weight: this.args.encoder_weight,
+      normalize: this.args.encoder_normalize,
+    });
+    const V = this.vectorizer.size;
+    for (let d = 0; d < dim; d++) {
+      this.indices[n + d] = V + d;
+      this.values[n + d] = embedding[d]! * scale;
+    }
+    return { indices: this.indices, values: this.values, n: n + dim, blockEntries: dim };
+  }
+
+  /** The model's probabilities of one text into `this.probabilities`. */
+  private probabilitiesOf(text: string, embedding?: Float32Array): Float64Array {
+    const { indices, values, n, blockEntries } = this.features(text, embedding);
+    combinedProbabilities(this, indices, values, 0, n, this.probabilities, this.scratch, blockEntries);
     return this.probabilities;
   }
 
-  /** The member classifiers take no sentence embeddings (only the SGD ones do): `_embeddings` is ignored. */
+  /** An encoder model needs one embedding per text (src/encoder computes them); a TF-IDF one ignores them. */
   predict(
     texts: readonly string[],
-    _embeddings?: readonly Float32Array[],
+    embeddings?: readonly Float32Array[],
     options?: PredictOptions,
   ): Prediction[] {
-    return texts.map((text) => {
-      const p = this.probabilitiesOf(text);
+    const blocks = this.encoder === null ? undefined : checkEmbeddings(texts, embeddings, this.encoder);
+    return texts.map((text, i) => {
+      const p = this.probabilitiesOf(text, blocks?.[i]);
       let best = 0;
       for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
       return predictionOf(this, p, best, options);
     });
   }
 
-  explain(text: string, top = 10, _embedding?: Float32Array): Explanation {
-    return explainMembers(this, text, top);
+  explain(text: string, top = 10, embedding?: Float32Array): Explanation {
+    const block =
+      this.encoder === null ? undefined : checkEmbeddings([text], embedding && [embedding], this.encoder)[0];
+    return explainMembers(this, text, top, block);
   }
 }

@@ -18,6 +18,10 @@ export type { LinearParts } from './naive-bayes.js';
 
 /** The training rows of the members: distinct tf-idf rows, their weights and their classes. */
 export interface MemberTrainingData {
+  /**
+   * The rows' features: the TF-IDF block (columns 0 … V − 1) and, for a member that reads embeddings in an
+   * encoder run, the embedding block after it (text/embeddings.ts's appendEmbeddingBlock).
+   */
   x: CsrMatrix;
   /** Each row's weight: how many times oversampling visits it (0 leaves it out). */
   rowWeight: Float64Array;
@@ -28,6 +32,8 @@ export interface MemberTrainingData {
   nClasses: number;
   /** The classes' tag names, for messages. */
   tagNames: readonly string[];
+  /** How many of x's columns (the last ones) are the embedding block: 0 for TF-IDF rows alone. */
+  embeddingColumns: number;
   /** sklearn's class_weight per class (liblinear weighs a class's positive rows by it); null: all 1. */
   classWeight: Float64Array | null;
 }
@@ -61,6 +67,12 @@ export interface MemberDefinition<Name extends string = string> {
   /** The hyper-parameters it takes (declared in hyper-params.ts), in the order a member lists them. */
   readonly params: readonly (keyof MemberHyperParams)[];
   readonly inputs: MemberInputs;
+  /**
+   * In an encoder run, whether it also reads the sentence-embedding block (columns V … V + dim − 1 after
+   * the vocabulary's): the SVM and logistic regression do, scaled by `encoder_weight`; naive Bayes needs
+   * counts and NB-LR / NB-SVM binary features, so they read the TF-IDF block alone.
+   */
+  readonly readsEmbeddings: boolean;
   /** How its own scores become probabilities (single- or multi-label), without calibration. */
   link(multiLabel: boolean): MemberLink;
   /**

@@ -13,11 +13,18 @@ import { MEMBER_HYPER_PARAM_NAMES, MEMBER_HYPER_PARAMS } from './hyper-params.js
 import type { MemberDefinition } from './member.js';
 import { DEFAULT_VOTE_MEMBERS, parseMembers } from './member-args.js';
 import { decodeMemberModel, encodeMemberModel } from './member-artifact.js';
-import { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS, memberDefinition } from './member-table.js';
+import {
+  MEMBER_CLASSIFIERS,
+  MEMBER_DEFINITIONS,
+  type MemberClassifier,
+  memberDefinition,
+} from './member-table.js';
 import { trainMemberTagger } from './train-members.js';
 
 /** The classifier that combines several members; the others are one member alone. */
 export const SOFT_VOTE = 'soft_vote';
+/** The member classifiers that read an encoder run's embeddings. */
+const READERS = MEMBER_DEFINITIONS.filter((d) => d.readsEmbeddings).map((d) => d.name);
 /** How many distinct members a vote drawn by `tagger optimize` has. */
 const VOTE_SIZE: readonly [number, number] = [2, 4];
 const REFIT = 'refit on train+validation';
@@ -109,7 +116,7 @@ export const MEMBERS_FAMILY: ClassifierFamily = {
   classifiers: [...MEMBER_CLASSIFIERS, SOFT_VOTE],
   learnsSeveralTags: () => true,
   since: 'tagger-model/1.4',
-  takesEmbeddings: false,
+  takesEmbeddings: true,
   hyperParams: MEMBER_HYPER_PARAMS,
   resolveArgs(args, raw) {
     if (args.ensemble > 1) {
@@ -117,33 +124,53 @@ export const MEMBERS_FAMILY: ClassifierFamily = {
         `model/args: "ensemble" (${args.ensemble}) averages SGD runs that differ in their random order; ${JSON.stringify(args.classifier)} is solved exactly, so its runs would not differ — use "ensemble": 1, or "classifier": "soft_vote" to combine different classifiers`,
       );
     }
-    if (args.encoder !== null) {
+    const resolved: TrainingArgs =
+      args.classifier !== SOFT_VOTE
+        ? { ...args, members: null }
+        : {
+            ...args,
+            members: parseMembers(
+              (Object.hasOwn(raw, 'members') ? raw.members : undefined) ?? DEFAULT_VOTE_MEMBERS,
+              args,
+            ),
+          };
+    const classifiers = resolved.members?.map((m) => m.classifier) ?? [resolved.classifier];
+    if (
+      args.encoder !== null &&
+      !classifiers.some((c) => memberDefinition(c as MemberClassifier).readsEmbeddings)
+    ) {
       throw new ModelInputError(
-        `model/args: "encoder" needs classifier ovr or softmax (SGD), but the classifier is ${JSON.stringify(args.classifier)}; the member classifiers and soft_vote do not take embeddings — drop "classifier" (an encoder run defaults to ovr) or set "classifier": "ovr"`,
+        `model/args: "encoder" needs a classifier that reads embeddings — ${READERS.join(', ')} (alone or in a soft_vote's members), or ovr / softmax (SGD) — but ${classifiers.join(', ')} ${classifiers.length === 1 ? 'reads' : 'read'} the TF-IDF features only`,
       );
     }
-    if (args.classifier !== SOFT_VOTE) return { ...args, members: null };
-    const given = Object.hasOwn(raw, 'members') ? raw.members : undefined;
-    return { ...args, members: parseMembers(given ?? DEFAULT_VOTE_MEMBERS, args) };
+    return resolved;
   },
   train: trainMemberTagger,
   encode: encodeMemberModel,
-  decode: (checked, bytes) => decodeMemberModel(checked, bytes),
+  decode: decodeMemberModel,
   progress,
   memoryParts,
   search: {
     choices: [...MEMBER_CLASSIFIERS, SOFT_VOTE],
-    draw(choice, _base, random) {
+    draw(choice, base, random) {
       if (choice !== SOFT_VOTE)
         return drawMember(memberDefinition(choice as (typeof MEMBER_CLASSIFIERS)[number]), random, false);
       const [low, high] = VOTE_SIZE;
       const count = low + Math.floor(random() * (high - low + 1));
-      const pool = [...MEMBER_DEFINITIONS];
-      const members = Array.from({ length: count }, () => {
-        const definition = pool.splice(Math.floor(random() * pool.length), 1)[0]!;
+      // An encoder run's vote needs a member that reads the embeddings: its first member is drawn from those.
+      const readers = MEMBER_DEFINITIONS.filter((d) => d.readsEmbeddings);
+      const pool: MemberDefinition[] = [...MEMBER_DEFINITIONS];
+      const members = Array.from({ length: count }, (_, i) => {
+        const from = i === 0 && base.encoder !== null ? readers.filter((d) => pool.includes(d)) : pool;
+        const definition = from[Math.floor(random() * from.length)]!;
+        pool.splice(pool.indexOf(definition), 1);
         return drawMember(definition, random, true);
       });
       return { classifier: SOFT_VOTE, members };
     },
+    allows: (choice, base) =>
+      base.encoder === null ||
+      choice === SOFT_VOTE ||
+      memberDefinition(choice as MemberClassifier).readsEmbeddings,
   },
 };

@@ -12,6 +12,7 @@ export const MULTINOMIAL_NB = defineMember({
   summary: "multinomial naive Bayes, closed form (scikit-learn's MultinomialNB)",
   params: ['nb_alpha', 'calibration'],
   inputs: 'tfidf',
+  readsEmbeddings: false,
   link: naiveBayesLink,
   searchCalibration: { alone: 'none', inVote: 'none' },
   needsRowsOfEveryTag: true,

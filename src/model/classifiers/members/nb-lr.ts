@@ -11,6 +11,7 @@ export const NB_LR = defineMember({
   summary: 'logistic regression on naive-Bayes-scaled binary features (NB-LR, Wang & Manning 2012)',
   params: ['C', 'nb_ratio_alpha', 'calibration'],
   inputs: 'binary',
+  readsEmbeddings: false,
   link: oneVsRestLink,
   searchCalibration: { alone: 'draw', inVote: 'none' },
   needsRowsOfEveryTag: false,

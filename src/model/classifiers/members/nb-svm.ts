@@ -12,6 +12,7 @@ export const NB_SVM = defineMember({
   summary: 'linear SVM on naive-Bayes-scaled binary features, interpolated (NB-SVM, Wang & Manning 2012)',
   params: ['C', 'svm_loss', 'nb_ratio_alpha', 'nb_svm_beta', 'calibration'],
   inputs: 'binary',
+  readsEmbeddings: false,
   link: oneVsRestLink,
   searchCalibration: { alone: 'draw', inVote: 'sigmoid' },
   needsRowsOfEveryTag: false,

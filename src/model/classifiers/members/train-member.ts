@@ -29,6 +29,9 @@ export interface Member {
   /** Its weight in the vote. */
   weight: number;
   inputs: MemberInputs;
+  /** Its features include the embedding block (an encoder run's SVM or logistic regression). */
+  readsEmbeddings: boolean;
+  /** The features it has weights for: the vocabulary's, plus the embedding block's when it reads one. */
   nFeatures: number;
   /** The tags with training rows (the model maps them to its tags). */
   nClasses: number;
@@ -63,6 +66,7 @@ function fitMember(
     classifier: spec.classifier,
     weight: spec.weight,
     inputs: definition.inputs,
+    readsEmbeddings: data.embeddingColumns > 0,
     nFeatures: data.x.nCols,
     nClasses: data.nClasses,
     link: definition.link(data.labels !== undefined),
@@ -72,11 +76,16 @@ function fitMember(
   };
 }
 
-/** The member's linear scores of CSR row r of the training matrix into `out`. */
+/**
+ * The member's linear scores of CSR row r of a training matrix into `out`. A matrix with more columns than
+ * the member has features holds the embedding block (every row's last x.nCols − nFeatures entries), which a
+ * member that does not read embeddings leaves out.
+ */
 export function memberRowScores(member: Member, x: CsrMatrix, r: number, out: Float64Array): void {
   out.set(member.bias);
   const values = member.inputs === 'binary' ? null : x.data;
-  addMemberScores(member.weights, x.indices, values, x.indptr[r]!, x.indptr[r + 1]!, out);
+  const to = x.indptr[r + 1]! - (x.nCols - member.nFeatures);
+  addMemberScores(member.weights, x.indices, values, x.indptr[r]!, to, out);
 }
 
 /**

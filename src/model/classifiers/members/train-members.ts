@@ -20,6 +20,12 @@ import {
   type TrainOptions,
   tagsOf,
 } from '../../tag-model.js';
+import {
+  appendEmbeddingBlock,
+  checkEmbeddings,
+  type EncoderSpec,
+  embeddingsOf,
+} from '../../text/embeddings.js';
 import { fitVectorizer, type TaggerVectorizer } from '../../text/features.js';
 import { cleanText } from '../../text/preprocess.js';
 import type { CsrMatrix } from '../../text/tfidf.js';
@@ -35,10 +41,14 @@ import { combinedProbabilities } from './combine.js';
 import type { MemberTrainingData } from './member.js';
 import { type MemberSpec, memberParams } from './member-args.js';
 import { MemberTagModel } from './member-model.js';
-import { isMemberClassifier } from './member-table.js';
+import { isMemberClassifier, memberDefinition } from './member-table.js';
 import { forStorage } from './member-weights.js';
 import { fitPlatt } from './platt.js';
 import { type Member, memberRowScores, trainMember } from './train-member.js';
+
+/** Whether a member reads an encoder run's embedding block (its classifier's rule: member.ts). */
+export const readsEmbeddings = (spec: MemberSpec): boolean =>
+  memberDefinition(spec.classifier).readsEmbeddings;
 
 /** The member specs of the args: a soft vote's members, or the classifier alone as the one member. */
 export function memberSpecs(args: TrainingArgs): MemberSpec[] {
@@ -49,10 +59,30 @@ export function memberSpecs(args: TrainingArgs): MemberSpec[] {
   return [memberParams({ classifier: args.classifier, weight: 1 }, args)];
 }
 
-/** Rows as the members see them: their features (of one vectorizer) and labels. */
+/**
+ * Rows as the members see them: their features (of one vectorizer; in an encoder run with the embedding
+ * block appended to every row, `embeddingColumns` wide) and labels.
+ */
 interface RowFeatures {
   x: CsrMatrix;
   labels: ReturnType<typeof labelArrays>;
+  embeddingColumns: number;
+}
+
+/** `x` without its last `columns` columns, which are every row's last `columns` entries (the embedding block). */
+function withoutBlock(x: CsrMatrix, columns: number): CsrMatrix {
+  if (columns === 0) return x;
+  const indptr = Int32Array.from(x.indptr, (start, r) => start - r * columns);
+  const nnz = indptr[x.nRows]!;
+  const indices = new Int32Array(nnz);
+  const data = new Float64Array(nnz);
+  for (let r = 0; r < x.nRows; r++) {
+    const from = x.indptr[r]!;
+    const to = x.indptr[r + 1]! - columns;
+    indices.set(x.indices.subarray(from, to), indptr[r]!);
+    data.set(x.data.subarray(from, to), indptr[r]!);
+  }
+  return { nRows: x.nRows, nCols: x.nCols - columns, indptr, indices, data };
 }
 
 /** How a fit calibrates the members that ask for it: on folds of its rows, or with given sigmoids. */
@@ -76,6 +106,7 @@ function fitMembers(
   },
   calibrating: Calibrating,
   parallel: ParallelRunner | undefined,
+  encoder: EncoderSpec | null,
 ): MemberTagModel {
   const { x, labels } = rows;
   const K = tags.length;
@@ -93,12 +124,19 @@ function fitMembers(
             Int32Array.from(order, (i) => labels.y[i]!),
             K,
           );
-  const data = trainedClassData(tags, x, labels, rowWeight, classWeight);
+  const data = trainedClassData(tags, x, labels, rowWeight, classWeight, rows.embeddingColumns);
+  // The members that do not read embeddings fit on the TF-IDF block alone (made once, when one needs it).
+  let textOnly: MemberTrainingData | null = null;
+  const dataFor = (spec: MemberSpec): MemberTrainingData => {
+    if (rows.embeddingColumns === 0 || memberDefinition(spec.classifier).readsEmbeddings) return data.data;
+    textOnly ??= { ...data.data, x: withoutBlock(x, rows.embeddingColumns), embeddingColumns: 0 };
+    return textOnly;
+  };
   const specs = memberSpecs(args);
   const members: Member[] = specs.map((spec, index) => {
     const started = performance.now();
     const folds = 'folds' in calibrating;
-    const member = trainMember(folds ? spec : { ...spec, calibration: 'none' }, data.data, {
+    const member = trainMember(folds ? spec : { ...spec, calibration: 'none' }, dataFor(spec), {
       seed: randomInt(rng, 0x7fffffff),
       calibrationFolds: args.calibration_folds,
       ...(parallel === undefined ? {} : { parallel }),
@@ -139,6 +177,7 @@ function fitMembers(
     members,
     data.classes,
     args.multi_label ? tags.map(() => 0.5) : null,
+    encoder,
   );
 }
 
@@ -167,6 +206,7 @@ function stackRows(a: RowFeatures, b: RowFeatures, shared: boolean): RowFeatures
   return {
     x: { nRows: a.x.nRows + b.x.nRows, nCols: a.x.nCols, indptr, indices, data },
     labels: { y, ...(labels === undefined ? {} : { labels }) },
+    embeddingColumns: a.embeddingColumns,
   };
 }
 
@@ -218,6 +258,7 @@ function trainedClassData(
   labels: ReturnType<typeof labelArrays>,
   rowWeight: Float64Array,
   classWeight: Float64Array | null,
+  embeddingColumns: number,
 ): { data: MemberTrainingData; classes: Int32Array } {
   const K = tags.length;
   const n = x.nRows;
@@ -257,17 +298,20 @@ function trainedClassData(
       ...(memberLabels === undefined ? {} : { labels: memberLabels }),
       nClasses: Kc,
       tagNames: Array.from(classes, (k) => tags[k]!),
+      embeddingColumns,
       classWeight: classWeight === null ? null : Float64Array.from(classes, (k) => classWeight[k]!),
     },
   };
 }
 
-/** The model's probabilities of every row of `x` (tags in model order). */
-function rowProbabilities(model: MemberTagModel, x: CsrMatrix): Float64Array[] {
+/** The model's probabilities of every row (tags in model order). */
+function rowProbabilities(model: MemberTagModel, rows: RowFeatures): Float64Array[] {
+  const { x, embeddingColumns } = rows;
   const scratch = new Float64Array(model.classes.length);
   return Array.from({ length: x.nRows }, (_, r) => {
     const out = new Float64Array(model.tags.length);
-    combinedProbabilities(model, x.indices, x.data, x.indptr[r]!, x.indptr[r + 1]!, out, scratch);
+    const [from, to] = [x.indptr[r]!, x.indptr[r + 1]!];
+    combinedProbabilities(model, x.indices, x.data, from, to, out, scratch, embeddingColumns);
     return out;
   });
 }
@@ -277,12 +321,13 @@ function rowProbabilities(model: MemberTagModel, x: CsrMatrix): Float64Array[] {
  * time (no rows × tags array); NaN without rows.
  */
 function meanLogLoss(model: MemberTagModel, rows: RowFeatures): number {
-  const { x, labels } = rows;
+  const { x, labels, embeddingColumns } = rows;
   const p = new Float64Array(model.tags.length);
   const scratch = new Float64Array(model.classes.length);
   let total = 0;
   for (let r = 0; r < x.nRows; r++) {
-    combinedProbabilities(model, x.indices, x.data, x.indptr[r]!, x.indptr[r + 1]!, p, scratch);
+    const [from, to] = [x.indptr[r]!, x.indptr[r + 1]!];
+    combinedProbabilities(model, x.indices, x.data, from, to, p, scratch, embeddingColumns);
     if (labels.labels === undefined) {
       total -= Math.log(Math.max(p[labels.y[r]!]!, 1e-15));
       continue;
@@ -304,19 +349,35 @@ export function trainMemberTagger(
   args: TrainingArgs,
   options: TrainOptions,
 ): TrainedTagger {
-  const tags = multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
+  const tags = options.tags
+    ? [...options.tags]
+    : multiLabelModelTags(train.map(tagsOf), args.min_freq, args.accepted_tags);
   const clean = (rows: readonly LabelledText[]): string[] => rows.map((r) => cleanText(r.text, args));
   // In shared memory when the classes are solved on threads (parallel.ts).
   const shared = spreads(options.parallel);
+  // An encoder run whose members read embeddings: the embedding block after every row's TF-IDF entries.
+  const encoder = options.encoder ?? null;
+  const block = encoder !== null && memberSpecs(args).some((spec) => readsEmbeddings(spec)) ? encoder : null;
   const featuresOf = (
     vectorizer: TaggerVectorizer,
     rows: readonly LabelledText[],
     texts: string[],
     of: readonly string[],
-  ): RowFeatures => ({
-    x: vectorizer.transform(texts, shared),
-    labels: labelArrays(rows, of, args.multi_label),
-  });
+  ): RowFeatures => {
+    const labels = labelArrays(rows, of, args.multi_label);
+    if (block === null) return { x: vectorizer.transform(texts, shared), labels, embeddingColumns: 0 };
+    const embeddings = checkEmbeddings(
+      texts,
+      embeddingsOf(
+        rows.map((r) => r.text),
+        block.embeddings,
+      ),
+      block.spec,
+    );
+    const settings = { weight: args.encoder_weight, normalize: args.encoder_normalize };
+    const x = appendEmbeddingBlock(vectorizer.transform(texts), embeddings, block.spec.dim, settings, shared);
+    return { x, labels, embeddingColumns: block.spec.dim };
+  };
   const trainTexts = clean(train);
   const vectorizer = fitVectorizer(trainTexts, args);
   const trainRows = featuresOf(vectorizer, train, trainTexts, tags);
@@ -333,6 +394,7 @@ export function trainMemberTagger(
     { fit: 'validated', onMember: options.onMember, onClasses: options.onClasses },
     onValidation ? { given: null } : { folds: true },
     options.parallel,
+    encoder?.spec ?? null,
   );
   const sigmoids = onValidation ? calibrateOnValidation(first, validationRows, specs) : null;
   if (sigmoids !== null) {
@@ -344,9 +406,10 @@ export function trainMemberTagger(
       first.members.map((m, i) => ({ ...m, calibration: sigmoids[i] ?? m.calibration })),
       first.classes,
       args.multi_label ? tags.map(() => 0.5) : null,
+      first.encoder,
     );
   }
-  const valProbabilities = rowProbabilities(first, validationRows.x);
+  const valProbabilities = rowProbabilities(first, validationRows);
   const report: EpochReport = {
     epoch: 1,
     epochs: 1,
@@ -381,15 +444,32 @@ export function trainMemberTagger(
     threshold = chooseThreshold(args.threshold, top, predicted, yVal);
     if (validation.length > 0) validationF1 = f1WithThreshold(top, predicted, yVal, threshold);
   }
-  let model = first;
-  if (args.refit && validation.length > 0) {
-    // The validated fit is let go first: the two are never in memory together.
+  const finish = (model: MemberTagModel): TrainedTagger => ({
+    model: new MemberTagModel(
+      model.tags,
+      args,
+      threshold,
+      model.vectorizer,
+      model.members,
+      model.classes,
+      tagThresholds,
+      model.encoder,
+    ),
+    history: [report],
+    threshold,
+    validationF1,
+    tagThresholds,
+  });
+  if (!args.refit || validation.length === 0) return finish(first);
+  const refit = (): TrainedTagger => {
+    // The validated fit is let go first: the two are never in memory together (a deferred refit's caller
+    // drops the validated result before it calls refit).
     first = null;
-    // The refit keeps the validated fit's tags for multi-label models (as the SGD tagger does) and when its
-    // sigmoids come from the validated fit (they are per tag).
+    // The refit keeps the validated fit's tags for multi-label models (as the SGD tagger does), when its
+    // sigmoids come from the validated fit (they are per tag), and when the caller fixed them.
     const all = [...train, ...validation];
     const refitTags =
-      args.multi_label || sigmoids !== null
+      args.multi_label || sigmoids !== null || options.tags !== undefined
         ? tags
         : multiLabelModelTags(all.map(tagsOf), args.min_freq, args.accepted_tags);
     let refitVectorizer = vectorizer;
@@ -402,7 +482,7 @@ export function trainMemberTagger(
       // The validated fit's vocabulary and idf: the features of every row are computed already.
       rows = stackRows(trainRows, validationRows, shared);
     }
-    model = fitMembers(
+    const model = fitMembers(
       rows,
       refitTags,
       refitVectorizer,
@@ -411,22 +491,11 @@ export function trainMemberTagger(
       { fit: 'refit', onMember: options.onMember, onClasses: options.onClasses },
       sigmoids !== null ? { given: sigmoids } : { folds: true },
       options.parallel,
+      encoder?.spec ?? null,
     );
     options.onRefitEpoch?.({ epoch: 1, epochs: 1, trainLoss: meanLogLoss(model, rows), valLoss: Number.NaN });
-  }
-  return {
-    model: new MemberTagModel(
-      model.tags,
-      args,
-      threshold,
-      model.vectorizer,
-      model.members,
-      model.classes,
-      tagThresholds,
-    ),
-    history: [report],
-    threshold,
-    validationF1,
-    tagThresholds,
+    return finish(model);
   };
+  if (options.deferRefit) return { ...finish(first), validationProbabilities: valProbabilities, refit };
+  return refit();
 }

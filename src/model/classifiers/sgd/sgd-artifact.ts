@@ -9,19 +9,16 @@ import {
   checkedVocabulary,
   crc32,
   type DecodeOptions,
+  decodeEncoderSpec,
   decodeVectorizer,
   floatReader,
-  formatAtLeast,
   MANIFEST,
-  type Manifest,
   vectorizerManifest,
   WEIGHTS,
   writeFloats,
 } from '../../artifact-common.js';
-import { ModelFormatError, ModelInputError } from '../../errors.js';
+import { ModelInputError } from '../../errors.js';
 import type { TagModel } from '../../tag-model.js';
-import { type EncoderSpec, parseEncoderSpec } from '../../text/embeddings.js';
-import type { TrainingArgs } from '../../training-args.js';
 import type { EncodedModel } from '../family.js';
 import { SgdTagModel } from './sgd-model.js';
 import type { SgdClassifier } from './sgd-params.js';
@@ -50,7 +47,7 @@ export function decodeSgdModel(
 ): SgdTagModel {
   const { manifest: m, args, tags } = checked;
   const vocabulary = checkedVocabulary(m);
-  const encoder = decodeEncoder(m, checked.format, args, options);
+  const encoder = decodeEncoderSpec(m, checked.format, args, options, 'tagger-model/1.5');
   const V = vocabulary.length;
   const F = V + (encoder?.dim ?? 0);
   const K = tags.length;
@@ -73,24 +70,4 @@ export function decodeSgdModel(
   };
   const vectorizer = decodeVectorizer(m, args, vocabulary, idf);
   return new SgdTagModel(tags, args, checked.threshold, vectorizer, linear, checked.tagThresholds, encoder);
-}
-
-/** An SGD model's encoder spec (format 1.5 and later), null for a TF-IDF model. */
-function decodeEncoder(
-  m: Partial<Manifest>,
-  format: string,
-  args: TrainingArgs,
-  options: DecodeOptions,
-): EncoderSpec | null {
-  if (args.encoder === null) return null;
-  if (!formatAtLeast(format, 'tagger-model/1.5'))
-    bad(`an encoder model needs format tagger-model/1.5 or later, got ${format}`);
-  const encoder = parseEncoderSpec(m.encoder);
-  if (!options.withEncoder) {
-    // Not `bad`: the model is fine, re-saving or retraining would not help.
-    throw new ModelFormatError(
-      `model/artifact: this model takes sentence embeddings from the encoder ${encoder.name} (${format}), and this reader does not compute them`,
-    );
-  }
-  return encoder;
 }

@@ -189,35 +189,54 @@ export function trainSgdTagger(
   args: TrainingArgs,
   options: TrainOptions,
 ): TrainedTagger {
-  const first = fitTagger(train, validation, args, options.seed, options.onEpoch, options);
+  const first = fitTagger(train, validation, args, options.seed, options.onEpoch, options, options.tags);
   if (args.multi_label) return finishMultiLabel(first, train, validation, args, options);
   const { tags, linear, valData } = first;
-  const p = new Float64Array(tags.length);
   const top = new Float64Array(validation.length);
   const predicted: string[] = [];
-  for (let r = 0; r < validation.length; r++) {
+  const probabilities = validation.map((_, r) => {
+    const p = new Float64Array(tags.length);
     rowScores(linear, valData.x, r, p);
     const best = argmax(p);
     probabilitiesInPlace(p, linear.link);
     top[r] = p[best]!;
     predicted.push(tags[best]!);
-  }
+    return p;
+  });
   const yVal = Array.from(valData.y, (k) => tags[k]!);
   const threshold = chooseThreshold(args.threshold, top, predicted, yVal);
   const validationF1 =
     validation.length === 0 ? Number.NaN : f1WithThreshold(top, predicted, yVal, threshold);
-  const final =
-    args.refit && validation.length > 0
-      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, options)
-      : first;
   const spec = options.encoder?.spec ?? null;
-  return {
-    model: new SgdTagModel(final.tags, args, threshold, final.vectorizer, final.linear, null, spec),
+  const finish = (fit: FittedTagger): TrainedTagger => ({
+    model: new SgdTagModel(fit.tags, args, threshold, fit.vectorizer, fit.linear, null, spec),
     history: first.history,
     threshold,
     validationF1,
     tagThresholds: null,
-  };
+  });
+  const all = [...train, ...validation];
+  const refit = (): TrainedTagger =>
+    finish(fitTagger(all, [], args, options.seed, options.onRefitEpoch, options, options.tags));
+  return deferrable(first, validation, args, options, probabilities, finish, refit);
+}
+
+/**
+ * The validated fit as it is (no refit asked, or no validation rows), the refit at once, or (with
+ * `options.deferRefit`) the validated fit with its validation probabilities and the refit to call later.
+ */
+function deferrable(
+  first: FittedTagger,
+  validation: readonly LabelledText[],
+  args: TrainingArgs,
+  options: TrainOptions,
+  probabilities: readonly Float64Array[],
+  finish: (fit: FittedTagger) => TrainedTagger,
+  refit: () => TrainedTagger,
+): TrainedTagger {
+  if (!args.refit || validation.length === 0) return finish(first);
+  if (options.deferRefit) return { ...finish(first), validationProbabilities: probabilities, refit };
+  return refit();
 }
 
 /** trainTagger's multi-label second half: per-tag thresholds on the validation split, then the refit. */
@@ -247,19 +266,13 @@ function finishMultiLabel(
           setsOf((r, k) => labels[r * K + k] === 1),
           setsOf((r, k) => probabilities[r]![k]! >= tagThresholds[k]!),
         ).averages.weighted.f1;
-  // The refit keeps the validated fit's tags: counted over more rows, min_freq could keep a tag whose
-  // threshold was never chosen, and `other` would change meaning under its tuned threshold.
-  const final =
-    args.refit && validation.length > 0
-      ? fitTagger([...train, ...validation], [], args, options.seed, options.onRefitEpoch, options, tags)
-      : first;
-  return {
+  const finish = (fit: FittedTagger): TrainedTagger => ({
     model: new SgdTagModel(
-      final.tags,
+      fit.tags,
       args,
       null,
-      final.vectorizer,
-      final.linear,
+      fit.vectorizer,
+      fit.linear,
       tagThresholds,
       options.encoder?.spec ?? null,
     ),
@@ -267,5 +280,11 @@ function finishMultiLabel(
     threshold: null,
     validationF1,
     tagThresholds,
-  };
+  });
+  // The refit keeps the validated fit's tags: counted over more rows, min_freq could keep a tag whose
+  // threshold was never chosen, and `other` would change meaning under its tuned threshold.
+  const all = [...train, ...validation];
+  const refit = (): TrainedTagger =>
+    finish(fitTagger(all, [], args, options.seed, options.onRefitEpoch, options, tags));
+  return deferrable(first, validation, args, options, probabilities, finish, refit);
 }

@@ -157,6 +157,7 @@ describe.skipIf(python === null || datasetPath === null)(
         nClasses: 4,
         tagNames: TAGS,
         classWeight: Float64Array.of(1, 2.5, 0.8, 1.6),
+        embeddingColumns: 0,
       };
       // Multi-label: each row's tag, plus `other` on every third row (other rows keep their one tag).
       const labels = new Uint8Array(x.nRows * 4);
@@ -172,6 +173,7 @@ describe.skipIf(python === null || datasetPath === null)(
         nClasses: 4,
         tagNames: TAGS,
         classWeight: null,
+        embeddingColumns: 0,
       };
 
       // Binary problems straight into the solvers.
