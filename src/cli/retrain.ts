@@ -49,6 +49,7 @@ import {
   promotionTarget,
 } from './retrain-data.js';
 import { decide, promote } from './retrain-promotion.js';
+import { labelIssuesAfterRun } from './run-label-issues.js';
 
 export interface RetrainFlags {
   experiment: string;
@@ -298,7 +299,6 @@ async function retrainFrom(
       ...(encoder ? { encoder } : {}),
       args,
       seed,
-      labelIssues: flags.labelIssues !== false,
     },
     {
       io,
@@ -378,10 +378,20 @@ async function retrainFrom(
         ),
       ],
     ],
-    ...(outcome.labelIssues ? { labelIssues: outcome.labelIssues } : {}),
     catchSignals: true,
   });
   const childId = logged.runId;
+  // After the run is logged: the label issues of the merged data, on the validation rows the model never saw.
+  await labelIssuesAfterRun(store, childId, {
+    mode: flags.labelIssues === false ? false : 'validation',
+    data: merged.rows,
+    outcome,
+    seed,
+    ...(encoder ? { encoder } : {}),
+    file: MERGED_TRAIN,
+    io,
+    quiet: flags.quiet === true || flags.json === true,
+  });
   const f1 = outcome.performance.overall.f1;
   say(
     `Logged run ${childId} (${runName}) to experiment '${parent.experimentName}': parent ${parentId}, ${feedbackRows} row(s) from feedback, ${fixRows} from label-issue fixes, training data digest ${fileDigest(trainBytes)}.`,

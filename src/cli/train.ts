@@ -1,11 +1,21 @@
 /** `tagger train`: trains one model on a data file and logs it as a run (optionally a registered version). */
-import type { Command } from 'commander';
-import { RUN_ARTIFACTS } from '../model/index.js';
+import { type Command, InvalidArgumentError } from 'commander';
+import { DEFAULT_ENCODER } from '../encoder/resolve.js';
+import { behaviourTexts, DEFAULT_BEHAVIOUR_SUITE, parseTrainingArgs, RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { logTrainingRun } from '../train/log-run.js';
+import { trainingMemoryBudget } from '../train/memory-check.js';
+import { cpuMicroseconds } from '../train/model-choice/choose.js';
+import { DATA_HANDLING_ARGS, encoderAvailability, prepareChoice } from '../train/model-choice/prepare.js';
 import { defaultTrainingThreads } from '../train/parallel.js';
-import { argsForData, type CascadeOutcome, largeDataSettings } from '../train/pipeline.js';
+import {
+  argsForData,
+  type CascadeOutcome,
+  largeDataSettings,
+  type TrainingInput,
+} from '../train/pipeline.js';
+import { choiceSummary, choiceTable, parseCandidates, parseDuration, planLines } from './choice-output.js';
 import { embedForTraining, encoderArgs, withCascadeFlag, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
@@ -20,12 +30,14 @@ import {
   readDefinitions,
   readTrainingFiles,
   trackingOption,
+  UsageError,
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
 import { labelIssuesLine, labelIssuesSummary } from './label-issues.js';
 import { behaviourSummary, formatMetric } from './output.js';
 import { trainReporting } from './reported-training.js';
+import { LABEL_ISSUE_MODES, type LabelIssueMode, labelIssuesAfterRun } from './run-label-issues.js';
 import { type ServingNote, servingLine, servingNote } from './serving-note.js';
 
 export interface TrainFlags extends DataColumnFlags {
@@ -47,8 +59,14 @@ export interface TrainFlags extends DataColumnFlags {
   behaviour?: string;
   /** A slice definitions file replacing the default slices. */
   slices?: string;
-  /** Look for label issues in the data and log them (`--no-label-issues`: false). */
-  labelIssues?: boolean;
+  /** Where to look for label issues after the run is logged (`--no-label-issues`: false). */
+  labelIssues?: LabelIssueMode | false;
+  /** `--no-model-choice`: false. */
+  modelChoice?: boolean;
+  /** The model choice's budget (seconds). */
+  timeBudget?: number;
+  /** The model choice's candidates (names); absent: all. */
+  candidates?: string[];
   /** A sentence encoder whose embeddings join the TF-IDF features (the `encoder` training arg). */
   encoder?: string;
   /** `--cascade`: a cascade run (the `cascade` training arg). */
@@ -101,9 +119,33 @@ export function registerTrain(program: Command, io: CliIo): void {
       'slice definitions (YAML or JSON: name + where {tag, text_matches, words_below, words_at_least}) instead of nlp_cnn and short_text',
     )
     .option(
-      '--no-label-issues',
-      "don't look for rows whose tag is probably wrong (5 out-of-fold models of the data, logged as label_issues.json; two to three times the training's own time)",
+      '--time-budget <duration>',
+      'how long the model choice may take: seconds or a duration (90s, 10m, 1h30m); default 3 min + 4 ms per row of data; candidates estimated not to fit are skipped and named',
+      parseDuration,
     )
+    .option(
+      '--candidates <names>',
+      'the candidates the model choice tries, comma-separated (linear_svm_words, linear_svm, soft_vote, fasttext, encoder, cascade); default: every one',
+      parseCandidates,
+    )
+    .option(
+      '--no-model-choice',
+      'train the default model (the soft vote) instead of choosing one on the validation split; --args naming a model does the same',
+    )
+    .option(
+      '--label-issues <where>',
+      'where to look for rows whose tag is probably wrong, after the run is logged (label_issues.json): validation (the validation rows, no extra training) or folds (every row, 5 out-of-fold models: about five trainings more)',
+      (value: string) => {
+        if (!(LABEL_ISSUE_MODES as readonly string[]).includes(value)) {
+          throw new InvalidArgumentError(
+            `--label-issues is ${LABEL_ISSUE_MODES.join(' or ')}, got '${value}'`,
+          );
+        }
+        return value as LabelIssueMode;
+      },
+      'validation',
+    )
+    .option('--no-label-issues', "don't look for rows whose tag is probably wrong")
     .option(
       '--threads <n>',
       'threads the training may use (default: the cores available); fasttext trains each epoch on all of them at once, so its runs then differ slightly for one seed (--threads 1: reproducible)',
@@ -122,27 +164,80 @@ export function registerTrain(program: Command, io: CliIo): void {
     .action((flags: TrainFlags) => trainCommand(flags, io));
 }
 
+/** Whether `tagger train` chooses the model: no --args naming a model (only data-handling ones), no flag naming one. */
+function choosesModel(flags: TrainFlags, explicit: ReadonlySet<string>): boolean {
+  if (flags.modelChoice === false || flags.encoder !== undefined || flags.cascade === true) return false;
+  return [...explicit].every((key) => (DATA_HANDLING_ARGS as readonly string[]).includes(key));
+}
+
 async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
   const given = withCascadeFlag(withEncoderFlag(await readArgs(flags.args), flags.encoder), flags.cascade);
-  const { behaviour, slices } = await readDefinitions(flags);
-  const { data, testData, datasets } = await readTrainingFiles(flags);
-  const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
-  const large = largeDataSettings(given.args, data.length, given.explicit);
-  if (Object.keys(large).length > 0 && flags.quiet !== true) {
-    io.stderr.write(
-      `tagger: ${data.length.toLocaleString('en-US')} rows: training with the large-data settings ${JSON.stringify(large)} (docs/cli.md#large-data); set them in --args to choose otherwise\n`,
+  const choosing = choosesModel(flags, given.explicit);
+  if (!choosing && (flags.timeBudget !== undefined || flags.candidates !== undefined)) {
+    throw new UsageError(
+      `${flags.timeBudget !== undefined ? '--time-budget' : '--candidates'} belongs to the model choice, but ${flags.modelChoice === false ? '--no-model-choice' : '--args, --encoder or --cascade'} names the model to train; drop one of them`,
     );
   }
-  // Before the store and the training: a bad encoder is one line, and the embeddings are computed once.
-  const encoder = await embedForTraining(
-    args,
-    { data, ...(testData ? { testData } : {}), ...(behaviour ? { behaviour } : {}) },
-    io,
-    flags.quiet === true,
-  );
-  const { outcome, logged, runName, registered, label, note } = await withStore(
+  const { behaviour, slices } = await readDefinitions(flags);
+  const { data, testData, datasets } = await readTrainingFiles(flags);
+  const quiet = flags.quiet === true;
+  // The budget counts the CPU seconds from here: an embedding pass before the training is part of it.
+  const startedCpu = cpuMicroseconds();
+  let args: TrainingInput['args'];
+  let choice: TrainingInput['choice'];
+  let encoder: TrainingInput['encoder'];
+  if (choosing) {
+    const dataArgs = Object.fromEntries(
+      [...given.explicit].map((key) => [key, given.args[key as keyof typeof given.args]]),
+    );
+    const preparation = prepareChoice({
+      data,
+      ...(testData ? { testData } : {}),
+      given: dataArgs,
+      seed: flags.seed,
+      threads: flags.threads,
+      ...(flags.timeBudget === undefined ? {} : { budgetSeconds: flags.timeBudget }),
+      ...(flags.candidates === undefined ? {} : { only: flags.candidates }),
+      extraTexts: behaviourTexts(behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
+      encoder: await encoderAvailability(),
+      memoryBudget: trainingMemoryBudget(),
+    });
+    if (!quiet) io.stderr.write(planLines(preparation, data.length));
+    args = argsForData(parseTrainingArgs(dataArgs), data, given.explicit);
+    choice = {
+      plan: preparation.plan,
+      budgetSeconds: preparation.budgetSeconds,
+      budgetSource: preparation.budgetSource,
+      startedCpu,
+    };
+    // The texts are embedded once, before the training, only when an encoder candidate is in the plan.
+    encoder = preparation.needsEmbeddings
+      ? await embedForTraining(
+          parseTrainingArgs({ ...dataArgs, encoder: DEFAULT_ENCODER }),
+          { data, ...(testData ? { testData } : {}), ...(behaviour ? { behaviour } : {}) },
+          io,
+          quiet,
+        )
+      : undefined;
+  } else {
+    args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
+    const large = largeDataSettings(given.args, data.length, given.explicit);
+    if (Object.keys(large).length > 0 && !quiet) {
+      io.stderr.write(
+        `tagger: ${data.length.toLocaleString('en-US')} rows: training with the large-data settings ${JSON.stringify(large)} (docs/cli.md#large-data); set them in --args to choose otherwise\n`,
+      );
+    }
+    // Before the store and the training: a bad encoder is one line, and the embeddings are computed once.
+    encoder = await embedForTraining(
+      args,
+      { data, ...(testData ? { testData } : {}), ...(behaviour ? { behaviour } : {}) },
+      io,
+      quiet,
+    );
+  }
+  const { outcome, logged, runName, registered, label, note, labelIssues } = await withStore(
     flags.trackingUri,
     async (store, label) => {
       // Before training, not after it: a store or experiment it cannot write would cost the whole training.
@@ -156,14 +251,14 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ...(behaviour ? { behaviour } : {}),
           ...(slices ? { slices } : {}),
           ...(encoder ? { encoder } : {}),
+          ...(choice ? { choice } : {}),
           args,
           seed: flags.seed,
           threads: flags.threads,
-          labelIssues: flags.labelIssues !== false,
         },
         {
           io,
-          quiet: flags.quiet === true,
+          quiet,
           memoryCheck: flags.memoryCheck !== false,
           kept: `nothing was logged (no run was created in ${store.displayUri})`,
         },
@@ -173,7 +268,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
       const logged = await logTrainingRun(store, {
         experiment: flags.experiment,
         runName,
-        args,
+        args: outcome.args,
         seed: flags.seed,
         outcome,
         source: 'tagger train',
@@ -185,9 +280,20 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           ...(flags.slices ? { slices: flags.slices } : {}),
         },
         datasets,
-        ...(outcome.labelIssues ? { labelIssues: outcome.labelIssues } : {}),
         catchSignals: true,
         onStoreWait: (message) => io.stderr.write(`tagger: ${message}\n`),
+      });
+      if (!quiet) io.stderr.write(`tagger: logged run ${logged.runId}\n`);
+      // After the run is logged: a search that fails or is stopped keeps it.
+      const labelIssues = await labelIssuesAfterRun(store, logged.runId, {
+        mode: flags.labelIssues ?? 'validation',
+        data,
+        outcome,
+        seed: flags.seed,
+        ...(encoder && outcome.args.encoder !== null ? { encoder } : {}),
+        file: flags.data,
+        io,
+        quiet,
       });
       const registered =
         flags.register === undefined
@@ -210,7 +316,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
           fix: null,
         }),
       );
-      return { outcome, logged, runName, registered, label, note };
+      return { outcome, logged, runName, registered, label, note, labelIssues };
     },
     flags.artifactRoot,
     io.stderr,
@@ -250,15 +356,15 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
         },
         slices: outcome.slices.rows,
         ...(outcome.cascade === undefined ? {} : { cascade: cascadeSummary(outcome.cascade) }),
-        ...(outcome.labelIssues === undefined
-          ? {}
-          : { label_issues: labelIssuesSummary(outcome.labelIssues) }),
+        ...(labelIssues === undefined ? {} : { label_issues: labelIssuesSummary(labelIssues) }),
+        ...(outcome.choice === undefined ? {} : { model_choice: choiceSummary(outcome.choice) }),
         ...(registered ? { registered_model: { name: registered.name, version: registered.version } } : {}),
         serving: note,
       })}\n`,
     );
     return;
   }
+  if (!flags.quiet && outcome.choice !== undefined) io.stdout.write(choiceTable(outcome.choice));
   io.stdout.write(
     `Logged run ${logged.runId} (${runName}) to experiment '${flags.experiment}' in ${label}.\n` +
       `Test split (${outcome.sizes.test} rows): precision ${formatMetric(precision)}, recall ${formatMetric(recall)}, f1 ${formatMetric(f1)}` +
@@ -277,9 +383,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   if (sliceParts.length > 0) io.stdout.write(`Slices: ${sliceParts.join(', ')}\n`);
   if (outcome.cascade !== undefined) io.stdout.write(cascadeLine(outcome.cascade));
   if (!flags.quiet) io.stdout.write(behaviourSummary(outcome.behaviour));
-  if (!flags.quiet && outcome.labelIssues !== undefined) {
-    io.stdout.write(labelIssuesLine(outcome.labelIssues, flags.data));
-  }
+  if (!flags.quiet && labelIssues !== undefined) io.stdout.write(labelIssuesLine(labelIssues, flags.data));
   if (registered) {
     io.stdout.write(
       `Registered as version ${registered.version} of model '${registered.name}' (models:/${registered.name}/${registered.version}); ` +

@@ -75,10 +75,19 @@ export const RunLabelIssuesData = Type.Object(
       Type.Integer({
         minimum: 0,
         description:
-          'Present when the rows looked at were a seeded sample of the training data (tagger train on more than 20,000 rows): how many rows the data had',
+          'Present when the rows looked at were a sample of the training data (its validation split, or a seeded sample of 20,000 rows with --label-issues folds on more): how many rows the data had',
       }),
     ),
-    folds: Type.Integer({ minimum: 0, description: 'Cross-validation folds of the out-of-fold models' }),
+    source: Type.Optional(
+      Type.Union([Type.Literal('folds'), Type.Literal('validation_split')], {
+        description:
+          "Where the held-out probabilities came from: `folds` (every row by a model of the other folds: tagger label-issues, tagger train --label-issues folds) or `validation_split` (tagger train's default: the rows of its validation split, by the chosen model's validated fit; `folds` is then 0). Absent in older runs (folds).",
+      }),
+    ),
+    folds: Type.Integer({
+      minimum: 0,
+      description: 'Cross-validation folds of the out-of-fold models (0: the validation split)',
+    }),
     seed: Type.Integer({ minimum: 0, description: 'The seed of the folds and their training' }),
     tags: Type.Array(Type.String(), { description: 'The tags as the models know them' }),
     found: Type.Integer({

@@ -51,6 +51,11 @@ export { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS } from './classifiers/members/me
 export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
 export { LOSSES } from './classifiers/sgd/sgd-params.js';
 export {
+  chooseThreshold as chooseFallbackThreshold,
+  type ThresholdEvidence,
+  thresholdEvidence,
+} from './classifiers/thresholds.js';
+export {
   chiSquareSurvival,
   compareCategories,
   compareCounts,
@@ -159,6 +164,7 @@ export {
   type MemberReport,
   type Prediction,
   type TagModel,
+  type ThresholdChoice,
   type TrainEncoder,
   type TrainedTagger,
   type TrainOptions,

@@ -32,4 +32,10 @@ export const RUN_ARTIFACTS = {
    * test split's figures, for the inspection page (not read by serving: τ is in the model).
    */
   cascadeCurve: 'cascade_curve.json',
+  /**
+   * How `tagger train` chose the model on the user's validation split (src/train/model-choice/): every
+   * candidate with its validation f1, training time, predict µs per text and model size, or why it was
+   * skipped; the budget and the clean-up chosen (optional: runs with explicit args, and older runs, lack it).
+   */
+  modelChoice: 'model_choice.json',
 } as const;

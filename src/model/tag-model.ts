@@ -141,6 +141,12 @@ export interface TrainOptions {
   deferRefit?: boolean;
 }
 
+/** A single-label model's threshold as a caller chose it (null: argmax) and the `threshold` arg recorded with it. */
+export interface ThresholdChoice {
+  threshold: number | null;
+  mode: TrainingArgs['threshold'];
+}
+
 export interface TrainedTagger {
   model: TagModel;
   /** Per-epoch losses of the validated fit. */
@@ -154,14 +160,15 @@ export interface TrainedTagger {
   /** Multi-label: each tag's threshold (in the model's tag order); null for a single-label model. */
   tagThresholds: readonly number[] | null;
   /**
-   * `options.deferRefit` only: the validated fit's probabilities of the validation rows, in the model's
-   * tag order (out of sample: the fit never saw those rows).
+   * `options.deferRefit` only (with or without a refit to come): the validated fit's probabilities of the
+   * validation rows, in the model's tag order (out of sample: the fit never saw those rows).
    */
   validationProbabilities?: readonly Float64Array[];
   /**
    * `options.deferRefit` with `args.refit` only: the refit on train + validation, keeping the threshold(s)
-   * chosen on validation. Drop every other reference to this result first: the validated fit is released
-   * before the refit starts.
+   * chosen on validation, or (single-label) the threshold and mode given, as the caller chose them from
+   * `validationProbabilities`. Drop every other reference to this result first: the validated fit is
+   * released before the refit starts.
    */
-  refit?: () => TrainedTagger;
+  refit?: (threshold?: ThresholdChoice) => TrainedTagger;
 }

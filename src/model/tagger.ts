@@ -18,6 +18,7 @@ export {
   type MemberReport,
   type Prediction,
   type TagModel,
+  type ThresholdChoice,
   type TrainEncoder,
   type TrainedTagger,
   type TrainOptions,

@@ -143,6 +143,8 @@ export interface ServedLabelIssues {
   multi_label: boolean;
   /** Rows looked at, the folds and the seed of the out-of-fold models. */
   rows: number;
+  /** `folds`: every row by out-of-fold models; `validation_split`: the validation rows (folds 0); absent in older runs. */
+  source?: 'folds' | 'validation_split';
   folds: number;
   seed: number;
   /** The tags as the models know them. */
@@ -163,7 +165,10 @@ const isProbability = (value: unknown): value is number =>
 export function parseLabelIssues(raw: unknown): ServedLabelIssues {
   const where = RUN_ARTIFACTS.labelIssues;
   if (!isRecord(raw)) throw new ArtifactFormatError(`${where} must hold a JSON object`);
-  const { multi_label, rows, folds, seed, tags, found, issues, candidates, sampled_from } = raw;
+  const { multi_label, rows, folds, seed, tags, found, issues, candidates, sampled_from, source } = raw;
+  if (source !== undefined && source !== 'folds' && source !== 'validation_split') {
+    throw new ArtifactFormatError(`${where}: source must be folds or validation_split`);
+  }
   if (typeof multi_label !== 'boolean')
     throw new ArtifactFormatError(`${where}: multi_label must be a boolean`);
   if (!isCount(rows) || !isCount(folds) || !isCount(seed)) {
@@ -230,6 +235,7 @@ export function parseLabelIssues(raw: unknown): ServedLabelIssues {
   return {
     multi_label,
     rows,
+    ...(source === undefined ? {} : { source }),
     folds,
     seed,
     tags,

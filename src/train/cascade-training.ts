@@ -115,7 +115,11 @@ export function trainCascade(
     seed: options.seed,
     ...parallelOf(options),
   });
-  const encoderStage = trainTagger([...train], [...validation], encoderArgs, options);
+  // Refitted here, whatever the caller defers: a cascade is trained whole.
+  const encoderStage = trainTagger([...train], [...validation], encoderArgs, {
+    ...options,
+    deferRefit: false,
+  });
   const model = new CascadeTagModel({
     args,
     fast: fast.model,
@@ -146,5 +150,8 @@ export function trainCascade(
   };
 }
 
-const parallelOf = (options: TrainOptions): Pick<TrainOptions, 'parallel'> =>
-  options.parallel ? { parallel: options.parallel } : {};
+/** The options every stage's fit shares: the threads, and the tags when the caller fixed them. */
+const parallelOf = (options: TrainOptions): Pick<TrainOptions, 'parallel' | 'tags'> => ({
+  ...(options.parallel ? { parallel: options.parallel } : {}),
+  ...(options.tags ? { tags: options.tags } : {}),
+});

@@ -159,30 +159,36 @@ export function overlapWarnings(seen: readonly LabelledText[], test: readonly La
 
 /**
  * The warnings about what the model learnt and what it was tested on, after the training (one learnt tag
- * cannot occur here: checkTrainable refused it).
+ * cannot occur here: checkTrainable refused it). Tags are counted on the whole training file (`data`), as
+ * min_freq counts them; `train` is what the model learnt from.
  */
 export function dataWarnings(
+  data: readonly LabelledText[],
   train: readonly LabelledText[],
   classes: readonly string[],
   testSize: number,
+  args: Pick<TrainingArgs, 'min_freq' | 'accepted_tags'>,
 ): {
   warnings: DataWarning[];
   trainedTags: number;
 } {
-  const counts = rowsPerTag(train.map(tagsOf));
+  const counts = rowsPerTag(data.map(tagsOf));
   const kept = new Set(classes);
   const folded = [...counts].filter(([tag]) => !kept.has(tag)).sort((a, b) => b[1] - a[1]);
   const learnt = learntTags(train, kept);
-  const multiLabel = train.some((row) => row.tags !== undefined);
+  const multiLabel = data.some((row) => row.tags !== undefined);
+  const accepted = args.accepted_tags === null ? null : new Set(args.accepted_tags);
   const warnings: DataWarning[] = [];
   if (folded.length > 0) {
+    const why = (tag: string): string =>
+      accepted !== null && !accepted.has(tag) ? 'not in accepted_tags' : `under min_freq ${args.min_freq}`;
     const shown = folded
       .slice(0, 10)
-      .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'})`);
+      .map(([tag, count]) => `'${tag}' (${count} row${count === 1 ? '' : 's'} in the file, ${why(tag)})`);
     const rows = folded.reduce((sum, [, count]) => sum + count, 0);
     warnings.push({
       kind: 'folded_tags',
-      message: `${folded.length} tag(s) of ${counts.size}, on ${rows} training row${rows === 1 ? '' : 's'} in all, were ${foldedInto(multiLabel)} (min_freq / accepted_tags): ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
+      message: `${folded.length} tag(s) of ${counts.size}, on ${rows} row${rows === 1 ? '' : 's'} of the file in all, were ${foldedInto(multiLabel)}: ${shown.join(', ')}${folded.length > 10 ? ', …' : ''}`,
     });
   }
   if (testSize < MIN_TRUSTED_TEST_ROWS) {

@@ -32,6 +32,7 @@ import {
   multiLabelModelTags,
   normalizeTag,
   normalizeTagSet,
+  OTHER_TAG,
   sampleIndices,
   type TrainEncoder,
   type TrainingArgs,
@@ -41,6 +42,7 @@ import {
 import { crossValidationFolds, DEFAULT_FOLDS } from './cross-validate.js';
 import { DataError } from './data.js';
 import { checkTrainable, sameText } from './data-checks.js';
+import type { HeldOutPredictions } from './pipeline.js';
 import { MIN_SPLIT_ROWS } from './splits.js';
 
 export interface LabelIssueOptions {
@@ -113,6 +115,12 @@ export type LabelIssue = TagIssue | TagSetIssue;
 export interface LabelIssuesReport {
   multi_label: boolean;
   rows: number;
+  /**
+   * Where the held-out probabilities came from: `folds` (every row by a model of the other folds; `tagger
+   * label-issues`, and runs before the model choice), or `validation_split` (`tagger train`: the rows of its
+   * validation split, by the chosen model's validated fit, which never saw them; `folds` is then 0).
+   */
+  source?: 'folds' | 'validation_split';
   folds: number;
   seed: number;
   /** The tags as the models know them (rare or unaccepted ones are `other`). */
@@ -241,6 +249,7 @@ function report(
   return {
     multi_label: options.args.multi_label,
     rows: data.length,
+    source: 'folds',
     folds: options.folds ?? DEFAULT_FOLDS,
     seed: options.seed,
     tags: oof.tags,
@@ -428,6 +437,55 @@ export function trainingLabelIssues(
   }));
   return {
     report: { ...report, ...(picked === null ? {} : { sampled_from: all.length }), issues },
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/**
+ * What `tagger train` logs as `label_issues.json` (since the model choice): confident learning on the rows
+ * of its validation split, as predicted by the chosen model's validated fit, which never saw them — no
+ * training of its own, so a fraction of a second at any size, and a training stopped during it keeps its
+ * run. The report says which rows it looked at (`source: validation_split`, `rows` of `sampled_from`);
+ * `tagger label-issues` looks at every row through 5 folds.
+ */
+export function heldOutLabelIssues(
+  data: readonly LabelIssueRow[],
+  heldOut: HeldOutPredictions,
+  args: TrainingArgs,
+  seed: number,
+): TrainingLabelIssues {
+  const started = performance.now();
+  const kept = heldOut.rows.filter((i) => i >= 0 && i < data.length);
+  const probabilityOf = new Map(heldOut.rows.map((row, r) => [row, heldOut.probabilities[r]!]));
+  const rows = kept.map((i) => data[i]!);
+  const tags = [...heldOut.tags];
+  const classes = new Set(tags);
+  const column = new Map(tags.map((tag, k) => [tag, k]));
+  const other = column.get(OTHER_TAG);
+  if (rows.length < MIN_SPLIT_ROWS || other === undefined) {
+    return {
+      skipped: `label-issues: the validation split held ${rows.length} row(s), too few to look for label issues in; run tagger label-issues`,
+    };
+  }
+  const oof: OutOfFold = {
+    tags,
+    probabilities: kept.map((i) => Array.from(probabilityOf.get(i)!)),
+    given: rows.map((row) =>
+      (args.multi_label ? normalizeTagSet(tagsOf(row), classes) : [normalizeTag(row.tag, classes)]).map(
+        (tag) => column.get(tag) ?? other,
+      ),
+    ),
+  };
+  let report: LabelIssuesReport;
+  try {
+    report = labelIssuesOf(rows, oof, { args, seed, top: LOGGED_ISSUES });
+  } catch (error) {
+    if (error instanceof DataError || error instanceof ModelInputError) return { skipped: error.message };
+    throw error;
+  }
+  const issues = report.issues.map((issue) => ({ ...issue, text: cut(issue.text), row: kept[issue.row]! }));
+  return {
+    report: { ...report, source: 'validation_split', folds: 0, sampled_from: data.length, issues },
     seconds: (performance.now() - started) / 1000,
   };
 }

@@ -41,6 +41,8 @@ export const MODEL_FORMAT_TAG = 'tagger.model_format';
 
 /** Tag saying why a training logged no label_issues.json although it looked (e.g. too few rows). */
 export const LABEL_ISSUES_SKIPPED_TAG = 'tagger.label_issues.skipped';
+/** Tag naming the candidate the model choice kept (its table is model_choice.json). */
+export const MODEL_CHOICE_TAG = 'tagger.model_choice';
 
 /**
  * An encoder run's encoder as params (`encoder.<field>`: source, sha256 of the ONNX model and of
@@ -200,6 +202,7 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
       ...(input.labelIssues !== undefined && 'skipped' in input.labelIssues
         ? { [LABEL_ISSUES_SKIPPED_TAG]: input.labelIssues.skipped.slice(0, 8_000) }
         : {}),
+      ...(input.outcome.choice === undefined ? {} : { [MODEL_CHOICE_TAG]: input.outcome.choice.chosen }),
     },
   });
   const runId = run.info.runId;
@@ -317,6 +320,9 @@ async function logRun(store: TrackingStore, input: LogRunInput, signal: AbortSig
         : [
             [RUN_ARTIFACTS.cascadeCurve, json(cascadeCurveArtifact(outcome.cascade))] as [string, Uint8Array],
           ]),
+      ...(outcome.choice === undefined
+        ? []
+        : [[RUN_ARTIFACTS.modelChoice, json(outcome.choice)] as [string, Uint8Array]]),
       // Compact: the vocabulary makes it the largest JSON artifact, and no person reads it.
       [RUN_ARTIFACTS.referenceProfile, encoder.encode(`${JSON.stringify(outcome.reference)}\n`)],
       [
@@ -423,4 +429,29 @@ export function cascadeCurveArtifact(cascade: CascadeOutcome): Record<string, un
     test: cascade.test,
     points: cascade.curve.points,
   };
+}
+
+/**
+ * The label issues of a run already logged (and FINISHED): `label_issues.json` with the metrics
+ * `label_issues` and `label_issues_seconds`, or the reason none were looked for as the tag
+ * `tagger.label_issues.skipped`. Logged after the run, so a search that fails or is stopped never costs
+ * the model.
+ */
+export async function logLabelIssues(
+  store: TrackingStore,
+  runId: string,
+  found: TrainingLabelIssues,
+): Promise<void> {
+  if ('skipped' in found) {
+    await store.logBatch(runId, { tags: { [LABEL_ISSUES_SKIPPED_TAG]: found.skipped.slice(0, 8_000) } });
+    return;
+  }
+  await store.logArtifact(runId, RUN_ARTIFACTS.labelIssues, json(found.report));
+  const timestamp = Date.now();
+  await store.logBatch(runId, {
+    metrics: [
+      { key: 'label_issues', value: found.report.found, timestamp, step: 0 },
+      { key: 'label_issues_seconds', value: found.seconds, timestamp, step: 0 },
+    ],
+  });
 }

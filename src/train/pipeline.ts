@@ -22,14 +22,17 @@ import {
   isCascade,
   type LabelledText,
   learnsSeveralTags,
+  multiLabelModelTags,
   type Performance,
   parseTrainingArgs,
   type ReferenceProfile,
   runBehaviourSuite,
   type SliceDefinition,
   type TagModel,
+  type TrainedTagger,
   type TrainingArgs,
   type TrainOptions,
+  tagsOf,
   trainTagger,
 } from '../model/index.js';
 import { type TrainedCascade, trainCascade } from './cascade-training.js';
@@ -42,6 +45,8 @@ import {
   overlapWarnings,
   unreadableTextsWarning,
 } from './data-checks.js';
+import { type ChoiceEvent, type ChoiceReport, chooseModel } from './model-choice/choose.js';
+import type { PlannedCandidate } from './model-choice/plan.js';
 import { splitData } from './splits.js';
 
 export { MIN_TRUSTED_TEST_ROWS } from './data-checks.js';
@@ -70,13 +75,46 @@ export interface TrainingInput extends TrainOptions {
   slices?: readonly SliceDefinition[];
   /** A cascade run: a fold's out-of-fold models of both stages were trained (before the stages themselves). */
   onCascadeFold?: (done: number, folds: number) => void;
+  /** The phases after the training, each told as it starts (they take long on large data). */
+  onPhase?: (phase: TrainingPhase) => void;
+  /**
+   * Choose the model on the validation split (model-choice/choose.ts): the plan of candidates and its
+   * budget; `args` are then the base the candidates' arguments were made from (the data-handling ones).
+   */
+  choice?: {
+    plan: readonly PlannedCandidate[];
+    budgetSeconds: number;
+    budgetSource: ChoiceReport['budget_source'];
+    /** The process's CPU time (µs) when the training began: an embedding pass before it counts. */
+    startedCpu: number;
+    onChoice?: (event: ChoiceEvent) => void;
+  };
 }
+
+/** Rows predicted by a model trained without them (what confident learning needs), and where they are in the data. */
+export interface HeldOutPredictions {
+  rows: number[];
+  tags: readonly string[];
+  probabilities: readonly Float64Array[];
+}
+
+/** What happens after the model is trained, in order. */
+export type TrainingPhase = 'evaluating the test split' | 'behavioural tests' | 'reference profile';
 
 /** An epoch's losses with the wall-clock time (epoch ms) it ended, for MLflow's metric history. */
 export type TimedEpoch = EpochReport & { time: number };
 
 export interface TrainingOutcome {
   model: TagModel;
+  /** The arguments the model was trained with: the input's, or the ones the model choice chose. */
+  args: TrainingArgs;
+  /** The model choice's table (`model_choice.json`), when the model was chosen. */
+  choice?: ChoiceReport;
+  /**
+   * Rows predicted by a model that never saw them, with those predictions (the model's tag order): the
+   * chosen candidate's validation rows, which the label-issue search reuses (`row`: the index in `data`).
+   */
+  heldOut?: HeldOutPredictions;
   /** Per-epoch losses of the validated fit (its validation loss means something). */
   history: TimedEpoch[];
   /** Per-epoch training losses of the refit on train + validation (`args.refit`): the saved model's. */
@@ -217,6 +255,25 @@ export function argsForData(
   return { ...args, multi_label: true, ...(explicit.has('threshold') ? {} : { threshold: 'tuned' }) };
 }
 
+/** The model's tags: accepted tags with at least min_freq rows in the whole training file, and `other`. */
+export const modelTagsOf = (data: readonly LabelledText[], args: TrainingArgs): string[] =>
+  multiLabelModelTags(data.map(tagsOf), args.min_freq, args.accepted_tags);
+
+/** The validation rows' held-out predictions, the rows as indices into `data`. */
+function heldOutOf(
+  data: readonly LabelledText[],
+  validation: readonly LabelledText[],
+  tags: readonly string[],
+  probabilities: readonly Float64Array[],
+): HeldOutPredictions {
+  const index = new Map(data.map((row, i) => [row, i]));
+  return { rows: validation.map((row) => index.get(row) ?? -1), tags, probabilities };
+}
+
+/** The mean length of the rows' texts (characters). */
+const meanLength = (rows: readonly LabelledText[]): number =>
+  rows.length === 0 ? 0 : rows.reduce((sum, row) => sum + row.text.length, 0) / rows.length;
+
 /** Keeps the first `subset` rows when the arguments ask for a subset (quick experiments). */
 function applySubset(data: readonly LabelledText[], subset: number | null): readonly LabelledText[] {
   return subset === null ? data : data.slice(0, subset);
@@ -237,11 +294,12 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const split = splitData(data, input.testData !== undefined, input.seed);
   const test = input.testData ? [...input.testData] : split.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
-  // The rows the returned model learns from: with refit, train + validation (tags folded by min_freq
-  // are counted there, as the refit counts them).
+  // The rows the returned model learns from: with refit, train + validation.
   const fitRows =
     input.args.refit && split.validation.length > 0 ? [...split.train, ...split.validation] : split.train;
-  checkTrainable(fitRows, input.args);
+  // min_freq is counted on the whole file, so a tag that passes it is kept whichever split its rows fall in.
+  const tags = modelTagsOf(data, input.args);
+  checkTrainable(data, input.args);
   // Before the training, in the order a person fixes a file: its own rows, then how the splits relate.
   const dataProblems: DataWarning[] = [];
   const duplicates = duplicateRowsWarning(data);
@@ -252,20 +310,75 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const started = performance.now();
   const fitTimes: number[] = [];
   const refitHistory: TimedEpoch[] = [];
-  const train = input.args.cascade ? trainCascade : trainTagger;
-  const trained = train(split.train, split.validation, input.args, {
-    ...input,
-    onEpoch: (report) => {
+  const callbacks = {
+    onEpoch: (report: EpochReport) => {
       fitTimes.push(Date.now());
       input.onEpoch?.(report);
     },
-    onRefitEpoch: (report) => {
+    onRefitEpoch: (report: EpochReport) => {
       refitHistory.push({ ...report, time: Date.now() });
       input.onRefitEpoch?.(report);
     },
-  });
+  };
+  let trained: TrainedTagger;
+  let args = input.args;
+  let choice: ChoiceReport | undefined;
+  let heldOut: HeldOutPredictions | undefined;
+  if (input.choice) {
+    const chosen = chooseModel({
+      train: split.train,
+      validation: split.validation,
+      plan: input.choice.plan,
+      budgetSeconds: input.choice.budgetSeconds,
+      budgetSource: input.choice.budgetSource,
+      startedCpu: input.choice.startedCpu,
+      seed: input.seed,
+      tags,
+      ...(input.parallel ? { parallel: input.parallel } : {}),
+      ...(input.encoder ? { encoder: input.encoder } : {}),
+      charsPerText: meanLength(data),
+      ...(input.choice.onChoice ? { onChoice: input.choice.onChoice } : {}),
+      fitCallbacks: {
+        // Each candidate's validated fit reports its epochs and members; only the chosen one's history is kept.
+        onEpoch: (report) => {
+          if (report.epoch === 1) fitTimes.length = 0;
+          callbacks.onEpoch(report);
+        },
+        onRefitEpoch: callbacks.onRefitEpoch,
+        ...(input.onMember ? { onMember: input.onMember } : {}),
+        ...(input.onClasses ? { onClasses: input.onClasses } : {}),
+      },
+    });
+    trained = chosen.trained;
+    args = chosen.args;
+    choice = chosen.report;
+    if (chosen.validationProbabilities !== null) {
+      heldOut = heldOutOf(data, split.validation, chosen.tags, chosen.validationProbabilities);
+    }
+  } else if (input.args.cascade) {
+    trained = trainCascade(split.train, split.validation, input.args, { ...input, tags, ...callbacks });
+  } else {
+    // The refit deferred, so the validated fit's predictions of the validation rows are kept for the
+    // label issues: the same model as refitting at once (tested).
+    const validated = trainTagger(split.train, split.validation, input.args, {
+      ...input,
+      tags,
+      ...callbacks,
+      deferRefit: true,
+    });
+    if (validated.validationProbabilities !== undefined) {
+      heldOut = heldOutOf(data, split.validation, validated.model.tags, validated.validationProbabilities);
+    }
+    trained = validated.refit === undefined ? validated : validated.refit();
+  }
   const trainingSeconds = (performance.now() - started) / 1000;
-  const { warnings: trainedWarnings, trainedTags } = dataWarnings(fitRows, trained.model.tags, test.length);
+  const { warnings: trainedWarnings, trainedTags } = dataWarnings(
+    data,
+    fitRows,
+    trained.model.tags,
+    test.length,
+    args,
+  );
   const checked = [
     ...dataProblems,
     ...trainedWarnings,
@@ -274,15 +387,37 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const sliceDefinitions = input.slices ?? DEFAULT_SLICE_DEFINITIONS;
   // An encoder model is scored with the embeddings computed before the training (the same for every text).
   const scored = input.encoder ? bindEmbeddings(trained.model, input.encoder.embeddings) : trained.model;
+  input.onPhase?.('evaluating the test split');
   const evaluation = evaluateWithErrors(scored, test, compileSlices(sliceDefinitions));
   const report = evaluation.performance;
   const sliceRows: Record<string, number> = {};
   for (const { name } of sliceDefinitions) sliceRows[name] = report.slices[name]?.num_samples ?? 0;
+  input.onPhase?.('behavioural tests');
+  const behaviour = runBehaviourSuite(scored, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE);
+  input.onPhase?.('reference profile');
+  // The vocabulary is that of the rows the returned model learnt from; the test split is predicted once
+  // more (it is small) rather than threading the predictions out of the evaluation.
+  const reference = buildReferenceProfile({
+    trainTexts: fitRows.map((row) => row.text),
+    testTexts: test.map((row) => row.text),
+    // `scored`: an encoder model predicts with the test texts' embeddings. The profile reads the predicted
+    // tags and the largest probability only.
+    testPredictions: scored.predict(
+      test.map((row) => row.text),
+      undefined,
+      { probabilities: 1 },
+    ),
+    tags: trained.model.tags,
+    multiLabel: trained.model.args.multi_label,
+  });
   return {
     ...(isCascade(trained.model) && 'curve' in trained
       ? { cascade: cascadeOutcome(trained as TrainedCascade, test, input.encoder!.embeddings) }
       : {}),
     model: trained.model,
+    args,
+    ...(choice === undefined ? {} : { choice }),
+    ...(heldOut === undefined ? {} : { heldOut }),
     // onEpoch fires once per epoch of the history; an ensemble reports its last member's epochs.
     history: trained.history.map((report, index) => ({ ...report, time: fitTimes[index] ?? startedAt })),
     refitHistory,
@@ -297,23 +432,9 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     trainedTags,
     warnings: checked.map((warning) => warning.message),
     dataWarnings: checked,
-    behaviour: runBehaviourSuite(scored, input.behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
+    behaviour,
     slices: { definitions: sliceDefinitions, rows: sliceRows },
-    // The vocabulary is that of the rows the returned model learnt from; the test split is predicted
-    // once more (it is small) rather than threading the predictions out of the evaluation.
-    reference: buildReferenceProfile({
-      trainTexts: fitRows.map((row) => row.text),
-      testTexts: test.map((row) => row.text),
-      // `scored`: an encoder model predicts with the test texts' embeddings. The profile reads the
-      // predicted tags and the largest probability only.
-      testPredictions: scored.predict(
-        test.map((row) => row.text),
-        undefined,
-        { probabilities: 1 },
-      ),
-      tags: trained.model.tags,
-      multiLabel: trained.model.args.multi_label,
-    }),
+    reference,
   };
 }
 

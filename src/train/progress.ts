@@ -49,7 +49,15 @@ export interface ProgressOptions {
   eta?: boolean;
   /** The clock (ms), for tests; default Date.now. */
   now?: () => number;
+  /**
+   * When nothing was printed for this long, the last line is printed again (its ETA recomputed), so a
+   * step that takes minutes never leaves the output silent. Default HEARTBEAT_MS; 0: never.
+   */
+  heartbeatMs?: number;
 }
+
+/** The longest a progress stays silent while it runs (the issue's rule: a line at least every 10 s). */
+export const HEARTBEAT_MS = 10_000;
 
 /** A duration for a person: `12 s`, `3 min 05 s`, `2 h 10 min`. */
 export function formatDuration(ms: number): string {
@@ -95,8 +103,21 @@ export function createProgress(options: ProgressOptions): Progress {
     // Not `{eta}`: cli-progress fills that token itself (seconds, from its own rate).
     bar.start(options.total, 0, { status: '', timeLeft: '' });
     let active = true;
+    let shown = { done: 0, status: '' };
+    const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+    // The bar is drawn again with its ETA recomputed, so it moves while a long step runs.
+    const heartbeat =
+      heartbeatMs > 0
+        ? setInterval(() => {
+            if (active)
+              bar.update(Math.floor(shown.done), { status: shown.status, timeLeft: etaAt(shown.done) });
+          }, heartbeatMs).unref()
+        : null;
     return {
-      update: (done, status = '') => bar.update(Math.floor(done), { status, timeLeft: etaAt(done) }),
+      update: (done, status = '') => {
+        shown = { done, status };
+        bar.update(Math.floor(done), { status, timeLeft: etaAt(done) });
+      },
       log(text) {
         if (!active) return log(text);
         // The message replaces the bar's line, and the bar is drawn on the line after it. The bar
@@ -109,12 +130,16 @@ export function createProgress(options: ProgressOptions): Progress {
       },
       stop() {
         active = false;
+        if (heartbeat !== null) clearInterval(heartbeat);
         bar.stop();
       },
     };
   }
   const interval = options.plainIntervalMs ?? 2000;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   let lastPrinted = 0;
+  // The heartbeat counts silence from the start, not from the epoch.
+  let lastWritten = started;
   // Steps are throttled among themselves: a minor line in between never holds back the next step's.
   let lastStepPrinted = 0;
   let lastPrintedDone = -1;
@@ -126,8 +151,19 @@ export function createProgress(options: ProgressOptions): Progress {
     const eta = etaAt(last.done);
     stream.write(`${options.label}: ${position}${last.status ? ` ${last.status}` : ''}${eta}\n`);
     lastPrinted = now();
+    lastWritten = lastPrinted;
     lastPrintedDone = last.done;
   };
+  // Unref'd: it never keeps the process alive, and stop() ends it.
+  const heartbeat =
+    heartbeatMs > 0
+      ? setInterval(
+          () => {
+            if (now() - lastWritten >= heartbeatMs) print();
+          },
+          Math.min(heartbeatMs, 1000),
+        ).unref()
+      : null;
   return {
     update(done, status = '', minor = false) {
       last = { done, status };
@@ -140,6 +176,7 @@ export function createProgress(options: ProgressOptions): Progress {
     },
     log,
     stop() {
+      if (heartbeat !== null) clearInterval(heartbeat);
       // End on a line showing where the work stopped (nothing when it never started, e.g. bad input).
       if (lastPrintedDone !== -1 || last.done !== 0 || last.status !== '') {
         if (last.done !== lastPrintedDone) print();

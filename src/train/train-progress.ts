@@ -21,6 +21,8 @@ export interface TrainingProgress {
   onClasses(report: ClassesReport): void;
   /** Where the training is, for a message: `3 of 120 epochs`, `2 of 6 member fits`. */
   where(): string;
+  /** Prints whole lines beside the bar (progress.ts's Progress.log). */
+  log(text: string): void;
   stop(): void;
 }
 
@@ -42,6 +44,7 @@ export function trainingProgress(
     onMember: (report) => show(plan.onMember(report)),
     onClasses: (report) => show(plan.onClasses?.(report) ?? null, true),
     where: () => `${Math.floor(done)} of ${plan.total} ${plan.unit}`,
+    log: (text) => progress.log(text),
     stop: () => progress.stop(),
   };
 }

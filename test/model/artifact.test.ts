@@ -369,6 +369,7 @@ describe('RUN_ARTIFACTS', () => {
       labelIssues: 'label_issues.json',
       referenceProfile: 'reference_profile.json',
       cascadeCurve: 'cascade_curve.json',
+      modelChoice: 'model_choice.json',
     });
   });
 });

@@ -116,17 +116,22 @@ describe('trainAndEvaluate: what the metrics were measured on, and data warnings
     // min_freq keeps the two largest tags: the others but `other` itself are folded, and named.
     const folded = trainAndEvaluate({ data, args: { ...FAST_ARGS, min_freq: 50 }, seed: 1 });
     const counts = new Map<string, number>();
-    // With refit (the default) the model learns from train + validation: those rows decide what is folded.
-    const { train, validation } = splitData(data, false, 1);
-    for (const row of [...train, ...validation]) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
+    // min_freq counts the whole file's rows, whichever split they fall in.
+    for (const row of data) counts.set(row.tag, (counts.get(row.tag) ?? 0) + 1);
     const foldedTags = [...counts]
       .filter(([tag, n]) => n < 50 && tag !== 'other')
       .sort((a, b) => b[1] - a[1]);
     expect(foldedTags.length).toBeGreaterThan(0);
     const foldedRows = foldedTags.reduce((sum, [, n]) => sum + n, 0);
     expect(folded.warnings).toContain(
-      `${foldedTags.length} tag(s) of ${counts.size}, on ${foldedRows} training rows in all, were folded into 'other' (min_freq / accepted_tags): ${foldedTags.map(([tag, n]) => `'${tag}' (${n} rows)`).join(', ')}`,
+      `${foldedTags.length} tag(s) of ${counts.size}, on ${foldedRows} rows of the file in all, were folded into 'other': ${foldedTags.map(([tag, n]) => `'${tag}' (${n} rows in the file, under min_freq 50)`).join(', ')}`,
     );
+    const accepted = trainAndEvaluate({
+      data,
+      args: { ...FAST_ARGS, accepted_tags: [foldedTags[0]![0], 'mlops'] },
+      seed: 1,
+    });
+    expect(accepted.warnings.join('\n')).toMatch(/\(\d+ rows in the file, not in accepted_tags\)/);
 
     const small = [
       ...data.filter((r) => r.tag === 'mlops').slice(0, 20),
@@ -257,7 +262,7 @@ describe('multi-label data', () => {
     const args = argsForData({ ...FAST_ARGS, min_freq: 50 }, multi, new Set());
     const outcome = trainAndEvaluate({ data: multi, args, seed: 2 });
     expect(outcome.warnings[0]).toMatch(
-      /^4 tag\(s\) of 8, on \d+ training rows in all, were dropped \(a row left with none counts as 'other'\) \(min_freq \/ accepted_tags\): 'mlops' \(\d+ rows\), 'time-series' \(\d+ rows\)/,
+      /^\d tag\(s\) of 8, on \d+ rows of the file in all, were dropped \(a row left with none counts as 'other'\): '[\w-]+' \(\d+ rows in the file, under min_freq 50\)/,
     );
     expect(outcome.model.tags).toContain('other');
     const onlyNlp = multi.map((row) => ({

@@ -5,6 +5,7 @@
 
 import { weightedMetrics } from '../evaluation/metrics.js';
 import { OTHER_TAG } from '../labels.js';
+import { createRng, shuffleInPlace } from '../rng.js';
 import type { TrainingArgs } from '../training-args.js';
 
 /** Weighted f1 on validation when predictions whose top probability is below `threshold` become `other`. */
@@ -18,10 +19,15 @@ export function f1WithThreshold(
   return weightedMetrics(yTrue, pred).f1;
 }
 
+/** The most thresholds `chooseThreshold` tries: past it, midpoints at evenly spaced ranks of the top probabilities. */
+export const MAX_THRESHOLD_CANDIDATES = 256;
+
 /**
  * Threshold selection on the validation split. `tuned` tries 0 (no fallback) and the midpoints between
- * consecutive distinct top probabilities, keeping the best weighted f1 (lowest threshold on ties);
- * `auto` keeps that threshold only if it beats argmax strictly, else returns null (argmax).
+ * consecutive distinct top probabilities (past MAX_THRESHOLD_CANDIDATES distinct ones, the midpoints at
+ * that many evenly spaced ranks: each try scores the whole split), keeping the best weighted f1 (lowest
+ * threshold on ties); `auto` keeps that threshold only if it beats argmax strictly, else returns null
+ * (argmax).
  */
 export function chooseThreshold(
   mode: TrainingArgs['threshold'],
@@ -34,7 +40,10 @@ export function chooseThreshold(
   const argmaxF1 = f1WithThreshold(top, argmax, yTrue, null);
   let best = 0;
   let bestF1 = argmaxF1;
-  for (let i = 0; i + 1 < distinct.length; i++) {
+  const gaps = distinct.length - 1;
+  const tries = Math.min(gaps, MAX_THRESHOLD_CANDIDATES);
+  for (let t = 0; t < tries; t++) {
+    const i = tries === gaps ? t : Math.floor(((t + 0.5) * gaps) / tries);
     const candidate = (distinct[i]! + distinct[i + 1]!) / 2;
     const f1 = f1WithThreshold(top, argmax, yTrue, candidate);
     if (f1 > bestF1) {
@@ -89,4 +98,51 @@ export function chooseTagThresholds(
     thresholds[k] = best;
   }
   return thresholds;
+}
+
+/** What the validation split says of a fallback threshold, measured without choosing and scoring on the same rows. */
+export interface ThresholdEvidence {
+  /** Weighted f1 of the argmax predictions. */
+  argmaxF1: number;
+  /**
+   * Weighted f1 when each half of the rows gets the `tuned` threshold chosen on the other half
+   * (cross-fitting): what a threshold chosen on held-out rows does on new ones.
+   */
+  crossFittedF1: number;
+  /** The `tuned` threshold chosen on every row (what a model that takes one uses). */
+  threshold: number;
+}
+
+/**
+ * The evidence for a fallback threshold on validation predictions (top probability, argmax tag, true tag
+ * as the model knows it): the rows are split in two by a seeded shuffle, and each half is predicted with
+ * the threshold chosen on the other. Two halves of one split; a threshold is worth taking only when the
+ * cross-fitted f1 beats argmax.
+ */
+export function thresholdEvidence(
+  top: Float64Array,
+  argmax: readonly string[],
+  yTrue: readonly string[],
+  seed: number,
+): ThresholdEvidence {
+  const n = top.length;
+  const order = Array.from({ length: n }, (_, i) => i);
+  shuffleInPlace(order, createRng(seed ^ 0x7f4a7c15));
+  const halves = [order.filter((_, i) => i % 2 === 0), order.filter((_, i) => i % 2 === 1)];
+  const predicted = [...argmax];
+  for (const [h, rows] of halves.entries()) {
+    const other = halves[1 - h]!;
+    const chosen = chooseThreshold(
+      'tuned',
+      Float64Array.from(other, (i) => top[i]!),
+      other.map((i) => argmax[i]!),
+      other.map((i) => yTrue[i]!),
+    );
+    for (const i of rows) if (chosen !== null && top[i]! < chosen) predicted[i] = OTHER_TAG;
+  }
+  return {
+    argmaxF1: f1WithThreshold(top, argmax, yTrue, null),
+    crossFittedF1: weightedMetrics(yTrue, predicted).f1,
+    threshold: chooseThreshold('tuned', top, argmax, yTrue) ?? 0,
+  };
 }

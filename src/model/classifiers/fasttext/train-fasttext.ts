@@ -20,6 +20,7 @@ import { createRng, shuffleInPlace } from '../../rng.js';
 import {
   type EpochReport,
   type LabelledText,
+  type ThresholdChoice,
   type TrainedTagger,
   type TrainOptions,
   tagsOf,
@@ -339,17 +340,24 @@ export function trainFastTextTagger(
     threshold = chooseThreshold(args.threshold, top, predicted, yVal);
     if (validation.length > 0) validationF1 = f1WithThreshold(top, predicted, yVal, threshold);
   }
+  let modelArgs = args;
   const finish = (refitted: boolean): TrainedTagger => ({
-    model: modelOf(p, args, refitted ? p.rowOf : p.trainRowOf, threshold, tagThresholds),
+    model: modelOf(p, modelArgs, refitted ? p.rowOf : p.trainRowOf, threshold, tagThresholds),
     history,
     threshold,
     validationF1,
     tagThresholds,
   });
-  if (!args.refit || validation.length === 0) return finish(false);
+  if (!args.refit || validation.length === 0) {
+    return options.deferRefit ? { ...finish(false), validationProbabilities: probabilities } : finish(false);
+  }
   // The refit goes on training the validated fit's weights in place: a deferred one's validated model
   // must be dropped before it is called.
-  const refit = (): TrainedTagger => {
+  const refit = (chosen?: ThresholdChoice): TrainedTagger => {
+    if (chosen !== undefined && !args.multi_label) {
+      threshold = chosen.threshold;
+      modelArgs = { ...args, threshold: chosen.mode };
+    }
     const epochs = refitEpochs(args);
     runEpochs(
       p,

@@ -16,6 +16,7 @@ import {
   type EpochReport,
   type LabelledText,
   type MemberReport,
+  type ThresholdChoice,
   type TrainedTagger,
   type TrainOptions,
   tagsOf,
@@ -444,10 +445,11 @@ export function trainMemberTagger(
     threshold = chooseThreshold(args.threshold, top, predicted, yVal);
     if (validation.length > 0) validationF1 = f1WithThreshold(top, predicted, yVal, threshold);
   }
+  let modelArgs = args;
   const finish = (model: MemberTagModel): TrainedTagger => ({
     model: new MemberTagModel(
       model.tags,
-      args,
+      modelArgs,
       threshold,
       model.vectorizer,
       model.members,
@@ -460,8 +462,16 @@ export function trainMemberTagger(
     validationF1,
     tagThresholds,
   });
-  if (!args.refit || validation.length === 0) return finish(first);
-  const refit = (): TrainedTagger => {
+  if (!args.refit || validation.length === 0) {
+    return options.deferRefit
+      ? { ...finish(first), validationProbabilities: valProbabilities }
+      : finish(first);
+  }
+  const refit = (chosen?: ThresholdChoice): TrainedTagger => {
+    if (chosen !== undefined && !args.multi_label) {
+      threshold = chosen.threshold;
+      modelArgs = { ...args, threshold: chosen.mode };
+    }
     // The validated fit is let go first: the two are never in memory together (a deferred refit's caller
     // drops the validated result before it calls refit).
     first = null;

@@ -12,6 +12,7 @@ import { createRng, randomInt } from '../../rng.js';
 import {
   type EpochReport,
   type LabelledText,
+  type ThresholdChoice,
   type TrainedTagger,
   type TrainOptions,
   tagsOf,
@@ -204,20 +205,26 @@ export function trainSgdTagger(
     return p;
   });
   const yVal = Array.from(valData.y, (k) => tags[k]!);
-  const threshold = chooseThreshold(args.threshold, top, predicted, yVal);
+  let threshold = chooseThreshold(args.threshold, top, predicted, yVal);
   const validationF1 =
     validation.length === 0 ? Number.NaN : f1WithThreshold(top, predicted, yVal, threshold);
   const spec = options.encoder?.spec ?? null;
+  let modelArgs = args;
   const finish = (fit: FittedTagger): TrainedTagger => ({
-    model: new SgdTagModel(fit.tags, args, threshold, fit.vectorizer, fit.linear, null, spec),
+    model: new SgdTagModel(fit.tags, modelArgs, threshold, fit.vectorizer, fit.linear, null, spec),
     history: first.history,
     threshold,
     validationF1,
     tagThresholds: null,
   });
   const all = [...train, ...validation];
-  const refit = (): TrainedTagger =>
-    finish(fitTagger(all, [], args, options.seed, options.onRefitEpoch, options, options.tags));
+  const refit = (chosen?: ThresholdChoice): TrainedTagger => {
+    if (chosen !== undefined) {
+      threshold = chosen.threshold;
+      modelArgs = { ...args, threshold: chosen.mode };
+    }
+    return finish(fitTagger(all, [], args, options.seed, options.onRefitEpoch, options, options.tags));
+  };
   return deferrable(first, validation, args, options, probabilities, finish, refit);
 }
 
@@ -232,9 +239,11 @@ function deferrable(
   options: TrainOptions,
   probabilities: readonly Float64Array[],
   finish: (fit: FittedTagger) => TrainedTagger,
-  refit: () => TrainedTagger,
+  refit: (threshold?: ThresholdChoice) => TrainedTagger,
 ): TrainedTagger {
-  if (!args.refit || validation.length === 0) return finish(first);
+  if (!args.refit || validation.length === 0) {
+    return options.deferRefit ? { ...finish(first), validationProbabilities: probabilities } : finish(first);
+  }
   if (options.deferRefit) return { ...finish(first), validationProbabilities: probabilities, refit };
   return refit();
 }

@@ -1,0 +1,118 @@
+/**
+ * The plan of a model choice: which candidates of the rules' table (rules.ts) are tried on this data, in
+ * which order, with which estimated training time, and why each of the others is not — known before
+ * anything is trained or embedded, so `tagger train` says it first and embeds only when an encoder
+ * candidate is in the plan. Pure: the data's shape, the budget and what the machine has are its inputs.
+ */
+import type { TrainingArgs } from '../../model/index.js';
+import { CANDIDATES, type CandidateRule, type ChoiceShape, embeddingCost } from './rules.js';
+
+/** What the machine offers the candidates. */
+export interface PlanContext {
+  shape: ChoiceShape;
+  /** The time budget (CPU seconds of the whole training). */
+  budgetSeconds: number;
+  /** Whether the default sentence encoder is installed, or why not (a message). */
+  encoder: { installed: true } | { installed: false; why: string };
+  /** Threads the training may use (the memory estimate depends on them; the budget counts CPU seconds). */
+  threads: number;
+  /** A candidate's arguments on this data (the user's data-handling args and the large-data settings applied). */
+  argsOf: (rule: CandidateRule) => TrainingArgs;
+  /** The estimated peak memory of training these args, and what the process may use (bytes). */
+  memoryOf: (args: TrainingArgs) => number;
+  memoryBudget: number;
+  /** Only these candidates (`--candidates`); absent: every one. */
+  only?: readonly string[];
+}
+
+/** A candidate as planned: plain data (it crosses to the training thread). */
+export interface PlannedCandidate {
+  name: string;
+  summary: string;
+  /** The rule's own arguments (what the table shows), and the whole arguments it trains with. */
+  ruleArgs: Readonly<Record<string, unknown>>;
+  args: TrainingArgs;
+  needsEncoder: boolean;
+  /** rules.ts's servingRank: what breaks a tie between candidates that predict about as fast. */
+  servingRank: number;
+  /** Estimated CPU seconds of its validated fit (the embedding included for the first encoder candidate). */
+  estimatedSeconds: number;
+  /** Of those, the embedding pass's (done before the training: spent by the time the candidate starts). */
+  embeddingSeconds: number;
+  /** Estimated CPU seconds of its refit, should it be chosen. */
+  estimatedRefitSeconds: number;
+  /** Why it is not tried (null: it is). */
+  skip: string | null;
+}
+
+const seconds = (value: number): string => `${value < 10 ? value.toFixed(1) : Math.round(value)} s`;
+
+/** A count for a person: `20,000`. */
+const count = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+/**
+ * The candidates in the order they are tried (cheapest estimate first), each with its estimates and,
+ * when it is not tried, why: several tags per text it cannot learn, too few rows, no encoder, over the
+ * memory, or over what the budget leaves once every cheaper kept candidate and its own refit are counted.
+ */
+export function planCandidates(context: PlanContext): PlannedCandidate[] {
+  const { shape } = context;
+  const refitShare = (shape.rows + shape.validationRows) / Math.max(1, shape.rows);
+  const embedding = embeddingCost(shape);
+  const estimated = CANDIDATES.map((rule) => {
+    const fit = rule.cost(shape);
+    return { rule, fit, refit: fit * refitShare };
+  });
+  // Cheapest first, an encoder candidate with the embedding pass its kind needs; the encoder candidates
+  // share that pass, paid by the first one tried.
+  const order = (c: (typeof estimated)[number]): number => c.fit + (c.rule.needsEncoder ? embedding : 0);
+  estimated.sort((a, b) => order(a) - order(b));
+  let committed = 0;
+  let embedded = false;
+  return estimated.map(({ rule, fit, refit }): PlannedCandidate => {
+    const args = context.argsOf(rule);
+    const embeds = rule.needsEncoder && !embedded ? embedding : 0;
+    const planned = {
+      name: rule.name,
+      summary: rule.summary,
+      ruleArgs: { ...rule.args },
+      args,
+      needsEncoder: rule.needsEncoder,
+      servingRank: rule.servingRank,
+      estimatedSeconds: fit + embeds,
+      embeddingSeconds: embeds,
+      estimatedRefitSeconds: rule.args.cascade === true ? 0 : refit,
+    };
+    const skip = skipReason(rule, planned, context, committed);
+    if (skip === null) {
+      committed += planned.estimatedSeconds;
+      if (rule.needsEncoder) embedded = true;
+    }
+    return { ...planned, skip };
+  });
+}
+
+function skipReason(
+  rule: CandidateRule,
+  planned: Omit<PlannedCandidate, 'skip'>,
+  context: PlanContext,
+  committed: number,
+): string | null {
+  const { shape } = context;
+  if (context.only !== undefined && !context.only.includes(rule.name)) return 'not in --candidates';
+  if (shape.multiLabel && !rule.multiLabel) return 'does not learn several tags per text';
+  if (rule.minRows !== null && shape.rows < rule.minRows.rows) {
+    return `fewer than ${count(rule.minRows.rows)} training rows (${count(shape.rows)}): ${rule.minRows.why}`;
+  }
+  if (rule.needsEncoder && !context.encoder.installed) return context.encoder.why;
+  const memory = context.memoryOf(planned.args);
+  if (memory > context.memoryBudget) {
+    return `needs about ${(memory / 2 ** 30).toFixed(1)} GB, more than the ${(context.memoryBudget / 2 ** 30).toFixed(1)} GB this process may use`;
+  }
+  const needed = planned.estimatedSeconds + planned.estimatedRefitSeconds;
+  const left = context.budgetSeconds - committed;
+  if (needed > left) {
+    return `estimated ${seconds(needed)} with its refit, more than the ${seconds(Math.max(0, left))} left of the ${seconds(context.budgetSeconds)} CPU budget (--time-budget)`;
+  }
+  return null;
+}

@@ -1,0 +1,208 @@
+/**
+ * The model choice (src/train/model-choice/choose.ts) on small data sets made here so that each kind wins
+ * where its features see what the others cannot: whole words that share every character n-gram (the word
+ * SVM, the cheapest to serve, wins the tie), word endings on stems never seen twice (the character
+ * n-grams), a dozen long texts per tag (the vote's naive Bayes), a signal only the sentence embeddings
+ * carry (the encoder; the cascade when it is tried too: its fast model answers the texts it is sure of);
+ * and fastText when the budget leaves room for nothing slower. The budget is honoured and every candidate
+ * not tried is named with why.
+ */
+import { describe, expect, it } from 'vitest';
+import { createRng, type EncoderSpec, type LabelledText } from '../../../src/model/index.js';
+import { chooseModel, cpuMicroseconds } from '../../../src/train/model-choice/choose.js';
+import { prepareChoice } from '../../../src/train/model-choice/prepare.js';
+import { modelTagsOf } from '../../../src/train/pipeline.js';
+import { splitData } from '../../../src/train/splits.js';
+
+const SPEC: EncoderSpec = {
+  name: 'synthetic',
+  source: 'local:/synthetic',
+  model_sha256: 'a'.repeat(64),
+  tokenizer_sha256: 'b'.repeat(64),
+  pooling: 'mean',
+  max_tokens: 64,
+  dim: 8,
+};
+
+// Each test draws its own data from this generator, reseeded: the data does not depend on the tests' order.
+let rng = createRng(3);
+const reseed = (seed: number): void => {
+  rng = createRng(seed);
+};
+const pick = <T>(items: readonly T[]): T => items[Math.floor(rng() * items.length)]!;
+const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'tu', 'ra', 'so', 'vi', 'be', 'du'];
+const word = (syllables = 3): string => Array.from({ length: syllables }, () => pick(SYLLABLES)).join('');
+
+/** Chooses on `data` (its 70/15/15 split), the budget and the candidates as given. */
+function choose(
+  data: LabelledText[],
+  options: {
+    embeddings?: Map<string, Float32Array>;
+    only?: string[];
+    budgetSeconds?: number;
+    given?: Record<string, unknown>;
+  } = {},
+) {
+  const preparation = prepareChoice({
+    data,
+    given: options.given ?? {},
+    seed: 1,
+    threads: 1,
+    extraTexts: [],
+    encoder: options.embeddings ? { installed: true } : { installed: false, why: 'no encoder in this test' },
+    memoryBudget: 8e9,
+    ...(options.only ? { only: options.only } : {}),
+    budgetSeconds: options.budgetSeconds ?? 600,
+  });
+  const split = splitData(data, false, 1);
+  const outcome = chooseModel({
+    train: split.train,
+    validation: split.validation,
+    plan: preparation.plan,
+    budgetSeconds: preparation.budgetSeconds,
+    budgetSource: 'given',
+    startedCpu: cpuMicroseconds(),
+    seed: 1,
+    tags: modelTagsOf(data, preparation.plan[0]!.args),
+    charsPerText: 40,
+    ...(options.embeddings ? { encoder: { spec: SPEC, embeddings: options.embeddings } } : {}),
+  });
+  return { preparation, outcome, report: outcome.report };
+}
+
+const rows = (n: number, tags: number, text: (tag: number, i: number) => string): LabelledText[] =>
+  Array.from({ length: n }, (_, i) => ({ text: text(i % tags, i), tag: `tag${i % tags}` }));
+
+describe('chooseModel: each kind wins where it sees what the others cannot', () => {
+  it('whole words made of the same syllables: the word SVM ties the others and is the cheapest to serve', () => {
+    reseed(1);
+    const perms = [
+      [0, 1, 2, 3],
+      [3, 2, 1, 0],
+      [1, 3, 0, 2],
+      [2, 0, 3, 1],
+    ];
+    const data = rows(400, 4, (t, i) => {
+      const w = perms[t]!.map((k) => SYLLABLES[k]).join('');
+      return `${w} ${SYLLABLES[i % 5]}${SYLLABLES[(i * 3) % 5]} ${w}`;
+    });
+    const { report } = choose(data);
+    expect(report.chosen).toBe('linear_svm_words');
+    const svm = report.candidates.find((c) => c.name === 'linear_svm')!;
+    expect(
+      Math.abs(svm.validation_f1! - report.candidates.find((c) => c.status === 'chosen')!.validation_f1!),
+    ).toBeLessThan(0.01);
+  });
+
+  it('a tag in the word endings of stems never seen twice: the character n-grams', () => {
+    reseed(2);
+    const endings = ['ology', 'ism', 'itude', 'escence'];
+    const { report } = choose(rows(400, 4, (t) => `${word(2)}${endings[t]} ${word(3)} ${word(2)}`));
+    expect(report.chosen).toBe('linear_svm');
+    const words = report.candidates.find((c) => c.name === 'linear_svm_words')!;
+    expect(words.validation_f1).toBeLessThan(0.8);
+  });
+
+  it('a few dozen long texts per tag: the soft vote (its naive Bayes learns from few rows)', () => {
+    reseed(4);
+    const topics = Array.from({ length: 12 }, () => Array.from({ length: 30 }, () => word(3)));
+    const common = Array.from({ length: 300 }, () => word(2));
+    const data = rows(12 * 30, 12, (t) =>
+      Array.from({ length: 40 }, () => (rng() < 0.15 ? pick(topics[t]!) : pick(common))).join(' '),
+    );
+    const { report } = choose(data);
+    expect(report.chosen).toBe('soft_vote');
+    for (const other of report.candidates.filter((c) => c.status === 'trained')) {
+      expect(other.validation_f1!).toBeLessThan(
+        report.candidates.find((c) => c.status === 'chosen')!.validation_f1!,
+      );
+    }
+  });
+
+  it('a signal only the sentence embeddings carry: the encoder; with the cascade tried too, the cascade', () => {
+    reseed(5);
+    const embeddings = new Map<string, Float32Array>();
+    const data = rows(400, 4, (t, i) => {
+      const text = `${word()} ${word()} ${word()} ${i}`;
+      const v = new Float32Array(8).map(() => (rng() - 0.5) * 0.4);
+      v[t]! += 2;
+      embeddings.set(text, v);
+      return text;
+    });
+    const alone = choose(data, {
+      embeddings,
+      only: ['linear_svm_words', 'linear_svm', 'soft_vote', 'encoder'],
+    });
+    expect(alone.report.chosen).toBe('encoder');
+    expect(alone.outcome.args.encoder).toBe('minilm');
+    expect(alone.report.candidates.find((c) => c.name === 'encoder')!.encoder_predict_us).toBeGreaterThan(0);
+    const withCascade = choose(data, { embeddings });
+    // The cascade is as good (its encoder model answers what the fast one is unsure of) and answers most
+    // texts without the encoder; it ranks before the encoder model alone for serving.
+    expect(['cascade', 'encoder']).toContain(withCascade.report.chosen);
+    expect(withCascade.report.candidates.find((c) => c.name === 'cascade')!.status).not.toBe('skipped');
+  });
+
+  it('fastText when the budget has no room for the slower kinds, each of them named with why', () => {
+    reseed(6);
+    // Hundreds of tags and texts of ten words: fastText's hierarchical softmax is cheaper to train than
+    // one SVM per tag.
+    const topics = Array.from({ length: 300 }, () => Array.from({ length: 4 }, () => word(4)));
+    const data = rows(300 * 10, 300, (t) =>
+      Array.from({ length: 10 }, (_, k) => (k % 2 === 0 ? pick(topics[t]!) : word(2))).join(' '),
+    );
+    const given = { min_freq: 5 };
+    // The plan alone, with room for everything: its estimates.
+    const { plan } = prepareChoice({
+      data,
+      given,
+      seed: 1,
+      threads: 1,
+      extraTexts: [],
+      encoder: { installed: false, why: 'no encoder in this test' },
+      memoryBudget: 8e9,
+      budgetSeconds: 10_000,
+    });
+    const fasttext = plan.find((p) => p.name === 'fasttext')!;
+    const cheapestOther = Math.min(
+      ...plan.filter((p) => p.name !== 'fasttext').map((p) => p.estimatedSeconds + p.estimatedRefitSeconds),
+    );
+    // A budget with room for fastText's fit and refit, and for nothing else's.
+    const budget = fasttext.estimatedSeconds + fasttext.estimatedRefitSeconds;
+    expect(budget).toBeLessThan(cheapestOther);
+    const tight = choose(data, { budgetSeconds: budget * 1.05, given });
+    expect(tight.report.chosen).toBe('fasttext');
+    for (const skipped of tight.report.candidates.filter((c) => c.status === 'skipped')) {
+      expect(skipped.reason).toMatch(
+        /with its refit, more than the .* left of the .* CPU budget \(--time-budget\)|not installed|no encoder/,
+      );
+    }
+  });
+});
+
+describe('chooseModel: what it reports', () => {
+  it('the table has every candidate, the chosen one first-class: validation f1, time, predict µs, model size', () => {
+    reseed(7);
+    const topics = Array.from({ length: 3 }, () => Array.from({ length: 5 }, () => word(3)));
+    const { report, outcome } = choose(
+      rows(300, 3, (t) => `${pick(topics[t]!)} ${word(2)} ${pick(topics[t]!)}`),
+    );
+    expect(report.method).toBe('validation_split');
+    expect(report.candidates.filter((c) => c.status === 'chosen')).toHaveLength(1);
+    for (const c of report.candidates.filter((c) => c.status === 'chosen' || c.status === 'trained')) {
+      expect(c.validation_f1).toBeGreaterThan(0.5);
+      expect(c.training_seconds).toBeGreaterThan(0);
+      expect(c.training_cpu_seconds).toBeGreaterThan(0);
+      expect(c.predict_us).toBeGreaterThan(0);
+      expect(c.model_bytes).toBeGreaterThan(1000);
+    }
+    for (const c of report.candidates.filter((c) => c.status === 'skipped')) expect(c.reason).toBeTruthy();
+    expect(report.cleanup.tried.map((t) => t.name)).toEqual(['none', 'tagifai']);
+    // The chosen model refitted on train + validation, its validation probabilities kept for the label issues.
+    expect(outcome.validationProbabilities).toHaveLength(report.validation_rows);
+    expect(outcome.trained.model.tags).toEqual(outcome.tags);
+    expect(outcome.args.classifier).toBe(
+      report.candidates.find((c) => c.status === 'chosen')!.args.classifier ?? 'soft_vote',
+    );
+  });
+});

@@ -1,0 +1,115 @@
+/**
+ * The model choice's plan (src/train/model-choice/plan.ts) over the rules' table: cheapest first, and each
+ * candidate that is not tried named with why — too few rows, no encoder, over the memory, over what the
+ * budget leaves, not asked for.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseTrainingArgs } from '../../../src/model/index.js';
+import { type PlanContext, planCandidates } from '../../../src/train/model-choice/plan.js';
+import {
+  CANDIDATES,
+  type ChoiceShape,
+  DEFAULT_BUDGET,
+  defaultBudgetSeconds,
+  embeddingCost,
+} from '../../../src/train/model-choice/rules.js';
+
+/** BANKING77's shape, roughly: 8,505 training rows of 77 tags, short texts. */
+const SHAPE: ChoiceShape = {
+  rows: 8_505,
+  validationRows: 1_498,
+  tags: 77,
+  multiLabel: false,
+  nonZerosPerRow: 148,
+  wordNonZerosPerRow: 22,
+  wordsPerRow: 12,
+  textsToEmbed: 13_000,
+  tokensPerText: 15,
+};
+
+const context = (overrides: Partial<PlanContext> = {}): PlanContext => ({
+  shape: SHAPE,
+  budgetSeconds: 10_000,
+  encoder: { installed: true },
+  threads: 1,
+  argsOf: (rule) => parseTrainingArgs(rule.args),
+  memoryOf: () => 1e9,
+  memoryBudget: 8e9,
+  ...overrides,
+});
+
+describe('planCandidates', () => {
+  it('tries every candidate of the table when nothing prunes them, cheapest first', () => {
+    const plan = planCandidates(context());
+    expect(plan.map((p) => p.name).sort()).toEqual(CANDIDATES.map((c) => c.name).sort());
+    expect(plan.every((p) => p.skip === null)).toBe(true);
+    const costs = plan.map((p) => p.estimatedSeconds);
+    // The first encoder candidate carries the embedding pass; sorted by fit + the pass its kind needs.
+    const order = plan.map(
+      (p) => p.estimatedSeconds - p.embeddingSeconds + (p.needsEncoder ? embeddingCost(SHAPE) : 0),
+    );
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    expect(plan.filter((p) => p.embeddingSeconds > 0)).toHaveLength(1);
+    expect(costs.every((c) => c > 0)).toBe(true);
+    expect(plan[0]!.name).toBe('linear_svm_words');
+  });
+
+  it('names why a candidate is left out: rows, encoder, memory, --candidates', () => {
+    const few = planCandidates(context({ shape: { ...SHAPE, rows: 500 } }));
+    expect(few.find((p) => p.name === 'fasttext')!.skip).toMatch(/^fewer than 2,000 training rows \(500\)/);
+    const noEncoder = planCandidates(
+      context({ encoder: { installed: false, why: 'the encoder is not installed' } }),
+    );
+    for (const name of ['encoder', 'cascade'])
+      expect(noEncoder.find((p) => p.name === name)!.skip).toBe('the encoder is not installed');
+    const memory = planCandidates(
+      context({ memoryOf: (args) => (args.classifier === 'soft_vote' ? 9e9 : 1e9) }),
+    );
+    expect(memory.find((p) => p.name === 'soft_vote')!.skip).toMatch(
+      /^needs about 8\.4 GB, more than the 7\.5 GB/,
+    );
+    const only = planCandidates(context({ only: ['fasttext', 'linear_svm'] }));
+    expect(
+      only
+        .filter((p) => p.skip === null)
+        .map((p) => p.name)
+        .sort(),
+    ).toEqual(['fasttext', 'linear_svm']);
+    expect(only.find((p) => p.name === 'encoder')!.skip).toBe('not in --candidates');
+  });
+
+  it('keeps within the budget: a candidate whose fit and refit do not fit what is left is skipped, with the figures', () => {
+    const all = planCandidates(context());
+    const first = all[0]!;
+    // Room for the cheapest one and its refit only.
+    const budget = first.estimatedSeconds + first.estimatedRefitSeconds + 1e-6;
+    const plan = planCandidates(context({ budgetSeconds: budget }));
+    expect(plan.filter((p) => p.skip === null).map((p) => p.name)).toEqual([first.name]);
+    for (const skipped of plan.slice(1)) {
+      expect(skipped.skip).toMatch(
+        /^estimated .* with its refit, more than the .* left of the .* CPU budget \(--time-budget\)$/,
+      );
+    }
+  });
+
+  it('grows the default budget with the data: 3 minutes and 4 ms a row', () => {
+    expect(defaultBudgetSeconds(0)).toBe(DEFAULT_BUDGET.baseSeconds);
+    expect(defaultBudgetSeconds(10_000)).toBe(220);
+    expect(defaultBudgetSeconds(200_000)).toBe(980);
+  });
+
+  it('estimates the linear SVM by rows × tags × values and fastText far cheaper at hundreds of tags', () => {
+    const svm = CANDIDATES.find((c) => c.name === 'linear_svm')!;
+    const fasttext = CANDIDATES.find((c) => c.name === 'fasttext')!;
+    const large = {
+      ...SHAPE,
+      rows: 40_000,
+      tags: 500,
+      nonZerosPerRow: 770,
+      wordNonZerosPerRow: 70,
+      wordsPerRow: 35,
+    };
+    expect(svm.cost({ ...SHAPE, tags: 154 })).toBeCloseTo(2 * svm.cost(SHAPE), 9);
+    expect(fasttext.cost(large)).toBeLessThan(svm.cost(large) / 10);
+  });
+});
