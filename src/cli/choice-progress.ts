@@ -152,7 +152,7 @@ export function choiceProgress(
         if (report.validation_f1 !== undefined && (best === null || report.validation_f1 > best.score)) {
           best = { name: report.name, score: report.validation_f1 };
         }
-        progress.log(candidateLine(report));
+        if (!options.silent) progress.log(candidateLine(report));
         show();
       } else {
         const planned = byName.get(event.name);

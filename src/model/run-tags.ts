@@ -32,6 +32,7 @@ export const DATA_CHECK_KINDS = [
   'small_test_split',
   'test_leak',
   'conflicting_labels',
+  'long_texts',
 ] as const;
 export type DataCheckKind = (typeof DATA_CHECK_KINDS)[number];
 

@@ -15,6 +15,7 @@ import {
   cascadeCurve,
   chooseThreshold,
   encoderStageArgs,
+  evaluate,
   fastStageArgs,
   type LabelledText,
   normalizeTag,
@@ -110,32 +111,60 @@ export function trainCascade(
   const curve = cascadeCurve(answers);
   const choice = chooseThreshold(curve, ruleOf(args), answers);
 
-  // The stages themselves, as a run of each would train them (the encoder stage reports its epochs).
-  const fast = trainTagger([...train], [...validation], fastArgs, {
+  // The stages themselves, as a run of each would train them (the encoder stage reports its epochs),
+  // each refitted here whatever the caller defers (a cascade is trained whole); their validated fits
+  // first score the cascade itself on the validation rows, which they never saw, and the encoder
+  // stage's predictions of those rows are kept: the label issues' held-out probabilities.
+  const cascadeChoice = {
+    rule: choice.rule,
+    reason: choice.reason,
+    cv: {
+      routed: choice.point.routed,
+      f1: choice.point.f1,
+      fast_f1: curve.fast_f1,
+      encoder_f1: curve.encoder_f1,
+      rows: curve.rows,
+    },
+  };
+  let fastValidated: TrainedTagger | null = trainTagger([...train], [...validation], fastArgs, {
     seed: options.seed,
     ...parallelOf(options),
+    deferRefit: true,
   });
-  // Refitted here, whatever the caller defers: a cascade is trained whole.
-  const encoderStage = trainTagger([...train], [...validation], encoderArgs, {
+  let encoderValidated: TrainedTagger | null = trainTagger([...train], [...validation], encoderArgs, {
     ...options,
-    deferRefit: false,
+    deferRefit: true,
   });
+  const validationProbabilities = encoderValidated.validationProbabilities;
+  const validationF1 =
+    validation.length === 0
+      ? Number.NaN
+      : evaluate(
+          bindEmbeddings(
+            new CascadeTagModel({
+              args,
+              fast: fastValidated.model,
+              encoder: encoderValidated.model,
+              threshold: choice.point.threshold,
+              choice: cascadeChoice,
+              curve,
+            }),
+            encoder.embeddings,
+          ),
+          [...validation],
+        ).overall.f1;
+  const refitFast = fastValidated.refit;
+  const refitEncoder = encoderValidated.refit;
+  const fastRefit = refitFast === undefined ? fastValidated : ((fastValidated = null), refitFast());
+  const encoderStage =
+    refitEncoder === undefined ? encoderValidated : ((encoderValidated = null), refitEncoder());
+  const fast = fastRefit;
   const model = new CascadeTagModel({
     args,
     fast: fast.model,
     encoder: encoderStage.model,
     threshold: choice.point.threshold,
-    choice: {
-      rule: choice.rule,
-      reason: choice.reason,
-      cv: {
-        routed: choice.point.routed,
-        f1: choice.point.f1,
-        fast_f1: curve.fast_f1,
-        encoder_f1: curve.encoder_f1,
-        rows: curve.rows,
-      },
-    },
+    choice: cascadeChoice,
     curve,
   });
   return {
@@ -143,8 +172,9 @@ export function trainCascade(
     history: encoderStage.history,
     threshold: encoderStage.threshold,
     tagThresholds: encoderStage.tagThresholds,
-    // The validated fits are the stages' own; the encoder stage's is the nearer of the two to the cascade.
-    validationF1: encoderStage.validationF1,
+    // The cascade's own, of its stages' validated fits routed by τ.
+    validationF1,
+    ...(validationProbabilities === undefined ? {} : { validationProbabilities }),
     curve,
     choice,
   };

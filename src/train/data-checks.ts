@@ -199,3 +199,29 @@ export function dataWarnings(
   }
   return { warnings, trainedTags: learnt.size };
 }
+
+/**
+ * The most characters of one text a model trains on: the API's default limit on a text it answers
+ * (TAGGER_MAX_TEXT_LENGTH, which `truncate` cuts a longer text to), so training sees what serving will.
+ */
+export const MAX_TRAINING_TEXT_CHARS = 10_000;
+
+/**
+ * The rows with every text cut to MAX_TRAINING_TEXT_CHARS, and the warning that counts the cut ones by
+ * line (null when none was cut): a long text is trained on, not refused.
+ */
+export function cutLongTexts<T extends LabelledText>(
+  rows: readonly T[],
+): { rows: readonly T[]; warning: string | null } {
+  const cut: number[] = [];
+  const out = rows.map((row, index) => {
+    if (row.text.length <= MAX_TRAINING_TEXT_CHARS) return row;
+    cut.push(index);
+    return { ...row, text: row.text.slice(0, MAX_TRAINING_TEXT_CHARS) };
+  });
+  if (cut.length === 0) return { rows, warning: null };
+  return {
+    rows: out,
+    warning: `${cut.length} row(s) have texts longer than ${MAX_TRAINING_TEXT_CHARS.toLocaleString('en-US')} characters (${rowList(rows, cut)}): the model trained on their first ${MAX_TRAINING_TEXT_CHARS.toLocaleString('en-US')}, as the API cuts a longer text it is asked to (truncate)`,
+  };
+}

@@ -39,6 +39,7 @@ import { type TrainedCascade, trainCascade } from './cascade-training.js';
 import { DataError } from './data.js';
 import {
   checkTrainable,
+  cutLongTexts,
   type DataWarning,
   dataWarnings,
   duplicateRowsWarning,
@@ -281,7 +282,9 @@ function applySubset(data: readonly LabelledText[], subset: number | null): read
 
 export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   checkCascadeArgs(input.args);
-  const data = applySubset(input.data, input.args.subset);
+  // A text past the API's limit is trained on, cut as serving cuts it (counted in the warnings).
+  const long = cutLongTexts(applySubset(input.data, input.args.subset));
+  const data = long.rows;
   if (data.length === 0) throw new DataError('data: no training examples');
   if (
     !input.args.multi_label &&
@@ -292,7 +295,8 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     );
   }
   const split = splitData(data, input.testData !== undefined, input.seed);
-  const test = input.testData ? [...input.testData] : split.test;
+  // Test texts are cut as the training's are: the model is scored on what serving would give it.
+  const test = input.testData ? [...cutLongTexts(input.testData).rows] : split.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
   // The rows the returned model learns from: with refit, train + validation.
   const fitRows =
@@ -302,6 +306,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   checkTrainable(data, input.args);
   // Before the training, in the order a person fixes a file: its own rows, then how the splits relate.
   const dataProblems: DataWarning[] = [];
+  if (long.warning !== null) dataProblems.push({ kind: 'long_texts', message: long.warning });
   const duplicates = duplicateRowsWarning(data);
   if (duplicates !== null) dataProblems.push({ kind: 'duplicate_rows', message: duplicates });
   const unreadable = unreadableTextsWarning(data, input.args);
@@ -357,6 +362,10 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     }
   } else if (input.args.cascade) {
     trained = trainCascade(split.train, split.validation, input.args, { ...input, tags, ...callbacks });
+    // A cascade's held-out probabilities are its encoder stage's (the better of its two models').
+    if (trained.validationProbabilities !== undefined) {
+      heldOut = heldOutOf(data, split.validation, trained.model.tags, trained.validationProbabilities);
+    }
   } else {
     // The refit deferred, so the validated fit's predictions of the validation rows are kept for the
     // label issues: the same model as refitting at once (tested).

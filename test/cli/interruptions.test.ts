@@ -210,6 +210,48 @@ describe('tagger train interrupted during the training', () => {
   }, 60_000);
 });
 
+describe('tagger train interrupted during its label-issue search', () => {
+  it('SIGINT after the run is logged keeps the run, marks its label issues skipped, and says so (exit 130)', async () => {
+    const store = join(cli.dir, 'mlruns-label-issues');
+    // Every row through 5 out-of-fold models of an SGD model with many epochs: seconds per fold, so the
+    // signal, sent at the search's first progress line, lands inside it.
+    const slow = JSON.stringify({
+      classifier: 'ovr',
+      oversample: true,
+      num_epochs: 1500,
+      ngram_max_range: 4,
+    });
+    const exit = await interrupt(
+      trainArgv(store, ['--label-issues', 'folds'], { args: slow }),
+      /^label issues: 0\/5/m,
+      'SIGINT',
+    );
+    expect(exit.sent, exit.stderr).toBe(true);
+    expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
+    const runId = /^tagger: logged run ([0-9a-f]{32})$/m.exec(exit.stderr)?.[1];
+    expect(runId, exit.stderr).toBeDefined();
+    expect(exit.stderr).toMatch(
+      new RegExp(
+        `^tagger: interrupted by SIGINT; the search for label issues stopped after [0-4] of 5 out-of-fold models; run ${runId} was logged and is kept \\(its label issues are marked skipped: tag tagger\\.label_issues\\.skipped\\)$`,
+        'm',
+      ),
+    );
+    const tracking = await FileTrackingStore.open(store);
+    try {
+      const run = await tracking.getRun(runId!);
+      expect(run!.info.status).toBe('FINISHED');
+      expect(run!.tags['tagger.label_issues.skipped']).toMatch(
+        /^the search was stopped by SIGINT after [0-4] of 5 out-of-fold models/,
+      );
+      await expect(tracking.readArtifact(runId!, 'model/tagger-model.json')).resolves.toBeInstanceOf(
+        Uint8Array,
+      );
+    } finally {
+      await tracking.close();
+    }
+  }, 120_000);
+});
+
 describe('tagger optimize interrupted', () => {
   it('SIGINT after a trial is logged: the logged trials are printed and the best one saved to --output (exit 130)', async () => {
     const store = join(cli.dir, 'mlruns-optimize');

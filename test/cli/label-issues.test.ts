@@ -181,7 +181,7 @@ describe("tagger train's account of label issues found in a sample", () => {
 });
 
 describe('tagger train and label issues', () => {
-  it('logs label_issues.json for its training data, says how many and where, and can be told not to', async () => {
+  it('looks at the validation rows after logging the run by default, at every row with --label-issues folds, and not with --no-label-issues', async () => {
     const result = await tagger([
       'train',
       '--data',
@@ -192,10 +192,12 @@ describe('tagger train and label issues', () => {
       'with-issues',
     ]);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toMatch(/^label issues: 5\/5 out-of-fold models trained$/m);
+    // Found by the chosen model's validated fit on the validation rows: no training of its own.
     expect(result.stdout).toMatch(
-      /^Label issues: \d+ rows probably mislabelled \(the most unlikely: line \d+, tagged \S+, probably \S+\); logged as label_issues\.json, listed by tagger label-issues --data .*moved\.csv \(\d+\.\d s\)$/m,
+      /^Label issues: (\d+ rows probably mislabelled|none found) among a sample of \d+ of the \d+ rows.*\(\d+\.\d s\)$/m,
     );
+    // The run is logged before the search.
+    expect(result.stderr.indexOf('tagger: logged run')).toBeGreaterThan(-1);
     const json = await tagger([
       'train',
       '--data',
@@ -208,9 +210,26 @@ describe('tagger train and label issues', () => {
     const answer = JSON.parse(json.stdout);
     expect(answer.label_issues).toEqual({
       found: expect.any(Number),
+      rows: answer.sizes.validation,
+      sampled_from: expect.any(Number),
       artifact: 'label_issues.json',
       seconds: expect.any(Number),
     });
+    // Every row through 5 out-of-fold models, as `tagger label-issues` looks: the same list for the same
+    // data, args and seed.
+    const folds = await tagger([
+      'train',
+      '--data',
+      moved.file,
+      '--tracking-uri',
+      cli.store,
+      '--json',
+      '--no-model-choice',
+      '--label-issues',
+      'folds',
+    ]);
+    expect(folds.code, folds.stderr).toBe(0);
+    expect(folds.stderr).toMatch(/^label issues: 5\/5 out-of-fold models trained \(of 5\)/m);
     const without = await tagger([
       'train',
       '--data',
@@ -222,16 +241,31 @@ describe('tagger train and label issues', () => {
       '--no-label-issues',
     ]);
     expect(JSON.parse(without.stdout)).not.toHaveProperty('label_issues');
+    const bad = await tagger([
+      'train',
+      '--data',
+      moved.file,
+      '--tracking-uri',
+      cli.store,
+      '--label-issues',
+      'all',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--label-issues is validation or folds, got 'all'/);
 
     const store = await openTrackingStore(cli.store);
     try {
       const run = await store.getRun(answer.run_id);
       expect(run!.metrics.label_issues).toBe(answer.label_issues.found);
-      expect(run!.metrics.label_issues_seconds).toBeGreaterThan(0);
-      const logged = JSON.parse(
+      expect(run!.metrics.label_issues_seconds).toBeGreaterThanOrEqual(0);
+      const sample = JSON.parse(
         new TextDecoder().decode(await store.readArtifact(answer.run_id, 'label_issues.json')),
       ) as LabelIssuesReport;
-      // The same list as the command's, for the same data, args and seed.
+      expect(sample).toMatchObject({ source: 'validation_split', folds: 0, rows: answer.sizes.validation });
+      const everyRow = JSON.parse(folds.stdout).run_id as string;
+      const logged = JSON.parse(
+        new TextDecoder().decode(await store.readArtifact(everyRow, 'label_issues.json')),
+      ) as LabelIssuesReport;
       const listed = JSON.parse(
         (await tagger(['label-issues', '--data', moved.file, '--json', '--quiet'])).stdout,
       ) as LabelIssuesReport;
@@ -244,5 +278,5 @@ describe('tagger train and label issues', () => {
     } finally {
       await store.close();
     }
-  });
+  }, 120_000);
 });

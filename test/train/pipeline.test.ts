@@ -338,3 +338,27 @@ describe('argsForData on large data', () => {
     );
   });
 });
+
+describe('what the data decides before the training', () => {
+  it('counts min_freq on the whole file: a tag of 21 rows is kept though its training split holds fewer, and has rows in every split', () => {
+    const rare = data.filter((row) => row.tag === 'mlops').slice(0, 21);
+    const rest = data.filter((row) => row.tag !== 'mlops');
+    const rows = [...rest, ...rare];
+    const outcome = trainAndEvaluate({ data: rows, args: { ...FAST_ARGS, min_freq: 20 }, seed: 1 });
+    expect(outcome.model.tags).toContain('mlops');
+    const split = splitData(rows, false, 1);
+    for (const part of [split.train, split.validation, split.test]) {
+      expect(part.some((row) => row.tag === 'mlops')).toBe(true);
+    }
+    expect(split.train.filter((row) => row.tag === 'mlops').length).toBeLessThan(20);
+  });
+
+  it('trains on a text of 12,000 characters, cut to the API limit and counted, instead of refusing it', () => {
+    const long = { ...data[0]!, text: `${data[0]!.text} ${'vision '.repeat(2_000)}`.slice(0, 12_000) };
+    const outcome = trainAndEvaluate({ data: [...data.slice(1), long], args: FAST_ARGS, seed: 1 });
+    expect(outcome.warnings).toContain(
+      `1 row(s) have texts longer than 10,000 characters (line ${long.line}): the model trained on their first 10,000, as the API cuts a longer text it is asked to (truncate)`,
+    );
+    expect(outcome.dataWarnings.map((w) => w.kind)).toContain('long_texts');
+  });
+});

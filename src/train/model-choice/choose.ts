@@ -52,7 +52,7 @@ export interface CandidateReport {
   training_cpu_seconds?: number;
   /**
    * Weighted f1 on the validation split, what the choice compares: argmax, or with the fallback threshold
-   * when held-out halves say it helps (`threshold`); a cascade's is out of fold on train + validation.
+   * when held-out halves say it helps (`threshold`); a cascade's routes its stages' validated fits by its τ.
    */
   validation_f1?: number;
   /** The argmax f1 beside it (single-label). */
@@ -63,6 +63,8 @@ export interface CandidateReport {
   predict_us?: number;
   /** The encoder's forward pass per text on top of it, estimated from the texts' length. */
   encoder_predict_us?: number;
+  /** The estimate of one prediction's µs (encoder included) that ties are broken by (rules.ts's predictCost). */
+  estimated_predict_us?: number;
   /** Its saved model's size (bytes). */
   model_bytes?: number;
 }
@@ -308,7 +310,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
       cleanup: { chosen: cleanup.name, tried },
       candidates: reports,
       chosen: chosen.planned.name,
-      rule: `the best weighted f1 on the ${validation.length.toLocaleString('en-US')} validation rows; within ${tie.toFixed(4)} of it, the one that predicts faster (by more than ${PREDICT_TIE}×, else the cheaper kind to serve)`,
+      rule: `the best weighted f1 on the ${validation.length.toLocaleString('en-US')} validation rows; within ${tie.toFixed(4)} of it, the one estimated to predict faster (by more than ${PREDICT_TIE}×, else the cheaper kind to serve)`,
       seconds,
     },
     validationProbabilities,
@@ -317,13 +319,13 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
 }
 
 /**
- * Whether `a` beats `b`: a better score by more than a tie; on a tie, predictions faster by more than
- * PREDICT_TIE, else the lower serving rank (rules.ts).
+ * Whether `a` beats `b`: a better score by more than a tie; on a tie, an estimated prediction cheaper by
+ * more than PREDICT_TIE, else the lower serving rank (rules.ts). Estimated, so the same data always gives
+ * the same choice.
  */
 function better(a: Trained, b: Trained, tie: number): boolean {
   if (Math.abs(a.score - b.score) > tie) return a.score > b.score;
-  const cost = (t: Trained): number => (t.report.predict_us ?? 0) + (t.report.encoder_predict_us ?? 0);
-  const [ca, cb] = [cost(a), cost(b)];
+  const [ca, cb] = [a.planned.estimatedPredictUs, b.planned.estimatedPredictUs];
   if (ca * PREDICT_TIE < cb) return true;
   if (cb * PREDICT_TIE < ca) return false;
   return a.planned.servingRank < b.planned.servingRank;
@@ -373,6 +375,7 @@ function trainCandidate(
     ...(argmaxF1 === null ? {} : { validation_f1_argmax: argmaxF1 }),
     ...(single ? { threshold: threshold?.threshold ?? null } : {}),
     predict_us: predictMicroseconds(scored, input.validation),
+    estimated_predict_us: planned.estimatedPredictUs,
     ...(args.encoder === null
       ? {}
       : {
@@ -424,10 +427,8 @@ function scoreOf(
     trained.refit !== undefined &&
     others >= Math.max(MIN_OTHER_ROWS, 0.01 * truth.length) &&
     evidence.crossFittedF1 > evidence.argmaxF1 + 1 / Math.max(1, truth.length);
-  if (args.cascade) {
-    const cv = (trained as TrainedTagger & { choice?: { point: { f1: number } } }).choice?.point.f1;
-    return { score: cv ?? evidence.argmaxF1, argmaxF1: evidence.argmaxF1, threshold: null };
-  }
+  // A cascade's validation f1 is its own: its stages' validated fits routed by its τ (cascade-training.ts).
+  if (args.cascade) return { score: trained.validationF1, argmaxF1: evidence.argmaxF1, threshold: null };
   return {
     score: helps ? evidence.crossFittedF1 : evidence.argmaxF1,
     argmaxF1: evidence.argmaxF1,

@@ -33,7 +33,8 @@ export interface PlannedCandidate {
   ruleArgs: Readonly<Record<string, unknown>>;
   args: TrainingArgs;
   needsEncoder: boolean;
-  /** rules.ts's servingRank: what breaks a tie between candidates that predict about as fast. */
+  /** Estimated µs of one prediction (rules.ts's predictCost), and the serving rank: what breaks a tie. */
+  estimatedPredictUs: number;
   servingRank: number;
   /** Estimated CPU seconds of its validated fit (the embedding included for the first encoder candidate). */
   estimatedSeconds: number;
@@ -78,6 +79,7 @@ export function planCandidates(context: PlanContext): PlannedCandidate[] {
       ruleArgs: { ...rule.args },
       args,
       needsEncoder: rule.needsEncoder,
+      estimatedPredictUs: rule.predictCost(shape),
       servingRank: rule.servingRank,
       estimatedSeconds: fit + embeds,
       embeddingSeconds: embeds,

@@ -47,10 +47,12 @@ export interface CandidateRule {
   /** Estimated CPU seconds (one thread) of its validated fit on data of this shape. */
   readonly cost: (shape: ChoiceShape) => number;
   /**
-   * Its place among the candidates by what serving it costs (1: the cheapest), which breaks a tie when
-   * their measured predict times are within PREDICT_TIE of each other: one-text predictions on a shared
-   * machine are too noisy to rank closer than that.
+   * Estimated µs of one one-text prediction on data of this shape (the text's clean-up and n-grams, then
+   * its scores), what breaks a tie: estimated, not measured, so the same data always gives the same
+   * choice (a measured time on a shared machine is noise at these sizes; the table shows it beside).
    */
+  readonly predictCost: (shape: ChoiceShape) => number;
+  /** Breaks a tie between two candidates estimated within PREDICT_TIE of each other (1: the cheaper kind). */
   readonly servingRank: number;
 }
 
@@ -69,6 +71,24 @@ export const ENCODER_SECONDS_PER_TOKEN = 2.5e-4;
 export const ENCODER_DIM = 384;
 /** Characters per encoder token, for the estimate (English WordPiece: about 4). */
 export const CHARS_PER_ENCODER_TOKEN = 4;
+
+/**
+ * µs of a prediction's fixed part per character of the text (its clean-up and n-gram lookups: 12 µs for
+ * dataset.csv's ~250 characters, bench/model.ts), and per (non-zero value × tag) of a linear model's
+ * scores (BANKING77: 148 values × 77 tags took 29–41 µs with the above).
+ */
+export const PREDICT_US_PER_CHAR = 0.04;
+export const PREDICT_US_PER_WEIGHT = 0.003;
+/** µs per (dimension × input or output row) of a fastText prediction (BANKING77: 19–22 µs). */
+export const FASTTEXT_PREDICT_US_PER_VALUE = 0.003;
+
+const charsOf = (shape: ChoiceShape): number => shape.tokensPerText * CHARS_PER_ENCODER_TOKEN;
+/** A linear model's prediction over `nonZeros` values per text. */
+const linearPredict = (shape: ChoiceShape, nonZeros: number): number =>
+  PREDICT_US_PER_CHAR * charsOf(shape) + PREDICT_US_PER_WEIGHT * nonZeros * shape.tags;
+/** The encoder's forward pass on one text. */
+export const encoderPredict = (shape: ChoiceShape): number =>
+  1e6 * ENCODER_SECONDS_PER_TOKEN * (shape.tokensPerText + 2);
 
 /** The one-vs-rest SVM's validated fit over `nonZeros` values per row. */
 const svmCost = (shape: ChoiceShape, nonZeros: number): number =>
@@ -103,6 +123,7 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     needsEncoder: false,
     multiLabel: true,
     minRows: null,
+    predictCost: (shape) => linearPredict(shape, shape.wordNonZerosPerRow),
     servingRank: 1,
     cost: (shape) => svmCost(shape, shape.wordNonZerosPerRow),
   },
@@ -113,6 +134,7 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     needsEncoder: false,
     multiLabel: true,
     minRows: null,
+    predictCost: (shape) => linearPredict(shape, shape.nonZerosPerRow),
     servingRank: 3,
     cost: (shape) => svmCost(shape, shape.nonZerosPerRow),
   },
@@ -127,6 +149,7 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     // Small data: the SVM calibrated on 5 folds (6 fits), NB-LR (its dual logistic regression: about 10
     // SVM fits' worth; BANKING77, 8,505 rows: 58 s against the SVM's 4.6 s), naive Bayes — 16× the SVM
     // (92 s there); large data: the SVM once, its sigmoids on the validation split, naive Bayes.
+    predictCost: (shape) => 3 * linearPredict(shape, shape.nonZerosPerRow),
     servingRank: 4,
     cost: (shape) => svmCost(shape, shape.nonZerosPerRow) * (shape.rows >= LARGE_VOTE_ROWS ? 1.1 : 16),
   },
@@ -137,6 +160,9 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     needsEncoder: false,
     multiLabel: true,
     minRows: { rows: 2_000, why: 'it underfits fewer rows (it never led on the sample data)' },
+    predictCost: (shape) =>
+      PREDICT_US_PER_CHAR * charsOf(shape) +
+      FASTTEXT_PREDICT_US_PER_VALUE * 50 * (2 * shape.wordsPerRow + shape.tags),
     servingRank: 2,
     cost: fastTextCost,
   },
@@ -147,6 +173,7 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     needsEncoder: true,
     multiLabel: true,
     minRows: null,
+    predictCost: (shape) => linearPredict(shape, shape.nonZerosPerRow + ENCODER_DIM) + encoderPredict(shape),
     servingRank: 6,
     cost: (shape) => svmCost(shape, shape.nonZerosPerRow + ENCODER_DIM),
   },
@@ -159,6 +186,7 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     minRows: null,
     // Both stages out of fold on 5 folds, then both stages: 6 × (the vote + the SGD encoder model, about
     // the vote's cost again).
+    predictCost: (shape) => 3 * linearPredict(shape, shape.nonZerosPerRow) + 0.3 * encoderPredict(shape),
     servingRank: 5,
     cost: (shape) =>
       6 * 2 * svmCost(shape, shape.nonZerosPerRow) * (shape.rows >= LARGE_VOTE_ROWS ? 1.1 : 16),
@@ -187,8 +215,8 @@ export const DEFAULT_BUDGET = Object.freeze({ baseSeconds: 180, secondsPerRow: 0
 export const defaultBudgetSeconds = (rows: number): number =>
   DEFAULT_BUDGET.baseSeconds + DEFAULT_BUDGET.secondsPerRow * rows;
 
-/** Measured predict times within this factor of each other count as equal (the serving rank decides). */
-export const PREDICT_TIE = 1.5;
+/** Estimated predict times within this factor of each other count as equal (the serving rank decides). */
+export const PREDICT_TIE = 1.2;
 
 /**
  * Two candidates tie when their validation f1 differ by less than this or by less than one validation
