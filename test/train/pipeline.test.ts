@@ -357,7 +357,7 @@ describe('what the data decides before the training', () => {
     const long = { ...data[0]!, text: `${data[0]!.text} ${'vision '.repeat(2_000)}`.slice(0, 12_000) };
     const outcome = trainAndEvaluate({ data: [...data.slice(1), long], args: FAST_ARGS, seed: 1 });
     expect(outcome.warnings).toContain(
-      `1 row(s) have texts longer than 10,000 characters (line ${long.line}): the model trained on their first 10,000, as the API cuts a longer text it is asked to (truncate)`,
+      `1 row(s) have texts longer than 10,000 characters (line ${(long as { line?: number }).line}): the model trained on their first 10,000, as the API cuts a longer text it is asked to (truncate)`,
     );
     expect(outcome.dataWarnings.map((w) => w.kind)).toContain('long_texts');
   });
