@@ -28,6 +28,7 @@ const SECTIONS: Section[] = [
   { name: 'loop', load: () => import('./loop.js') },
   { name: 'ui', load: () => import('./ui.js') },
   { name: 'scale', load: () => import('./scale.js') },
+  { name: 'real', load: () => import('./real.js') },
 ];
 
 const fmt = (v: number | null): string => {

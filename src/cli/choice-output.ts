@@ -130,6 +130,7 @@ export function choiceSummary(report: ChoiceReport) {
       ...(c.validation_f1 === undefined ? {} : { validation_f1: c.validation_f1 }),
       ...(c.training_seconds === undefined ? {} : { training_seconds: c.training_seconds }),
       ...(c.predict_us === undefined ? {} : { predict_us: c.predict_us }),
+      ...(c.encoder_predict_us === undefined ? {} : { encoder_predict_us: c.encoder_predict_us }),
       ...(c.model_bytes === undefined ? {} : { model_bytes: c.model_bytes }),
     })),
   };

@@ -210,6 +210,7 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
       plan: preparation.plan,
       budgetSeconds: preparation.budgetSeconds,
       budgetSource: preparation.budgetSource,
+      cleanupGiven: preparation.cleanupGiven,
       startedCpu,
     };
     // The texts are embedded once, before the training, only when an encoder candidate is in the plan.

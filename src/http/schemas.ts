@@ -3,8 +3,10 @@
  * handlers' static types and the OpenAPI document. Field names follow the spec
  * (`../shared/spec/tag-prediction-api.md` from the repository root), including the dashed `status-code`.
  */
+
 import Type, { type Static, type TSchema } from 'typebox';
 import { EXPLAIN_TOP, ExplanationSchema } from './explanation-schemas.js';
+import { ModelChoice } from './model-choice-schemas.js';
 import { HTTP_DEFAULTS } from './options.js';
 import { ProbabilitiesListed, ProbabilitiesOption } from './probability-schemas.js';
 
@@ -363,6 +365,7 @@ export const RunPerformanceData = Type.Object(
     performance: Performance,
     warnings: Type.Optional(RunWarnings),
     promotion: Type.Optional(Promotion),
+    model_choice: Type.Optional(ModelChoice),
   },
   { title: 'RunPerformanceData', additionalProperties: false },
 );

@@ -30,6 +30,7 @@ import {
   type ServedLabelIssues,
   type ServedMistakes,
 } from './inspection.js';
+import { readModelChoice, type ServedModelChoice } from './model-choice.js';
 
 /** One run as listed by GET /runs, captured when the snapshot was made. */
 export interface RunSummary {
@@ -137,6 +138,8 @@ export class ServedSnapshot {
   /** A few runs' label issues (at most 1,000 issues each, like the mistakes). */
   private readonly labelIssueReports = new SingleFlightLru<ServedLabelIssues>(4);
   private readonly cascadeCurves = new SingleFlightLru<ServedCascadeCurve>(4);
+  /** A few runs' model choices (null: a run trained with explicit args, or before the choice, has none). */
+  private readonly modelChoices = new SingleFlightLru<ServedModelChoice | null>(8);
 
   /** @internal built by ServedRuns only */
   constructor(
@@ -234,6 +237,26 @@ export class ServedSnapshot {
           'tagger train logs them unless given --no-label-issues or data too small to cross-validate (the run tag tagger.label_issues.skipped then says why); runs trained before tagger looked for them have none',
         );
       }
+      throw toRunLoadError(run.runId, error);
+    }
+  }
+
+  /**
+   * How `tagger train` chose a run's model (model_choice.json; cached); null for a run that logged none
+   * (trained with arguments that name the model, or before the model choice existed).
+   */
+  async modelChoice(runId: string): Promise<ServedModelChoice | null> {
+    const run = this.run(runId);
+    try {
+      return await this.modelChoices.get(run.runId, async () => {
+        try {
+          return await readModelChoice((path) => this.store.readArtifact(run.runId, path));
+        } catch (error) {
+          if (error instanceof TrackingError && error.code === 'NOT_FOUND') return null;
+          throw error;
+        }
+      });
+    } catch (error) {
       throw toRunLoadError(run.runId, error);
     }
   }

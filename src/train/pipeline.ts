@@ -86,6 +86,8 @@ export interface TrainingInput extends TrainOptions {
     plan: readonly PlannedCandidate[];
     budgetSeconds: number;
     budgetSource: ChoiceReport['budget_source'];
+    /** The user gave the clean-up: kept, no variants compared. */
+    cleanupGiven?: boolean;
     /** The process's CPU time (µs) when the training began: an embedding pass before it counts. */
     startedCpu: number;
     onChoice?: (event: ChoiceEvent) => void;
@@ -342,6 +344,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
       ...(input.parallel ? { parallel: input.parallel } : {}),
       ...(input.encoder ? { encoder: input.encoder } : {}),
       charsPerText: meanLength(data),
+      ...(input.choice.cleanupGiven ? { cleanupGiven: true } : {}),
       ...(input.choice.onChoice ? { onChoice: input.choice.onChoice } : {}),
       fitCallbacks: {
         // Each candidate's validated fit reports its epochs and members; only the chosen one's history is kept.

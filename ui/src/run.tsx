@@ -19,6 +19,7 @@ import { metric, shortId, when } from './format';
 import { LabelIssuesPart } from './label-issues';
 import { Failure, useLoad } from './load';
 import { MATRIX_TAGS, ManyTagsMatrixNote, mostConfused, usePagedTags } from './many-tags';
+import { ModelChoiceTable } from './model-choice';
 import { AVERAGE_HINTS, averagesOf, isMultiLabel, tagThresholds } from './multi-label';
 import { TableScroll } from './table-scroll';
 
@@ -542,7 +543,8 @@ export function MultiLabelBadge() {
 }
 
 export function RunView({ run }: { run: RunRecord }) {
-  const performance = useLoad(() => api.performance(run.run_id), [run.run_id]);
+  const answer = useLoad(() => api.run(run.run_id), [run.run_id]);
+  const performance = { value: answer.value?.performance, error: answer.error };
   const history = useLoad(() => api.history(run.run_id), [run.run_id]);
   useEffect(() => window.scrollTo(0, 0), [run.run_id]);
   return (
@@ -597,6 +599,7 @@ export function RunView({ run }: { run: RunRecord }) {
           </div>
         </>
       )}
+      {answer.value?.model_choice && <ModelChoiceTable choice={answer.value.model_choice} />}
       {isCascadeRun(run.params) && (
         <CascadePart
           runId={run.run_id}

@@ -64,7 +64,7 @@ export function runRoutes(
         tags: ['Runs'],
         summary: 'Performance of one run',
         description:
-          "The run's performance report (`overall`, `class`, `slices`), read from its artifacts, with the data checks' warnings of its training (`warnings`) and, for a retrained run, its promotion.",
+          "The run's performance report (`overall`, `class`, `slices`), read from its artifacts, with the data checks' warnings of its training (`warnings`), for a retrained run its promotion, and when `tagger train` chose the model on the validation split, how (`model_choice`: every candidate's validation f1, training time, predict µs and model size, or why it was skipped).",
         params: RunIdParams,
         response: {
           200: Envelope(RunPerformanceData, 'RunResponse'),
@@ -77,11 +77,13 @@ export function runRoutes(
       const servedRuns = current();
       const performance = await servedRuns.performance(run_id);
       const run = servedRuns.current.run(run_id);
+      const choice = await servedRuns.current.modelChoice(run_id);
       return envelope(request, 200, {
         run_id,
         performance,
         warnings: [...run.warnings],
         ...(isPromotion(run.promotion) ? { promotion: run.promotion } : {}),
+        ...(choice === null ? {} : { model_choice: choice }),
       });
     },
   );

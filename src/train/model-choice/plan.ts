@@ -23,6 +23,8 @@ export interface PlanContext {
   memoryBudget: number;
   /** Only these candidates (`--candidates`); absent: every one. */
   only?: readonly string[];
+  /** The user gave the clean-up: no variants are compared (and none is counted). */
+  cleanupGiven?: boolean;
 }
 
 /** A candidate as planned: plain data (it crosses to the training thread). */
@@ -40,6 +42,8 @@ export interface PlannedCandidate {
   estimatedSeconds: number;
   /** Of those, the embedding pass's (done before the training: spent by the time the candidate starts). */
   embeddingSeconds: number;
+  /** Of those, the clean-up variants' comparison (the first candidate tried only). */
+  cleanupSeconds: number;
   /** Estimated CPU seconds of its refit, should it be chosen. */
   estimatedRefitSeconds: number;
   /** Why it is not tried (null: it is). */
@@ -68,31 +72,65 @@ export function planCandidates(context: PlanContext): PlannedCandidate[] {
   // share that pass, paid by the first one tried.
   const order = (c: (typeof estimated)[number]): number => c.fit + (c.rule.needsEncoder ? embedding : 0);
   estimated.sort((a, b) => order(a) - order(b));
-  let committed = 0;
-  let embedded = false;
-  return estimated.map(({ rule, fit, refit }): PlannedCandidate => {
-    const args = context.argsOf(rule);
-    const embeds = rule.needsEncoder && !embedded ? embedding : 0;
-    const planned = {
-      name: rule.name,
-      summary: rule.summary,
-      ruleArgs: { ...rule.args },
-      args,
-      needsEncoder: rule.needsEncoder,
-      estimatedPredictUs: rule.predictCost(shape),
-      servingRank: rule.servingRank,
-      estimatedSeconds: fit + embeds,
-      embeddingSeconds: embeds,
-      estimatedRefitSeconds: rule.args.cascade === true ? 0 : refit,
-    };
-    const skip = skipReason(rule, planned, context, committed);
-    if (skip === null) {
-      committed += planned.estimatedSeconds;
-      if (rule.needsEncoder) embedded = true;
-    }
-    return { ...planned, skip };
-  });
+  const fitOf = new Map(estimated.map((c) => [c.rule.name, c.fit]));
+  /** The plan, with a fallback left out where the kind it stands in for is kept (`keptAlready`, pass 1). */
+  const plan = (keptAlready: ReadonlySet<string> | null): PlannedCandidate[] => {
+    let committed = 0;
+    let embedded = false;
+    let first = true;
+    return estimated.map(({ rule, fit, refit }): PlannedCandidate => {
+      const args = context.argsOf(rule);
+      const embeds = rule.needsEncoder && !embedded ? embedding : 0;
+      // The first one tried also compares the clean-up variants, on a sample of the rows.
+      const cleanup =
+        first && !rule.needsEncoder && context.cleanupGiven !== true ? cleanupCost(fit, shape.rows) : 0;
+      const planned = {
+        name: rule.name,
+        summary: rule.summary,
+        ruleArgs: { ...rule.args },
+        args,
+        needsEncoder: rule.needsEncoder,
+        estimatedPredictUs: rule.predictCost(shape),
+        servingRank: rule.servingRank,
+        estimatedSeconds: fit + embeds + cleanup,
+        embeddingSeconds: embeds,
+        cleanupSeconds: cleanup,
+        estimatedRefitSeconds: rule.args.cascade === true ? 0 : refit,
+      };
+      const fallback = rule.fallbackFor;
+      const standsIn =
+        fallback !== undefined && keptAlready !== null && keptAlready.has(fallback.instead)
+          ? fit > fallback.share * (fitOf.get(fallback.instead) ?? Number.POSITIVE_INFINITY)
+          : false;
+      const skip =
+        keptAlready === null && fallback !== undefined
+          ? 'a fallback, decided with the kind it stands in for'
+          : standsIn
+            ? `${fallback!.instead} fits the budget and is tried: ${fallback!.why}`
+            : skipReason(rule, planned, context, committed);
+      if (skip === null) {
+        committed += planned.estimatedSeconds;
+        if (rule.needsEncoder) embedded = true;
+        if (!rule.needsEncoder) first = false;
+      }
+      return { ...planned, skip };
+    });
+  };
+  // Pass 1 without the fallbacks says which kinds they stand in for are kept; pass 2 is the plan.
+  const kept = new Set(
+    plan(null)
+      .filter((p) => p.skip === null)
+      .map((p) => p.name),
+  );
+  return plan(kept);
 }
+
+/** The rows the clean-up variants are compared on (a sample of the training split's, when it has more). */
+export const CLEANUP_SAMPLE_ROWS = 2_000;
+
+/** Two fits of the first candidate on a sample of the rows (none when the rows are no more: the fit is the candidate's). */
+const cleanupCost = (fit: number, rows: number): number =>
+  rows <= CLEANUP_SAMPLE_ROWS ? fit : 2 * fit * (CLEANUP_SAMPLE_ROWS / rows);
 
 function skipReason(
   rule: CandidateRule,

@@ -24,11 +24,30 @@ import {
   defaultBudgetSeconds,
 } from './rules.js';
 
-/** The arguments a user may give and still have the model chosen: what rows and tags the data has. */
-export const DATA_HANDLING_ARGS = Object.freeze(['subset', 'min_freq', 'accepted_tags'] as const);
+/** The clean-up arguments: given any of them, the choice keeps the user's clean-up instead of comparing variants. */
+export const CLEANUP_ARGS = Object.freeze([
+  'lower',
+  'stem',
+  'stopwords',
+  'ascii_only',
+  'strip_urls',
+] as const);
+
+/**
+ * The arguments a user may give and still have the model chosen: what rows and tags the data has, and
+ * the clean-up (then kept as given).
+ */
+export const DATA_HANDLING_ARGS = Object.freeze([
+  'subset',
+  'min_freq',
+  'accepted_tags',
+  ...CLEANUP_ARGS,
+] as const);
 
 export interface ChoicePreparation {
   plan: PlannedCandidate[];
+  /** The user gave clean-up arguments: no clean-up variants are compared. */
+  cleanupGiven: boolean;
   shape: ChoiceShape;
   budgetSeconds: number;
   budgetSource: 'default' | 'given';
@@ -116,7 +135,9 @@ export function prepareChoice(options: PrepareOptions): ChoicePreparation {
     tokensPerText: chars / CHARS_PER_ENCODER_TOKEN,
   };
   const budgetSeconds = options.budgetSeconds ?? defaultBudgetSeconds(rows.length);
+  const cleanupGiven = CLEANUP_ARGS.some((key) => Object.hasOwn(options.given, key));
   const plan = planCandidates({
+    cleanupGiven,
     shape,
     budgetSeconds,
     encoder: options.encoder,
@@ -128,6 +149,7 @@ export function prepareChoice(options: PrepareOptions): ChoicePreparation {
   });
   return {
     plan,
+    cleanupGiven,
     shape,
     budgetSeconds,
     budgetSource: options.budgetSeconds === undefined ? 'default' : 'given',

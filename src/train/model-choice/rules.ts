@@ -44,6 +44,12 @@ export interface CandidateRule {
   readonly multiLabel: boolean;
   /** Fewest training rows it is tried on, and why (null: always). */
   readonly minRows: { rows: number; why: string } | null;
+  /**
+   * A kind that stands in for another where that one is too slow: it is tried only when `instead` is not
+   * in the plan (over the budget, the memory, or left out), or when it is estimated at most `share` of its
+   * cost; `why` says so in the table.
+   */
+  readonly fallbackFor?: { instead: string; share: number; why: string };
   /** Estimated CPU seconds (one thread) of its validated fit on data of this shape. */
   readonly cost: (shape: ChoiceShape) => number;
   /**
@@ -57,12 +63,15 @@ export interface CandidateRule {
 }
 
 /**
- * CPU seconds per (training row × tag × non-zero value of the row) of the dual coordinate-descent SVM,
- * one-vs-rest: 3.5e-8 (BANKING77 dev split, 8,505 rows × 77 tags × 148), 2.6e-8 (CLINC150 with the
- * embedding block, 13,590 × 151 × 532) and 6.6e-8 (50,000 generated rows × 500 tags, word unigrams ×
- * 36): the middle one. The choice rescales every estimate by how the candidates trained so far compared.
+ * The dual coordinate-descent SVM, one-vs-rest, costs CPU seconds ≈ SVM_SECONDS × training rows × tags ×
+ * (non-zero values per row)^SVM_VALUES_POWER: sparser rows take more passes to converge, so the time grows
+ * with the square root of their values, not with them (2026-12-01, validated fits on one thread: BANKING77,
+ * 8,505 rows × 78 tags, 1.8 s on word n-grams (22 values) and 4.5 s on the default n-grams (148); CLINC150,
+ * 12,835 × 151, 5.4 s and 9.9 s (18 and 130 values); generated 42,500 × 501 on word unigrams (36), 50 s: a
+ * from 5.6e-7 to 8.8e-7). The choice rescales every estimate by how the candidates so far compared.
  */
-export const SVM_SECONDS_PER_VALUE = 4.5e-8;
+export const SVM_SECONDS = 7.5e-7;
+export const SVM_VALUES_POWER = 0.4;
 /** CPU seconds per (row × epoch × fastText's per-example work in values, see fastTextCost). */
 export const FASTTEXT_SECONDS_PER_VALUE = 2.8e-9;
 /** The encoder's CPU seconds per token of the texts it embeds (one thread; all-MiniLM-L6-v2 int8: 3–4.3 ms per short text). */
@@ -92,7 +101,7 @@ export const encoderPredict = (shape: ChoiceShape): number =>
 
 /** The one-vs-rest SVM's validated fit over `nonZeros` values per row. */
 const svmCost = (shape: ChoiceShape, nonZeros: number): number =>
-  SVM_SECONDS_PER_VALUE * shape.rows * shape.tags * nonZeros;
+  SVM_SECONDS * shape.rows * shape.tags * Math.max(1, nonZeros) ** SVM_VALUES_POWER;
 
 /** fastText's work per example: its word (+ bigram) rows in and out, and the output layer (hs past 100 tags). */
 function fastTextCost(shape: ChoiceShape): number {
@@ -120,6 +129,11 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     name: 'linear_svm_words',
     summary: 'linear SVM on word unigrams and bigrams',
     args: { classifier: 'linear_svm', analyzer: 'word', ngram_min_range: 1, ngram_max_range: 2 },
+    fallbackFor: {
+      instead: 'linear_svm',
+      share: 0.2,
+      why: 'it stands in for linear_svm where character n-grams are too slow; it never led where both fit',
+    },
     needsEncoder: false,
     multiLabel: true,
     minRows: null,
@@ -157,6 +171,11 @@ export const CANDIDATES: readonly CandidateRule[] = Object.freeze([
     name: 'fasttext',
     summary: "fastText's supervised model (word bigrams, 25 epochs)",
     args: { classifier: 'fasttext' },
+    fallbackFor: {
+      instead: 'linear_svm',
+      share: 0.1,
+      why: 'it stands in for a linear SVM where one is too slow; it led on no data set measured where one fit',
+    },
     needsEncoder: false,
     multiLabel: true,
     minRows: { rows: 2_000, why: 'it underfits fewer rows (it never led on the sample data)' },
