@@ -83,11 +83,13 @@ const bytes = (n: number | undefined): string =>
 
 /** The table after the training (stdout): every candidate, the chosen one first-marked. */
 export function choiceTable(report: ChoiceReport): string {
+  const balanced = report.objective === 'balanced_other';
   const rows = report.candidates.map((c) => {
     const trained = c.status === 'chosen' || c.status === 'trained';
     return [
       `${c.status === 'chosen' ? '* ' : '  '}${c.name}`,
       trained ? c.validation_f1!.toFixed(4) : '',
+      ...(balanced ? [c.validation_balanced?.toFixed(4) ?? ''] : []),
       trained ? c.training_seconds!.toFixed(1) : '',
       trained ? c.training_cpu_seconds!.toFixed(1) : '',
       trained
@@ -102,16 +104,29 @@ export function choiceTable(report: ChoiceReport): string {
     ];
   });
   const table = textTable(
-    ['candidate', 'validation f1', 'seconds', 'CPU s', 'predict µs', 'model', 'note'],
+    [
+      'candidate',
+      'validation f1',
+      ...(balanced ? ['balanced'] : []),
+      'seconds',
+      'CPU s',
+      'predict µs',
+      'model',
+      'note',
+    ],
     rows,
-    [1, 2, 3, 4, 5],
+    balanced ? [1, 2, 3, 4, 5, 6] : [1, 2, 3, 4, 5],
   );
+  const scarce = balanced
+    ? `  Only ${report.other_rows} validation rows are \`other\` (texts that fit no tag): compared on the balanced score, the tags' accuracy and other's recall, half each.\n`
+    : '';
   const cleanup =
     report.cleanup.tried.length > 1
       ? `; clean-up ${report.cleanup.chosen} (${report.cleanup.tried.map((t) => `${t.name} ${t.validation_f1.toFixed(4)}`).join(', ')})`
       : '';
   return (
     `Model choice: ${report.chosen}, by ${report.rule}${cleanup} (budget ${formatDuration(1000 * report.budget_seconds)} of CPU time, ${formatDuration(1000 * report.seconds)} used before the refit):\n` +
+    scarce +
     `${table.map((line) => `  ${line}`).join('\n')}\n`
   );
 }
@@ -122,12 +137,15 @@ export function choiceSummary(report: ChoiceReport) {
     chosen: report.chosen,
     budget_seconds: report.budget_seconds,
     budget_source: report.budget_source,
+    objective: report.objective,
+    other_rows: report.other_rows,
     cleanup: report.cleanup.chosen,
     candidates: report.candidates.map((c) => ({
       name: c.name,
       status: c.status,
       ...(c.reason === undefined ? {} : { reason: c.reason }),
       ...(c.validation_f1 === undefined ? {} : { validation_f1: c.validation_f1 }),
+      ...(c.validation_balanced === undefined ? {} : { validation_balanced: c.validation_balanced }),
       ...(c.training_seconds === undefined ? {} : { training_seconds: c.training_seconds }),
       ...(c.predict_us === undefined ? {} : { predict_us: c.predict_us }),
       ...(c.encoder_predict_us === undefined ? {} : { encoder_predict_us: c.encoder_predict_us }),

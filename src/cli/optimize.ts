@@ -12,6 +12,7 @@ import {
 } from '../train/optimize.js';
 import { argsForData } from '../train/pipeline.js';
 import { createProgress } from '../train/progress.js';
+import { parseCandidates, parseDuration } from './choice-output.js';
 import { embedForTraining, encoderArgs, withCascadeFlag, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
@@ -27,6 +28,7 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
+import { chooseBaseArgs, choosesModel } from './model-choice.js';
 import { formatMetric, textTable, writeWhole } from './output.js';
 import type { TrainFlags } from './train.js';
 
@@ -41,14 +43,23 @@ async function optimizeCommand(flags: OptimizeFlags, io: CliIo): Promise<void> {
   const given = withCascadeFlag(withEncoderFlag(await readArgs(flags.args), flags.encoder), flags.cascade);
   const definitions = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
-  const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
-  // Once for every trial and fold, before the search starts (a bad encoder is one line).
-  const encoder = await embedForTraining(
-    args,
-    { data, ...(testData ? { testData } : {}), ...definitions },
-    io,
-    flags.quiet === true,
-  );
+  const chosen = choosesModel(flags, given.explicit)
+    ? await chooseBaseArgs(flags, given, { data, ...(testData ? { testData } : {}), ...definitions }, io)
+    : null;
+  const args = chosen?.args ?? encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
+  // Once for every trial and fold, before the search starts (a bad encoder is one line); the model
+  // choice's embeddings when it computed them.
+  const encoder =
+    chosen !== null
+      ? args.encoder === null
+        ? undefined
+        : chosen.encoder
+      : await embedForTraining(
+          args,
+          { data, ...(testData ? { testData } : {}), ...definitions },
+          io,
+          flags.quiet === true,
+        );
   const progress = createProgress({
     label: 'optimizing',
     total: flags.trials,
@@ -131,7 +142,7 @@ async function reportSearch(
     val_f1: trial.validationF1,
     f1: trial.testF1,
     args: trial.args,
-    // Trial 1 trains with the base arguments (the defaults unless --args is given).
+    // Trial 1 trains with the base arguments: the model choice's pick, --args, or the defaults (--no-model-choice).
     base_args: trial.trial === 1,
   }));
   const summary = {
@@ -229,7 +240,16 @@ export function registerOptimize(program: Command, io: CliIo): void {
       parseInteger('--cv-workers', 1),
     )
     .option('--test-data <csv>', 'separate test CSV (reported, never used to choose)')
-    .option('--args <json>', 'base training arguments (JSON file or inline object)')
+    .option(
+      '--args <json>',
+      'base training arguments (JSON file or inline object); without arguments that name the model, the base is what the model choice picks, as tagger train picks it',
+    )
+    .option(
+      '--no-model-choice',
+      'start the search from the default arguments instead of the model choice’s pick',
+    )
+    .option('--time-budget <duration>', "the model choice's CPU budget, as for tagger train", parseDuration)
+    .option('--candidates <names>', "the model choice's candidates, as for tagger train", parseCandidates)
     .option(
       '--encoder <name|dir>',
       'every trial adds this sentence encoder (minilm, a directory, a Hugging Face id) and the search also varies encoder_weight; embeddings are computed once',

@@ -13,7 +13,7 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
-import { EVALUATION_TAGS, liveQuality, type TrainingArgs } from '../model/index.js';
+import { DEFAULT_TRAINING_ARGS, EVALUATION_TAGS, liveQuality, type TrainingArgs } from '../model/index.js';
 import type { RecordStore } from '../monitoring/index.js';
 import { readRuns } from '../served-models/candidates.js';
 import { servingVerdict } from '../served-models/gates.js';
@@ -24,6 +24,7 @@ import { fileDigest, pythonJson } from '../train/dataset-input.js';
 import { logTrainingRun } from '../train/log-run.js';
 import { trainingCsv } from '../train/merge-corrections.js';
 import { argsForData } from '../train/pipeline.js';
+import { choiceTable, parseCandidates, parseDuration } from './choice-output.js';
 import { embedForTraining, encoderArgs } from './embeddings.js';
 import {
   defaultRunName,
@@ -37,6 +38,7 @@ import {
   withStore,
 } from './inputs.js';
 import type { CliIo } from './io.js';
+import { prepareCommandChoice } from './model-choice.js';
 import { formatMetric } from './output.js';
 import { trainReporting } from './reported-training.js';
 import {
@@ -71,6 +73,12 @@ export interface RetrainFlags {
   quiet?: boolean;
   /** `--no-memory-check`: false. */
   memoryCheck?: boolean;
+  /** `--model-choice`: choose the model again instead of keeping the replaced run's kind. */
+  modelChoice?: boolean;
+  /** The model choice's budget (seconds), with --model-choice. */
+  timeBudget?: number;
+  /** The model choice's candidates (names), with --model-choice. */
+  candidates?: string[];
 }
 
 /** Run tags of a retrained run: its lineage (besides `tagger.promotion`). */
@@ -186,6 +194,16 @@ function datasetOf(
 
 async function retrainCommand(flags: RetrainFlags, io: CliIo): Promise<void> {
   const target = promotionTarget(flags.promote);
+  if (flags.modelChoice === true && flags.args !== undefined) {
+    throw new UsageError(
+      '--model-choice chooses the model, but --args names the one to train; drop one of them',
+    );
+  }
+  if (flags.modelChoice !== true && (flags.timeBudget !== undefined || flags.candidates !== undefined)) {
+    throw new UsageError(
+      `${flags.timeBudget !== undefined ? '--time-budget' : '--candidates'} belongs to the model choice: add --model-choice (retrain keeps the replaced run's kind otherwise)`,
+    );
+  }
   const explicit = flags.args === undefined ? null : await readArgs(flags.args);
   const trackingUri = resolveTrackingUri(flags.trackingUri, process.env);
   const say = (line: string): void => {
@@ -268,12 +286,31 @@ async function retrainFrom(
     return;
   }
   const base = explicit?.args ?? parent.args;
+  const seed = flags.seed ?? parent.seed;
+  // --model-choice chooses again on the merged rows, the replaced run's tag handling kept (its clean-up
+  // is chosen again with the model); else the replaced run's kind, or --args.
+  const chosen = flags.modelChoice
+    ? await prepareCommandChoice(
+        { ...flags, seed },
+        {
+          args: base,
+          explicit: new Set(
+            (['min_freq', 'accepted_tags'] as const).filter(
+              (key) => base[key] !== DEFAULT_TRAINING_ARGS[key],
+            ),
+          ),
+        },
+        { data: merged.rows, testData: data.test },
+        io,
+      )
+    : null;
   // The parent's data is already its subset; the merged rows are all to be trained on.
   const args: TrainingArgs = {
-    ...encoderArgs(
-      argsForData(base, merged.rows, explicit?.explicit ?? new Set(Object.keys(base))),
-      explicit?.explicit ?? new Set(Object.keys(base)),
-    ),
+    ...(chosen?.args ??
+      encoderArgs(
+        argsForData(base, merged.rows, explicit?.explicit ?? new Set(Object.keys(base))),
+        explicit?.explicit ?? new Set(Object.keys(base)),
+      )),
     subset: null,
   };
   const parentTags = new Set(
@@ -283,20 +320,17 @@ async function retrainFrom(
       return tags;
     })) as readonly string[],
   );
-  const seed = flags.seed ?? parent.seed;
   const multiLabel = args.multi_label || isMultiLabel(merged.rows);
-  const encoder = await embedForTraining(
-    args,
-    { data: merged.rows, testData: data.test },
-    io,
-    flags.quiet === true,
-  );
+  const encoder = chosen
+    ? chosen.encoder
+    : await embedForTraining(args, { data: merged.rows, testData: data.test }, io, flags.quiet === true);
   // The training runs in a worker thread, so SIGINT/SIGTERM stop it at once (and the lease is released).
   const outcome = await trainReporting(
     {
       data: merged.rows,
       testData: data.test,
       ...(encoder ? { encoder } : {}),
+      ...(chosen ? { choice: chosen.choice } : {}),
       args,
       seed,
     },
@@ -307,6 +341,8 @@ async function retrainFrom(
       kept: 'nothing was logged or promoted',
     },
   );
+  if (outcome.choice !== undefined && !flags.json && flags.quiet !== true)
+    io.stdout.write(choiceTable(outcome.choice));
   const fresh = newTags(prepared, parentTags, new Set(outcome.model.tags));
   if (fresh.length > 0) {
     say(
@@ -322,7 +358,7 @@ async function retrainFrom(
   const logged = await logTrainingRun(store, {
     experiment: parent.experimentName,
     runName,
-    args,
+    args: outcome.args,
     seed,
     outcome,
     source: 'tagger retrain',
@@ -542,6 +578,20 @@ export function registerRetrain(program: Command, io: CliIo): void {
       ).env('TAGGER_RECORD_STORE'),
     )
     .option('--run-name <name>', 'run name (default: retrain-<timestamp>)')
+    .option(
+      '--model-choice',
+      "choose the model again on the merged rows, as tagger train does (default: the replaced run's kind and arguments)",
+    )
+    .option(
+      '--time-budget <duration>',
+      'with --model-choice: how long the choice may take (seconds or 90s, 10m, 1h30m)',
+      parseDuration,
+    )
+    .option(
+      '--candidates <names>',
+      'with --model-choice: the candidates it tries, comma-separated (as tagger train --candidates)',
+      parseCandidates,
+    )
     .option('--no-label-issues', "don't look for label issues in the merged data")
     .option('--json', 'print one JSON object: the corrections, the merge, the scores and the promotion')
     .option(

@@ -1,13 +1,9 @@
 /** `tagger train`: trains one model on a data file and logs it as a run (optionally a registered version). */
 import { type Command, InvalidArgumentError } from 'commander';
-import { DEFAULT_ENCODER } from '../encoder/resolve.js';
-import { behaviourTexts, DEFAULT_BEHAVIOUR_SUITE, parseTrainingArgs, RUN_ARTIFACTS } from '../model/index.js';
+import { RUN_ARTIFACTS } from '../model/index.js';
 import { registerModelVersion, validateModelName } from '../tracking/index.js';
 import { checkCanLog, TrackingError } from '../tracking/store.js';
 import { logTrainingRun } from '../train/log-run.js';
-import { trainingMemoryBudget } from '../train/memory-check.js';
-import { cpuMicroseconds } from '../train/model-choice/choose.js';
-import { DATA_HANDLING_ARGS, encoderAvailability, prepareChoice } from '../train/model-choice/prepare.js';
 import { defaultTrainingThreads } from '../train/parallel.js';
 import {
   argsForData,
@@ -15,7 +11,7 @@ import {
   largeDataSettings,
   type TrainingInput,
 } from '../train/pipeline.js';
-import { choiceSummary, choiceTable, parseCandidates, parseDuration, planLines } from './choice-output.js';
+import { choiceSummary, choiceTable, parseCandidates, parseDuration } from './choice-output.js';
 import { embedForTraining, encoderArgs, withCascadeFlag, withEncoderFlag } from './embeddings.js';
 import {
   artifactRootOption,
@@ -35,6 +31,7 @@ import {
 } from './inputs.js';
 import type { CliIo } from './io.js';
 import { labelIssuesLine, labelIssuesSummary } from './label-issues.js';
+import { choosesModel, prepareCommandChoice } from './model-choice.js';
 import { behaviourSummary, formatMetric } from './output.js';
 import { trainReporting } from './reported-training.js';
 import { LABEL_ISSUE_MODES, type LabelIssueMode, labelIssuesAfterRun } from './run-label-issues.js';
@@ -164,12 +161,6 @@ export function registerTrain(program: Command, io: CliIo): void {
     .action((flags: TrainFlags) => trainCommand(flags, io));
 }
 
-/** Whether `tagger train` chooses the model: no --args naming a model (only data-handling ones), no flag naming one. */
-function choosesModel(flags: TrainFlags, explicit: ReadonlySet<string>): boolean {
-  if (flags.modelChoice === false || flags.encoder !== undefined || flags.cascade === true) return false;
-  return [...explicit].every((key) => (DATA_HANDLING_ARGS as readonly string[]).includes(key));
-}
-
 async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   // A bad model name is found before training, not after it.
   if (flags.register !== undefined) validateModelName(flags.register);
@@ -183,45 +174,18 @@ async function trainCommand(flags: TrainFlags, io: CliIo): Promise<void> {
   const { behaviour, slices } = await readDefinitions(flags);
   const { data, testData, datasets } = await readTrainingFiles(flags);
   const quiet = flags.quiet === true;
-  // The budget counts the CPU seconds from here: an embedding pass before the training is part of it.
-  const startedCpu = cpuMicroseconds();
   let args: TrainingInput['args'];
   let choice: TrainingInput['choice'];
   let encoder: TrainingInput['encoder'];
   if (choosing) {
-    const dataArgs = Object.fromEntries(
-      [...given.explicit].map((key) => [key, given.args[key as keyof typeof given.args]]),
+    // The budget counts the CPU seconds from here: an embedding pass before the training is part of it.
+    const prepared = await prepareCommandChoice(
+      flags,
+      given,
+      { data, ...(testData ? { testData } : {}), ...(behaviour ? { behaviour } : {}) },
+      io,
     );
-    const preparation = prepareChoice({
-      data,
-      ...(testData ? { testData } : {}),
-      given: dataArgs,
-      seed: flags.seed,
-      threads: flags.threads,
-      ...(flags.timeBudget === undefined ? {} : { budgetSeconds: flags.timeBudget }),
-      ...(flags.candidates === undefined ? {} : { only: flags.candidates }),
-      extraTexts: behaviourTexts(behaviour ?? DEFAULT_BEHAVIOUR_SUITE),
-      encoder: await encoderAvailability(),
-      memoryBudget: trainingMemoryBudget(),
-    });
-    if (!quiet) io.stderr.write(planLines(preparation, data.length));
-    args = argsForData(parseTrainingArgs(dataArgs), data, given.explicit);
-    choice = {
-      plan: preparation.plan,
-      budgetSeconds: preparation.budgetSeconds,
-      budgetSource: preparation.budgetSource,
-      cleanupGiven: preparation.cleanupGiven,
-      startedCpu,
-    };
-    // The texts are embedded once, before the training, only when an encoder candidate is in the plan.
-    encoder = preparation.needsEmbeddings
-      ? await embedForTraining(
-          parseTrainingArgs({ ...dataArgs, encoder: DEFAULT_ENCODER }),
-          { data, ...(testData ? { testData } : {}), ...(behaviour ? { behaviour } : {}) },
-          io,
-          quiet,
-        )
-      : undefined;
+    ({ args, choice, encoder } = prepared);
   } else {
     args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
     const large = largeDataSettings(given.args, data.length, given.explicit);

@@ -31,7 +31,16 @@ export const ModelChoiceCandidate = Type.Object(
       Type.Number({
         minimum: 0,
         maximum: 1,
-        description: 'Weighted f1 on the validation split: what the choice compared',
+        description:
+          'Weighted f1 on the validation split (with its fallback threshold, if any): what the choice compared under the weighted_f1 objective',
+      }),
+    ),
+    validation_balanced: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description:
+          "Under the balanced_other objective, what the choice compared: the tags' accuracy and other's recall, half each",
       }),
     ),
     validation_f1_argmax: Type.Optional(
@@ -63,13 +72,28 @@ export const ModelChoice = Type.Object(
       'The CPU seconds the choice could take (--time-budget, or the default for the data’s size)',
     ),
     budget_source: Type.Union([Type.Literal('default'), Type.Literal('given')]),
+    objective: Type.Union([Type.Literal('weighted_f1'), Type.Literal('balanced_other')], {
+      description:
+        "What the candidates were compared by: weighted_f1, or balanced_other (the tags' accuracy and other's recall, half each) where the validation split's rows of other are few (at least 10, at most 5 %)",
+    }),
+    other_rows: Type.Integer({
+      minimum: 0,
+      description: 'The validation rows of other (texts that fit no tag)',
+    }),
     cleanup: Type.Object(
       {
         chosen: Type.String({
           description: 'The clean-up kept: none (lower-casing only) or tagifai (stopwords, ASCII only, URLs)',
         }),
         tried: Type.Array(
-          Type.Object({ name: Type.String(), validation_f1: Type.Number() }, { additionalProperties: false }),
+          Type.Object(
+            {
+              name: Type.String(),
+              validation_f1: Type.Number(),
+              validation_balanced: Type.Optional(Type.Number()),
+            },
+            { additionalProperties: false },
+          ),
         ),
       },
       { additionalProperties: false },

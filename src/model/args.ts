@@ -55,7 +55,7 @@ const COMMON_ARGS: {
   ngram_max_range: { check: num(1, 16, { integer: true }), default: 4 },
   min_df: { check: num(1, Number.MAX_SAFE_INTEGER, { integer: true }), default: 1 },
   sublinear_tf: { check: bool, default: false },
-  threshold: { check: oneOf(['auto', 'argmax', 'tuned']), default: 'argmax' },
+  threshold: { check: oneOf(['auto', 'argmax', 'tuned', 'balanced']), default: 'argmax' },
   classifier: { check: oneOf(CLASSIFIERS), default: 'soft_vote' },
   class_weight: { check: (key, v) => (v === null ? null : oneOf(['balanced'])(key, v)), default: null },
   oversample: { check: bool, default: false },
@@ -277,6 +277,7 @@ export function parseTrainingArgs(raw: unknown): TrainingArgs {
       `model/args: "ngram_min_range" (${args.ngram_min_range}) must not exceed "ngram_max_range" (${args.ngram_max_range})`,
     );
   }
+  if (args.multi_label && args.threshold === 'balanced') throw balancedMultiLabelError();
   const resolved = familyOf(args.classifier).resolveArgs(args, given);
   if (resolved.members === null && given.members != null) {
     throw new ModelInputError(
@@ -285,6 +286,12 @@ export function parseTrainingArgs(raw: unknown): TrainingArgs {
   }
   return resolved;
 }
+
+/** `threshold: balanced` weighs the recall of `other`, which a multi-label run never answers. */
+export const balancedMultiLabelError = (): ModelInputError =>
+  new ModelInputError(
+    'model/args: "threshold": "balanced" weighs the recall of `other`, a single-label answer; a multi-label run takes one threshold per tag: use "tuned", "auto" or "argmax"',
+  );
 
 /**
  * What a saved model or run trained with for the arguments that did not exist when it was saved (each

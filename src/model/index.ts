@@ -4,6 +4,7 @@ export { drawFrom, type HyperParam, type SearchRange } from './arg-checks.js';
 export {
   type Analyzer,
   argsForEncoder,
+  balancedMultiLabelError,
   type Calibration,
   type Classifier,
   DEFAULT_TRAINING_ARGS,
@@ -51,9 +52,12 @@ export { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS } from './classifiers/members/me
 export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
 export { LOSSES } from './classifiers/sgd/sgd-params.js';
 export {
+  balancedOtherScore,
   chooseThreshold as chooseFallbackThreshold,
   type ThresholdEvidence,
+  type ThresholdScore,
   thresholdEvidence,
+  weightedF1Score,
 } from './classifiers/thresholds.js';
 export {
   chiSquareSurvival,

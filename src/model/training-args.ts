@@ -19,7 +19,13 @@ import type { Analyzer } from './text/features.js';
 
 export type { Analyzer, Calibration, LearningRateSchedule, Loss, MemberClassifier, SvmLoss, VoteMemberArgs };
 
-export type ThresholdMode = 'auto' | 'argmax' | 'tuned';
+/**
+ * How a single-label run places its fallback threshold on the validation split (below it a prediction is
+ * `other`): `argmax` places none, `tuned` the weighted-f1-best one, `auto` that one only when it beats
+ * argmax, `balanced` the one best for the mean of the tags' accuracy and the recall of `other` (for data
+ * whose `other` rows are few: out-of-scope detection). Multi-label runs take one threshold per tag instead.
+ */
+export type ThresholdMode = 'auto' | 'argmax' | 'tuned' | 'balanced';
 /** Every `classifier` value: the SGD ones, each member classifier alone, and the soft vote over them. */
 export type Classifier = SgdClassifier | MemberClassifier | 'soft_vote' | 'fasttext';
 /** sklearn's `class_weight`: null (every class 1) or `balanced` (n_samples / (n_classes × count)). */

@@ -17,6 +17,7 @@ export interface ServedCandidate {
   training_seconds?: number;
   training_cpu_seconds?: number;
   validation_f1?: number;
+  validation_balanced?: number;
   validation_f1_argmax?: number;
   threshold?: number | null;
   predict_us?: number;
@@ -25,13 +26,21 @@ export interface ServedCandidate {
   model_bytes?: number;
 }
 
+export interface ServedCleanupTry {
+  name: string;
+  validation_f1: number;
+  validation_balanced?: number;
+}
+
 export interface ServedModelChoice {
   method: 'validation_split';
   training_rows: number;
   validation_rows: number;
   budget_seconds: number;
   budget_source: 'default' | 'given';
-  cleanup: { chosen: string; tried: { name: string; validation_f1: number }[] };
+  objective: 'weighted_f1' | 'balanced_other';
+  other_rows: number;
+  cleanup: { chosen: string; tried: ServedCleanupTry[] };
   candidates: ServedCandidate[];
   chosen: string;
   rule: string;
@@ -48,6 +57,7 @@ const OPTIONAL_NUMBERS = [
   'training_seconds',
   'training_cpu_seconds',
   'validation_f1',
+  'validation_balanced',
   'validation_f1_argmax',
   'predict_us',
   'encoder_predict_us',
@@ -103,6 +113,8 @@ export function parseModelChoice(raw: unknown): ServedModelChoice {
     validation_rows,
     budget_seconds,
     budget_source,
+    objective,
+    other_rows,
     cleanup,
     candidates,
     chosen,
@@ -117,13 +129,24 @@ export function parseModelChoice(raw: unknown): ServedModelChoice {
     throw new ArtifactFormatError(`${where}: budget_seconds and seconds must be numbers`);
   if (budget_source !== 'default' && budget_source !== 'given')
     throw new ArtifactFormatError(`${where}: budget_source must be default or given`);
+  if (objective !== 'weighted_f1' && objective !== 'balanced_other')
+    throw new ArtifactFormatError(`${where}: objective must be weighted_f1 or balanced_other`);
+  if (!isCount(other_rows)) throw new ArtifactFormatError(`${where}: other_rows must be a count`);
   if (
     !isRecord(cleanup) ||
     typeof cleanup.chosen !== 'string' ||
     !Array.isArray(cleanup.tried) ||
-    !cleanup.tried.every((t) => isRecord(t) && typeof t.name === 'string' && isNumber(t.validation_f1))
+    !cleanup.tried.every(
+      (t) =>
+        isRecord(t) &&
+        typeof t.name === 'string' &&
+        isNumber(t.validation_f1) &&
+        (t.validation_balanced === undefined || isNumber(t.validation_balanced)),
+    )
   ) {
-    throw new ArtifactFormatError(`${where}: cleanup must have chosen and tried [{name, validation_f1}]`);
+    throw new ArtifactFormatError(
+      `${where}: cleanup must have chosen and tried [{name, validation_f1, validation_balanced?}]`,
+    );
   }
   if (!Array.isArray(candidates) || candidates.length === 0)
     throw new ArtifactFormatError(`${where}: candidates must be a non-empty array`);
@@ -138,11 +161,14 @@ export function parseModelChoice(raw: unknown): ServedModelChoice {
     validation_rows,
     budget_seconds,
     budget_source,
+    objective,
+    other_rows,
     cleanup: {
       chosen: cleanup.chosen,
-      tried: (cleanup.tried as { name: string; validation_f1: number }[]).map((t) => ({
+      tried: (cleanup.tried as ServedCleanupTry[]).map((t) => ({
         name: t.name,
         validation_f1: t.validation_f1,
+        ...(t.validation_balanced === undefined ? {} : { validation_balanced: t.validation_balanced }),
       })),
     },
     candidates: parsed,

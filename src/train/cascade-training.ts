@@ -155,10 +155,19 @@ export function trainCascade(
         ).overall.f1;
   const refitFast = fastValidated.refit;
   const refitEncoder = encoderValidated.refit;
-  const fastRefit = refitFast === undefined ? fastValidated : ((fastValidated = null), refitFast());
-  const encoderStage =
-    refitEncoder === undefined ? encoderValidated : ((encoderValidated = null), refitEncoder());
-  const fast = fastRefit;
+  // Each validated fit is let go before its refit starts (see TrainedTagger.refit).
+  let fast: TrainedTagger;
+  if (refitFast === undefined) fast = fastValidated;
+  else {
+    fastValidated = null;
+    fast = refitFast();
+  }
+  let encoderStage: TrainedTagger;
+  if (refitEncoder === undefined) encoderStage = encoderValidated;
+  else {
+    encoderValidated = null;
+    encoderStage = refitEncoder();
+  }
   const model = new CascadeTagModel({
     args,
     fast: fast.model,

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import {
   type BehaviourReport,
   type BehaviourSuite,
+  balancedMultiLabelError,
   bindEmbeddings,
   buildReferenceProfile,
   type CascadeChoice,
@@ -250,6 +251,7 @@ export function argsForData(
       'data: the file gives several tags per text (a tags column), but the args set multi_label to false; drop multi_label from the args, or give one tag per row in a tag column',
     );
   }
+  if (args.threshold === 'balanced') throw balancedMultiLabelError();
   if (!learnsSeveralTags(args.classifier)) {
     throw new DataError(
       `data: the file gives several tags per text (a tags column), which needs a one-vs-rest classifier (e.g. "classifier": "ovr" or "soft_vote"), but the args set "${args.classifier}"`,

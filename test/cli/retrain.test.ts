@@ -19,6 +19,7 @@ import { DEFAULT_GATES, servingVerdict } from '../../src/served-models/index.js'
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { textKey } from '../../src/train/label-issues.js';
+import { MODEL_CHOICE_TAG } from '../../src/train/log-run.js';
 import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
@@ -247,6 +248,25 @@ describe('tagger retrain', () => {
         ),
       );
       expect(new Set(digests).size).toBe(1);
+    });
+  }, 240_000);
+
+  it("--model-choice chooses the model again on the merged rows (its choice logged); without it the replaced run's kind", async () => {
+    const both = await retrain('--model-choice', '--args', '{"classifier":"fasttext"}');
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/--model-choice chooses the model, but --args names the one to train/);
+    const alone = await retrain('--time-budget', '60');
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toMatch(/--time-budget belongs to the model choice: add --model-choice/);
+    await label(robotics(4, 300));
+    const result = await retrain('--run-id', parent, '--model-choice', '--candidates', 'fasttext', '--json');
+    expect(result.code, result.stderr).toBe(0);
+    const child = JSON.parse(result.stdout).run_id as string;
+    await withTracking(async (store) => {
+      const [before, after] = await Promise.all([store.getRun(parent), store.getRun(child)]);
+      expect(before!.params.classifier).not.toBe('fasttext');
+      expect(after!.params.classifier).toBe('fasttext');
+      expect(after!.tags[MODEL_CHOICE_TAG]).toBe('fasttext');
     });
   }, 240_000);
 

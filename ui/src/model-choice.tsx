@@ -1,6 +1,6 @@
 /**
  * How `tagger train` chose a run's model (GET /runs/{id}'s `model_choice`): every candidate it tried on
- * the validation split with its validation f1, training time, predict µs per text and model size, the
+ * the validation split with its validation f1 (and balanced score, where `other` was scarce), training time, predict µs per text and model size, the
  * skipped ones with why, the budget and the clean-up kept.
  */
 import type { RunPerformanceData } from '../../src/http/api-types.js';
@@ -17,6 +17,7 @@ const megabytes = (bytes: number | undefined): string =>
       : `${Math.round(bytes / 1024)} KB`;
 
 export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
+  const balanced = choice.objective === 'balanced_other';
   return (
     <section aria-labelledby="choice-title" data-testid="model-choice">
       <h3 id="choice-title">How the model was chosen</h3>
@@ -26,7 +27,10 @@ export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
         and compared on {choice.validation_rows.toLocaleString('en-US')} validation rows, cheapest first,
         within a budget of {seconds(choice.budget_seconds)} of CPU (
         {choice.budget_source === 'default' ? 'the default for the data’s size' : '--time-budget'}
-        ). Kept: <strong>{choice.chosen}</strong>, by {choice.rule}. Clean-up: {choice.cleanup.chosen}
+        ). Kept: <strong>{choice.chosen}</strong>, by {choice.rule}.
+        {balanced &&
+          ` Only ${choice.other_rows} validation rows are other (texts that fit no tag): the candidates were compared on the balanced score, so a model that never answers other does not win by the tags alone.`}{' '}
+        Clean-up: {choice.cleanup.chosen}
         {choice.cleanup.tried.length > 1 &&
           ` (${choice.cleanup.tried.map((t) => `${t.name} ${t.validation_f1.toFixed(4)}`).join(', ')})`}
         .
@@ -37,6 +41,7 @@ export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
             <tr>
               <th scope="col">Candidate</th>
               <th scope="col">Validation f1</th>
+              {balanced && <th scope="col">Balanced</th>}
               <th scope="col">Training</th>
               <th scope="col">Predict µs / text</th>
               <th scope="col">Model</th>
@@ -51,6 +56,11 @@ export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
                   {c.status === 'chosen' && <span class="badge">chosen</span>}
                 </th>
                 <td class="num">{c.validation_f1 === undefined ? '' : c.validation_f1.toFixed(4)}</td>
+                {balanced && (
+                  <td class="num">
+                    {c.validation_balanced === undefined ? '' : c.validation_balanced.toFixed(4)}
+                  </td>
+                )}
                 <td class="num">{seconds(c.training_seconds)}</td>
                 <td class="num">
                   {c.predict_us === undefined ? '' : Math.round(c.predict_us)}

@@ -8,6 +8,10 @@ import { OTHER_TAG } from '../labels.js';
 import { createRng, shuffleInPlace } from '../rng.js';
 import type { TrainingArgs } from '../training-args.js';
 
+/** The predictions with every one whose top probability is below `threshold` answered `other`. */
+const withFallback = (top: Float64Array, argmax: readonly string[], threshold: number | null): string[] =>
+  argmax.map((tag, i) => (threshold !== null && top[i]! < threshold ? OTHER_TAG : tag));
+
 /** Weighted f1 on validation when predictions whose top probability is below `threshold` become `other`. */
 export function f1WithThreshold(
   top: Float64Array,
@@ -15,9 +19,37 @@ export function f1WithThreshold(
   yTrue: readonly string[],
   threshold: number | null,
 ): number {
-  const pred = argmax.map((tag, i) => (threshold !== null && top[i]! < threshold ? OTHER_TAG : tag));
-  return weightedMetrics(yTrue, pred).f1;
+  return weightedMetrics(yTrue, withFallback(top, argmax, threshold)).f1;
 }
+
+/** What a threshold is chosen to make highest: a score of predictions against the true tags. */
+export type ThresholdScore = (yTrue: readonly string[], yPred: readonly string[]) => number;
+
+/** The weighted f1 (the run's headline metric). */
+export const weightedF1Score: ThresholdScore = (yTrue, yPred) => weightedMetrics(yTrue, yPred).f1;
+
+/**
+ * The mean of two shares, whatever their rows' prevalence: the rows of a tag answered with it, and the rows
+ * of `other` (texts that fit no tag) answered `other` — in-scope accuracy and out-of-scope recall, as
+ * out-of-scope detection is measured (Larson et al. 2019).
+ */
+export const balancedOtherScore: ThresholdScore = (yTrue, yPred) => {
+  let tagged = 0;
+  let taggedRight = 0;
+  let others = 0;
+  let othersRight = 0;
+  yTrue.forEach((tag, i) => {
+    if (tag === OTHER_TAG) {
+      others++;
+      if (yPred[i] === OTHER_TAG) othersRight++;
+    } else {
+      tagged++;
+      if (yPred[i] === tag) taggedRight++;
+    }
+  });
+  const share = (right: number, all: number): number => (all === 0 ? 1 : right / all);
+  return (share(taggedRight, tagged) + share(othersRight, others)) / 2;
+};
 
 /** The most thresholds `chooseThreshold` tries: past it, midpoints at evenly spaced ranks of the top probabilities. */
 export const MAX_THRESHOLD_CANDIDATES = 256;
@@ -26,8 +58,8 @@ export const MAX_THRESHOLD_CANDIDATES = 256;
  * Threshold selection on the validation split. `tuned` tries 0 (no fallback) and the midpoints between
  * consecutive distinct top probabilities (past MAX_THRESHOLD_CANDIDATES distinct ones, the midpoints at
  * that many evenly spaced ranks: each try scores the whole split), keeping the best weighted f1 (lowest
- * threshold on ties); `auto` keeps that threshold only if it beats argmax strictly, else returns null
- * (argmax).
+ * threshold on ties); `balanced` does the same for `balancedOtherScore`; `auto` keeps
+ * the weighted-f1-best threshold only if it beats argmax strictly, else returns null (argmax).
  */
 export function chooseThreshold(
   mode: TrainingArgs['threshold'],
@@ -36,23 +68,26 @@ export function chooseThreshold(
   yTrue: readonly string[],
 ): number | null {
   if (mode === 'argmax' || top.length === 0) return null;
+  const objective = mode === 'balanced' ? balancedOtherScore : weightedF1Score;
+  const scoreAt = (threshold: number | null): number =>
+    objective(yTrue, withFallback(top, argmax, threshold));
   const distinct = [...new Set(top)].sort((a, b) => a - b);
-  const argmaxF1 = f1WithThreshold(top, argmax, yTrue, null);
+  const argmaxScore = scoreAt(null);
   let best = 0;
-  let bestF1 = argmaxF1;
+  let bestScore = argmaxScore;
   const gaps = distinct.length - 1;
   const tries = Math.min(gaps, MAX_THRESHOLD_CANDIDATES);
   for (let t = 0; t < tries; t++) {
     const i = tries === gaps ? t : Math.floor(((t + 0.5) * gaps) / tries);
     const candidate = (distinct[i]! + distinct[i + 1]!) / 2;
-    const f1 = f1WithThreshold(top, argmax, yTrue, candidate);
-    if (f1 > bestF1) {
-      bestF1 = f1;
+    const candidateScore = scoreAt(candidate);
+    if (candidateScore > bestScore) {
+      bestScore = candidateScore;
       best = candidate;
     }
   }
-  if (mode === 'tuned') return best;
-  return best > 0 && bestF1 > argmaxF1 ? best : null;
+  if (mode === 'tuned' || mode === 'balanced') return best;
+  return best > 0 && bestScore > argmaxScore ? best : null;
 }
 
 /**
@@ -102,38 +137,43 @@ export function chooseTagThresholds(
 
 /** What the validation split says of a fallback threshold, measured without choosing and scoring on the same rows. */
 export interface ThresholdEvidence {
-  /** Weighted f1 of the argmax predictions. */
-  argmaxF1: number;
+  /** The score of the argmax predictions. */
+  argmax: number;
   /**
-   * Weighted f1 when each half of the rows gets the `tuned` threshold chosen on the other half
-   * (cross-fitting): what a threshold chosen on held-out rows does on new ones.
+   * The score when each half of the rows gets the threshold chosen on the other half (cross-fitting):
+   * what a threshold chosen on held-out rows does on new ones.
    */
-  crossFittedF1: number;
-  /** The `tuned` threshold chosen on every row (what a model that takes one uses). */
+  crossFitted: number;
+  /** Those cross-fitted predictions. */
+  crossFittedPredictions: string[];
+  /** The threshold chosen on every row (what a model that takes one uses). */
   threshold: number;
 }
 
 /**
- * The evidence for a fallback threshold on validation predictions (top probability, argmax tag, true tag
- * as the model knows it): the rows are split in two by a seeded shuffle, and each half is predicted with
- * the threshold chosen on the other. Two halves of one split; a threshold is worth taking only when the
- * cross-fitted f1 beats argmax.
+ * The evidence for a fallback threshold of `mode` (`tuned`: weighted f1; `balanced`: balancedOtherScore)
+ * on validation predictions (top probability, argmax tag, true tag as the model knows it): the rows are
+ * split in two by a seeded shuffle, stratified by whether a row is `other` so each half holds its share
+ * of them, and each half is predicted with the threshold chosen on the other. A threshold is worth taking
+ * only when the cross-fitted score beats argmax.
  */
 export function thresholdEvidence(
   top: Float64Array,
   argmax: readonly string[],
   yTrue: readonly string[],
   seed: number,
+  mode: 'tuned' | 'balanced' = 'tuned',
 ): ThresholdEvidence {
-  const n = top.length;
-  const order = Array.from({ length: n }, (_, i) => i);
+  const score = mode === 'balanced' ? balancedOtherScore : weightedF1Score;
+  const order = Array.from({ length: top.length }, (_, i) => i);
   shuffleInPlace(order, createRng(seed ^ 0x7f4a7c15));
-  const halves = [order.filter((_, i) => i % 2 === 0), order.filter((_, i) => i % 2 === 1)];
+  const byKind = [order.filter((i) => yTrue[i] === OTHER_TAG), order.filter((i) => yTrue[i] !== OTHER_TAG)];
+  const halves = [0, 1].map((h) => byKind.flatMap((rows) => rows.filter((_, k) => k % 2 === h)));
   const predicted = [...argmax];
   for (const [h, rows] of halves.entries()) {
     const other = halves[1 - h]!;
     const chosen = chooseThreshold(
-      'tuned',
+      mode,
       Float64Array.from(other, (i) => top[i]!),
       other.map((i) => argmax[i]!),
       other.map((i) => yTrue[i]!),
@@ -141,8 +181,9 @@ export function thresholdEvidence(
     for (const i of rows) if (chosen !== null && top[i]! < chosen) predicted[i] = OTHER_TAG;
   }
   return {
-    argmaxF1: f1WithThreshold(top, argmax, yTrue, null),
-    crossFittedF1: weightedMetrics(yTrue, predicted).f1,
-    threshold: chooseThreshold('tuned', top, argmax, yTrue) ?? 0,
+    argmax: score(yTrue, argmax),
+    crossFitted: score(yTrue, predicted),
+    crossFittedPredictions: predicted,
+    threshold: chooseThreshold(mode, top, argmax, yTrue) ?? 0,
   };
 }

@@ -7,6 +7,7 @@
  * validation. Synchronous: it runs in `tagger train`'s training thread.
  */
 import {
+  balancedOtherScore,
   bindEmbeddings,
   encodeModel,
   type LabelledText,
@@ -23,14 +24,18 @@ import {
   type TrainOptions,
   thresholdEvidence,
   trainTagger,
+  weightedF1Score,
 } from '../../model/index.js';
 import { trainCascade } from '../cascade-training.js';
 import { DataError } from '../data.js';
 import { CLEANUP_SAMPLE_ROWS, type PlannedCandidate } from './plan.js';
 import {
   CHARS_PER_ENCODER_TOKEN,
+  type ChoiceObjective,
   CLEANUP_VARIANTS,
   ENCODER_SECONDS_PER_TOKEN,
+  FEW_OTHERS_SHARE,
+  MIN_OTHER_ROWS,
   PREDICT_TIE,
   TIE_F1,
   tieMargin,
@@ -51,10 +56,16 @@ export interface CandidateReport {
   training_seconds?: number;
   training_cpu_seconds?: number;
   /**
-   * Weighted f1 on the validation split, what the choice compares: argmax, or with the fallback threshold
-   * when held-out halves say it helps (`threshold`); a cascade's routes its stages' validated fits by its τ.
+   * Weighted f1 on the validation split: argmax, or with the fallback threshold when held-out halves say it
+   * helps (`threshold`); a cascade's routes its stages' validated fits by its τ. What the choice compares
+   * under the `weighted_f1` objective.
    */
   validation_f1?: number;
+  /**
+   * Under the `balanced_other` objective, what the choice compares: the tags' accuracy and `other`'s recall,
+   * half each, of the same predictions (balancedOtherScore).
+   */
+  validation_balanced?: number;
   /** The argmax f1 beside it (single-label). */
   validation_f1_argmax?: number;
   /** The fallback threshold it would predict with (null: argmax). */
@@ -77,14 +88,28 @@ export interface ChoiceReport {
   budget_seconds: number;
   /** Where the budget came from: the default for the data's size, or --time-budget. */
   budget_source: 'default' | 'given';
+  /**
+   * What the candidates are compared by: the weighted f1, or where the validation split's rows of `other`
+   * are few (rules.ts's FEW_OTHERS_SHARE), the balanced score of the tags' accuracy and `other`'s recall.
+   */
+  objective: ChoiceObjective;
+  /** The validation rows of `other` (texts that fit no tag): what a fallback threshold can get right. */
+  other_rows: number;
   /** The clean-up steps: each variant tried with the first candidate, and the one kept. */
-  cleanup: { chosen: string; tried: { name: string; validation_f1: number }[] };
+  cleanup: { chosen: string; tried: CleanupTry[] };
   candidates: CandidateReport[];
   chosen: string;
   /** How the chosen one was picked, in words. */
   rule: string;
   /** CPU seconds from the start of the training to the end of the choice (the refit not included). */
   seconds: number;
+}
+
+/** One clean-up variant's score with the first candidate. */
+export interface CleanupTry {
+  name: string;
+  validation_f1: number;
+  validation_balanced?: number;
 }
 
 /** What the choice tells while it runs (its fits report through the usual TrainOptions callbacks too). */
@@ -131,6 +156,8 @@ export interface ChoiceInput {
   cleanupGiven?: boolean;
   onChoice?: (event: ChoiceEvent) => void;
   fitCallbacks?: Pick<TrainOptions, 'onEpoch' | 'onRefitEpoch' | 'onMember' | 'onClasses'>;
+  /** Refit the chosen candidate (default true); false: its validated fit is returned (`tagger optimize` needs its arguments only). */
+  refitChosen?: boolean;
 }
 
 export interface ChoiceOutcome {
@@ -152,13 +179,18 @@ interface Trained {
   /** Null once its refit has started. */
   trained: TrainedTagger | null;
   report: CandidateReport;
+  /** What the choice compares: the objective's score of its validation predictions. */
   score: number;
   threshold: ThresholdChoice | null;
 }
 
+/** How the candidates are scored: the objective, and the validation rows of `other` it was decided on. */
+interface Scoring {
+  objective: ChoiceObjective;
+  otherRows: number;
+}
+
 const PREDICT_SAMPLE = 200;
-/** Fewest validation rows of `other` (and at least 1 % of the split) for a fallback threshold to be tried. */
-const MIN_OTHER_ROWS = 3;
 const errorsThatFailACandidate = [DataError, ModelInputError, RangeError];
 
 /** A candidate's own fit in the plan's estimate: its embedding pass and the clean-up comparison apart. */
@@ -175,7 +207,15 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
   const { plan, validation } = input;
   const tie = Math.max(TIE_F1, tieMargin(validation.length) / 2);
   const reports: CandidateReport[] = [];
-  const tried: { name: string; validation_f1: number }[] = [];
+  const tried: CleanupTry[] = [];
+  const scoring = scoringFor(input);
+  const tryOf = (name: string, result: Trained): CleanupTry => ({
+    name,
+    validation_f1: result.report.validation_f1!,
+    ...(result.report.validation_balanced === undefined
+      ? {}
+      : { validation_balanced: result.report.validation_balanced }),
+  });
   let cleanup: (typeof CLEANUP_VARIANTS)[number] = CLEANUP_VARIANTS[0]!;
   // A clean-up the user gave is theirs: no variant is compared (none adds its steps over theirs).
   let cleanupDecided = input.cleanupGiven === true;
@@ -227,6 +267,13 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
       skip(planned, planned.skip);
       continue;
     }
+    if (scoring.objective === 'balanced_other' && planned.args.cascade) {
+      skip(
+        planned,
+        `the validation split's ${scoring.otherRows} rows of \`other\` are few (at most ${FEW_OTHERS_SHARE * 100} %): they call for a fallback threshold, which a cascade does not take`,
+      );
+      continue;
+    }
     // The clean-up variants are compared with the first candidate tried, on a sample of the training
     // rows when there are more (a sample says as much about the clean-up at a fraction of the time).
     if (!cleanupDecided && !planned.needsEncoder && input.train.length > CLEANUP_SAMPLE_ROWS) {
@@ -242,16 +289,16 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
           of: kept.length,
           estimatedSeconds: (scale() * planned.cleanupSeconds) / CLEANUP_VARIANTS.length,
         });
-        let score: number;
+        let result: Trained;
         try {
-          score = trainCandidate(planned, variant.args, sample).score;
+          result = trainCandidate(planned, variant.args, sample, scoring);
         } catch (error) {
           if (!errorsThatFailACandidate.some((kind) => error instanceof kind)) throw error;
           break;
         }
-        tried.push({ name: variant.name, validation_f1: score });
-        if (winner === null || score > winner.score + tieMargin(validation.length))
-          winner = { variant, score };
+        tried.push(tryOf(variant.name, result));
+        if (winner === null || result.score > winner.score + tieMargin(validation.length))
+          winner = { variant, score: result.score };
       }
       cleanup = winner?.variant ?? CLEANUP_VARIANTS[0]!;
     }
@@ -274,7 +321,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
       });
       let result: Trained;
       try {
-        result = trainCandidate(planned, variant.args, input);
+        result = trainCandidate(planned, variant.args, input, scoring);
       } catch (error) {
         if (!errorsThatFailACandidate.some((kind) => error instanceof kind)) throw error;
         failure = (error as Error).message;
@@ -283,7 +330,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
       // Fits estimated under two seconds say more about the fixed costs than about the estimates.
       const fitEstimate = fitSeconds(planned);
       if (fitEstimate >= 2) ratios.push(result.report.training_cpu_seconds! / fitEstimate);
-      if (!cleanupDecided) tried.push({ name: variant.name, validation_f1: result.score });
+      if (!cleanupDecided) tried.push(tryOf(variant.name, result));
       // The clean-up variant beyond `none` is kept only when it beats it by more than a tie.
       if (candidate === null || result.score > candidate.score + tieMargin(validation.length)) {
         candidate = result;
@@ -321,11 +368,13 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
   const seconds = elapsed();
   const chosen = best;
   best = null;
-  input.onChoice?.({
-    kind: 'refit',
-    name: chosen.planned.name,
-    estimatedSeconds: scale() * chosen.planned.estimatedRefitSeconds,
-  });
+  if (input.refitChosen !== false) {
+    input.onChoice?.({
+      kind: 'refit',
+      name: chosen.planned.name,
+      estimatedSeconds: scale() * chosen.planned.estimatedRefitSeconds,
+    });
+  }
   let validated: TrainedTagger | null = chosen.trained;
   chosen.trained = null;
   const validationProbabilities = validated!.validationProbabilities ?? null;
@@ -335,7 +384,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
   let trained: TrainedTagger;
   // A model without a refit (a cascade: its stages are trained whole) takes no threshold of the choice's;
   // any other lets its validated fit go before the refit starts (see TrainedTagger.refit).
-  if (refit === undefined) trained = validated!;
+  if (refit === undefined || input.refitChosen === false) trained = validated!;
   else {
     validated = null;
     trained = refit(threshold ?? undefined);
@@ -350,10 +399,12 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
       validation_rows: validation.length,
       budget_seconds: input.budgetSeconds,
       budget_source: input.budgetSource,
+      objective: scoring.objective,
+      other_rows: scoring.otherRows,
       cleanup: { chosen: input.cleanupGiven ? 'given' : cleanup.name, tried },
       candidates: reports,
       chosen: chosen.planned.name,
-      rule: `the best weighted f1 on the ${validation.length.toLocaleString('en-US')} validation rows; within ${tie.toFixed(4)} of it, the one estimated to predict faster (by more than ${PREDICT_TIE}×, else the cheaper kind to serve)`,
+      rule: `the best ${scoring.objective === 'balanced_other' ? "balanced score (the tags' accuracy and other's recall, half each)" : 'weighted f1'} on the ${validation.length.toLocaleString('en-US')} validation rows; within ${tie.toFixed(4)} of it, the one estimated to predict faster (by more than ${PREDICT_TIE}×, else the cheaper kind to serve)`,
       seconds,
     },
     validationProbabilities,
@@ -374,10 +425,28 @@ function better(a: Trained, b: Trained, tie: number): boolean {
   return a.planned.servingRank < b.planned.servingRank;
 }
 
+/**
+ * The objective for this validation split: `balanced_other` for a single-label model whose split has at
+ * least MIN_OTHER_ROWS rows of `other` that are at most FEW_OTHERS_SHARE of it, else `weighted_f1`.
+ */
+function scoringFor(input: ChoiceInput): Scoring {
+  const multiLabel = input.plan.some((p) => p.args.multi_label);
+  const classes = new Set(input.tags);
+  const otherRows = multiLabel
+    ? 0
+    : input.validation.filter((row) => normalizeTag(row.tag, classes) === OTHER_TAG).length;
+  const few =
+    !multiLabel &&
+    otherRows >= MIN_OTHER_ROWS &&
+    otherRows <= FEW_OTHERS_SHARE * Math.max(1, input.validation.length);
+  return { objective: few ? 'balanced_other' : 'weighted_f1', otherRows };
+}
+
 function trainCandidate(
   planned: PlannedCandidate,
   cleanup: Readonly<Record<string, unknown>>,
   input: ChoiceInput,
+  scoring: Scoring,
 ): Trained {
   const single = !planned.args.multi_label;
   const args = parseTrainingArgs({
@@ -406,7 +475,7 @@ function trainCandidate(
     input.encoder && args.encoder !== null
       ? bindEmbeddings(trained.model, input.encoder.embeddings)
       : trained.model;
-  const { score, argmaxF1, threshold } = scoreOf(trained, scored, args, input);
+  const { score, f1, argmaxF1, balanced, threshold } = scoreOf(trained, scored, args, input, scoring);
   const report: CandidateReport = {
     name: planned.name,
     summary: planned.summary,
@@ -415,7 +484,8 @@ function trainCandidate(
     estimated_seconds: planned.estimatedSeconds,
     training_seconds: seconds,
     training_cpu_seconds: used / 1e6,
-    validation_f1: score,
+    validation_f1: f1,
+    ...(balanced === null ? {} : { validation_balanced: balanced }),
     ...(argmaxF1 === null ? {} : { validation_f1_argmax: argmaxF1 }),
     ...(single ? { threshold: threshold?.threshold ?? null } : {}),
     predict_us: predictMicroseconds(scored, input.validation),
@@ -432,17 +502,27 @@ function trainCandidate(
 }
 
 /**
- * The candidate's validation f1: multi-label models' per-tag thresholds were chosen on the split already
- * (every candidate alike); a single-label model's argmax f1, or the cross-fitted f1 with a fallback
- * threshold when held-out halves say it helps; a cascade's is its out-of-fold f1.
+ * The candidate's validation score. Multi-label models' per-tag thresholds were chosen on the split already
+ * (every candidate alike), and a cascade's f1 is its stages' validated fits routed by its τ: their f1 is
+ * the score. A single-label model's score is its argmax predictions', or the cross-fitted predictions' with
+ * a fallback threshold when held-out halves say it helps (by more than one row's share of the objective) —
+ * the weighted f1 or the balanced score, whichever the objective is (scoringFor).
  */
 function scoreOf(
   trained: TrainedTagger,
   model: TagModel,
   args: TrainingArgs,
   input: ChoiceInput,
-): { score: number; argmaxF1: number | null; threshold: ThresholdChoice | null } {
-  if (args.multi_label) return { score: trained.validationF1, argmaxF1: null, threshold: null };
+  scoring: Scoring,
+): {
+  score: number;
+  f1: number;
+  argmaxF1: number | null;
+  balanced: number | null;
+  threshold: ThresholdChoice | null;
+} {
+  const whole = { score: trained.validationF1, f1: trained.validationF1, balanced: null, threshold: null };
+  if (args.multi_label || args.cascade) return { ...whole, argmaxF1: null };
   const probabilities =
     trained.validationProbabilities ??
     model
@@ -461,22 +541,27 @@ function scoreOf(
     return model.tags[best]!;
   });
   const truth = input.validation.map((row) => normalizeTag(row.tag, classes));
-  const evidence = thresholdEvidence(top, argmax, truth, input.seed);
-  // One row's share: a threshold has to win by more than that on rows it was not chosen on.
-  // A threshold answers `other` where the model is unsure: it is tried only when the data has rows of
+  const balancedObjective = scoring.objective === 'balanced_other';
+  const argmaxF1 = weightedF1Score(truth, argmax);
+  const scoreOfPredictions = (predicted: readonly string[]) => {
+    const f1 = weightedF1Score(truth, predicted);
+    const balanced = balancedObjective ? balancedOtherScore(truth, predicted) : null;
+    return { f1, balanced, score: balanced ?? f1 };
+  };
+  const plain = { ...scoreOfPredictions(argmax), argmaxF1, threshold: null };
+  // A threshold answers `other` where the model is unsure: it is tried only when the split has rows of
   // `other` (texts that fit no tag), which it can then get right; without them it would trade recall for
   // precision on a tag no row has. The refit carries it into the model, so a model without one keeps argmax.
-  const others = truth.filter((tag) => tag === OTHER_TAG).length;
-  const helps =
-    trained.refit !== undefined &&
-    others >= Math.max(MIN_OTHER_ROWS, 0.01 * truth.length) &&
-    evidence.crossFittedF1 > evidence.argmaxF1 + 1 / Math.max(1, truth.length);
-  // A cascade's validation f1 is its own: its stages' validated fits routed by its τ (cascade-training.ts).
-  if (args.cascade) return { score: trained.validationF1, argmaxF1: evidence.argmaxF1, threshold: null };
+  if (trained.refit === undefined || scoring.otherRows < MIN_OTHER_ROWS) return plain;
+  const mode = balancedObjective ? 'balanced' : 'tuned';
+  const evidence = thresholdEvidence(top, argmax, truth, input.seed, mode);
+  // One row's share of the objective: a threshold has to win by more than that on rows it was not chosen on.
+  const oneRow = balancedObjective ? 1 / (2 * scoring.otherRows) : 1 / Math.max(1, truth.length);
+  if (evidence.crossFitted <= evidence.argmax + oneRow) return plain;
   return {
-    score: helps ? evidence.crossFittedF1 : evidence.argmaxF1,
-    argmaxF1: evidence.argmaxF1,
-    threshold: helps ? { threshold: evidence.threshold, mode: 'tuned' } : null,
+    ...scoreOfPredictions(evidence.crossFittedPredictions),
+    argmaxF1,
+    threshold: { threshold: evidence.threshold, mode },
   };
 }
 

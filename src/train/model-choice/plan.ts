@@ -98,12 +98,15 @@ export function planCandidates(context: PlanContext): PlannedCandidate[] {
         estimatedRefitSeconds: rule.args.cascade === true ? 0 : refit,
       };
       const fallback = rule.fallbackFor;
+      // A candidate named in --candidates is tried where it can be: the rules' judgement of when it is
+      // worth trying (a fallback, too few rows) gives way; the encoder, memory and the budget do not.
+      const named = context.only?.includes(rule.name) === true;
       const standsIn =
-        fallback !== undefined && keptAlready !== null && keptAlready.has(fallback.instead)
+        !named && fallback !== undefined && keptAlready !== null && keptAlready.has(fallback.instead)
           ? fit > fallback.share * (fitOf.get(fallback.instead) ?? Number.POSITIVE_INFINITY)
           : false;
       const skip =
-        keptAlready === null && fallback !== undefined
+        keptAlready === null && fallback !== undefined && !named
           ? 'a fallback, decided with the kind it stands in for'
           : standsIn
             ? `${fallback!.instead} fits the budget and is tried: ${fallback!.why}`
@@ -141,7 +144,7 @@ function skipReason(
   const { shape } = context;
   if (context.only !== undefined && !context.only.includes(rule.name)) return 'not in --candidates';
   if (shape.multiLabel && !rule.multiLabel) return 'does not learn several tags per text';
-  if (rule.minRows !== null && shape.rows < rule.minRows.rows) {
+  if (rule.minRows !== null && shape.rows < rule.minRows.rows && !context.only?.includes(rule.name)) {
     return `fewer than ${count(rule.minRows.rows)} training rows (${count(shape.rows)}): ${rule.minRows.why}`;
   }
   if (rule.needsEncoder && !context.encoder.installed) return context.encoder.why;

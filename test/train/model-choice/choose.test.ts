@@ -214,3 +214,46 @@ describe('chooseModel: what it reports', () => {
     );
   });
 });
+
+describe('chooseModel: few rows of other (texts that fit no tag)', () => {
+  // Six topics; `other` texts mix words of two topics, so the model is unsure of them, as it is of texts
+  // that fit no tag.
+  const data = (otherShare: number): LabelledText[] => {
+    reseed(9);
+    const topics = Array.from({ length: 6 }, () => Array.from({ length: 8 }, () => word(3)));
+    return Array.from({ length: 2400 }, (_, i) => {
+      if (rng() < otherShare) {
+        const [a, b] = [pick(topics), pick(topics)];
+        return { text: `${pick(a)} ${word(2)} ${pick(b)}`, tag: 'other' };
+      }
+      const t = i % 6;
+      return { text: `${pick(topics[t]!)} ${word(2)} ${pick(topics[t]!)}`, tag: `tag${t}` };
+    });
+  };
+
+  it('at most 5 % of the validation rows: compared on the balanced score, the threshold placed for it', () => {
+    const rows = data(0.04);
+    const embeddings = new Map(rows.map((row) => [row.text, Float32Array.from({ length: 8 }, () => rng())]));
+    const { report, outcome } = choose(rows, { only: ['linear_svm', 'cascade'], embeddings });
+    expect(report.objective).toBe('balanced_other');
+    expect(report.other_rows).toBeGreaterThanOrEqual(10);
+    expect(report.other_rows).toBeLessThanOrEqual(0.05 * report.validation_rows);
+    expect(report.rule).toMatch(/^the best balanced score/);
+    const chosen = report.candidates.find((c) => c.status === 'chosen')!;
+    expect(chosen.validation_balanced).toBeGreaterThan(0.5);
+    expect(chosen.threshold).toBeGreaterThan(0);
+    expect(outcome.args.threshold).toBe('balanced');
+    // Taking the threshold is worth it on held-out halves: the f1 of its predictions beats argmax's too.
+    expect(chosen.validation_f1).toBeGreaterThan(chosen.validation_f1_argmax!);
+    const cascade = report.candidates.find((c) => c.name === 'cascade')!;
+    expect(cascade.status).toBe('skipped');
+    expect(cascade.reason).toMatch(/rows of `other` are few .* a cascade does not take/);
+  });
+
+  it('more than 5 %: other is a tag like the rest, the weighted f1 decides', () => {
+    const { report } = choose(data(0.12), { only: ['linear_svm'] });
+    expect(report.objective).toBe('weighted_f1');
+    expect(report.rule).toMatch(/^the best weighted f1/);
+    expect(report.candidates[0]!.validation_balanced).toBeUndefined();
+  });
+});

@@ -74,8 +74,17 @@ describe('planCandidates', () => {
   });
 
   it('names why a candidate is left out: rows, encoder, memory, --candidates', () => {
-    const few = planCandidates(context({ shape: { ...SHAPE, rows: 500 }, only: ['fasttext'] }));
+    // The linear SVMs (fastText's betters, whose fallback it is) out of the way by their memory.
+    const few = planCandidates(
+      context({
+        shape: { ...SHAPE, rows: 500 },
+        memoryOf: (args) => (args.classifier === 'linear_svm' ? 9e9 : 1e9),
+      }),
+    );
     expect(few.find((p) => p.name === 'fasttext')!.skip).toMatch(/^fewer than 2,000 training rows \(500\)/);
+    // Named in --candidates, it is tried all the same: the rules' judgement gives way to the user's.
+    const named = planCandidates(context({ shape: { ...SHAPE, rows: 500 }, only: ['fasttext'] }));
+    expect(named.find((p) => p.name === 'fasttext')!.skip).toBeNull();
     const noEncoder = planCandidates(
       context({ encoder: { installed: false, why: 'the encoder is not installed' } }),
     );
