@@ -257,3 +257,30 @@ describe('chooseModel: few rows of other (texts that fit no tag)', () => {
     expect(report.candidates[0]!.validation_balanced).toBeUndefined();
   });
 });
+
+describe('chooseModel: several tags per text', () => {
+  it('compares the candidates on the weighted f1 of their per-tag thresholds, and refits the chosen one with them', () => {
+    reseed(11);
+    const topics = Array.from({ length: 5 }, () => Array.from({ length: 6 }, () => word(3)));
+    const data: LabelledText[] = Array.from({ length: 600 }, (_, i) => {
+      const first = i % 5;
+      const second = rng() < 0.4 ? (first + 1 + Math.floor(rng() * 4)) % 5 : null;
+      const tags = [`tag${first}`, ...(second === null ? [] : [`tag${second}`])].sort();
+      const words = tags.map((tag) => pick(topics[Number(tag.slice(3))]!));
+      return { text: `${words.join(' ')} ${word(2)} ${pick(words)}`, tag: tags.join('|'), tags };
+    });
+    const { report, outcome } = choose(data, { only: ['linear_svm_words', 'linear_svm', 'soft_vote'] });
+    expect(report.objective).toBe('weighted_f1');
+    expect(report.other_rows).toBe(0);
+    const trained = report.candidates.filter((c) => c.status === 'chosen' || c.status === 'trained');
+    expect(trained.map((c) => c.name).sort()).toEqual(['linear_svm', 'linear_svm_words', 'soft_vote']);
+    for (const c of trained) {
+      expect(c.validation_f1).toBeGreaterThan(0.7);
+      // Multi-label runs take per-tag thresholds, never the single-label fallback.
+      expect(c.threshold).toBeUndefined();
+      expect(c.validation_f1_argmax).toBeUndefined();
+    }
+    expect(outcome.args.multi_label).toBe(true);
+    expect(outcome.trained.tagThresholds).toHaveLength(outcome.tags.length);
+  });
+});
