@@ -4,12 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaggerApp } from '../../src/http/index.js';
-import { createRng, type LabelledText } from '../../src/model/index.js';
-import { chooseModel, threadCpuMicroseconds } from '../../src/train/model-choice/choose.js';
-import { prepareChoice } from '../../src/train/model-choice/prepare.js';
-import { modelTagsOf } from '../../src/train/pipeline.js';
-import { splitData } from '../../src/train/splits.js';
 import { expectEnvelope, runsApp } from '../support/http.js';
+import { smallChoiceReport } from '../support/model-choice.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 
 const fx = useServingFixture();
@@ -22,42 +18,9 @@ afterAll(async () => {
   await app.close();
 });
 
-/** A real choice's report, on a small data set of three tags. */
-function report() {
-  const rng = createRng(9);
-  const words = Array.from({ length: 3 }, (_, t) => Array.from({ length: 5 }, (_, i) => `w${t}x${i}`));
-  const data: LabelledText[] = Array.from({ length: 240 }, (_, i) => ({
-    text: `${words[i % 3]![Math.floor(rng() * 5)]} filler ${words[i % 3]![Math.floor(rng() * 5)]}`,
-    tag: `t${i % 3}`,
-  }));
-  const preparation = prepareChoice({
-    data,
-    given: {},
-    seed: 1,
-    threads: 1,
-    extraTexts: [],
-    encoder: { installed: false, why: 'not in this test' },
-    memoryBudget: 8e9,
-    only: ['linear_svm_words', 'linear_svm'],
-  });
-  const split = splitData(data, false, 1);
-  return chooseModel({
-    train: split.train,
-    validation: split.validation,
-    plan: preparation.plan,
-    budgetSeconds: preparation.budgetSeconds,
-    budgetSource: preparation.budgetSource,
-    startedCpu: threadCpuMicroseconds(),
-    cpuClock: threadCpuMicroseconds,
-    seed: 1,
-    tags: modelTagsOf(data, preparation.plan[0]!.args),
-    charsPerText: 20,
-  }).report;
-}
-
 describe('GET /runs/{run_id} and the model choice', () => {
   it("answers the run's model choice as logged", async () => {
-    const logged = report();
+    const logged = smallChoiceReport();
     await fx.store.logArtifact(
       fx.runs.alpha,
       'model_choice.json',

@@ -4,6 +4,7 @@
  * skipped ones with why, the budget and the clean-up kept.
  */
 import type { RunPerformanceData } from '../../src/http/api-types.js';
+import { TableScroll } from './table-scroll';
 
 type ModelChoice = NonNullable<RunPerformanceData['model_choice']>;
 
@@ -35,7 +36,7 @@ export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
           ` (${choice.cleanup.tried.map((t) => `${t.name} ${t.validation_f1.toFixed(4)}`).join(', ')})`}
         .
       </p>
-      <div class="table-scroll">
+      <TableScroll label="The candidates of the model choice">
         <table>
           <thead>
             <tr>
@@ -78,7 +79,7 @@ export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </TableScroll>
     </section>
   );
 }
