@@ -118,7 +118,7 @@ export function choiceTable(report: ChoiceReport): string {
     balanced ? [1, 2, 3, 4, 5, 6] : [1, 2, 3, 4, 5],
   );
   const scarce = balanced
-    ? `  Only ${report.other_rows} validation rows are \`other\` (texts that fit no tag): compared on the balanced score, the tags' accuracy and other's recall, half each.\n`
+    ? `  Only ${report.other_rows} validation rows are \`other\` (texts that fit no tag): each candidate's fallback threshold placed for the balanced score, the tags' accuracy and other's recall, half each.\n`
     : '';
   const cleanup =
     report.cleanup.tried.length > 1

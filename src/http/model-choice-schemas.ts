@@ -32,7 +32,7 @@ export const ModelChoiceCandidate = Type.Object(
         minimum: 0,
         maximum: 1,
         description:
-          'Weighted f1 on the validation split (with its fallback threshold, if any): what the choice compared under the weighted_f1 objective',
+          'Weighted f1 on the validation split, what the choice compared: with its fallback threshold, if any (argmax under the balanced_other objective)',
       }),
     ),
     validation_balanced: Type.Optional(
@@ -40,7 +40,7 @@ export const ModelChoiceCandidate = Type.Object(
         minimum: 0,
         maximum: 1,
         description:
-          "Under the balanced_other objective, what the choice compared: the tags' accuracy and other's recall, half each",
+          "Under the balanced_other objective: the tags' accuracy and other's recall, half each, of its answers with the fallback threshold placed for it",
       }),
     ),
     validation_f1_argmax: Type.Optional(
@@ -74,7 +74,7 @@ export const ModelChoice = Type.Object(
     budget_source: Type.Union([Type.Literal('default'), Type.Literal('given')]),
     objective: Type.Union([Type.Literal('weighted_f1'), Type.Literal('balanced_other')], {
       description:
-        "What the candidates were compared by: weighted_f1, or balanced_other (the tags' accuracy and other's recall, half each) where the validation split's rows of other are few (at least 10, at most 5 %)",
+        "weighted_f1, or balanced_other where the validation split's rows of other are few (at least 10, at most 5 %): the candidates compared by their argmax answers' weighted f1, each one's fallback threshold placed for the balanced score (the tags' accuracy and other's recall, half each)",
     }),
     other_rows: Type.Integer({
       minimum: 0,

@@ -30,7 +30,7 @@ export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
         {choice.budget_source === 'default' ? 'the default for the data’s size' : '--time-budget'}
         ). Kept: <strong>{choice.chosen}</strong>, by {choice.rule}.
         {balanced &&
-          ` Only ${choice.other_rows} validation rows are other (texts that fit no tag): the candidates were compared on the balanced score, so a model that never answers other does not win by the tags alone.`}{' '}
+          ` Only ${choice.other_rows} validation rows are other (texts that fit no tag): each candidate's fallback threshold was placed for the balanced score (the tags' accuracy and other's recall, half each), so the chosen model answers other where it is unsure.`}{' '}
         Clean-up: {choice.cleanup.chosen}
         {choice.cleanup.tried.length > 1 &&
           ` (${choice.cleanup.tried.map((t) => `${t.name} ${t.validation_f1.toFixed(4)}`).join(', ')})`}

@@ -58,7 +58,8 @@ export const MAX_THRESHOLD_CANDIDATES = 256;
  * Threshold selection on the validation split. `tuned` tries 0 (no fallback) and the midpoints between
  * consecutive distinct top probabilities (past MAX_THRESHOLD_CANDIDATES distinct ones, the midpoints at
  * that many evenly spaced ranks: each try scores the whole split), keeping the best weighted f1 (lowest
- * threshold on ties); `balanced` does the same for `balancedOtherScore`; `auto` keeps
+ * threshold on ties); `balanced` scores them by `balancedOtherScore` and keeps the lowest within one
+ * `other` row's share of the best; `auto` keeps
  * the weighted-f1-best threshold only if it beats argmax strictly, else returns null (argmax).
  */
 export function chooseThreshold(
@@ -73,21 +74,27 @@ export function chooseThreshold(
     objective(yTrue, withFallback(top, argmax, threshold));
   const distinct = [...new Set(top)].sort((a, b) => a - b);
   const argmaxScore = scoreAt(null);
-  let best = 0;
-  let bestScore = argmaxScore;
+  // Every threshold tried, lowest first (0: argmax), with its score.
+  const tried: { threshold: number; score: number }[] = [{ threshold: 0, score: argmaxScore }];
   const gaps = distinct.length - 1;
   const tries = Math.min(gaps, MAX_THRESHOLD_CANDIDATES);
   for (let t = 0; t < tries; t++) {
     const i = tries === gaps ? t : Math.floor(((t + 0.5) * gaps) / tries);
     const candidate = (distinct[i]! + distinct[i + 1]!) / 2;
-    const candidateScore = scoreAt(candidate);
-    if (candidateScore > bestScore) {
-      bestScore = candidateScore;
-      best = candidate;
-    }
+    tried.push({ threshold: candidate, score: scoreAt(candidate) });
   }
-  if (mode === 'tuned' || mode === 'balanced') return best;
-  return best > 0 && bestScore > argmaxScore ? best : null;
+  let best = tried[0]!;
+  for (const entry of tried) if (entry.score > best.score) best = entry;
+  if (mode === 'balanced') {
+    // The lowest threshold within one `other` row's share of the best: on few rows of `other` the best
+    // is partly those rows' luck, and each one caught there is bought with many tagged rows answered
+    // `other` (a row of `other` weighs as much as tagged rows / others of the tagged ones).
+    const others = yTrue.filter((tag) => tag === OTHER_TAG).length;
+    const tolerance = others === 0 ? 0 : 1 / (2 * others);
+    return tried.find((entry) => entry.score >= best.score - tolerance)!.threshold;
+  }
+  if (mode === 'tuned') return best.threshold;
+  return best.threshold > 0 && best.score > argmaxScore ? best.threshold : null;
 }
 
 /**

@@ -56,14 +56,15 @@ export interface CandidateReport {
   training_seconds?: number;
   training_cpu_seconds?: number;
   /**
-   * Weighted f1 on the validation split: argmax, or with the fallback threshold when held-out halves say it
-   * helps (`threshold`); a cascade's routes its stages' validated fits by its τ. What the choice compares
-   * under the `weighted_f1` objective.
+   * Weighted f1 on the validation split, what the choice compares: argmax, or with the fallback threshold
+   * when held-out halves say it helps (`threshold`); under the `balanced_other` objective always argmax's
+   * (the threshold is placed for the balanced score, not for it); a cascade's routes its stages'
+   * validated fits by its τ.
    */
   validation_f1?: number;
   /**
-   * Under the `balanced_other` objective, what the choice compares: the tags' accuracy and `other`'s recall,
-   * half each, of the same predictions (balancedOtherScore).
+   * Under the `balanced_other` objective: the tags' accuracy and `other`'s recall, half each
+   * (balancedOtherScore), of its answers with its fallback threshold (cross-fitted), or argmax's.
    */
   validation_balanced?: number;
   /** The argmax f1 beside it (single-label). */
@@ -89,8 +90,9 @@ export interface ChoiceReport {
   /** Where the budget came from: the default for the data's size, or --time-budget. */
   budget_source: 'default' | 'given';
   /**
-   * What the candidates are compared by: the weighted f1, or where the validation split's rows of `other`
-   * are few (rules.ts's FEW_OTHERS_SHARE), the balanced score of the tags' accuracy and `other`'s recall.
+   * `weighted_f1`; or where the validation split's rows of `other` are few (rules.ts's FEW_OTHERS_SHARE)
+   * `balanced_other`: the candidates compared by their argmax answers' weighted f1 and each one's
+   * fallback threshold placed for the balanced score of the tags' accuracy and `other`'s recall.
    */
   objective: ChoiceObjective;
   /** The validation rows of `other` (texts that fit no tag): what a fallback threshold can get right. */
@@ -404,7 +406,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
       cleanup: { chosen: input.cleanupGiven ? 'given' : cleanup.name, tried },
       candidates: reports,
       chosen: chosen.planned.name,
-      rule: `the best ${scoring.objective === 'balanced_other' ? "balanced score (the tags' accuracy and other's recall, half each)" : 'weighted f1'} on the ${validation.length.toLocaleString('en-US')} validation rows; within ${tie.toFixed(4)} of it, the one estimated to predict faster (by more than ${PREDICT_TIE}×, else the cheaper kind to serve)`,
+      rule: `the best weighted f1${scoring.objective === 'balanced_other' ? ` of the argmax answers (only ${scoring.otherRows} rows are other: each one's fallback threshold placed for the balanced score, the tags' accuracy and other's recall, half each)` : ''} on the ${validation.length.toLocaleString('en-US')} validation rows; within ${tie.toFixed(4)} of it, the one estimated to predict faster (by more than ${PREDICT_TIE}×, else the cheaper kind to serve)`,
       seconds,
     },
     validationProbabilities,
@@ -543,10 +545,13 @@ function scoreOf(
   const truth = input.validation.map((row) => normalizeTag(row.tag, classes));
   const balancedObjective = scoring.objective === 'balanced_other';
   const argmaxF1 = weightedF1Score(truth, argmax);
+  // Under the balanced objective the candidates are ranked by their argmax answers' weighted f1 (the
+  // tags' quality, which thousands of rows measure), not by the balanced score, which a handful of rows of
+  // `other` would decide by their luck; the threshold is then placed for the balanced score.
   const scoreOfPredictions = (predicted: readonly string[]) => {
-    const f1 = weightedF1Score(truth, predicted);
     const balanced = balancedObjective ? balancedOtherScore(truth, predicted) : null;
-    return { f1, balanced, score: balanced ?? f1 };
+    const f1 = balancedObjective ? argmaxF1 : weightedF1Score(truth, predicted);
+    return { f1, balanced, score: f1 };
   };
   const plain = { ...scoreOfPredictions(argmax), argmaxF1, threshold: null };
   // A threshold answers `other` where the model is unsure: it is tried only when the split has rows of

@@ -22,18 +22,44 @@ describe('balancedOtherScore', () => {
 });
 
 describe("chooseThreshold('balanced')", () => {
-  // 20 sure, right answers; 3 unsure right ones (0.4); one text that fits no tag, answered a tag at 0.45.
-  const top = Float64Array.from([...Array.from({ length: 20 }, () => 0.9), 0.4, 0.4, 0.4, 0.45]);
-  const argmax = [...Array.from({ length: 23 }, () => 'a'), 'b'];
-  const truth = [...Array.from({ length: 23 }, () => 'a'), 'other'];
+  const rows = (groups: [count: number, top: number, argmax: string, truth: string][]) => ({
+    top: Float64Array.from(groups.flatMap(([n, p]) => Array.from({ length: n }, () => p))),
+    argmax: groups.flatMap(([n, , tag]) => Array.from({ length: n }, () => tag)),
+    truth: groups.flatMap(([n, , , tag]) => Array.from({ length: n }, () => tag)),
+  });
 
-  it('catches the one text of other at the cost of three tagged ones, which the weighted f1 refuses', () => {
+  it('catches ten texts of other at the cost of thirty tagged ones, which the weighted f1 refuses', () => {
+    // 200 sure, right answers; 30 unsure right ones (0.4); ten texts that fit no tag, answered a tag at 0.45.
+    const { top, argmax, truth } = rows([
+      [200, 0.9, 'a', 'a'],
+      [30, 0.4, 'a', 'a'],
+      [10, 0.45, 'b', 'other'],
+    ]);
     expect(chooseThreshold('tuned', top, argmax, truth)).toBe(0);
     const balanced = chooseThreshold('balanced', top, argmax, truth)!;
     expect(balanced).toBeCloseTo(0.675, 12);
     const predicted = argmax.map((tag, i) => (top[i]! < balanced ? 'other' : tag));
-    expect(balancedOtherScore(truth, predicted)).toBeCloseTo((20 / 23 + 1) / 2, 12);
+    expect(balancedOtherScore(truth, predicted)).toBeCloseTo((200 / 230 + 1) / 2, 12);
     expect(weightedF1Score(truth, predicted)).toBeLessThan(weightedF1Score(truth, argmax));
+  });
+
+  it('keeps the lowest threshold within one row of other of the best: the last one is not bought with four tagged', () => {
+    const { top, argmax, truth } = rows([
+      [200, 0.95, 'a', 'a'],
+      [4, 0.8, 'a', 'a'],
+      [9, 0.45, 'b', 'other'],
+      [1, 0.85, 'b', 'other'],
+    ]);
+    // The best balanced score catches all ten (0.9: 0.990); 0.625 catches nine and loses no tagged row
+    // (0.950), within 1/20 of it.
+    expect(chooseThreshold('balanced', top, argmax, truth)).toBeCloseTo(0.625, 12);
+    // With one row of other the tolerance is half the score: nothing beats argmax by that much.
+    const one = rows([
+      [20, 0.9, 'a', 'a'],
+      [3, 0.4, 'a', 'a'],
+      [1, 0.45, 'b', 'other'],
+    ]);
+    expect(chooseThreshold('balanced', one.top, one.argmax, one.truth)).toBe(0);
   });
 });
 
