@@ -123,7 +123,9 @@ export function choiceTable(report: ChoiceReport): string {
   const cleanup =
     report.cleanup.tried.length > 1
       ? `; clean-up ${report.cleanup.chosen} (${report.cleanup.tried.map((t) => `${t.name} ${t.validation_f1.toFixed(4)}`).join(', ')})`
-      : '';
+      : report.cleanup.reason === undefined
+        ? ''
+        : `; clean-up ${report.cleanup.chosen}, ${report.cleanup.reason}`;
   return (
     `Model choice: ${report.chosen}, by ${report.rule}${cleanup} (budget ${formatDuration(1000 * report.budget_seconds)} of CPU time, ${formatDuration(1000 * report.seconds)} used before the refit):\n` +
     scarce +
@@ -147,6 +149,7 @@ export function choiceSummary(report: ChoiceReport) {
       ...(c.validation_f1 === undefined ? {} : { validation_f1: c.validation_f1 }),
       ...(c.validation_balanced === undefined ? {} : { validation_balanced: c.validation_balanced }),
       ...(c.training_seconds === undefined ? {} : { training_seconds: c.training_seconds }),
+      ...(c.training_cpu_seconds === undefined ? {} : { training_cpu_seconds: c.training_cpu_seconds }),
       ...(c.predict_us === undefined ? {} : { predict_us: c.predict_us }),
       ...(c.encoder_predict_us === undefined ? {} : { encoder_predict_us: c.encoder_predict_us }),
       ...(c.model_bytes === undefined ? {} : { model_bytes: c.model_bytes }),

@@ -95,6 +95,7 @@ export const ModelChoice = Type.Object(
             { additionalProperties: false },
           ),
         ),
+        reason: Type.Optional(Type.String({ description: 'Why no clean-up variant was compared' })),
       },
       { additionalProperties: false },
     ),

@@ -40,7 +40,7 @@ export interface ServedModelChoice {
   budget_source: 'default' | 'given';
   objective: 'weighted_f1' | 'balanced_other';
   other_rows: number;
-  cleanup: { chosen: string; tried: ServedCleanupTry[] };
+  cleanup: { chosen: string; tried: ServedCleanupTry[]; reason?: string };
   candidates: ServedCandidate[];
   chosen: string;
   rule: string;
@@ -148,6 +148,8 @@ export function parseModelChoice(raw: unknown): ServedModelChoice {
       `${where}: cleanup must have chosen and tried [{name, validation_f1, validation_balanced?}]`,
     );
   }
+  if (cleanup.reason !== undefined && typeof cleanup.reason !== 'string')
+    throw new ArtifactFormatError(`${where}: cleanup.reason must be a string`);
   if (!Array.isArray(candidates) || candidates.length === 0)
     throw new ArtifactFormatError(`${where}: candidates must be a non-empty array`);
   const parsed = candidates.map(candidate);
@@ -170,6 +172,7 @@ export function parseModelChoice(raw: unknown): ServedModelChoice {
         validation_f1: t.validation_f1,
         ...(t.validation_balanced === undefined ? {} : { validation_balanced: t.validation_balanced }),
       })),
+      ...(cleanup.reason === undefined ? {} : { reason: cleanup.reason as string }),
     },
     candidates: parsed,
     chosen,

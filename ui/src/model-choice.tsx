@@ -32,6 +32,7 @@ export function ModelChoiceTable({ choice }: { choice: ModelChoice }) {
         {balanced &&
           ` Only ${choice.other_rows} validation rows are other (texts that fit no tag): each candidate's fallback threshold was placed for the balanced score (the tags' accuracy and other's recall, half each), so the chosen model answers other where it is unsure.`}{' '}
         Clean-up: {choice.cleanup.chosen}
+        {choice.cleanup.reason !== undefined && ` (${choice.cleanup.reason})`}
         {choice.cleanup.tried.length > 1 &&
           ` (${choice.cleanup.tried.map((t) => `${t.name} ${t.validation_f1.toFixed(4)}`).join(', ')})`}
         .

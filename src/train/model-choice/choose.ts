@@ -28,7 +28,7 @@ import {
 } from '../../model/index.js';
 import { trainCascade } from '../cascade-training.js';
 import { DataError } from '../data.js';
-import { CLEANUP_SAMPLE_ROWS, type PlannedCandidate } from './plan.js';
+import { CLEANUP_SAMPLE_ROWS, cleanupNotCompared, type PlannedCandidate } from './plan.js';
 import {
   CHARS_PER_ENCODER_TOKEN,
   type ChoiceObjective,
@@ -97,8 +97,8 @@ export interface ChoiceReport {
   objective: ChoiceObjective;
   /** The validation rows of `other` (texts that fit no tag): what a fallback threshold can get right. */
   other_rows: number;
-  /** The clean-up steps: each variant tried with the first candidate, and the one kept. */
-  cleanup: { chosen: string; tried: CleanupTry[] };
+  /** The clean-up steps: each variant tried with the first candidate, and the one kept (or why none was compared). */
+  cleanup: { chosen: string; tried: CleanupTry[]; reason?: string };
   candidates: CandidateReport[];
   chosen: string;
   /** How the chosen one was picked, in words. */
@@ -220,7 +220,10 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
   });
   let cleanup: (typeof CLEANUP_VARIANTS)[number] = CLEANUP_VARIANTS[0]!;
   // A clean-up the user gave is theirs: no variant is compared (none adds its steps over theirs).
-  let cleanupDecided = input.cleanupGiven === true;
+  const cleanupSkipped = input.cleanupGiven
+    ? null
+    : cleanupNotCompared(input.train.length, input.tags.length);
+  let cleanupDecided = input.cleanupGiven === true || cleanupSkipped !== null;
   let best: Trained | null = null;
   // Actual over estimated seconds of each fit so far: later estimates are rescaled by their median (one
   // badly estimated kind does not rescale the others much).
@@ -403,7 +406,11 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
       budget_source: input.budgetSource,
       objective: scoring.objective,
       other_rows: scoring.otherRows,
-      cleanup: { chosen: input.cleanupGiven ? 'given' : cleanup.name, tried },
+      cleanup: {
+        chosen: input.cleanupGiven ? 'given' : cleanup.name,
+        tried,
+        ...(cleanupSkipped === null ? {} : { reason: cleanupSkipped }),
+      },
       candidates: reports,
       chosen: chosen.planned.name,
       rule: `the best weighted f1${scoring.objective === 'balanced_other' ? ` of the argmax answers (only ${scoring.otherRows} rows are other: each one's fallback threshold placed for the balanced score, the tags' accuracy and other's recall, half each)` : ''} on the ${validation.length.toLocaleString('en-US')} validation rows; within ${tie.toFixed(4)} of it, the one estimated to predict faster (by more than ${PREDICT_TIE}×, else the cheaper kind to serve)`,

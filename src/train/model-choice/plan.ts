@@ -83,7 +83,12 @@ export function planCandidates(context: PlanContext): PlannedCandidate[] {
       const embeds = rule.needsEncoder && !embedded ? embedding : 0;
       // The first one tried also compares the clean-up variants, on a sample of the rows.
       const cleanup =
-        first && !rule.needsEncoder && context.cleanupGiven !== true ? cleanupCost(fit, shape.rows) : 0;
+        first &&
+        !rule.needsEncoder &&
+        context.cleanupGiven !== true &&
+        cleanupNotCompared(shape.rows, shape.tags) === null
+          ? cleanupCost(fit, shape.rows)
+          : 0;
       const planned = {
         name: rule.name,
         summary: rule.summary,
@@ -101,15 +106,18 @@ export function planCandidates(context: PlanContext): PlannedCandidate[] {
       // A candidate named in --candidates is tried where it can be: the rules' judgement of when it is
       // worth trying (a fallback, too few rows) gives way; the encoder, memory and the budget do not.
       const named = context.only?.includes(rule.name) === true;
-      const standsIn =
-        !named && fallback !== undefined && keptAlready !== null && keptAlready.has(fallback.instead)
-          ? fit > fallback.share * (fitOf.get(fallback.instead) ?? Number.POSITIVE_INFINITY)
-          : false;
+      const better =
+        named || fallback === undefined || keptAlready === null
+          ? undefined
+          : fallback.instead.find(
+              (name) =>
+                keptAlready.has(name) && fit > fallback.share * (fitOf.get(name) ?? Number.POSITIVE_INFINITY),
+            );
       const skip =
         keptAlready === null && fallback !== undefined && !named
           ? 'a fallback, decided with the kind it stands in for'
-          : standsIn
-            ? `${fallback!.instead} fits the budget and is tried: ${fallback!.why}`
+          : better !== undefined
+            ? `${better} fits the budget and is tried: ${fallback!.why}`
             : skipReason(rule, planned, context, committed);
       if (skip === null) {
         committed += planned.estimatedSeconds;
@@ -119,17 +127,39 @@ export function planCandidates(context: PlanContext): PlannedCandidate[] {
       return { ...planned, skip };
     });
   };
-  // Pass 1 without the fallbacks says which kinds they stand in for are kept; pass 2 is the plan.
-  const kept = new Set(
-    plan(null)
-      .filter((p) => p.skip === null)
-      .map((p) => p.name),
-  );
-  return plan(kept);
+  // Pass 1 without the fallbacks says which kinds they stand in for are kept; each pass after it plans
+  // with the kinds the last one kept, until they stay the same (a fallback of a fallback — fastText of
+  // the word SVM — needs the third).
+  const keptOf = (planned: PlannedCandidate[]) =>
+    new Set(planned.filter((p) => p.skip === null).map((p) => p.name));
+  let kept = keptOf(plan(null));
+  let planned = plan(kept);
+  for (let pass = 0; pass < CANDIDATES.length; pass++) {
+    const next = keptOf(planned);
+    if (next.size === kept.size && [...next].every((name) => kept.has(name))) break;
+    kept = next;
+    planned = plan(kept);
+  }
+  return planned;
 }
 
 /** The rows the clean-up variants are compared on (a sample of the training split's, when it has more). */
 export const CLEANUP_SAMPLE_ROWS = 2_000;
+
+/** Fewest rows per tag in the clean-up comparison's sample for it to say anything. */
+export const CLEANUP_MIN_ROWS_PER_TAG = 10;
+
+/**
+ * Why the clean-up variants are not compared on this data (null: they are): a sample of
+ * CLEANUP_SAMPLE_ROWS rows holds too few rows of each tag (at 500 tags, 4: validation f1 0.04 either way).
+ * Data of no more rows compares them in the first candidate's own fits.
+ */
+export function cleanupNotCompared(trainingRows: number, tags: number): string | null {
+  if (trainingRows <= CLEANUP_SAMPLE_ROWS) return null;
+  const perTag = CLEANUP_SAMPLE_ROWS / Math.max(1, tags);
+  if (perTag >= CLEANUP_MIN_ROWS_PER_TAG) return null;
+  return `not compared: a sample of ${CLEANUP_SAMPLE_ROWS.toLocaleString('en-US')} rows holds ${perTag.toFixed(0)} per tag of ${tags.toLocaleString('en-US')} (fewer than ${CLEANUP_MIN_ROWS_PER_TAG} say nothing of it); --args with stopwords, ascii_only or strip_urls gives one`;
+}
 
 /** Two fits of the first candidate on a sample of the rows (none when the rows are no more: the fit is the candidate's). */
 const cleanupCost = (fit: number, rows: number): number =>

@@ -5,7 +5,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseTrainingArgs } from '../../../src/model/index.js';
-import { type PlanContext, planCandidates } from '../../../src/train/model-choice/plan.js';
+import {
+  cleanupNotCompared,
+  type PlanContext,
+  planCandidates,
+} from '../../../src/train/model-choice/plan.js';
 import {
   CANDIDATES,
   type ChoiceShape,
@@ -137,10 +141,25 @@ describe('planCandidates', () => {
       wordsPerRow: 35,
     };
     expect(fasttext.cost(large)).toBeLessThan(svm.cost(large) / 10);
-    // There the linear SVM does not fit a budget of a few minutes: its fallbacks stand in for it.
+    // There the linear SVM does not fit a budget of a few minutes: the word SVM stands in for it, and
+    // fastText, a fallback of the word SVM too, is left to where neither fits.
     const plan = planCandidates(context({ shape: large, budgetSeconds: 340 }));
     expect(plan.find((p) => p.name === 'linear_svm')!.skip).toMatch(/CPU budget/);
     expect(plan.find((p) => p.name === 'linear_svm_words')!.skip).toBeNull();
-    expect(plan.find((p) => p.name === 'fasttext')!.skip).toBeNull();
+    expect(plan.find((p) => p.name === 'fasttext')!.skip).toMatch(
+      /^linear_svm_words fits the budget and is tried: it stands in for a linear SVM/,
+    );
+    const tight = planCandidates(context({ shape: large, budgetSeconds: 60 }));
+    expect(tight.filter((p) => p.skip === null).map((p) => p.name)).toEqual(['fasttext']);
+  });
+
+  it('compares the clean-up on a sample only where it holds 10 rows of each tag', () => {
+    expect(cleanupNotCompared(1_500, 500)).toBeNull();
+    expect(cleanupNotCompared(40_000, 150)).toBeNull();
+    expect(cleanupNotCompared(40_000, 500)).toMatch(
+      /^not compared: a sample of 2,000 rows holds 4 per tag of 500 \(fewer than 10 say nothing of it\)/,
+    );
+    const manyTags = { ...SHAPE, rows: 40_000, tags: 500 };
+    expect(planCandidates(context({ shape: manyTags })).every((p) => p.cleanupSeconds === 0)).toBe(true);
   });
 });
