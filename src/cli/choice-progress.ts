@@ -49,8 +49,13 @@ export function choiceProgress(
   const now = options.now ?? Date.now;
   const kept = plan.filter((candidate) => candidate.skip === null);
   const byName = new Map(kept.map((candidate) => [candidate.name, candidate]));
-  /** Estimated seconds still to come per candidate (the first one's second clean-up variant added when it starts). */
-  const pending = new Map(kept.map((candidate) => [candidate.name, candidate.estimatedSeconds]));
+  /**
+   * Estimated seconds still to come per candidate, beyond the fit running now: its fits (the clean-up
+   * variants' on a sample, then its own), each taken off when it starts; the embedding pass is done before.
+   */
+  const pending = new Map(
+    kept.map((candidate) => [candidate.name, candidate.estimatedSeconds - candidate.embeddingSeconds]),
+  );
   let actual = 0;
   let estimated = 0;
   let doneSeconds = 0;
@@ -69,7 +74,31 @@ export function choiceProgress(
   } | null = null;
   let status = '';
   let phase: TrainingPhase | null = null;
-  const scale = (): number => (estimated > 0 ? Math.max(0.25, actual / estimated) : 1);
+  /**
+   * Seconds taken over seconds estimated, of the fits done and the one running: its own steps extrapolate
+   * it once it is 5 % through, and one past its estimate counts at least what it has taken — so a machine
+   * slower than the estimates (they are CPU seconds; the ETA is the wall clock's) or a kind estimated too
+   * low moves the ETA while its first fit runs, not after it.
+   */
+  const scale = (): number => {
+    let taken = actual;
+    let expected = estimated;
+    if (current !== null && current.estimate > 0) {
+      const spent = (now() - current.startedAt) / 1000;
+      if (current.fraction > 0.05 || spent > current.estimate) {
+        taken += current.fraction > 0.05 ? spent / current.fraction : spent;
+        expected += current.estimate;
+      }
+    }
+    return expected > 0 ? Math.max(0.25, taken / expected) : 1;
+  };
+  /** A fit has ended: its seconds and its estimate count for the scale. */
+  const ended = (fit: NonNullable<typeof current>): void => {
+    const spent = (now() - fit.startedAt) / 1000;
+    doneSeconds += spent;
+    actual += spent;
+    estimated += fit.estimate;
+  };
   const progress = createProgress({
     label: 'training',
     total: 100,
@@ -79,9 +108,11 @@ export function choiceProgress(
     silent: options.silent,
     ...(options.now ? { now: options.now } : {}),
   });
+  /** The refit to come: the best so far's, or the running candidate's when longer (it may win). */
   const refitEstimate = (): number => {
-    const name = best?.name ?? kept[0]?.name;
-    return name === undefined ? 0 : (byName.get(name)?.estimatedRefitSeconds ?? 0);
+    const of = (name: string | undefined): number =>
+      name === undefined ? 0 : (byName.get(name)?.estimatedRefitSeconds ?? 0);
+    return Math.max(of(best?.name ?? kept[0]?.name), current?.refit === false ? of(current.name) : 0);
   };
   /** The share done, of everything estimated to come (seconds done over seconds done plus to come). */
   const fraction = (): number => {
@@ -96,7 +127,7 @@ export function choiceProgress(
         current.fraction > 0.05 ? spent / current.fraction : Math.max(spent, current.estimate * s);
       left += Math.max(0, expected - spent);
     }
-    for (const [name, seconds] of pending) if (name !== current?.name) left += seconds * s;
+    for (const seconds of pending.values()) left += seconds * s;
     if (current?.refit !== true && phase === null) left += refitEstimate() * s;
     const work = doneSeconds + running;
     const total = (work + left) / (1 - AFTER_TRAINING_SHARE);
@@ -117,15 +148,15 @@ export function choiceProgress(
     onChoice(event) {
       if (event.kind === 'start') {
         const planned = byName.get(event.name);
-        if (current?.name === event.name) {
-          // Its second clean-up variant: one more fit of the same estimate.
-          doneSeconds += (now() - current.startedAt) / 1000;
-        }
+        // A clean-up variant's fit of the same candidate before it has ended.
+        if (current !== null && current.name === event.name) ended(current);
+        const estimate = event.estimatedSeconds;
+        pending.set(event.name, Math.max(0, (pending.get(event.name) ?? 0) - estimate));
         current = {
           name: event.name,
           index: event.index,
           of: event.of,
-          estimate: event.estimatedSeconds / scale(),
+          estimate,
           startedAt: now(),
           fraction: 0,
           plan:
@@ -139,14 +170,9 @@ export function choiceProgress(
         show();
       } else if (event.kind === 'done' || event.kind === 'skip') {
         const { report } = event;
-        if (current?.name === report.name) {
-          doneSeconds += (now() - current.startedAt) / 1000;
+        if (current !== null && current.name === report.name) {
+          ended(current);
           current = null;
-        }
-        const planned = byName.get(report.name);
-        if (planned !== undefined && report.training_seconds !== undefined) {
-          actual += report.training_seconds;
-          estimated += planned.estimatedSeconds;
         }
         pending.delete(report.name);
         if (report.validation_f1 !== undefined && (best === null || report.validation_f1 > best.score)) {
@@ -160,7 +186,7 @@ export function choiceProgress(
           name: event.name,
           index: 0,
           of: 0,
-          estimate: event.estimatedSeconds / scale(),
+          estimate: event.estimatedSeconds,
           startedAt: now(),
           fraction: 0,
           plan: planned === undefined ? null : familyOf(planned.args.classifier).progress(planned.args),
@@ -180,7 +206,7 @@ export function choiceProgress(
     onClasses: (report) => step(current?.plan?.onClasses?.(report) ?? null, true),
     onPhase(next) {
       if (current !== null) {
-        doneSeconds += (now() - current.startedAt) / 1000;
+        ended(current);
         current = null;
       }
       phase = next;

@@ -114,7 +114,10 @@ export interface CleanupTry {
   validation_balanced?: number;
 }
 
-/** What the choice tells while it runs (its fits report through the usual TrainOptions callbacks too). */
+/**
+ * What the choice tells while it runs (its fits report through the usual TrainOptions callbacks too). The
+ * estimates are the plan's, in CPU seconds: the progress rescales them by the wall clock it shows.
+ */
 export type ChoiceEvent =
   | {
       kind: 'start';
@@ -292,7 +295,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
           variant: `${variant.name}, on ${CLEANUP_SAMPLE_ROWS.toLocaleString('en-US')} rows`,
           index: kept.indexOf(planned) + 1,
           of: kept.length,
-          estimatedSeconds: (scale() * planned.cleanupSeconds) / CLEANUP_VARIANTS.length,
+          estimatedSeconds: planned.cleanupSeconds / CLEANUP_VARIANTS.length,
         });
         let result: Trained;
         try {
@@ -322,7 +325,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
         variant: cleanupDecided ? null : variant.name,
         index: kept.indexOf(planned) + 1,
         of: kept.length,
-        estimatedSeconds: scale() * fitSeconds(planned),
+        estimatedSeconds: fitSeconds(planned),
       });
       let result: Trained;
       try {
@@ -377,7 +380,7 @@ export function chooseModel(input: ChoiceInput): ChoiceOutcome {
     input.onChoice?.({
       kind: 'refit',
       name: chosen.planned.name,
-      estimatedSeconds: scale() * chosen.planned.estimatedRefitSeconds,
+      estimatedSeconds: chosen.planned.estimatedRefitSeconds,
     });
   }
   let validated: TrainedTagger | null = chosen.trained;
