@@ -251,7 +251,9 @@ describe('a cascade run served', () => {
     // Only the request whose unsure texts the encoder answered has an encoder time.
     expect(metric(text, 'tagger_cascade_stage_seconds_count', '{stage="encoder"}')).toBe(1);
     expect(metric(text, 'tagger_served_cascade_degraded')).toBe(0);
-    expect(metric(text, 'tagger_texts_predicted_total')).toBe(3 * fx.confident.length + 2 * fx.unsure.length);
+    expect(metric(text, 'tagger_texts_predicted_total', '{protocol="tagger"}')).toBe(
+      3 * fx.confident.length + 2 * fx.unsure.length,
+    );
     await app.close();
   });
 
@@ -260,7 +262,7 @@ describe('a cascade run served', () => {
     missing.missing = true;
     await expect(loadServedModel(readerOf(fx), { encoders: missing })).rejects.toThrow(EncoderLoadError);
     const degraded = await loadServedModel(readerOf(fx), { encoders: missing, allowDegraded: true });
-    expect(degraded.embedder).toBeUndefined();
+    expect(degraded.predictor.holdsEncoder).toBe(false);
     expect(degraded.degraded).toMatch(
       /its sentence encoder cannot be used on this server: .*model\.onnx is missing/,
     );
