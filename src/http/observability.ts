@@ -365,6 +365,7 @@ const TIMED_ROUTES = new Set([
   '/predict',
   '/runs/:run_id/predict',
   '/v2/models/:name/infer',
+  '/v2/models/:name/versions/:version/infer',
   '/hf/text-classification',
 ]);
 

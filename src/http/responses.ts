@@ -13,6 +13,7 @@ import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { originFor } from './monitored.js';
 import { countPredictions, observerFor, timeRecord } from './observability.js';
 import { type CascadeOverload, HTTP_DEFAULTS } from './options.js';
+import { truncatedTexts } from './text-limits.js';
 import {
   ErrorEnvelope,
   type ModelVersionRef,
@@ -136,6 +137,7 @@ export async function predict(
   });
   const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
   const multiLabel = served.model.args.multi_label;
+  const cut = truncatedTexts(request);
   const predictions = answers.predictions.map((prediction, i): PredictionItem => {
     const predicted_tags = selectTags(prediction, selection, multiLabel);
     // One object per item, fields set in place: this is the hot path of every predict request.
@@ -148,6 +150,7 @@ export async function predict(
     };
     // A cascade's stage (the others' predictions have none).
     if (prediction.stage !== undefined) item.stage = prediction.stage;
+    if (cut.size > 0 && cut.has(i)) item.truncated = true;
     if (listed === 'all') return item;
     item.predicted_probabilities = listedOf(prediction, listed, predicted_tags);
     const count = Object.keys(item.predicted_probabilities).length;
