@@ -13,7 +13,6 @@ import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { originFor } from './monitored.js';
 import { countPredictions, observerFor, timeRecord } from './observability.js';
 import { type CascadeOverload, HTTP_DEFAULTS } from './options.js';
-import { truncatedTexts } from './text-limits.js';
 import {
   ErrorEnvelope,
   type ModelVersionRef,
@@ -21,6 +20,7 @@ import {
   type RunRecord,
   ValidationErrorBody,
 } from './schemas.js';
+import { truncatedTexts } from './text-limits.js';
 
 /** What a predict request asks for beyond the texts (all optional). */
 export interface PredictOptions {
