@@ -44,6 +44,20 @@ export interface Tagger {
 
 export type Measure = (seconds: number) => Promise<LoadResult>;
 
+/** The protocols served beside the contract's API, each measured against /predict (issue 41). */
+export const PROTOCOLS = {
+  oip: { path: '/v2/models/tagger/infer', name: 'Open Inference Protocol POST /v2/models/tagger/infer' },
+  hf: { path: '/hf/text-classification', name: 'Hugging Face POST /hf/text-classification' },
+} as const;
+export type Protocol = keyof typeof PROTOCOLS;
+
+/** The request body of one text through a protocol. */
+export function protocolBody(protocol: Protocol, text: string): string {
+  return protocol === 'oip'
+    ? JSON.stringify({ inputs: [{ name: 'text', shape: [1], datatype: 'BYTES', data: [text] }] })
+    : JSON.stringify({ inputs: text });
+}
+
 /** The servers, request bodies and in-process model every case runs against, started once. */
 export interface Setup {
   fixture: Fixture;
@@ -55,6 +69,11 @@ export interface Setup {
   single: string;
   /** Tagger's request body file for 1, 10, 100 and 1,000 texts. */
   bodyFiles: Map<number, string>;
+  /**
+   * The single text's request body file for each protocol beside /predict (issue 41): the Open Inference
+   * Protocol's JSON inference request and the Hugging Face shape.
+   */
+  protocolBodies: Record<Protocol, string>;
   /** Tagger's answer to the single text (the floor answers the same bytes). */
   singleAnswer: string;
   floorUrl: string;
@@ -173,6 +192,16 @@ export const LOAD_CASES: LoadCase[] = [
     measure: (setup) => withLogSize(predictOn(1, 50)(setup)!, setup),
     rssOf: (setup) => setup.one.proc.pid,
   },
+  // Each protocol beside /predict, single texts at 50 connections, right after it in every round.
+  ...(Object.keys(PROTOCOLS) as Protocol[]).map(
+    (protocol): LoadCase => ({
+      id: `${protocol}-1`,
+      texts: 1,
+      connections: 50,
+      measure: (setup) =>
+        load(setup, `${setup.one.url}${PROTOCOLS[protocol].path}`, setup.protocolBodies[protocol], 50),
+    }),
+  ),
   // The single-text ratio at light concurrency too: one client waiting on each answer, and ten.
   ...[1, 10].flatMap((c): LoadCase[] => [
     { id: `floor-c${c}`, texts: 1, connections: c, measure: floorAt(c) },
@@ -270,6 +299,27 @@ export const ROW_CASES: RowCase<Results>[] = [
     target: { text: '<= 5 ms', pass: (r) => r.of('tagger-1').p99Ms <= 5 },
     note: () => '50 connections',
   },
+  ...(Object.keys(PROTOCOLS) as Protocol[]).flatMap((protocol): RowCase<Results>[] => [
+    {
+      metric: `${PROTOCOLS[protocol].name}, 1 text (vs POST /predict)`,
+      unit: 'req/s',
+      tagger: (r) => r.of(`${protocol}-1`).rps,
+      reference: (r) => r.of('tagger-1').rps,
+      target: {
+        text: '>= 0.85x /predict',
+        pass: (r) => r.of(`${protocol}-1`).rps >= 0.85 * r.of('tagger-1').rps,
+      },
+      note: (r) =>
+        `${r.conns(`${protocol}-1`)}; ${(r.of(`${protocol}-1`).rps / r.of('tagger-1').rps).toFixed(2)}x; ${lat(r.of(`${protocol}-1`))}`,
+    },
+    {
+      metric: `${PROTOCOLS[protocol].name}, 1 text: p99 latency (vs POST /predict)`,
+      unit: 'ms',
+      tagger: (r) => r.of(`${protocol}-1`).p99Ms,
+      reference: (r) => r.of('tagger-1').p99Ms,
+      note: () => '50 connections, the same server, measured right after /predict in each round',
+    },
+  ]),
   ...[1, 10].map(
     (c): RowCase<Results> => ({
       metric: `Tagger POST /predict, 1 text at ${c} connection${c === 1 ? '' : 's'} (vs floor at ${c})`,

@@ -24,7 +24,10 @@ import {
   type Measured,
   median,
   mlflowBody,
+  PROTOCOLS,
+  type Protocol,
   pick,
+  protocolBody,
   type Results,
   ROW_CASES,
   type Setup,
@@ -185,6 +188,18 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
       );
     }
   }
+  // Each protocol's single-text body must be answered 200 with one answer (issue 41).
+  const protocolBodies = {} as Record<Protocol, string>;
+  for (const protocol of Object.keys(PROTOCOLS) as Protocol[]) {
+    const body = protocolBody(protocol, single);
+    const answer = await post(`${one.url}${PROTOCOLS[protocol].path}`, body);
+    if (answer.status !== 200) {
+      throw new Error(
+        `bench: ${PROTOCOLS[protocol].name} answered ${answer.status}: ${answer.text.slice(0, 300)}`,
+      );
+    }
+    protocolBodies[protocol] = bodyFile(work, `${protocol}-1`, body);
+  }
   // The floor answers with Tagger's own single-text answer (same size).
   const singleAnswer = await post(`${one.url}/predict`, bodies.get(1)!.tagger);
   const floorPort = await freePort();
@@ -241,6 +256,7 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
     notes,
     single,
     bodyFiles: new Map([...bodies].map(([n, body]) => [n, body.file])),
+    protocolBodies,
     singleAnswer: singleAnswer.text,
     floorUrl,
     one,

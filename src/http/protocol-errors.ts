@@ -57,10 +57,13 @@ function messageOf(payload: Record<string, unknown>): string | null {
     .join('; ');
 }
 
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
 /**
  * Installs, in the protocols' plugin (encapsulated: the contract's routes keep their envelopes), the
  * rewrite of every error answer into `{"error": …}` (a 422 becomes a 400, the protocols' validation
- * status), and a 404 in that shape for paths under `prefixes` that no route matches.
+ * status), and for paths under `prefixes` that no route matches a 404 in that shape — or a 405 with
+ * `Allow` when the path exists for other methods, as the contract's routes answer.
  */
 export function installProtocolErrors(app: FastifyInstance, prefixes: readonly string[]): void {
   app.addHook('preSerialization', async function protocolErrorShape(_request, reply, payload) {
@@ -71,10 +74,25 @@ export function installProtocolErrors(app: FastifyInstance, prefixes: readonly s
     return { error: message };
   });
   for (const prefix of prefixes) {
-    app.all(`${prefix}/*`, { schema: { hide: true } }, async (request, reply) =>
-      reply.code(404).send({
-        error: `no endpoint at ${request.method} ${request.url.split('?')[0]}; see /docs for the API`,
-      }),
+    app.register(
+      async (scope) => {
+        scope.setNotFoundHandler((request, reply) => {
+          const path = request.url.split('?')[0] ?? '/';
+          const allowed = METHODS.filter((method) => scope.findRoute({ method, url: path }) !== null);
+          if (allowed.length > 0) {
+            return reply
+              .code(405)
+              .header('allow', allowed.join(', '))
+              .send({
+                error: `method ${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+              });
+          }
+          return reply
+            .code(404)
+            .send({ error: `no endpoint at ${request.method} ${path}; see /docs for the API` });
+        });
+      },
+      { prefix },
     );
   }
 }

@@ -280,7 +280,7 @@ describe('the Hugging Face text-classification shape', () => {
       [{ inputs: 'a', parameters: { function_to_apply: 'tanh' } }, 400, /function_to_apply/],
       [{ inputs: Array(1001).fill('a') }, 413, /too many texts/],
       [{ inputs: 'x'.repeat(10_001) }, 400, /longer than 10000/],
-      [{ inputs: '' }, 400, /empty/],
+      [{ inputs: '' }, 400, /at least 1 character/],
       [{ text: 'a' }, 400, /inputs/],
     ];
     for (const [payload, status, message] of cases) {

@@ -34,9 +34,12 @@ export const FUNCTIONS_TO_APPLY = ['sigmoid', 'softmax', 'none'] as const;
 
 const TextClassificationRequest = Type.Object(
   {
-    inputs: Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1 })], {
-      description: 'One text, or a list of texts',
-    }),
+    inputs: Type.Union(
+      [Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })],
+      {
+        description: 'One text, or a list of texts',
+      },
+    ),
     parameters: Type.Optional(
       Type.Object({
         top_k: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
