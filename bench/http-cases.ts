@@ -6,6 +6,7 @@
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TaggerApp } from '../src/http/index.js';
 import type { ServedModel } from '../src/served-models/index.js';
 import { type Fixture, MANY_RUNS } from './fixture.js';
 import { type LoadResult, runLoad } from './load.js';
@@ -84,6 +85,11 @@ export interface Setup {
   mlflow?: { url: string; startupSeconds: number };
   /** The saved model the servers load, loaded in this process for in-process scoring. */
   served: ServedModel;
+  /**
+   * The same model served by an app in this process (no network, no load generator), which the
+   * `inject-*` cases call with each protocol's single-text body in turn: what a request costs the server.
+   */
+  injectApp: TaggerApp;
   /** RSS of the one-worker server right after it started. */
   idleRss: number | null;
   /** What the request log costs on disk at the default level (info), summed over tagger-1's loads. */
@@ -157,6 +163,39 @@ const inProcess = (texts: number) => (setup: Setup) => {
   };
 };
 
+/** One caller sending `body` to `url` of the in-process app, one request after the other, for `secs`. */
+const injected = (url: (setup: Setup) => string, body: (setup: Setup) => string) => (setup: Setup) => {
+  const payload = body(setup);
+  const path = url(setup);
+  return async (secs: number): Promise<LoadResult> => {
+    const times: number[] = [];
+    const end = performance.now() + secs * 1000;
+    let failures = 0;
+    const t0 = performance.now();
+    while (performance.now() < end) {
+      const c0 = performance.now();
+      const response = await setup.injectApp.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+      if (response.statusCode !== 200) failures += 1;
+      times.push(performance.now() - c0);
+    }
+    const elapsed = (performance.now() - t0) / 1000;
+    times.sort((a, b) => a - b);
+    return {
+      requests: times.length,
+      seconds: elapsed,
+      rps: times.length / elapsed,
+      p50Ms: times[Math.floor(times.length * 0.5)]!,
+      p99Ms: times[Math.min(times.length - 1, Math.floor(times.length * 0.99))]!,
+      failures,
+    };
+  };
+};
+
 /** Counts what the server writes to its log (its stdout) while `measure` loads it. */
 const withLogSize =
   (measure: Measure, setup: Setup): Measure =>
@@ -220,6 +259,28 @@ export const LOAD_CASES: LoadCase[] = [
   { id: 'tagger-1-other-node', texts: 1, connections: 50, measure: predictOn(1, 50, (s) => s.other?.server) },
   { id: 'inproc-1', texts: 1, connections: 0, measure: inProcess(1) },
   { id: 'inproc-1000', texts: 1000, connections: 0, measure: inProcess(1000) },
+  // What one request costs the server through each protocol, without the network: the same saved model
+  // in an app of this process, each protocol's body in turn (issue 41).
+  {
+    id: 'inject-predict',
+    texts: 1,
+    connections: 0,
+    measure: injected(
+      () => '/predict',
+      (s) => JSON.stringify({ texts: [{ text: s.single }] }),
+    ),
+  },
+  ...(Object.keys(PROTOCOLS) as Protocol[]).map(
+    (protocol): LoadCase => ({
+      id: `inject-${protocol}`,
+      texts: 1,
+      connections: 0,
+      measure: injected(
+        () => PROTOCOLS[protocol].path,
+        (s) => protocolBody(protocol, s.single),
+      ),
+    }),
+  ),
   { id: 'mlflow-1', texts: 1, connections: 50, measure: mlflowWith(1, 50) },
   { id: 'mlflow-100', texts: 100, connections: 8, measure: mlflowWith(100, 8) },
 ];
@@ -320,6 +381,16 @@ export const ROW_CASES: RowCase<Results>[] = [
       note: () => '50 connections, the same server, measured right after /predict in each round',
     },
   ]),
+  ...(Object.keys(PROTOCOLS) as Protocol[]).map(
+    (protocol): RowCase<Results> => ({
+      metric: `${PROTOCOLS[protocol].name}, 1 text, in-process app (vs POST /predict in-process)`,
+      unit: 'req/s',
+      tagger: (r) => r.of(`inject-${protocol}`).rps,
+      reference: (r) => r.of('inject-predict').rps,
+      note: (r) =>
+        `one caller, app.inject, no network; p50 ${(r.of(`inject-${protocol}`).p50Ms * 1000).toFixed(0)} µs vs ${(r.of('inject-predict').p50Ms * 1000).toFixed(0)} µs`,
+    }),
+  ),
   ...[1, 10].map(
     (c): RowCase<Results> => ({
       metric: `Tagger POST /predict, 1 text at ${c} connection${c === 1 ? '' : 's'} (vs floor at ${c})`,

@@ -15,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createApp } from '../src/app.js';
 import { loadModelDirectory } from '../src/served-models/index.js';
 import { serveExecArgv } from '../src/server/node-flags.js';
 import { type Fixture, MANY_RUNS, prepareFixture, resolveCli } from './fixture.js';
@@ -248,6 +249,9 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
 
   // In-process scoring of the same texts with the same saved model (what the server loads).
   const served = await loadModelDirectory(fixture.modelDir);
+  // The same model in an app of this process, for what each protocol's request costs without the network.
+  const injectApp = createApp({ serving: { mode: 'model', model: served, source: fixture.modelDir } });
+  await injectApp.ready();
 
   return {
     fixture,
@@ -264,6 +268,7 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
     ...(other ? { other } : {}),
     ...(mlflow ? { mlflow } : {}),
     served,
+    injectApp,
     idleRss,
     logged: { bytes: 0, seconds: 0, requests: 0 },
   };
@@ -349,6 +354,7 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
     }
   }
 
+  await setup.injectApp.close();
   const m = new Map<string, Measured>();
   for (const target of targets) {
     const rs = results.get(target.id)!;

@@ -350,6 +350,36 @@ describe('shared by every protocol', () => {
     }
   });
 
+  it('rate limiting and load shedding refuse the protocols’ requests in their shape, with Retry-After', async () => {
+    const servedRuns = await ServedRuns.load(fx.store, {
+      experiment: 'best',
+      modelCacheSize: 2,
+      log: captureLog(),
+    });
+    const limited = createApp({
+      serving: { mode: 'runs', servedRuns },
+      http: { rateLimit: { max: 2, windowMs: 60_000 } },
+    });
+    try {
+      const first = await postJson(limited, '/v2/models/tagger/infer', inferBody(['a']));
+      expect(first.statusCode).toBe(200);
+      await postJson(limited, '/hf/text-classification', { inputs: 'a' });
+      for (const [url, body] of [
+        ['/v2/models/tagger/infer', inferBody(['a'])],
+        ['/hf/text-classification', { inputs: 'a' }],
+      ] as const) {
+        const refused = await postJson(limited, url, body);
+        expect([url, refused.statusCode]).toEqual([url, 429]);
+        expect(refused.headers['retry-after']).toBeDefined();
+        expect(JSON.parse(refused.body)).toEqual({ error: expect.stringMatching(/rate limit exceeded/) });
+      }
+      // The server's probes are never limited.
+      expect((await limited.inject({ url: '/v2/health/live' })).statusCode).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('records say which protocol answered; the metrics count texts per protocol', async () => {
     const records = new MemoryRecordStore();
     const appended: PredictionRecord[] = [];
@@ -365,8 +395,14 @@ describe('shared by every protocol', () => {
     });
     try {
       await postJson(monitored.app, '/predict', { texts: [{ text: TEXTS[0] }] });
-      await postJson(monitored.app, '/v2/models/tagger/infer', inferBody(TEXTS));
-      await postJson(monitored.app, '/hf/text-classification', { inputs: TEXTS });
+      const oip = await postJson(monitored.app, '/v2/models/tagger/infer', inferBody(TEXTS));
+      const hf = await postJson(monitored.app, '/hf/text-classification', { inputs: TEXTS });
+      // Recorded: Server-Timing has the record stage too.
+      for (const response of [oip, hf]) {
+        expect(String(response.headers['server-timing'])).toMatch(
+          /model;dur=[\d.]+, record;dur=[\d.]+, total/,
+        );
+      }
       for (let waited = 0; appended.length < 5 && waited < 10_000; waited += 20) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }

@@ -336,8 +336,12 @@ export function openInferenceRoutes(
           ),
       );
       const wanted = new Set(call.outputs.map((output) => output.name));
+      // `probability` is the predicted tag's: always listed for a single-label model; a multi-label
+      // model's `other` (no tag over its threshold) is listed only among every tag's.
+      const everyTag =
+        wanted.has('probabilities') || (wanted.has('probability') && served.model.args.multi_label);
       const { answers, ids } = await answer(request, served, texts, {
-        listed: wanted.has('probabilities') ? 'all' : 1,
+        listed: everyTag ? 'all' : 1,
         topK: wanted.has('predicted_tags') ? call.topK : undefined,
         threshold: wanted.has('predicted_tags') ? call.threshold : undefined,
         origin: named.origin,
