@@ -340,7 +340,7 @@ export type CommandModel = LoadedForPrediction & { close(): Promise<void> };
 /**
  * The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. The best
  * run is the one `tagger serve` serves (same gates); better-ranked runs it holds back are named on stderr.
- * An encoder run comes with its encoder (`embedder`), loaded and checked like serving loads it.
+ * An encoder run comes with its encoder (its `predictor` holds it), loaded and checked like serving loads it.
  */
 export async function loadModelOfFlags(
   flags: {
