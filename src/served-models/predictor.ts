@@ -129,14 +129,15 @@ class PlainPredictor implements Predictor {
   readonly holdsEncoder = false;
   constructor(readonly model: TagModel) {}
 
-  predict(texts: readonly string[], request: PredictionRequest = {}): Promise<Answers> {
+  // Async like the others: a model that throws rejects the call instead of throwing at its caller.
+  async predict(texts: readonly string[], request: PredictionRequest = {}): Promise<Answers> {
     const options: PredictOptions = { probabilities: request.probabilities ?? 'all' };
     const predictions = timed(request.observer, () => this.model.predict(texts, undefined, options));
-    return Promise.resolve({ predictions, explain: (i, top) => this.model.explain(texts[i]!, top) });
+    return { predictions, explain: (i, top) => this.model.explain(texts[i]!, top) };
   }
 
-  prepare(): Promise<TagModel> {
-    return Promise.resolve(this.model);
+  async prepare(): Promise<TagModel> {
+    return this.model;
   }
 
   release(): void {}
