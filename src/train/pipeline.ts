@@ -20,7 +20,6 @@ import {
   type EpochReport,
   evaluate,
   evaluateWithErrors,
-  isCascade,
   type LabelledText,
   learnsSeveralTags,
   multiLabelModelTags,
@@ -425,7 +424,8 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     multiLabel: trained.model.args.multi_label,
   });
   return {
-    ...(isCascade(trained.model) && 'curve' in trained
+    // A cascade's training returns the curve its τ was chosen from (src/train/cascade-training.ts).
+    ...('curve' in trained
       ? { cascade: cascadeOutcome(trained as TrainedCascade, test, input.encoder!.embeddings) }
       : {}),
     model: trained.model,
