@@ -23,6 +23,7 @@ import { type ModelUri, parseModelUri, resolveModelUri } from '../tracking/model
 import type { DatasetInput, Run, TrackingStore } from '../tracking/store.js';
 import { DataError, type DatasetRow, parseDataset, parseJsonDataset } from '../train/data.js';
 import { fileDigest } from '../train/dataset-input.js';
+import { separateTestRepeats } from '../train/duplicates.js';
 import { textKey } from '../train/label-issues.js';
 import { type Correction, type MergeResult, mergeCorrections } from '../train/merge-corrections.js';
 import { splitData, testSetDigest } from '../train/pipeline.js';
@@ -322,6 +323,11 @@ export async function readParentData(
     test = split.test as DatasetRow[];
   }
   const recorded = run.tags[EVALUATION_TAGS.testSetDigest];
+  if (recorded !== undefined && testSetDigest(test) !== recorded) {
+    // Since issue 40 a run is tested on its test rows less those that repeat a training row (duplicates.ts).
+    const separated = separateTestRepeats(pool, test).test;
+    if (testSetDigest(separated) === recorded) test = separated;
+  }
   if (recorded !== undefined && testSetDigest(test) !== recorded) {
     throw new DataError(
       `retrain: the test rows of run ${runId} cannot be reproduced from its data (seed ${parent.seed}): their digest differs from the run's ${EVALUATION_TAGS.testSetDigest}; the run was not trained by tagger train, or with options retrain cannot repeat`,

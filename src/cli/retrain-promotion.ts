@@ -1,6 +1,6 @@
 /**
  * The promotion of `tagger retrain`: whether the retrained run replaces the served one (`decide`: past the
- * margin on the same test rows, no worse on the held-out live labels, no leak or duplicate warning, no
+ * margin on the same test rows, no worse on the held-out live labels, no test-leak warning, no
  * gate in the way) and making it real (`promote`: the alias moves, or the run's promotion tag), the last
  * step, so nothing is half-promoted. Split from retrain.ts, which trains and logs the run.
  */
@@ -20,7 +20,7 @@ export interface PromotionFlags {
   minGain: number;
   /** Held-out live labels needed before they are judged. */
   minLiveLabels: number;
-  /** Promote despite a leak or duplicate warning. */
+  /** Promote despite a test-leak warning. */
   allowWarnings?: boolean;
 }
 
@@ -33,7 +33,7 @@ export interface Decision {
 
 /**
  * Whether to promote: past the margin on the same test rows, no worse on the held-out live labels (when
- * there are enough to judge), no leak or duplicate warning (unless allowed), and no gate of tagger serve
+ * there are enough to judge), no test-leak warning (unless allowed), and no gate of tagger serve
  * in the way; with every reason not to, and what was checked.
  */
 export function decide(
@@ -70,7 +70,9 @@ export function decide(
       `its f1 on the ${live.size} held-out live labels is worse: ${formatMetric(live.child)} against the served run's ${formatMetric(live.parent)}`,
     );
   }
-  const blocking = outcome.dataWarnings.filter((w) => w.kind === 'test_leak' || w.kind === 'duplicate_rows');
+  // Repeated rows within the training data no longer block: test rows that repeat a training text are
+  // taken out of the test split (or kept out of training by the merge), so they cannot inflate its f1.
+  const blocking = outcome.dataWarnings.filter((w) => w.kind === 'test_leak');
   if (blocking.length > 0 && !flags.allowWarnings) {
     reasons.push(
       `its data checks warned: ${blocking.map((w) => w.message).join('; ')} (--allow-warnings promotes anyway)`,
@@ -78,7 +80,7 @@ export function decide(
   } else if (blocking.length > 0) {
     checks.push(`data warnings allowed by --allow-warnings: ${blocking.map((w) => w.kind).join(', ')}`);
   } else {
-    checks.push('no leak or duplicate warning');
+    checks.push('no test-leak warning');
   }
   if (gate !== null) reasons.push(`tagger serve would hold it back: ${gate}`);
   return { promote: reasons.length === 0, reasons, checks };

@@ -6,7 +6,7 @@
  * scores both models on the held-out random share of live labels. The new run records its lineage and
  * is logged as a `candidate` — never served — until the promotion decides: promoted only when it beats
  * the served run on the same test rows by `--min-gain`, is no worse on the held-out live labels, and its
- * data checks raised no leak or duplicate warning (`--allow-warnings`); then the alias moves (or, for the
+ * data checks raised no test-leak warning (`--allow-warnings`); then the alias moves (or, for the
  * experiment's best, the run's tag becomes `promoted`) as the last step, so nothing is half-promoted. One
  * retrain per experiment at a time (a lease in the record store).
  */
@@ -49,6 +49,7 @@ import {
   promotionTarget,
 } from './retrain-data.js';
 import { decide, promote } from './retrain-promotion.js';
+import { keptOutLine, keptOutWarning, servedNow } from './retrain-report.js';
 
 export interface RetrainFlags {
   experiment: string;
@@ -226,6 +227,13 @@ async function retrainFrom(
   say(
     `Corrections: ${labels.feedback} feedback label(s)${labels.heldOut.length > 0 ? ` (${labels.heldOut.length} of the random share held out, to score on)` : ''}${labels.hashedOnly > 0 ? `, ${labels.hashedOnly} without their text (TAGGER_RECORD_TEXT=hash), left out` : ''}; ${labels.fixes} label-issue fix(es)${labels.fixesNotFound > 0 ? `, ${labels.fixesNotFound} for rows no longer in the data, left out` : ''}${s.contradictions > 0 ? `; ${s.contradictions} text(s) had contradictory labels: the latest one was used for each` : ''}.`,
   );
+  if (s.nearContradiction !== undefined) {
+    const [a, b] = s.nearContradiction.texts;
+    const [ta, tb] = s.nearContradiction.tags;
+    io.stderr.write(
+      `tagger: WARNING: ${s.nearContradictions} pair(s) of corrected texts are near copies of each other with different tags, e.g. ${JSON.stringify(a.slice(0, 80))} → ${ta.join('|')} and ${JSON.stringify(b.slice(0, 80))} → ${tb.join('|')}: both are trained on as given; check those labels\n`,
+    );
+  }
   const result = {
     parent_run_id: parentId,
     experiment: parent.experimentName,
@@ -245,6 +253,9 @@ async function retrainFrom(
       added: s.added,
       confirmed: s.confirmed,
       test_corrections: s.testCorrections,
+      near_test: s.nearTest,
+      data_test_repeats: s.dataTestRepeats,
+      near_contradictions: s.nearContradictions,
     },
   };
   const finish = (extra: Record<string, unknown>): void => {
@@ -258,7 +269,7 @@ async function retrainFrom(
   }
   const changed = s.relabelled.feedback + s.relabelled.label_issue + s.added.feedback + s.added.label_issue;
   say(
-    `Training set: ${merged.rows.length} rows — ${data.pool.length} of run ${parentId}'s, ${s.relabelled.feedback + s.relabelled.label_issue} of them relabelled (feedback ${s.relabelled.feedback}, label-issue fixes ${s.relabelled.label_issue}), and ${s.added.feedback + s.added.label_issue} new (feedback ${s.added.feedback}, fixes ${s.added.label_issue}); ${s.confirmed} correction(s) agreed with the data${s.testCorrections > 0 ? `; ${s.testCorrections} correction(s) of test rows left out (the test rows stay as run ${parentId} was tested on)` : ''}.`,
+    `Training set: ${merged.rows.length} rows — ${data.pool.length} of run ${parentId}'s, ${s.relabelled.feedback + s.relabelled.label_issue} of them relabelled (feedback ${s.relabelled.feedback}, label-issue fixes ${s.relabelled.label_issue}), and ${s.added.feedback + s.added.label_issue} new (feedback ${s.added.feedback}, fixes ${s.added.label_issue}); ${s.confirmed} correction(s) agreed with the data${s.testCorrections > 0 ? `; ${s.testCorrections} correction(s) of test rows left out (the test rows stay as run ${parentId} was tested on)` : ''}${keptOutLine(s)}.`,
   );
   if (changed === 0) {
     result.reason = `the corrections change none of run ${parentId}'s training rows: nothing new to learn, nothing was trained`;
@@ -307,6 +318,12 @@ async function retrainFrom(
       kept: 'nothing was logged or promoted',
     },
   );
+  // What the merge kept out for the test rows' sake is part of the run's data checks.
+  const keptOut = keptOutWarning(s, parentId);
+  if (keptOut !== null) {
+    outcome.warnings = [...outcome.warnings, keptOut.message];
+    outcome.dataWarnings = [...outcome.dataWarnings, keptOut];
+  }
   const fresh = newTags(prepared, parentTags, new Set(outcome.model.tags));
   if (fresh.length > 0) {
     say(
@@ -433,7 +450,7 @@ async function retrainFrom(
   let promoted: string | null = null;
   if (flags.promote === undefined) {
     say(
-      `Not promoted (no --promote): run ${childId} stays a candidate, never served. ${decision.promote ? `It would be promoted (${decision.checks.join('; ')})` : `It would not be: ${decision.reasons.join('; ')}`}.`,
+      `Not promoted (no --promote): run ${childId} stays a candidate, never served (${await servedNow(store, target, parent.experimentName)}). ${decision.promote ? `It would be promoted (${decision.checks.join('; ')})` : `It would not be: ${decision.reasons.join('; ')}`}.`,
     );
   } else if (decision.promote) {
     promoted = await promote(store, childId, target, parent.experimentName);
@@ -446,7 +463,9 @@ async function retrainFrom(
         [EVALUATION_TAGS.promotionReason]: reason.slice(0, 5_000),
       },
     });
-    say(`NOT PROMOTED to ${targetName}: ${reason}. Nothing changed: run ${parentId} stays served.`);
+    say(
+      `NOT PROMOTED to ${targetName}: ${reason}. Nothing changed: ${await servedNow(store, target, parent.experimentName)}.`,
+    );
   }
   result.trained = true;
   finish({
@@ -520,10 +539,7 @@ export function registerRetrain(program: Command, io: CliIo): void {
         .default(0.5)
         .argParser(between('--live-holdout', 0)),
     )
-    .option(
-      '--allow-warnings',
-      'promote even when the data checks warned of a leaked test set or repeated rows',
-    )
+    .option('--allow-warnings', 'promote even when the data checks warned of a leaked test set')
     .addOption(trackingOption())
     .addOption(
       new Option(

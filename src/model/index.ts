@@ -166,5 +166,12 @@ export {
   trainTagger,
 } from './tagger.js';
 export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './text/embeddings.js';
+export {
+  type DuplicateMatch,
+  duplicateKey,
+  NEAR_DUPLICATE_SIMILARITY,
+  NearDuplicateIndex,
+  textSimilarity,
+} from './text/near-duplicates.js';
 export { cleanText, STOPWORDS } from './text/preprocess.js';
 export { type CsrMatrix, TfidfVectorizer } from './text/tfidf.js';

@@ -42,6 +42,7 @@ import {
   overlapWarnings,
   unreadableTextsWarning,
 } from './data-checks.js';
+import { separateTestRepeats } from './duplicates.js';
 import { splitData } from './splits.js';
 
 export { MIN_TRUSTED_TEST_ROWS } from './data-checks.js';
@@ -235,7 +236,12 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     );
   }
   const split = splitData(data, input.testData !== undefined, input.seed);
-  const test = input.testData ? [...input.testData] : split.test;
+  // Test rows that repeat a training or validation text: taken out, or past the allowed share a leak.
+  const separated = separateTestRepeats(
+    [...split.train, ...split.validation],
+    input.testData ? [...input.testData] : split.test,
+  );
+  const test = separated.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
   // The rows the returned model learns from: with refit, train + validation (tags folded by min_freq
   // are counted there, as the refit counts them).
@@ -269,6 +275,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const checked = [
     ...dataProblems,
     ...trainedWarnings,
+    ...separated.warnings,
     ...overlapWarnings([...split.train, ...split.validation], test),
   ];
   const sliceDefinitions = input.slices ?? DEFAULT_SLICE_DEFINITIONS;

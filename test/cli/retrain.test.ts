@@ -18,7 +18,9 @@ import { readRuns } from '../../src/served-models/candidates.js';
 import { DEFAULT_GATES, servingVerdict } from '../../src/served-models/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
+import { separateTestRepeats } from '../../src/train/duplicates.js';
 import { textKey } from '../../src/train/label-issues.js';
+import { splitData } from '../../src/train/pipeline.js';
 import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
@@ -76,6 +78,14 @@ const robotics = (n: number, offset = 0) =>
     text: `Robot arm number ${i + offset} grasps objects with a learned gripper policy and servo motors`,
     tag: 'robotics',
   }));
+
+/** Writes `content` to a new file of the test's folder and answers its path. */
+let temps = 0;
+async function writeTemp(content: string): Promise<string> {
+  const path = join(cli.dir, `temp-${++temps}.csv`);
+  await writeFile(path, content);
+  return path;
+}
 
 async function withTracking<T>(work: (store: TrackingStore) => Promise<T>): Promise<T> {
   const store = await openTrackingStore(uri);
@@ -203,7 +213,7 @@ describe('tagger retrain', () => {
     const rejected = await retrain('--promote', '--min-gain', '1');
     expect(rejected.code, rejected.stderr).toBe(0);
     expect(rejected.stdout).toMatch(
-      /^NOT PROMOTED to the best run of experiment 'best': its test f1 .* is not 1 above the served run's .*Nothing changed: run [0-9a-f]{32} stays served\.$/m,
+      /^NOT PROMOTED to the best run of experiment 'best': its test f1 .* is not 1 above the served run's .*Nothing changed: run [0-9a-f]{32} stays served \(the best of experiment 'best' that passes the gates\)\.$/m,
     );
     // A negative margin accepts a run up to that much worse: promoted whatever its test f1.
     const promoted = await retrain('--promote', '--min-gain', '-1', '--json');
@@ -214,7 +224,7 @@ describe('tagger retrain', () => {
         /^test f1 0\.\d{4} against the served run's 0\.\d{4} on the same test rows: [+-]0\.\d{4}, margin -1$/,
       ),
       'live labels not judged: 0 held out of the random share, fewer than --min-live-labels 20',
-      'no leak or duplicate warning',
+      'no test-leak warning',
     ]);
     await withTracking(async (store) => {
       const runs = await readRuns(store, 'best');
@@ -380,6 +390,62 @@ describe('tagger retrain', () => {
     expect(
       (await readDataset(plain)).some((row) => row.text.trim() === whole.text.trim() && row.tag === 'other'),
     ).toBe(true);
+  }, 240_000);
+
+  it('names the run that is served when nothing changes, not the one it retrained from', async () => {
+    const served = await withTracking(async (store) => {
+      const runs = await readRuns(store, 'best');
+      return runs.ok ? servingVerdict(runs.runs, '', DEFAULT_GATES).served?.info.runId : undefined;
+    });
+    expect(served).toBeDefined();
+    // The first parent, no longer served once a retrained run was promoted above it (or still served).
+    await label(robotics(2, 600));
+    const result = await retrain('--run-id', parent, '--promote', '--min-gain', '1');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      new RegExp(`^NOT PROMOTED .*Nothing changed: run ${served} stays served \\(the best of`, 'm'),
+    );
+  }, 240_000);
+
+  it('keeps labels of near copies of test rows out of training: a retrain cannot gain by its own test rows', async () => {
+    const rows = await readDataset(data);
+    const run = (await withTracking((store) => store.getRun(parent)))!;
+    const split = splitData(rows, false, Number(run.params.seed));
+    const test = separateTestRepeats([...split.train, ...split.validation], split.test).test;
+    // Issue 40's probe: test texts with "." and " #i" appended, in upper case, labelled with their own tag.
+    const probes = test.slice(0, 30).map((row, i) => ({
+      text: i % 3 === 0 ? `${row.text}.` : i % 3 === 1 ? `${row.text} #${i}` : `${row.text.toUpperCase()}!`,
+      tag: row.tag,
+    }));
+    await label([...probes, ...robotics(2, 700)]);
+    const result = await retrain('--run-id', parent, '--json');
+    expect(result.code, result.stderr).toBe(0);
+    const answer = JSON.parse(result.stdout);
+    expect(answer.trained).toBe(true);
+    // None is the very spelling of a test text ("." or " #i" appended, or upper case and "!"): all are
+    // kept out as the same text as a test row once punctuation, digits and case are set aside.
+    expect(answer.merged.near_test.feedback).toBe(probes.length);
+    expect(answer.warnings).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^kept out of training so the test rows of run ${parent} score only texts the model never learnt: `,
+        ),
+      ),
+    );
+    await withTracking(async (store) => {
+      const child = (await store.getRun(answer.run_id))!;
+      expect(child.tags[EVALUATION_TAGS.dataChecks]).toMatch(/corrections_near_test/);
+      expect(child.tags[EVALUATION_TAGS.testSetDigest]).toBe(run.tags[EVALUATION_TAGS.testSetDigest]);
+      const trained = await readDataset(
+        await writeTemp(
+          Buffer.from(await store.readArtifact(answer.run_id, 'retrain/train.csv')).toString('utf8'),
+        ),
+      );
+      const texts = new Set(trained.map((row) => row.text.toLowerCase().replace(/\W+/g, ' ').trim()));
+      for (const probe of probes) {
+        expect(texts.has(probe.text.toLowerCase().replace(/\W+/g, ' ').trim())).toBe(false);
+      }
+    });
   }, 240_000);
 
   it('runs one retrain of an experiment at a time: a second one says so and trains nothing', async () => {
