@@ -9,7 +9,7 @@
  *   out of the test split and counted in a warning (`test_repeats_removed`), so the f1 is honest and the
  *   run is served; more than that stays in the split as a leak the promotion gate holds back
  *   (`test_leak`), as before — so much overlap says the files themselves are wrong. Near copies that are
- *   not the same text stay (paraphrases are what an intent data set is made of: BANKING77 has 193), and
+ *   not the same text stay (paraphrases are what an intent data set is made of: BANKING77 has 166), and
  *   are counted (`test_near_copies`).
  * - **A retrain's merged rows** (`testCopyFinder`, `withoutTestRepeats`): the test rows are the replaced
  *   run's and stay as they are, so it is the training rows that give way — a correction (feedback label,
