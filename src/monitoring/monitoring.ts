@@ -247,7 +247,12 @@ export class Monitoring {
    */
   async review(
     run: { scope: string; runId: string },
-    request: { limit: number; order: ReviewOrder; randomShare: number },
+    request: {
+      limit: number;
+      order: ReviewOrder;
+      randomShare: number;
+      thresholds?: Readonly<Record<string, number>> | undefined;
+    },
   ): Promise<ReviewQueue> {
     const store = await this.store.get();
     return reviewQueue(store, {

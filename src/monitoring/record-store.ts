@@ -104,12 +104,13 @@ export interface RecordedPrediction {
  * How a labelled prediction was chosen for a person to label (the feedback item's `selection`):
  * `random_share` — drawn at random from the served run's recent predictions (the review queue's random
  * share, or a client's own random sample): the only labels that are an unbiased sample of the traffic,
- * so the only ones live precision / recall / f1 are computed from; `uncertainty`, `drift`, `newest`,
- * `random` — the review queue's other orders; `correction` — a person flagging an answer they saw was
+ * so the only ones live precision / recall / f1 are computed from; `margin`, `uncertainty`, `drift`,
+ * `newest`, `random` — the review queue's other orders; `correction` — a person flagging an answer they saw was
  * wrong ("wrong tag?"); `unspecified` — not said (an API client). Every label feeds retraining.
  */
 export const FEEDBACK_SELECTIONS = [
   'random_share',
+  'margin',
   'uncertainty',
   'drift',
   'newest',

@@ -123,7 +123,7 @@ export const api = {
   /** The served run's live figures (GET /monitoring). */
   monitoring: () => call<MonitoringData>('/monitoring').then((data) => data.monitoring),
   /** The review queue (GET /review). */
-  review: (limit: number, order = 'uncertainty') =>
+  review: (limit: number, order = 'margin') =>
     call<ReviewData>(`/review?limit=${limit}&order=${encodeURIComponent(order)}`),
   /** Labels for recorded predictions (POST /feedback): each item answered on its own. */
   feedback: (items: FeedbackItem[]) =>
