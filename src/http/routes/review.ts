@@ -106,7 +106,9 @@ export function reviewRoutes(
       // A multi-label run's margin is a tag's distance from its own threshold.
       const perTag = served.model.tagThresholds;
       const thresholds =
-        perTag === null ? undefined : Object.fromEntries(served.model.tags.map((tag, k) => [tag, perTag[k]!]));
+        perTag === null
+          ? undefined
+          : Object.fromEntries(served.model.tags.map((tag, k) => [tag, perTag[k]!]));
       const queue = await withStore(
         () => monitoring.review(run, { limit, order, randomShare, thresholds }),
         retryAfterSeconds,
