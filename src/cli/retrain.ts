@@ -48,7 +48,7 @@ import {
   prepare,
   promotionTarget,
 } from './retrain-data.js';
-import { decide, promote } from './retrain-promotion.js';
+import { decide, pairedCounts, promote } from './retrain-promotion.js';
 import { keptOutLine, keptOutWarning, servedNow } from './retrain-report.js';
 
 export interface RetrainFlags {
@@ -117,13 +117,17 @@ const runFlags = (runId: string, flags: RetrainFlags) => ({
   ...(flags.trackingUri === undefined ? {} : { trackingUri: flags.trackingUri }),
 });
 
-/** Weighted f1 of a run on the held-out live labels (the live figures' own computation), or null. */
-async function liveF1(
+/**
+ * A run on the held-out live labels: its weighted f1 (the live figures' own computation) and, label by
+ * label, whether it gave exactly the tags the person gave (for the paired comparison of two runs); null
+ * when there are none.
+ */
+async function liveScore(
   runId: string,
   flags: RetrainFlags,
   labels: readonly HeldOutLabel[],
   io: CliIo,
-): Promise<number | null> {
+): Promise<{ f1: number; right: boolean[] } | null> {
   if (labels.length === 0) return null;
   const loaded = await loadModelOfFlags(runFlags(runId, flags), io);
   try {
@@ -135,7 +139,12 @@ async function liveF1(
       model.tags,
       model.args.multi_label,
     );
-    return quality.overall.f1;
+    const right = predictions.map((prediction, i) => {
+      const truth = labels[i]!.tags;
+      const given = prediction.predicted_tags;
+      return given.length === truth.length && given.every((tag) => truth.includes(tag));
+    });
+    return { f1: quality.overall.f1, right };
   } finally {
     await loaded.close();
   }
@@ -413,10 +422,15 @@ async function retrainFrom(
   const scored = labels.heldOut.filter(
     (label) => !trained.has(label.text.toLowerCase().replace(/\s+/g, ' ').trim()),
   );
+  const [parentLive, childLive] = [
+    await liveScore(parentId, flags, scored, io),
+    await liveScore(childId, flags, scored, io),
+  ];
   const live = {
     size: scored.length,
-    parent: await liveF1(parentId, flags, scored, io),
-    child: await liveF1(childId, flags, scored, io),
+    parent: parentLive?.f1 ?? null,
+    child: childLive?.f1 ?? null,
+    ...pairedCounts(parentLive?.right, childLive?.right),
   };
   if (scored.length > 0) {
     say(

@@ -10,7 +10,7 @@ import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heldOutLabel } from '../../src/cli/retrain-data.js';
-import { decide, promote } from '../../src/cli/retrain-promotion.js';
+import { decide, pairedCounts, promote, worseByChance } from '../../src/cli/retrain-promotion.js';
 import { EVALUATION_TAGS } from '../../src/model/index.js';
 import { predictionId } from '../../src/monitoring/ids.js';
 import { openRecordStore, type RecordStore } from '../../src/monitoring/index.js';
@@ -546,6 +546,45 @@ describe('the promotion decision', () => {
     expect(
       decide(flags, outcome(0.95), 0.9, live(null, null, 0), 'its test split has 9 rows').reasons,
     ).toEqual(['tagger serve would hold it back: its test split has 9 rows']);
+  });
+
+  it('judges "worse on live labels" by the paired test: lower by chance is not worse', () => {
+    expect(worseByChance(5, 0)).toBeCloseTo(1 / 32);
+    expect(worseByChance(3, 1)).toBeCloseTo(5 / 16);
+    expect(worseByChance(2, 4)).toBe(1);
+    expect(worseByChance(0, 0)).toBe(1);
+    // 2,000 disagreements: the sum stays finite and a 52/48 split is chance.
+    expect(worseByChance(1040, 960)).toBeGreaterThan(0.03);
+    expect(worseByChance(1100, 900)).toBeLessThan(1e-5);
+    expect(pairedCounts([true, true, false, false], [true, false, true, false])).toEqual({
+      parentOnly: 1,
+      childOnly: 1,
+    });
+    const chance = decide(
+      flags,
+      outcome(0.95),
+      0.9,
+      { ...live(0.82, 0.8, 300), parentOnly: 12, childOnly: 8 },
+      null,
+    );
+    expect(chance.promote).toBe(true);
+    expect(chance.checks).toContainEqual(
+      expect.stringMatching(
+        /^live f1 0\.8000 against 0\.8200 on 300 held-out labels is within chance \(the served run alone right on 12, the new run alone on 8: p = 0\.25/,
+      ),
+    );
+    const worse = decide(
+      flags,
+      outcome(0.95),
+      0.9,
+      { ...live(0.85, 0.8, 300), parentOnly: 25, childOnly: 8 },
+      null,
+    );
+    expect(worse.reasons).toEqual([
+      expect.stringMatching(
+        /^its f1 on the 300 held-out live labels is worse: 0\.8000 against the served run's 0\.8500 \(the served run alone right on 25, the new run alone on 8: p = 0\.00/,
+      ),
+    ]);
   });
 
   it('does not judge live labels it has too few of, and says so', () => {
