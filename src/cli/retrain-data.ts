@@ -27,7 +27,14 @@ import { separateTestRepeats } from '../train/duplicates.js';
 import { textKey } from '../train/label-issues.js';
 import { type Correction, type MergeResult, mergeCorrections } from '../train/merge-corrections.js';
 import { splitData, testSetDigest } from '../train/pipeline.js';
-import { servingGates, UsageError } from './inputs.js';
+import {
+  type DataColumnFlags,
+  dataColumns,
+  describeDataColumns,
+  runDataColumns,
+  servingGates,
+  UsageError,
+} from './inputs.js';
 
 /** Where a promotion goes: the experiment's best run, or a registry alias. */
 export type PromotionTarget = { kind: 'best' } | { kind: 'alias'; uri: string; name: string; alias: string };
@@ -61,9 +68,14 @@ export interface ParentRun {
   seed: number;
   /** How it was chosen, for the output. */
   chosen: string;
+  /**
+   * The columns of its data files (as recorded with the run, or the flags overriding them): a file it
+   * was trained on is read with them; data Tagger wrote (a retrain's merged artifact) has its own.
+   */
+  columns: DataColumnFlags;
 }
 
-export interface ParentFlags {
+export interface ParentFlags extends DataColumnFlags {
   experiment: string;
   runId?: string;
 }
@@ -135,6 +147,7 @@ export async function findParent(
     args: parseTrainingArgs(JSON.parse(argsText)),
     seed: seedText !== undefined && /^\d+$/.test(seedText) ? Number(seedText) : 42,
     chosen,
+    columns: runDataColumns(run.params, flags),
   };
 }
 
@@ -169,11 +182,12 @@ export interface ParentData {
 
 const contextOf = (input: DatasetInput): string | undefined => input.tags['mlflow.data.context'];
 
-function parseBytes(bytes: Uint8Array, name: string): DatasetRow[] {
+function parseBytes(bytes: Uint8Array, name: string, columns: DataColumnFlags): DatasetRow[] {
   const content = Buffer.from(bytes).toString('utf8');
+  const given = dataColumns(columns);
   return extname(name).toLowerCase() === '.json'
-    ? parseJsonDataset(content, name)
-    : parseDataset(content, name);
+    ? parseJsonDataset(content, name, given)
+    : parseDataset(content, name, given);
 }
 
 /** `{"uri": …}` of a dataset input's source, or null. */
@@ -200,7 +214,10 @@ async function readRecorded(
   input: DatasetInput,
   override: string | undefined,
   flag: '--data' | '--test-data',
+  runColumns: DataColumnFlags,
 ): Promise<DataSource> {
+  // What Tagger wrote itself (a retrain's merged data, runs:/…) is in its own columns.
+  const columns = sourceUri(input)?.startsWith('runs:/') ? {} : runColumns;
   const recorded = input.dataset.digest;
   let refused: UsageError | undefined;
   if (override !== undefined) {
@@ -211,7 +228,7 @@ async function readRecorded(
       throw new UsageError(`${flag}: cannot read ${override}: ${(error as Error).message}`);
     }
     const digest = fileDigest(bytes);
-    if (digest === recorded) return parsed(input, override, digest, bytes);
+    if (digest === recorded) return parsed(input, override, digest, bytes, columns);
     refused = new UsageError(
       `${flag} ${override} is not the ${contextOf(input)} data of run ${runId}: its digest is ${digest}, the run recorded ${recorded} (${input.dataset.name}); give the file the run was trained on`,
     );
@@ -224,7 +241,7 @@ async function readRecorded(
         `retrain: the ${contextOf(input)} data of run ${runId}, ${where}, changed since the run was trained: its digest is ${digest}, the run recorded ${recorded}; give the file it was trained on with ${flag} <file>`,
       );
     }
-    return parsed(input, where, digest, bytes);
+    return parsed(input, where, digest, bytes, columns);
   } catch (error) {
     throw refused ?? error;
   }
@@ -270,12 +287,23 @@ async function readSource(
   );
 }
 
-function parsed(input: DatasetInput, where: string, digest: string, bytes: Uint8Array): DataSource {
+function parsed(
+  input: DatasetInput,
+  where: string,
+  digest: string,
+  bytes: Uint8Array,
+  columns: DataColumnFlags,
+): DataSource {
   let rows: DatasetRow[];
   try {
-    rows = parseBytes(bytes, input.dataset.name);
+    rows = parseBytes(bytes, input.dataset.name, columns);
   } catch (error) {
-    throw new UsageError(`retrain: ${where}: ${(error as Error).message.replace(/^data: /, '')}`);
+    const reason = (error as Error).message
+      .replace(/^data: /, '')
+      .replace(/\. (Name the columns|A dataset needs) .*$/s, '');
+    throw new UsageError(
+      `retrain: ${where}: ${reason}; read with ${describeDataColumns(columns)}, as the run recorded them (or as given): name the file's columns with --text-column, --tag-column or --tags-column`,
+    );
   }
   return { name: input.dataset.name, digest, where, rows, bytes };
 }
@@ -305,11 +333,11 @@ export async function readParentData(
       `--test-data: run ${runId} was tested on a split of its training data, not on a test file; drop --test-data`,
     );
   }
-  const training = await readRecorded(store, runId, trainingInput, flags.data, '--data');
+  const training = await readRecorded(store, runId, trainingInput, flags.data, '--data', parent.columns);
   const testing =
     testingInput === undefined
       ? null
-      : await readRecorded(store, runId, testingInput, flags.testData, '--test-data');
+      : await readRecorded(store, runId, testingInput, flags.testData, '--test-data', parent.columns);
   const subset = parent.args.subset;
   const data = subset === null ? training.rows : training.rows.slice(0, subset);
   let pool: DatasetRow[];

@@ -26,6 +26,8 @@ import { trainingCsv } from '../train/merge-corrections.js';
 import { argsForData } from '../train/pipeline.js';
 import { embedForTraining, encoderArgs } from './embeddings.js';
 import {
+  type DataColumnFlags,
+  dataColumnParams,
   defaultRunName,
   loadModelOfFlags,
   modelFor,
@@ -51,7 +53,7 @@ import {
 import { decide, pairedCounts, promote } from './retrain-promotion.js';
 import { keptOutLine, keptOutWarning, servedNow } from './retrain-report.js';
 
-export interface RetrainFlags {
+export interface RetrainFlags extends DataColumnFlags {
   experiment: string;
   runId?: string;
   data?: string;
@@ -90,12 +92,35 @@ const MERGED_TEST = 'retrain/test.csv';
 const LEASE_MS = 5 * 60_000;
 const RENEW_MS = 60_000;
 
+/**
+ * Whether a lease holder (`host:pid:start`) is a process of this machine that has exited: a retrain that
+ * lost its store while promoting could not release its lease, and nothing holds it any more.
+ */
+export function holderExited(holder: string): boolean {
+  const [host, pidText] = holder.split(':');
+  if (host !== hostname() || pidText === undefined || !/^\d+$/.test(pidText)) return false;
+  const pid = Number(pidText);
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    // EPERM: alive, someone else's.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 async function holdLease(records: RecordStore, name: string, experiment: string) {
   const holder = `${hostname()}:${process.pid}:${Date.now().toString(36)}`;
-  const lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
+  let lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
+  if (lease.holder !== holder && holderExited(lease.holder)) {
+    // Released in the name of the exited holder, then taken as any free lease (two takers: one wins).
+    await records.releaseLease(name, lease.holder);
+    lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
+  }
   if (lease.holder !== holder) {
     throw new UsageError(
-      `retrain: another retrain of experiment '${experiment}' is running (${lease.holder}, since ${new Date(lease.acquiredMs).toISOString()}); one at a time, so this one stops without training (its lease ends by ${new Date(lease.expiresMs).toISOString()} if that one died)`,
+      `retrain: another retrain of experiment '${experiment}' is running (${lease.holder}, since ${new Date(lease.acquiredMs).toISOString()}); one at a time, so this one stops without training (its lease ends by ${new Date(lease.expiresMs).toISOString()} if that one died on another machine; one of this machine that has exited is taken over at once)`,
     );
   }
   const timer = setInterval(() => {
@@ -352,7 +377,13 @@ async function retrainFrom(
     seed,
     outcome,
     source: 'tagger retrain',
-    extraParams: { parent_run_id: parentId, data: MERGED_TRAIN, test_data: MERGED_TEST },
+    // The columns of the user's files, so evaluate and the next retrain's --data read them as the parent's.
+    extraParams: {
+      parent_run_id: parentId,
+      data: MERGED_TRAIN,
+      test_data: MERGED_TEST,
+      ...dataColumnParams(parent.columns),
+    },
     extraTags: {
       // Never served before the promotion decides (the gates hold candidates back).
       [EVALUATION_TAGS.promotion]: 'candidate',
@@ -526,6 +557,15 @@ export function registerRetrain(program: Command, io: CliIo): void {
       "the replaced run's training data, when it is no longer where the run recorded it (its digest must match)",
     )
     .option('--test-data <file>', "the replaced run's test file, likewise")
+    .option(
+      '--text-column <names>',
+      "the column(s) of the replaced run's data files holding the text, several separated by commas (default: those the run recorded)",
+    )
+    .option('--tag-column <name>', 'the column holding the tag (default: the one the run recorded)')
+    .option(
+      '--tags-column <name>',
+      'the column holding several tags per row (default: the one the run recorded)',
+    )
     .option('--args <json>', "training arguments instead of the replaced run's (a JSON file or inline JSON)")
     .option('--seed <n>', "random seed (default: the replaced run's)", parseInteger('--seed', 0))
     .option(
