@@ -150,6 +150,7 @@ export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { DATA_CHECK_KINDS, type DataCheckKind, EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
 export { selectTags, type TagSelection } from './select.js';
 export { stratifiedSplit } from './split.js';
+export { neutraliseFormula, restoreFormula } from './spreadsheet-cells.js';
 export {
   bindEmbeddings,
   type ClassesReport,

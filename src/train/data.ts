@@ -9,7 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { type LabelledText, tagSetKey } from '../model/index.js';
+import { type LabelledText, restoreFormula, tagSetKey } from '../model/index.js';
 
 export const REQUIRED_COLUMNS = ['title', 'description', 'tag'] as const;
 /** The columns of a multi-label dataset: `tags` instead of `tag`. */
@@ -162,8 +162,9 @@ export function parseDataset(content: string, source: string, given: DatasetColu
   return checkedRows(
     rows.map((row, index) => ({
       line: parsed[index + 1]![1] - innerLineBreaks(row),
-      text: textAt.map((at) => row[at] ?? ''),
-      label: row[labelAt] ?? '',
+      // A cell Tagger (or a careful person) neutralised for spreadsheets is read as the text it was.
+      text: textAt.map((at) => restoreFormula(row[at] ?? '')),
+      label: restoreFormula(row[labelAt] ?? ''),
     })),
     multiLabel,
     source,

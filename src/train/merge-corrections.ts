@@ -12,7 +12,7 @@
  * merge keeps apart (they differ beyond case and spacing) and that disagree are counted and kept. Pure:
  * the caller reads the data and the corrections.
  */
-import { type LabelledText, NearDuplicateIndex, tagSetKey } from '../model/index.js';
+import { type LabelledText, NearDuplicateIndex, neutraliseFormula, tagSetKey } from '../model/index.js';
 import { sameText } from './data-checks.js';
 import { testCopyFinder, withoutTestRepeats } from './duplicates.js';
 
@@ -162,8 +162,12 @@ export function mergeCorrections(input: MergeInput): MergeResult {
   return { rows, summary };
 }
 
-/** One CSV field, RFC 4180: always quoted, quotes doubled. */
-const field = (value: string): string => `"${value.replaceAll('"', '""')}"`;
+/**
+ * One CSV field, RFC 4180: always quoted, quotes doubled, and a cell a spreadsheet would run as a formula
+ * neutralised with a leading `'` (`feedback export --merged` writes these files for people to open; the
+ * data reader takes the `'` away again, so the texts read back the same).
+ */
+const field = (value: string): string => `"${neutraliseFormula(value).replaceAll('"', '""')}"`;
 
 /**
  * Rows as a training file that reads back to the very same texts: a text is split at its first space into
