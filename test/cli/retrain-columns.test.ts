@@ -2,7 +2,8 @@
  * Custom columns end to end (issue 40): a run trained with `--text-column`/`--tag-column` (one text
  * column, or several joined as title and description are) is retrained, exported merged and evaluated
  * with the columns it recorded, `retrain`'s column flags override them, and a file read with the wrong
- * columns stops with one line. And a retrain's lease left behind by a retrain of this machine that has
+ * columns stops with one line. Corrections that disagree (near copies with different tags, the same text
+ * twice) are said in one line each and trained on as the merge decides. And a retrain's lease left behind by a retrain of this machine that has
  * exited (its store lost while promoting) is taken over at once instead of blocking for minutes.
  */
 import { spawnSync } from 'node:child_process';
@@ -177,6 +178,34 @@ describe('a run trained on custom columns', () => {
     // Read with body alone, the test rows are not the ones the run was tested on: refused, nothing trained.
     expect(overridden.code).toBe(1);
     expect(overridden.stderr).toMatch(/test rows of run .* cannot be reproduced/);
+  }, 240_000);
+});
+
+describe('corrections that disagree', () => {
+  it('says in one line when near copies got different tags, trains on both, and names contradictions', async () => {
+    const base = 'A robot arm grasps boxes on a conveyor with a learned gripper policy and six servo motors';
+    await label(
+      [
+        { text: base, tag: 'robotics' },
+        { text: `${base} today`, tag: 'other' },
+        // The same text (case and spacing aside) twice, with different tags: the latest wins.
+        { text: 'Drone swarm mapping of orchards with lidar', tag: 'robotics' },
+        { text: 'drone swarm  mapping of orchards with LIDAR', tag: 'computer-vision' },
+        ...robotics(2, 300),
+      ],
+      parent,
+    );
+    const result = await tagger([
+      'retrain',
+      ...['--tracking-uri', uri, '--no-label-issues', '--quiet', '--run-id', parent],
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const warnings = result.stderr.split('\n').filter((line) => /near copies of each other/.test(line));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(
+      /^tagger: WARNING: \d+ pair\(s\) of corrected texts are near copies of each other with different tags, e\.g\. /,
+    );
+    expect(result.stdout, result.stdout).toMatch(/\d+ text\(s\) had contradictory labels: the latest one was used for each/);
   }, 240_000);
 });
 
