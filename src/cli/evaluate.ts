@@ -8,6 +8,7 @@ import {
   evaluate,
   OTHER_TAG,
   runBehaviourSuite,
+  type TagModel,
   tagsOf,
 } from '../model/index.js';
 import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
@@ -18,7 +19,6 @@ import {
   dataColumns,
   hasDataColumnFlags,
   loadModelOfFlags,
-  modelFor,
   readDefinitions,
   runDataColumns,
   trackingOption,
@@ -67,9 +67,9 @@ async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
   }
   const suite = definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE;
   // An encoder run: every text scored (the data's, the suite's) is embedded once, first.
-  let model: Awaited<ReturnType<typeof modelFor>>;
+  let model: TagModel;
   try {
-    model = await modelFor(loaded, [...data.map((row) => row.text), ...behaviourTexts(suite)]);
+    model = await loaded.predictor.prepare([...data.map((row) => row.text), ...behaviourTexts(suite)]);
   } finally {
     await loaded.close();
   }

@@ -30,7 +30,6 @@ import {
   dataColumnParams,
   defaultRunName,
   loadModelOfFlags,
-  modelFor,
   parseInteger,
   readArgs,
   servingGates,
@@ -157,7 +156,7 @@ async function liveScore(
   const loaded = await loadModelOfFlags(runFlags(runId, flags), io);
   try {
     const texts = labels.map((label) => label.text);
-    const model = await modelFor(loaded, texts);
+    const model = await loaded.predictor.prepare(texts);
     const predictions = model.predict(texts);
     const quality = liveQuality(
       predictions.map((prediction, i) => ({ predicted: prediction.predicted_tags, truth: labels[i]!.tags })),
