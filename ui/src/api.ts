@@ -115,6 +115,8 @@ export const api = {
   servedArgs: () => call<ArgsData>('/args').then((data) => data.args),
   performance: (runId: string) =>
     call<RunPerformanceData>(`/runs/${encodeURIComponent(runId)}`).then((data) => data.performance),
+  /** The whole answer of GET /runs/{id}: for a run logged since the server's last reload, `loaded: false`. */
+  run: (runId: string) => call<RunPerformanceData>(`/runs/${encodeURIComponent(runId)}`),
   history: (runId: string) =>
     call<RunHistoryData>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
   errors: (runId: string) => call<RunErrorsData>(`/runs/${encodeURIComponent(runId)}/errors`),
