@@ -17,6 +17,7 @@ import {
   type RecordStore,
   recordScope,
 } from '../monitoring/index.js';
+import type { LabelledRecord } from '../monitoring/record-store.js';
 import { readRuns } from '../served-models/candidates.js';
 import { servingVerdict } from '../served-models/gates.js';
 import { type ModelUri, parseModelUri, resolveModelUri } from '../tracking/model-uri.js';
@@ -388,6 +389,75 @@ export interface Labels {
   /** Label-issue fixes applied, and those whose row is not in the data any more. */
   fixes: number;
   fixesNotFound: number;
+  /**
+   * What followed its texts from other experiments (issue 40): feedback labels of experiments whose runs
+   * were trained on the same data (the same original file, by digest), and label-issue fixes of any
+   * experiment for rows of this data; the record scopes they came from.
+   */
+  followed: { feedback: number; fixes: number; scopes: string[] };
+}
+
+/** The run tag naming a retrained run's parent (`LINEAGE_TAGS.parent` of retrain.ts). */
+const PARENT_RUN_TAG = 'tagger.retrain.parent_run_id';
+
+/**
+ * The digest of the file a run's lineage started from: its training input's, or — for a retrained run,
+ * whose training data is its merged artifact — its first ancestor's. null when it cannot be told.
+ */
+async function originDigest(
+  store: TrackingStore,
+  runId: string,
+  seen: Map<string, string | null>,
+): Promise<string | null> {
+  const known = seen.get(runId);
+  if (known !== undefined) return known;
+  let digest: string | null = null;
+  let id: string | undefined = runId;
+  // A lineage is short; the bound only guards against a loop of hand-set tags.
+  for (let hop = 0; id !== undefined && hop < 50; hop++) {
+    const run: Run | null = await store.getRun(id).catch(() => null);
+    if (run === null) break;
+    const parentId: string | undefined = run.tags[PARENT_RUN_TAG];
+    if (parentId === undefined) {
+      digest = (run.inputs ?? []).find((input) => contextOf(input) === 'training')?.dataset.digest ?? null;
+      break;
+    }
+    id = parentId;
+  }
+  seen.set(runId, digest);
+  return digest;
+}
+
+/**
+ * The record scopes of other experiments whose labelled predictions were made by runs trained on the
+ * same original data as `parent` — where feedback given before a user started this experiment lives.
+ */
+async function sameDataScopes(
+  store: TrackingStore,
+  records: RecordStore,
+  parent: ParentRun,
+): Promise<Set<string>> {
+  const digests = new Map<string, string | null>();
+  const origin = await originDigest(store, parent.run.info.runId, digests);
+  const scopes = new Set<string>();
+  if (origin === null) return scopes;
+  // The runs whose predictions people labelled, any experiment's; each run's experiment is its scope.
+  const labelledRuns = new Set<string>();
+  let after: string | undefined;
+  for (;;) {
+    const page = await records.labelled({ after, limit: 1_000 });
+    if (page.length === 0) break;
+    after = page.at(-1)!.predictionId;
+    for (const record of page) labelledRuns.add(record.runId);
+  }
+  for (const runId of labelledRuns) {
+    const run = await store.getRun(runId).catch(() => null);
+    if (run === null) continue;
+    const scope = recordScope({ experimentId: run.info.experimentId });
+    if (scope === parent.scope || scopes.has(scope)) continue;
+    if ((await originDigest(store, runId, digests)) === origin) scopes.add(scope);
+  }
+  return scopes;
 }
 
 /**
@@ -399,6 +469,7 @@ export async function readLabels(
   scope: string,
   rows: readonly DatasetRow[],
   liveHoldout: number,
+  sameData: ReadonlySet<string> = new Set(),
 ): Promise<Labels> {
   const labels: Labels = {
     corrections: [],
@@ -407,41 +478,39 @@ export async function readLabels(
     hashedOnly: 0,
     fixes: 0,
     fixesNotFound: 0,
+    followed: { feedback: 0, fixes: 0, scopes: [] },
   };
-  let after: string | undefined;
-  for (;;) {
-    const page = await records.labelled({ scope, after, limit: 1_000 });
-    if (page.length === 0) break;
-    after = page.at(-1)!.predictionId;
-    for (const record of page) {
-      labels.feedback++;
-      if (record.text === null) {
-        labels.hashedOnly++;
-        continue;
+  const from = new Set<string>();
+  for (const labelScope of [scope, ...sameData]) {
+    let after: string | undefined;
+    for (;;) {
+      const page = await records.labelled({ scope: labelScope, after, limit: 1_000 });
+      if (page.length === 0) break;
+      after = page.at(-1)!.predictionId;
+      for (const record of page) readFeedback(labels, record, liveHoldout);
+      if (labelScope !== scope) {
+        labels.followed.feedback += page.length;
+        from.add(labelScope);
       }
-      if (record.selection === 'random_share' && heldOutLabel(record.predictionId, liveHoldout)) {
-        labels.heldOut.push({ predictionId: record.predictionId, text: record.text, tags: record.tags });
-        continue;
-      }
-      labels.corrections.push({
-        text: record.text,
-        tags: record.tags,
-        source: 'feedback',
-        receivedMs: record.receivedMs,
-      });
     }
   }
   const byKey = new Map(rows.map((row) => [textKey(row.text), row.text]));
-  for (const review of await records.labelReviews(scope)) {
+  // Every experiment's decisions: a fix follows its row's text into another experiment on the same data.
+  for (const review of await records.labelReviews()) {
     if (review.decision !== 'fix') continue;
+    const own = review.scope === scope;
     // The decision names the row by the hash of its whole text (the one shown may be cut).
     const text =
-      byKey.get(review.textKey) ?? (textKey(review.text) === review.textKey ? review.text : undefined);
+      byKey.get(review.textKey) ?? (own && textKey(review.text) === review.textKey ? review.text : undefined);
     if (text === undefined) {
-      labels.fixesNotFound++;
+      if (own) labels.fixesNotFound++;
       continue;
     }
     labels.fixes++;
+    if (!own) {
+      labels.followed.fixes++;
+      from.add(review.scope);
+    }
     labels.corrections.push({
       text,
       tags: review.tags,
@@ -449,7 +518,27 @@ export async function readLabels(
       receivedMs: review.receivedMs,
     });
   }
+  labels.followed.scopes = [...from].sort();
   return labels;
+}
+
+/** One labelled record into `labels`: a correction, a held-out live label, or a hash without its text. */
+function readFeedback(labels: Labels, record: LabelledRecord, liveHoldout: number): void {
+  labels.feedback++;
+  if (record.text === null) {
+    labels.hashedOnly++;
+    return;
+  }
+  if (record.selection === 'random_share' && heldOutLabel(record.predictionId, liveHoldout)) {
+    labels.heldOut.push({ predictionId: record.predictionId, text: record.text, tags: record.tags });
+    return;
+  }
+  labels.corrections.push({
+    text: record.text,
+    tags: record.tags,
+    source: 'feedback',
+    receivedMs: record.receivedMs,
+  });
 }
 
 /** The record store `tagger serve` writes for this tracking store (or `--record-store`), opened writable. */
@@ -479,7 +568,13 @@ export async function prepare(
   flags: { data?: string; testData?: string; liveHoldout: number },
 ): Promise<Prepared> {
   const data = await readParentData(store, parent, flags);
-  const labels = await readLabels(records, parent.scope, [...data.pool, ...data.test], flags.liveHoldout);
+  const labels = await readLabels(
+    records,
+    parent.scope,
+    [...data.pool, ...data.test],
+    flags.liveHoldout,
+    await sameDataScopes(store, records, parent),
+  );
   const merged = mergeCorrections({
     pool: data.pool,
     test: data.test,

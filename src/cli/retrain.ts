@@ -134,6 +134,12 @@ async function holdLease(records: RecordStore, name: string, experiment: string)
   };
 }
 
+/** What followed its texts from other experiments, for the corrections line ('' when nothing did). */
+function followedLine(followed: { feedback: number; fixes: number; scopes: string[] }): string {
+  if (followed.feedback === 0 && followed.fixes === 0) return '';
+  return `; of them from other experiments, following their texts: ${followed.feedback} feedback label(s) of runs trained on the same data and ${followed.fixes} fix(es) of rows of this data (record scope(s) ${followed.scopes.join(', ')})`;
+}
+
 /** `loadModelOfFlags`'s flags for one run of the store of `flags`. */
 const runFlags = (runId: string, flags: RetrainFlags) => ({
   runId,
@@ -258,7 +264,7 @@ async function retrainFrom(
     `Retraining run ${parentId} (${parent.chosen}, experiment '${parent.experimentName}'): its training data ${data.training.where} (digest ${data.training.digest}, as recorded)${data.testing ? ` and test data ${data.testing.where}` : ''}; ${data.pool.length} training and ${data.test.length} test rows (the same test rows, digest checked).`,
   );
   say(
-    `Corrections: ${labels.feedback} feedback label(s)${labels.heldOut.length > 0 ? ` (${labels.heldOut.length} of the random share held out, to score on)` : ''}${labels.hashedOnly > 0 ? `, ${labels.hashedOnly} without their text (TAGGER_RECORD_TEXT=hash), left out` : ''}; ${labels.fixes} label-issue fix(es)${labels.fixesNotFound > 0 ? `, ${labels.fixesNotFound} for rows no longer in the data, left out` : ''}${s.contradictions > 0 ? `; ${s.contradictions} text(s) had contradictory labels: the latest one was used for each` : ''}.`,
+    `Corrections: ${labels.feedback} feedback label(s)${labels.heldOut.length > 0 ? ` (${labels.heldOut.length} of the random share held out, to score on)` : ''}${labels.hashedOnly > 0 ? `, ${labels.hashedOnly} without their text (TAGGER_RECORD_TEXT=hash), left out` : ''}; ${labels.fixes} label-issue fix(es)${labels.fixesNotFound > 0 ? `, ${labels.fixesNotFound} for rows no longer in the data, left out` : ''}${s.contradictions > 0 ? `; ${s.contradictions} text(s) had contradictory labels: the latest one was used for each` : ''}${followedLine(labels.followed)}.`,
   );
   if (s.nearContradiction !== undefined) {
     const [a, b] = s.nearContradiction.texts;
@@ -279,6 +285,11 @@ async function retrainFrom(
       fixes: labels.fixes,
       fixes_not_found: labels.fixesNotFound,
       contradictions: s.contradictions,
+      followed: {
+        feedback: labels.followed.feedback,
+        fixes: labels.followed.fixes,
+        scopes: labels.followed.scopes,
+      },
     },
     merged: {
       rows: merged.rows.length,

@@ -262,8 +262,8 @@ export class Monitoring {
     });
   }
 
-  /** The decisions on label issues of a scope. */
-  async labelReviews(scope: string): Promise<LabelReview[]> {
+  /** The decisions on label issues of a scope, or of every scope (undefined). */
+  async labelReviews(scope?: string): Promise<LabelReview[]> {
     return (await this.store.get()).labelReviews(scope);
   }
 

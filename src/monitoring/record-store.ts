@@ -319,8 +319,11 @@ export interface RecordStore {
   reviewCandidates(query: ReviewQuery): Promise<ReviewCandidate[]>;
   /** Stores decisions on label issues (a later one for the same text replaces an earlier one). */
   putLabelReviews(reviews: readonly LabelReview[]): Promise<void>;
-  /** The decisions on label issues of a scope. */
-  labelReviews(scope: string): Promise<LabelReview[]>;
+  /**
+   * The decisions on label issues of a scope, or of every scope (undefined): a decision follows its text
+   * into another experiment on the same data. Oldest first.
+   */
+  labelReviews(scope?: string): Promise<LabelReview[]>;
   /**
    * Takes (or, for its holder, renews) the lease on `name` until `nowMs + ttlMs` unless another holder's
    * lease has not expired; resolves with the lease as it now stands (its holder says who won).

@@ -17,6 +17,7 @@ import { predictionId } from '../../src/monitoring/ids.js';
 import { openRecordStore, type RecordStore } from '../../src/monitoring/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
+import { textKey } from '../../src/train/label-issues.js';
 import { cliFolder, expectCleanFailure, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
@@ -205,7 +206,72 @@ describe('corrections that disagree', () => {
     expect(warnings[0]).toMatch(
       /^tagger: WARNING: \d+ pair\(s\) of corrected texts are near copies of each other with different tags, e\.g\. /,
     );
-    expect(result.stdout, result.stdout).toMatch(/\d+ text\(s\) had contradictory labels: the latest one was used for each/);
+    expect(result.stdout, result.stdout).toMatch(
+      /\d+ text\(s\) had contradictory labels: the latest one was used for each/,
+    );
+  }, 240_000);
+});
+
+describe('a new experiment on the same data', () => {
+  it('takes the feedback and label-issue fixes given in the first one: they follow the texts', async () => {
+    const trained = await tagger(
+      trainArgv(
+        uri,
+        [
+          ...['--experiment', 'again', '--text-column', 'subject,body', '--tag-column', 'section'],
+          ...['--json', '--quiet', '--no-label-issues'],
+        ],
+        { data: file },
+      ),
+    );
+    expect(trained.code, trained.stderr).toBe(0);
+    await label(robotics(3, 400), parent);
+    let given = 0;
+    for (let after: string | undefined; ; ) {
+      const page = await records.labelled({ scope, after, limit: 1_000 });
+      if (page.length === 0) break;
+      given += page.length;
+      after = page.at(-1)!.predictionId;
+    }
+    expect(given).toBeGreaterThan(0);
+    // A fix decided in the first experiment for a row of the data (by its text's key, as the page sends it).
+    const row = (await readDataset(file, { text: 'subject,body', tag: 'section' }))[5]!;
+    await records.putLabelReviews([
+      {
+        scope,
+        textKey: textKey(row.text),
+        text: row.text.slice(0, 40),
+        givenTags: [row.tag],
+        decision: 'fix',
+        tags: ['robotics'],
+        runId: parent,
+        receivedMs: Date.now(),
+      },
+    ]);
+    const result = await tagger([
+      'retrain',
+      ...['--experiment', 'again', '--tracking-uri', uri, '--no-label-issues', '--quiet', '--json'],
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const answer = JSON.parse(result.stdout);
+    expect(answer.corrections.followed).toEqual({ feedback: given, fixes: 1, scopes: [scope] });
+    expect(answer.trained).toBe(true);
+    // Another file (the sample data in Tagger's columns: the same texts): the feedback, given to runs of
+    // other data, stays; the fix follows its row's text, which this data has too.
+    const other = await tagger(
+      trainArgv(uri, ['--experiment', 'other-data', '--json', '--quiet', '--no-label-issues']),
+    );
+    expect(other.code, other.stderr).toBe(0);
+    const elsewhere = await tagger([
+      'retrain',
+      ...['--experiment', 'other-data', '--tracking-uri', uri, '--no-label-issues', '--quiet', '--json'],
+    ]);
+    expect(elsewhere.code, elsewhere.stderr).toBe(0);
+    expect(JSON.parse(elsewhere.stdout).corrections.followed).toEqual({
+      feedback: 0,
+      fixes: 1,
+      scopes: [scope],
+    });
   }, 240_000);
 });
 

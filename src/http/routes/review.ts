@@ -167,7 +167,9 @@ export function reviewRoutes(
       const monitoring = need(request.server.taggerMonitoring);
       const state = current();
       const { runId, report, byKey } = await issuesOf(state, request.query.run_id);
-      const reviews = await withStore(() => monitoring.labelReviews(scopeOf(state)), retryAfterSeconds);
+      // Every experiment's decisions, the latest per text: a decision follows its text (issue 40), so a
+      // new experiment on the same data does not ask about the rows people decided on already.
+      const reviews = await withStore(() => monitoring.labelReviews(), retryAfterSeconds);
       const byText = new Map(reviews.map((review) => [review.textKey, review]));
       const limit = request.query.limit ?? 20;
       let decidedRows = 0;
