@@ -11,16 +11,14 @@ import {
   type TagModel,
   tagsOf,
 } from '../model/index.js';
-import { openTrackingStore, resolveTrackingUri } from '../tracking/index.js';
 import { readDataset } from '../train/data.js';
 import {
   type DataColumnFlags,
   dataColumnOptions,
   dataColumns,
-  hasDataColumnFlags,
   loadModelOfFlags,
   readDefinitions,
-  runDataColumns,
+  recordedColumns,
   trackingOption,
 } from './inputs.js';
 import type { CliIo } from './io.js';
@@ -37,30 +35,13 @@ interface EvaluateFlags extends DataColumnFlags {
   slices?: string;
 }
 
-/**
- * The columns to read `--data` with: the flags given, else those the evaluated run was trained with
- * (`text_column`, … params), so a run trained on custom columns is evaluated on its kind of file as is.
- */
-async function columnsFor(runId: string | null, flags: EvaluateFlags): Promise<DataColumnFlags> {
-  if (runId === null || hasDataColumnFlags(flags)) return flags;
-  const store = await openTrackingStore(resolveTrackingUri(flags.trackingUri, process.env), {
-    readOnly: true,
-  });
-  try {
-    const run = await store.getRun(runId);
-    return run === null ? flags : runDataColumns(run.params, flags);
-  } finally {
-    await store.close();
-  }
-}
-
 /** `tagger evaluate`: a saved model or run scored on new labelled data, with training's report. */
 async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
   const definitions = await readDefinitions(flags);
   const loaded = await loadModelOfFlags(flags, io);
   let data: Awaited<ReturnType<typeof readDataset>>;
   try {
-    data = await readDataset(flags.data, dataColumns(await columnsFor(loaded.runId, flags)));
+    data = await readDataset(flags.data, dataColumns(await recordedColumns(loaded.runId, flags)));
   } catch (error) {
     await loaded.close();
     throw error;

@@ -111,6 +111,27 @@ export function runDataColumns(
   return columns;
 }
 
+/**
+ * The columns to read a data file with: the flags given, else those the run `runId` was trained with
+ * (its `text_column`, … params; null: no run, the defaults), so a file of a run's kind is read as it was.
+ */
+export async function recordedColumns(
+  runId: string | null | undefined,
+  flags: DataColumnFlags & { trackingUri?: string | undefined },
+): Promise<DataColumnFlags> {
+  if (runId === null || runId === undefined || hasDataColumnFlags(flags)) return flags;
+  const store = await openTrackingStore(resolveTrackingUri(flags.trackingUri, process.env), {
+    readOnly: true,
+  });
+  try {
+    const run = await store.getRun(runId);
+    if (run === null) throw new UsageError(`--run-id: run ${runId} not found in ${store.displayUri}`);
+    return runDataColumns(run.params, flags);
+  } finally {
+    await store.close();
+  }
+}
+
 /** Whether any data-column flag was given. */
 export const hasDataColumnFlags = (flags: DataColumnFlags): boolean =>
   flags.textColumn !== undefined || flags.tagColumn !== undefined || flags.tagsColumn !== undefined;

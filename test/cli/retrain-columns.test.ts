@@ -144,6 +144,24 @@ describe('a run trained on custom columns', () => {
     const mergedRows = await readDataset(merged);
     expect(mergedRows.some((row) => row.tag === 'robotics')).toBe(true);
 
+    // label-issues reads it with a run's columns too.
+    const issues = await tagger([
+      'label-issues',
+      ...[
+        '--data',
+        file,
+        '--run-id',
+        answer.run_id,
+        '--tracking-uri',
+        uri,
+        '--folds',
+        '2',
+        '--json',
+        '--quiet',
+      ],
+    ]);
+    expect(issues.code, issues.stderr).toBe(0);
+    expect(JSON.parse(issues.stdout).rows).toBeGreaterThan(100);
     // evaluate reads the user's file with the run's columns, no flags needed.
     for (const runId of [parent, answer.run_id]) {
       const evaluated = await tagger([
