@@ -10,7 +10,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse';
-import { mostProbable, tagsOverThresholds } from '../model/index.js';
+import { mostProbable, neutraliseFormula, tagsOverThresholds } from '../model/index.js';
 import { DEFAULT_MAX_ROW_BYTES, RowLimiter } from './batch-row-limit.js';
 import { isS3Url, s3ReadStream } from './object-store.js';
 
@@ -339,19 +339,8 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
 const csvField = (value: string): string =>
   /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 
-/** What a spreadsheet takes for the start of a formula (OWASP's CSV injection list). */
-const FORMULA_START = /^[=+\-@\t\r]/;
-
 /**
- * OWASP's defence against CSV (formula) injection: a value starting with `=`, `+`, `-`, `@`, tab or CR
- * gets a leading `'`, so Excel, LibreOffice and Google Sheets show it as text instead of running it.
- * The original is the value without its first character.
- * @example neutraliseFormula('=HYPERLINK("http://x")') // "'=HYPERLINK(\"http://x\")"
- */
-export const neutraliseFormula = (value: string): string => (FORMULA_START.test(value) ? `'${value}` : value);
-
-/**
- * A CSV field a spreadsheet cannot run: neutralised as above, and also quoted when it holds a `;` or a
+ * A CSV field a spreadsheet cannot run: neutralised (`neutraliseFormula`, src/model/spreadsheet-cells.ts), and also quoted when it holds a `;` or a
  * tab, the separators spreadsheets use in some locales, so no cell can start inside it (OWASP).
  */
 const safeCsvField = (value: string): string => {

@@ -18,6 +18,7 @@ import {
   dataColumns,
   loadModelOfFlags,
   readDefinitions,
+  recordedColumns,
   trackingOption,
 } from './inputs.js';
 import type { CliIo } from './io.js';
@@ -37,8 +38,14 @@ interface EvaluateFlags extends DataColumnFlags {
 /** `tagger evaluate`: a saved model or run scored on new labelled data, with training's report. */
 async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
   const definitions = await readDefinitions(flags);
-  const data = await readDataset(flags.data, dataColumns(flags));
   const loaded = await loadModelOfFlags(flags, io);
+  let data: Awaited<ReturnType<typeof readDataset>>;
+  try {
+    data = await readDataset(flags.data, dataColumns(await recordedColumns(loaded.runId, flags)));
+  } catch (error) {
+    await loaded.close();
+    throw error;
+  }
   const suite = definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE;
   // An encoder run: every text scored (the data's, the suite's) is embedded once, first.
   let model: TagModel;

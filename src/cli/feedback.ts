@@ -20,6 +20,7 @@ import { trainingCsv } from '../train/merge-corrections.js';
 import { trackingOption, UsageError, withStore } from './inputs.js';
 import type { CliIo } from './io.js';
 import { findParent, prepare } from './retrain-data.js';
+import { keptOutLine } from './retrain-report.js';
 
 interface ExportFlags {
   output: string;
@@ -92,7 +93,10 @@ async function exportMerged(flags: ExportFlags, trackingUri: string, io: CliIo):
     relabelled: s.relabelled,
     added: s.added,
     test_corrections: s.testCorrections,
+    near_test: s.nearTest,
+    data_test_repeats: s.dataTestRepeats,
     contradictions: s.contradictions,
+    near_contradictions: s.nearContradictions,
     held_out: summary.labels.heldOut.length,
     test_rows: summary.data.test.length,
     ...(flags.testOutput === undefined ? {} : { test_output: flags.testOutput }),
@@ -103,7 +107,7 @@ async function exportMerged(flags: ExportFlags, trackingUri: string, io: CliIo):
   }
   io.stdout.write(
     `Wrote ${counts.rows} training rows to ${flags.output}: run ${counts.parent_run_id}'s training data with ${s.relabelled.feedback + s.relabelled.label_issue} rows relabelled and ${s.added.feedback + s.added.label_issue} added from feedback and label-issue fixes` +
-      `${s.contradictions > 0 ? ` (${s.contradictions} contradictory texts: the latest label used)` : ''}; ${summary.labels.heldOut.length} held-out labels of the random share and ${s.testCorrections} corrections of test rows left out.\n` +
+      `${s.contradictions > 0 ? ` (${s.contradictions} contradictory texts: the latest label used)` : ''}; ${summary.labels.heldOut.length} held-out labels of the random share and ${s.testCorrections} corrections of test rows left out${keptOutLine(s)}.\n` +
       (flags.testOutput === undefined
         ? `Its ${counts.test_rows} test rows are not in it (tagger retrain tests on them; --test-output writes them).\n`
         : `Wrote its ${counts.test_rows} test rows to ${flags.testOutput}: tagger train --data ${flags.output} --test-data ${flags.testOutput} tests on the same rows.\n`),

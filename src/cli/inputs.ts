@@ -63,8 +63,8 @@ export interface DataColumnFlags {
 export function dataColumnOptions(command: Command): Command {
   return command
     .option(
-      '--text-column <name>',
-      "the column (a key in JSON) holding each row's text, instead of title + description",
+      '--text-column <names>',
+      "the column (a key in JSON) holding each row's text, instead of title + description; several separated by commas are joined by a space",
     )
     .option('--tag-column <name>', 'the column holding the tag, one per row, instead of tag')
     .option(
@@ -88,6 +88,62 @@ export function dataColumnParams(flags: DataColumnFlags): Record<string, string>
     ...(flags.tagColumn === undefined ? {} : { tag_column: flags.tagColumn }),
     ...(flags.tagsColumn === undefined ? {} : { tags_column: flags.tagsColumn }),
   };
+}
+
+/**
+ * The data columns of a run's data files: the ones it recorded (`text_column`, `tag_column`,
+ * `tags_column`, as `dataColumnParams` writes them), each overridden by the flag given (a tag flag
+ * replaces both recorded tag columns: a file is single- or multi-label).
+ */
+export function runDataColumns(
+  params: Readonly<Record<string, string>>,
+  flags: DataColumnFlags,
+): DataColumnFlags {
+  const labelGiven = flags.tagColumn !== undefined || flags.tagsColumn !== undefined;
+  const pick = (flag: string | undefined, recorded: string | undefined) => flag ?? recorded;
+  const columns: DataColumnFlags = {};
+  const text = pick(flags.textColumn, params.text_column);
+  if (text !== undefined) columns.textColumn = text;
+  const tag = labelGiven ? flags.tagColumn : params.tag_column;
+  if (tag !== undefined) columns.tagColumn = tag;
+  const tags = labelGiven ? flags.tagsColumn : params.tags_column;
+  if (tags !== undefined) columns.tagsColumn = tags;
+  return columns;
+}
+
+/**
+ * The columns to read a data file with: the flags given, else those the run `runId` was trained with
+ * (its `text_column`, … params; null: no run, the defaults), so a file of a run's kind is read as it was.
+ */
+export async function recordedColumns(
+  runId: string | null | undefined,
+  flags: DataColumnFlags & { trackingUri?: string | undefined },
+): Promise<DataColumnFlags> {
+  if (runId === null || runId === undefined || hasDataColumnFlags(flags)) return flags;
+  const store = await openTrackingStore(resolveTrackingUri(flags.trackingUri, process.env), {
+    readOnly: true,
+  });
+  try {
+    const run = await store.getRun(runId);
+    if (run === null) throw new UsageError(`--run-id: run ${runId} not found in ${store.displayUri}`);
+    return runDataColumns(run.params, flags);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Whether any data-column flag was given. */
+export const hasDataColumnFlags = (flags: DataColumnFlags): boolean =>
+  flags.textColumn !== undefined || flags.tagColumn !== undefined || flags.tagsColumn !== undefined;
+
+/** What the data columns say in a message: `--text-column summary --tag-column section`, or the defaults. */
+export function describeDataColumns(columns: DataColumnFlags): string {
+  const parts = [
+    ...(columns.textColumn === undefined ? [] : [`--text-column ${columns.textColumn}`]),
+    ...(columns.tagColumn === undefined ? [] : [`--tag-column ${columns.tagColumn}`]),
+    ...(columns.tagsColumn === undefined ? [] : [`--tags-column ${columns.tagsColumn}`]),
+  ];
+  return parts.length === 0 ? 'the default columns (title, description, tag or tags)' : parts.join(' ');
 }
 
 /**

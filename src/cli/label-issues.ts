@@ -22,12 +22,17 @@ import {
   parseInteger,
   readArgs,
   readTrainingFiles,
+  recordedColumns,
+  trackingOption,
 } from './inputs.js';
 import type { CliIo } from './io.js';
 import { textTable } from './output.js';
 
 interface LabelIssuesFlags extends DataColumnFlags {
   data: string;
+  /** Read --data with the columns this run recorded. */
+  runId?: string;
+  trackingUri?: string;
   args?: string;
   seed: number;
   folds: number;
@@ -107,7 +112,10 @@ export function labelIssuesText(report: LabelIssuesReport, file: string): string
 
 async function labelIssuesCommand(flags: LabelIssuesFlags, io: CliIo): Promise<void> {
   const given = await readArgs(flags.args);
-  const { data } = await readTrainingFiles(flags);
+  const { data } = await readTrainingFiles({
+    data: flags.data,
+    ...(await recordedColumns(flags.runId, flags)),
+  });
   const args = encoderArgs(argsForData(given.args, data, given.explicit), given.explicit);
   // Args that name an encoder: every row's embedding, once, before the folds train (all rows are predicted).
   const encoder = await embedForTraining({ ...args, subset: null }, { data }, io, flags.quiet === true);
@@ -159,6 +167,11 @@ export function registerLabelIssues(program: Command, io: CliIo): void {
       DEFAULT_FOLDS,
     )
     .option('--top <n>', 'list only the n most unlikely (all by default)', parseInteger('--top', 1))
+    .option(
+      '--run-id <id>',
+      'read --data with the columns this run was trained with (its --text-column, --tag-column or --tags-column), unless column flags are given',
+    )
+    .addOption(trackingOption())
     .option('--json', 'print the whole report as one JSON object on stdout')
     .option('--quiet', 'no progress output')
     .action((flags: LabelIssuesFlags) => labelIssuesCommand(flags, io));

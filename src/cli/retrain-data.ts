@@ -17,16 +17,25 @@ import {
   type RecordStore,
   recordScope,
 } from '../monitoring/index.js';
+import type { LabelledRecord } from '../monitoring/record-store.js';
 import { readRuns } from '../served-models/candidates.js';
 import { servingVerdict } from '../served-models/gates.js';
 import { type ModelUri, parseModelUri, resolveModelUri } from '../tracking/model-uri.js';
 import type { DatasetInput, Run, TrackingStore } from '../tracking/store.js';
 import { DataError, type DatasetRow, parseDataset, parseJsonDataset } from '../train/data.js';
 import { fileDigest } from '../train/dataset-input.js';
+import { separateTestRepeats } from '../train/duplicates.js';
 import { textKey } from '../train/label-issues.js';
 import { type Correction, type MergeResult, mergeCorrections } from '../train/merge-corrections.js';
 import { splitData, testSetDigest } from '../train/pipeline.js';
-import { servingGates, UsageError } from './inputs.js';
+import {
+  type DataColumnFlags,
+  dataColumns,
+  describeDataColumns,
+  runDataColumns,
+  servingGates,
+  UsageError,
+} from './inputs.js';
 
 /** Where a promotion goes: the experiment's best run, or a registry alias. */
 export type PromotionTarget = { kind: 'best' } | { kind: 'alias'; uri: string; name: string; alias: string };
@@ -60,9 +69,14 @@ export interface ParentRun {
   seed: number;
   /** How it was chosen, for the output. */
   chosen: string;
+  /**
+   * The columns of its data files (as recorded with the run, or the flags overriding them): a file it
+   * was trained on is read with them; data Tagger wrote (a retrain's merged artifact) has its own.
+   */
+  columns: DataColumnFlags;
 }
 
-export interface ParentFlags {
+export interface ParentFlags extends DataColumnFlags {
   experiment: string;
   runId?: string;
 }
@@ -134,6 +148,7 @@ export async function findParent(
     args: parseSavedArgs(JSON.parse(argsText)),
     seed: seedText !== undefined && /^\d+$/.test(seedText) ? Number(seedText) : 42,
     chosen,
+    columns: runDataColumns(run.params, flags),
   };
 }
 
@@ -168,11 +183,12 @@ export interface ParentData {
 
 const contextOf = (input: DatasetInput): string | undefined => input.tags['mlflow.data.context'];
 
-function parseBytes(bytes: Uint8Array, name: string): DatasetRow[] {
+function parseBytes(bytes: Uint8Array, name: string, columns: DataColumnFlags): DatasetRow[] {
   const content = Buffer.from(bytes).toString('utf8');
+  const given = dataColumns(columns);
   return extname(name).toLowerCase() === '.json'
-    ? parseJsonDataset(content, name)
-    : parseDataset(content, name);
+    ? parseJsonDataset(content, name, given)
+    : parseDataset(content, name, given);
 }
 
 /** `{"uri": …}` of a dataset input's source, or null. */
@@ -199,7 +215,10 @@ async function readRecorded(
   input: DatasetInput,
   override: string | undefined,
   flag: '--data' | '--test-data',
+  runColumns: DataColumnFlags,
 ): Promise<DataSource> {
+  // What Tagger wrote itself (a retrain's merged data, runs:/…) is in its own columns.
+  const columns = sourceUri(input)?.startsWith('runs:/') ? {} : runColumns;
   const recorded = input.dataset.digest;
   let refused: UsageError | undefined;
   if (override !== undefined) {
@@ -210,7 +229,7 @@ async function readRecorded(
       throw new UsageError(`${flag}: cannot read ${override}: ${(error as Error).message}`);
     }
     const digest = fileDigest(bytes);
-    if (digest === recorded) return parsed(input, override, digest, bytes);
+    if (digest === recorded) return parsed(input, override, digest, bytes, columns);
     refused = new UsageError(
       `${flag} ${override} is not the ${contextOf(input)} data of run ${runId}: its digest is ${digest}, the run recorded ${recorded} (${input.dataset.name}); give the file the run was trained on`,
     );
@@ -223,7 +242,7 @@ async function readRecorded(
         `retrain: the ${contextOf(input)} data of run ${runId}, ${where}, changed since the run was trained: its digest is ${digest}, the run recorded ${recorded}; give the file it was trained on with ${flag} <file>`,
       );
     }
-    return parsed(input, where, digest, bytes);
+    return parsed(input, where, digest, bytes, columns);
   } catch (error) {
     throw refused ?? error;
   }
@@ -269,12 +288,23 @@ async function readSource(
   );
 }
 
-function parsed(input: DatasetInput, where: string, digest: string, bytes: Uint8Array): DataSource {
+function parsed(
+  input: DatasetInput,
+  where: string,
+  digest: string,
+  bytes: Uint8Array,
+  columns: DataColumnFlags,
+): DataSource {
   let rows: DatasetRow[];
   try {
-    rows = parseBytes(bytes, input.dataset.name);
+    rows = parseBytes(bytes, input.dataset.name, columns);
   } catch (error) {
-    throw new UsageError(`retrain: ${where}: ${(error as Error).message.replace(/^data: /, '')}`);
+    const reason = (error as Error).message
+      .replace(/^data: /, '')
+      .replace(/\. (Name the columns|A dataset needs) .*$/s, '');
+    throw new UsageError(
+      `retrain: ${where}: ${reason}; read with ${describeDataColumns(columns)}, as the run recorded them (or as given): name the file's columns with --text-column, --tag-column or --tags-column`,
+    );
   }
   return { name: input.dataset.name, digest, where, rows, bytes };
 }
@@ -304,11 +334,11 @@ export async function readParentData(
       `--test-data: run ${runId} was tested on a split of its training data, not on a test file; drop --test-data`,
     );
   }
-  const training = await readRecorded(store, runId, trainingInput, flags.data, '--data');
+  const training = await readRecorded(store, runId, trainingInput, flags.data, '--data', parent.columns);
   const testing =
     testingInput === undefined
       ? null
-      : await readRecorded(store, runId, testingInput, flags.testData, '--test-data');
+      : await readRecorded(store, runId, testingInput, flags.testData, '--test-data', parent.columns);
   const subset = parent.args.subset;
   const data = subset === null ? training.rows : training.rows.slice(0, subset);
   let pool: DatasetRow[];
@@ -322,6 +352,11 @@ export async function readParentData(
     test = split.test as DatasetRow[];
   }
   const recorded = run.tags[EVALUATION_TAGS.testSetDigest];
+  if (recorded !== undefined && testSetDigest(test) !== recorded) {
+    // Since issue 40 a run is tested on its test rows less those that repeat a training row (duplicates.ts).
+    const separated = separateTestRepeats(pool, test).test;
+    if (testSetDigest(separated) === recorded) test = separated;
+  }
   if (recorded !== undefined && testSetDigest(test) !== recorded) {
     throw new DataError(
       `retrain: the test rows of run ${runId} cannot be reproduced from its data (seed ${parent.seed}): their digest differs from the run's ${EVALUATION_TAGS.testSetDigest}; the run was not trained by tagger train, or with options retrain cannot repeat`,
@@ -354,6 +389,75 @@ export interface Labels {
   /** Label-issue fixes applied, and those whose row is not in the data any more. */
   fixes: number;
   fixesNotFound: number;
+  /**
+   * What followed its texts from other experiments (issue 40): feedback labels of experiments whose runs
+   * were trained on the same data (the same original file, by digest), and label-issue fixes of any
+   * experiment for rows of this data; the record scopes they came from.
+   */
+  followed: { feedback: number; fixes: number; scopes: string[] };
+}
+
+/** The run tag naming a retrained run's parent (`LINEAGE_TAGS.parent` of retrain.ts). */
+const PARENT_RUN_TAG = 'tagger.retrain.parent_run_id';
+
+/**
+ * The digest of the file a run's lineage started from: its training input's, or — for a retrained run,
+ * whose training data is its merged artifact — its first ancestor's. null when it cannot be told.
+ */
+async function originDigest(
+  store: TrackingStore,
+  runId: string,
+  seen: Map<string, string | null>,
+): Promise<string | null> {
+  const known = seen.get(runId);
+  if (known !== undefined) return known;
+  let digest: string | null = null;
+  let id: string | undefined = runId;
+  // A lineage is short; the bound only guards against a loop of hand-set tags.
+  for (let hop = 0; id !== undefined && hop < 50; hop++) {
+    const run: Run | null = await store.getRun(id).catch(() => null);
+    if (run === null) break;
+    const parentId: string | undefined = run.tags[PARENT_RUN_TAG];
+    if (parentId === undefined) {
+      digest = (run.inputs ?? []).find((input) => contextOf(input) === 'training')?.dataset.digest ?? null;
+      break;
+    }
+    id = parentId;
+  }
+  seen.set(runId, digest);
+  return digest;
+}
+
+/**
+ * The record scopes of other experiments whose labelled predictions were made by runs trained on the
+ * same original data as `parent` — where feedback given before a user started this experiment lives.
+ */
+async function sameDataScopes(
+  store: TrackingStore,
+  records: RecordStore,
+  parent: ParentRun,
+): Promise<Set<string>> {
+  const digests = new Map<string, string | null>();
+  const origin = await originDigest(store, parent.run.info.runId, digests);
+  const scopes = new Set<string>();
+  if (origin === null) return scopes;
+  // The runs whose predictions people labelled, any experiment's; each run's experiment is its scope.
+  const labelledRuns = new Set<string>();
+  let after: string | undefined;
+  for (;;) {
+    const page = await records.labelled({ after, limit: 1_000 });
+    if (page.length === 0) break;
+    after = page.at(-1)!.predictionId;
+    for (const record of page) labelledRuns.add(record.runId);
+  }
+  for (const runId of labelledRuns) {
+    const run = await store.getRun(runId).catch(() => null);
+    if (run === null) continue;
+    const scope = recordScope({ experimentId: run.info.experimentId });
+    if (scope === parent.scope || scopes.has(scope)) continue;
+    if ((await originDigest(store, runId, digests)) === origin) scopes.add(scope);
+  }
+  return scopes;
 }
 
 /**
@@ -365,6 +469,7 @@ export async function readLabels(
   scope: string,
   rows: readonly DatasetRow[],
   liveHoldout: number,
+  sameData: ReadonlySet<string> = new Set(),
 ): Promise<Labels> {
   const labels: Labels = {
     corrections: [],
@@ -373,41 +478,39 @@ export async function readLabels(
     hashedOnly: 0,
     fixes: 0,
     fixesNotFound: 0,
+    followed: { feedback: 0, fixes: 0, scopes: [] },
   };
-  let after: string | undefined;
-  for (;;) {
-    const page = await records.labelled({ scope, after, limit: 1_000 });
-    if (page.length === 0) break;
-    after = page.at(-1)!.predictionId;
-    for (const record of page) {
-      labels.feedback++;
-      if (record.text === null) {
-        labels.hashedOnly++;
-        continue;
+  const from = new Set<string>();
+  for (const labelScope of [scope, ...sameData]) {
+    let after: string | undefined;
+    for (;;) {
+      const page = await records.labelled({ scope: labelScope, after, limit: 1_000 });
+      if (page.length === 0) break;
+      after = page.at(-1)!.predictionId;
+      for (const record of page) readFeedback(labels, record, liveHoldout);
+      if (labelScope !== scope) {
+        labels.followed.feedback += page.length;
+        from.add(labelScope);
       }
-      if (record.selection === 'random_share' && heldOutLabel(record.predictionId, liveHoldout)) {
-        labels.heldOut.push({ predictionId: record.predictionId, text: record.text, tags: record.tags });
-        continue;
-      }
-      labels.corrections.push({
-        text: record.text,
-        tags: record.tags,
-        source: 'feedback',
-        receivedMs: record.receivedMs,
-      });
     }
   }
   const byKey = new Map(rows.map((row) => [textKey(row.text), row.text]));
-  for (const review of await records.labelReviews(scope)) {
+  // Every experiment's decisions: a fix follows its row's text into another experiment on the same data.
+  for (const review of await records.labelReviews()) {
     if (review.decision !== 'fix') continue;
+    const own = review.scope === scope;
     // The decision names the row by the hash of its whole text (the one shown may be cut).
     const text =
-      byKey.get(review.textKey) ?? (textKey(review.text) === review.textKey ? review.text : undefined);
+      byKey.get(review.textKey) ?? (own && textKey(review.text) === review.textKey ? review.text : undefined);
     if (text === undefined) {
-      labels.fixesNotFound++;
+      if (own) labels.fixesNotFound++;
       continue;
     }
     labels.fixes++;
+    if (!own) {
+      labels.followed.fixes++;
+      from.add(review.scope);
+    }
     labels.corrections.push({
       text,
       tags: review.tags,
@@ -415,7 +518,27 @@ export async function readLabels(
       receivedMs: review.receivedMs,
     });
   }
+  labels.followed.scopes = [...from].sort();
   return labels;
+}
+
+/** One labelled record into `labels`: a correction, a held-out live label, or a hash without its text. */
+function readFeedback(labels: Labels, record: LabelledRecord, liveHoldout: number): void {
+  labels.feedback++;
+  if (record.text === null) {
+    labels.hashedOnly++;
+    return;
+  }
+  if (record.selection === 'random_share' && heldOutLabel(record.predictionId, liveHoldout)) {
+    labels.heldOut.push({ predictionId: record.predictionId, text: record.text, tags: record.tags });
+    return;
+  }
+  labels.corrections.push({
+    text: record.text,
+    tags: record.tags,
+    source: 'feedback',
+    receivedMs: record.receivedMs,
+  });
 }
 
 /** The record store `tagger serve` writes for this tracking store (or `--record-store`), opened writable. */
@@ -445,7 +568,13 @@ export async function prepare(
   flags: { data?: string; testData?: string; liveHoldout: number },
 ): Promise<Prepared> {
   const data = await readParentData(store, parent, flags);
-  const labels = await readLabels(records, parent.scope, [...data.pool, ...data.test], flags.liveHoldout);
+  const labels = await readLabels(
+    records,
+    parent.scope,
+    [...data.pool, ...data.test],
+    flags.liveHoldout,
+    await sameDataScopes(store, records, parent),
+  );
   const merged = mergeCorrections({
     pool: data.pool,
     test: data.test,

@@ -6,7 +6,7 @@
  * scores both models on the held-out random share of live labels. The new run records its lineage and
  * is logged as a `candidate` — never served — until the promotion decides: promoted only when it beats
  * the served run on the same test rows by `--min-gain`, is no worse on the held-out live labels, and its
- * data checks raised no leak or duplicate warning (`--allow-warnings`); then the alias moves (or, for the
+ * data checks raised no test-leak warning (`--allow-warnings`); then the alias moves (or, for the
  * experiment's best, the run's tag becomes `promoted`) as the last step, so nothing is half-promoted. One
  * retrain per experiment at a time (a lease in the record store).
  */
@@ -27,6 +27,8 @@ import { argsForData } from '../train/pipeline.js';
 import { choiceTable, parseCandidates, parseDuration } from './choice-output.js';
 import { embedForTraining, encoderArgs } from './embeddings.js';
 import {
+  type DataColumnFlags,
+  dataColumnParams,
   defaultRunName,
   loadModelOfFlags,
   parseInteger,
@@ -49,10 +51,11 @@ import {
   prepare,
   promotionTarget,
 } from './retrain-data.js';
-import { decide, promote } from './retrain-promotion.js';
+import { decide, pairedCounts, promote } from './retrain-promotion.js';
+import { keptOutLine, keptOutWarning, servedNow } from './retrain-report.js';
 import { labelIssuesAfterRun } from './run-label-issues.js';
 
-export interface RetrainFlags {
+export interface RetrainFlags extends DataColumnFlags {
   experiment: string;
   runId?: string;
   data?: string;
@@ -97,12 +100,35 @@ const MERGED_TEST = 'retrain/test.csv';
 const LEASE_MS = 5 * 60_000;
 const RENEW_MS = 60_000;
 
+/**
+ * Whether a lease holder (`host:pid:start`) is a process of this machine that has exited: a retrain that
+ * lost its store while promoting could not release its lease, and nothing holds it any more.
+ */
+export function holderExited(holder: string): boolean {
+  const [host, pidText] = holder.split(':');
+  if (host !== hostname() || pidText === undefined || !/^\d+$/.test(pidText)) return false;
+  const pid = Number(pidText);
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    // EPERM: alive, someone else's.
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 async function holdLease(records: RecordStore, name: string, experiment: string) {
   const holder = `${hostname()}:${process.pid}:${Date.now().toString(36)}`;
-  const lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
+  let lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
+  if (lease.holder !== holder && holderExited(lease.holder)) {
+    // Released in the name of the exited holder, then taken as any free lease (two takers: one wins).
+    await records.releaseLease(name, lease.holder);
+    lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
+  }
   if (lease.holder !== holder) {
     throw new UsageError(
-      `retrain: another retrain of experiment '${experiment}' is running (${lease.holder}, since ${new Date(lease.acquiredMs).toISOString()}); one at a time, so this one stops without training (its lease ends by ${new Date(lease.expiresMs).toISOString()} if that one died)`,
+      `retrain: another retrain of experiment '${experiment}' is running (${lease.holder}, since ${new Date(lease.acquiredMs).toISOString()}); one at a time, so this one stops without training (its lease ends by ${new Date(lease.expiresMs).toISOString()} if that one died on another machine; one of this machine that has exited is taken over at once)`,
     );
   }
   const timer = setInterval(() => {
@@ -117,6 +143,12 @@ async function holdLease(records: RecordStore, name: string, experiment: string)
   };
 }
 
+/** What followed its texts from other experiments, for the corrections line ('' when nothing did). */
+function followedLine(followed: { feedback: number; fixes: number; scopes: string[] }): string {
+  if (followed.feedback === 0 && followed.fixes === 0) return '';
+  return `; of them from other experiments, following their texts: ${followed.feedback} feedback label(s) of runs trained on the same data and ${followed.fixes} fix(es) of rows of this data (record scope(s) ${followed.scopes.join(', ')})`;
+}
+
 /** `loadModelOfFlags`'s flags for one run of the store of `flags`. */
 const runFlags = (runId: string, flags: RetrainFlags) => ({
   runId,
@@ -124,13 +156,17 @@ const runFlags = (runId: string, flags: RetrainFlags) => ({
   ...(flags.trackingUri === undefined ? {} : { trackingUri: flags.trackingUri }),
 });
 
-/** Weighted f1 of a run on the held-out live labels (the live figures' own computation), or null. */
-async function liveF1(
+/**
+ * A run on the held-out live labels: its weighted f1 (the live figures' own computation) and, label by
+ * label, whether it gave exactly the tags the person gave (for the paired comparison of two runs); null
+ * when there are none.
+ */
+async function liveScore(
   runId: string,
   flags: RetrainFlags,
   labels: readonly HeldOutLabel[],
   io: CliIo,
-): Promise<number | null> {
+): Promise<{ f1: number; right: boolean[] } | null> {
   if (labels.length === 0) return null;
   const loaded = await loadModelOfFlags(runFlags(runId, flags), io);
   try {
@@ -142,7 +178,12 @@ async function liveF1(
       model.tags,
       model.args.multi_label,
     );
-    return quality.overall.f1;
+    const right = predictions.map((prediction, i) => {
+      const truth = labels[i]!.tags;
+      const given = prediction.predicted_tags;
+      return given.length === truth.length && given.every((tag) => truth.includes(tag));
+    });
+    return { f1: quality.overall.f1, right };
   } finally {
     await loaded.close();
   }
@@ -242,8 +283,15 @@ async function retrainFrom(
     `Retraining run ${parentId} (${parent.chosen}, experiment '${parent.experimentName}'): its training data ${data.training.where} (digest ${data.training.digest}, as recorded)${data.testing ? ` and test data ${data.testing.where}` : ''}; ${data.pool.length} training and ${data.test.length} test rows (the same test rows, digest checked).`,
   );
   say(
-    `Corrections: ${labels.feedback} feedback label(s)${labels.heldOut.length > 0 ? ` (${labels.heldOut.length} of the random share held out, to score on)` : ''}${labels.hashedOnly > 0 ? `, ${labels.hashedOnly} without their text (TAGGER_RECORD_TEXT=hash), left out` : ''}; ${labels.fixes} label-issue fix(es)${labels.fixesNotFound > 0 ? `, ${labels.fixesNotFound} for rows no longer in the data, left out` : ''}${s.contradictions > 0 ? `; ${s.contradictions} text(s) had contradictory labels: the latest one was used for each` : ''}.`,
+    `Corrections: ${labels.feedback} feedback label(s)${labels.heldOut.length > 0 ? ` (${labels.heldOut.length} of the random share held out, to score on)` : ''}${labels.hashedOnly > 0 ? `, ${labels.hashedOnly} without their text (TAGGER_RECORD_TEXT=hash), left out` : ''}; ${labels.fixes} label-issue fix(es)${labels.fixesNotFound > 0 ? `, ${labels.fixesNotFound} for rows no longer in the data, left out` : ''}${s.contradictions > 0 ? `; ${s.contradictions} text(s) had contradictory labels: the latest one was used for each` : ''}${followedLine(labels.followed)}.`,
   );
+  if (s.nearContradiction !== undefined) {
+    const [a, b] = s.nearContradiction.texts;
+    const [ta, tb] = s.nearContradiction.tags;
+    io.stderr.write(
+      `tagger: WARNING: ${s.nearContradictions} pair(s) of corrected texts are near copies of each other with different tags, e.g. ${JSON.stringify(a.slice(0, 80))} → ${ta.join('|')} and ${JSON.stringify(b.slice(0, 80))} → ${tb.join('|')}: both are trained on as given; check those labels\n`,
+    );
+  }
   const result = {
     parent_run_id: parentId,
     experiment: parent.experimentName,
@@ -256,6 +304,11 @@ async function retrainFrom(
       fixes: labels.fixes,
       fixes_not_found: labels.fixesNotFound,
       contradictions: s.contradictions,
+      followed: {
+        feedback: labels.followed.feedback,
+        fixes: labels.followed.fixes,
+        scopes: labels.followed.scopes,
+      },
     },
     merged: {
       rows: merged.rows.length,
@@ -263,6 +316,9 @@ async function retrainFrom(
       added: s.added,
       confirmed: s.confirmed,
       test_corrections: s.testCorrections,
+      near_test: s.nearTest,
+      data_test_repeats: s.dataTestRepeats,
+      near_contradictions: s.nearContradictions,
     },
   };
   const finish = (extra: Record<string, unknown>): void => {
@@ -276,7 +332,7 @@ async function retrainFrom(
   }
   const changed = s.relabelled.feedback + s.relabelled.label_issue + s.added.feedback + s.added.label_issue;
   say(
-    `Training set: ${merged.rows.length} rows — ${data.pool.length} of run ${parentId}'s, ${s.relabelled.feedback + s.relabelled.label_issue} of them relabelled (feedback ${s.relabelled.feedback}, label-issue fixes ${s.relabelled.label_issue}), and ${s.added.feedback + s.added.label_issue} new (feedback ${s.added.feedback}, fixes ${s.added.label_issue}); ${s.confirmed} correction(s) agreed with the data${s.testCorrections > 0 ? `; ${s.testCorrections} correction(s) of test rows left out (the test rows stay as run ${parentId} was tested on)` : ''}.`,
+    `Training set: ${merged.rows.length} rows — ${data.pool.length} of run ${parentId}'s, ${s.relabelled.feedback + s.relabelled.label_issue} of them relabelled (feedback ${s.relabelled.feedback}, label-issue fixes ${s.relabelled.label_issue}), and ${s.added.feedback + s.added.label_issue} new (feedback ${s.added.feedback}, fixes ${s.added.label_issue}); ${s.confirmed} correction(s) agreed with the data${s.testCorrections > 0 ? `; ${s.testCorrections} correction(s) of test rows left out (the test rows stay as run ${parentId} was tested on)` : ''}${keptOutLine(s)}.`,
   );
   if (changed === 0) {
     result.reason = `the corrections change none of run ${parentId}'s training rows: nothing new to learn, nothing was trained`;
@@ -340,6 +396,12 @@ async function retrainFrom(
       kept: 'nothing was logged or promoted',
     },
   );
+  // What the merge kept out for the test rows' sake is part of the run's data checks.
+  const keptOut = keptOutWarning(s, parentId);
+  if (keptOut !== null) {
+    outcome.warnings = [...outcome.warnings, keptOut.message];
+    outcome.dataWarnings = [...outcome.dataWarnings, keptOut];
+  }
   if (outcome.choice !== undefined && !flags.json && flags.quiet !== true)
     io.stdout.write(choiceTable(outcome.choice));
   const fresh = newTags(prepared, parentTags, new Set(outcome.model.tags));
@@ -361,7 +423,13 @@ async function retrainFrom(
     seed,
     outcome,
     source: 'tagger retrain',
-    extraParams: { parent_run_id: parentId, data: MERGED_TRAIN, test_data: MERGED_TEST },
+    // The columns of the user's files, so evaluate and the next retrain's --data read them as the parent's.
+    extraParams: {
+      parent_run_id: parentId,
+      data: MERGED_TRAIN,
+      test_data: MERGED_TEST,
+      ...dataColumnParams(parent.columns),
+    },
     extraTags: {
       // Never served before the promotion decides (the gates hold candidates back).
       [EVALUATION_TAGS.promotion]: 'candidate',
@@ -441,10 +509,15 @@ async function retrainFrom(
   const scored = labels.heldOut.filter(
     (label) => !trained.has(label.text.toLowerCase().replace(/\s+/g, ' ').trim()),
   );
+  const [parentLive, childLive] = [
+    await liveScore(parentId, flags, scored, io),
+    await liveScore(childId, flags, scored, io),
+  ];
   const live = {
     size: scored.length,
-    parent: await liveF1(parentId, flags, scored, io),
-    child: await liveF1(childId, flags, scored, io),
+    parent: parentLive?.f1 ?? null,
+    child: childLive?.f1 ?? null,
+    ...pairedCounts(parentLive?.right, childLive?.right),
   };
   if (scored.length > 0) {
     say(
@@ -478,7 +551,7 @@ async function retrainFrom(
   let promoted: string | null = null;
   if (flags.promote === undefined) {
     say(
-      `Not promoted (no --promote): run ${childId} stays a candidate, never served. ${decision.promote ? `It would be promoted (${decision.checks.join('; ')})` : `It would not be: ${decision.reasons.join('; ')}`}.`,
+      `Not promoted (no --promote): run ${childId} stays a candidate, never served (${await servedNow(store, target, parent.experimentName)}). ${decision.promote ? `It would be promoted (${decision.checks.join('; ')})` : `It would not be: ${decision.reasons.join('; ')}`}.`,
     );
   } else if (decision.promote) {
     promoted = await promote(store, childId, target, parent.experimentName);
@@ -491,7 +564,9 @@ async function retrainFrom(
         [EVALUATION_TAGS.promotionReason]: reason.slice(0, 5_000),
       },
     });
-    say(`NOT PROMOTED to ${targetName}: ${reason}. Nothing changed: run ${parentId} stays served.`);
+    say(
+      `NOT PROMOTED to ${targetName}: ${reason}. Nothing changed: ${await servedNow(store, target, parent.experimentName)}.`,
+    );
   }
   result.trained = true;
   finish({
@@ -538,6 +613,15 @@ export function registerRetrain(program: Command, io: CliIo): void {
       "the replaced run's training data, when it is no longer where the run recorded it (its digest must match)",
     )
     .option('--test-data <file>', "the replaced run's test file, likewise")
+    .option(
+      '--text-column <names>',
+      "the column(s) of the replaced run's data files holding the text, several separated by commas (default: those the run recorded)",
+    )
+    .option('--tag-column <name>', 'the column holding the tag (default: the one the run recorded)')
+    .option(
+      '--tags-column <name>',
+      'the column holding several tags per row (default: the one the run recorded)',
+    )
     .option('--args <json>', "training arguments instead of the replaced run's (a JSON file or inline JSON)")
     .option('--seed <n>', "random seed (default: the replaced run's)", parseInteger('--seed', 0))
     .option(
@@ -565,10 +649,7 @@ export function registerRetrain(program: Command, io: CliIo): void {
         .default(0.5)
         .argParser(between('--live-holdout', 0)),
     )
-    .option(
-      '--allow-warnings',
-      'promote even when the data checks warned of a leaked test set or repeated rows',
-    )
+    .option('--allow-warnings', 'promote even when the data checks warned of a leaked test set')
     .addOption(trackingOption())
     .addOption(
       new Option(

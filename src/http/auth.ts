@@ -25,11 +25,13 @@ export function parseApiKeys(text: string): string[] {
 }
 
 /**
- * What a key may do: `predict` (POST /predict, /runs/{id}/predict), `feedback` (POST /feedback and the
- * review queue, /review…), `read` (runs, their performance, arguments and inspection, /monitoring,
- * readiness details), `metrics` (GET /metrics, for a scraper) and `admin` (all of them).
+ * What a key may do: `predict` (POST /predict, /runs/{id}/predict), `feedback` (POST /feedback only: a
+ * client application's users labelling what they were answered), `review` (the review queue and the
+ * label-issue decisions, /review…: a reviewer, who sees every client's recorded texts and changes the next
+ * training set), `read` (runs, their performance, arguments and inspection, /monitoring, readiness
+ * details), `metrics` (GET /metrics, for a scraper) and `admin` (all of them).
  */
-export const SCOPES = ['predict', 'feedback', 'read', 'metrics', 'admin'] as const;
+export const SCOPES = ['predict', 'feedback', 'review', 'read', 'metrics', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** One configured key: the key and its scopes (`admin` alone when none were written). */

@@ -41,7 +41,7 @@ export const feedbackPayload = (limits: { texts: number }) =>
             selection: Type.Optional(
               Type.Enum([...FEEDBACK_SELECTIONS], {
                 description:
-                  'How the prediction was chosen for labelling: `random_share` (drawn at random: the review queue’s random share, or your own random sample — the only labels live precision / recall / f1 are computed from), `uncertainty` / `drift` / `newest` / `random` (the review queue’s orders: give its item’s `selection`), `correction` (a person flagging an answer as wrong), `unspecified` (the default). Every label feeds retraining.',
+                  'How the prediction was chosen for labelling: `random_share` (drawn at random: the review queue’s random share, or your own random sample — the only labels live precision / recall / f1 are computed from), `margin` / `uncertainty` / `drift` / `newest` / `random` (the review queue’s orders: give its item’s `selection`), `correction` (a person flagging an answer as wrong), `unspecified` (the default). Every label feeds retraining.',
               }),
             ),
           },

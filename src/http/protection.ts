@@ -69,8 +69,11 @@ export function requiredScope(method: string, url: string | undefined): Scope | 
   if (kind === 'metrics') return 'metrics';
   if (kind !== 'api') return null;
   if (method === 'POST' && PREDICT_ROUTES.has(url)) return 'predict';
-  // Labels for predictions, and the review queue that asks people for them (issue 32).
-  if (url === '/feedback' || url === '/review' || url.startsWith('/review/')) return 'feedback';
+  // Labels for predictions: a client application's users correcting what they were answered.
+  if (url === '/feedback') return 'feedback';
+  // What people review — every client's recorded texts (the queue) and the training rows whose tag is
+  // probably wrong, with the decisions that change the next training set — is a reviewer's (issue 40).
+  if (url === '/review' || url.startsWith('/review/')) return 'review';
   if (method === 'GET' || method === 'HEAD') return 'read';
   return null;
 }
@@ -79,6 +82,7 @@ export function requiredScope(method: string, url: string | undefined): Scope | 
 const SCOPE_WORK: Record<Scope, string> = {
   predict: 'ask for predictions',
   feedback: 'label predictions',
+  review: 'review recorded predictions and training rows',
   read: 'read runs and monitoring',
   metrics: 'read the metrics',
   admin: 'do everything',
@@ -160,7 +164,7 @@ export function protectionPlugin(options: HttpOptions, metrics: HttpMetrics) {
       if (keys.unscoped > 0) {
         app.log.warn(
           { unscoped: keys.unscoped },
-          'API keys written without scopes have every scope (admin); give each client only what it needs, as <key>:predict, <key>:predict+feedback, <key>:read or <key>:metrics (docs/api.md#api-keys)',
+          'API keys written without scopes have every scope (admin); give each client only what it needs, as <key>:predict, <key>:predict+feedback, <key>:review, <key>:read or <key>:metrics (docs/api.md#api-keys)',
         );
       }
     }

@@ -4,7 +4,7 @@
  * label-issue finding flagged.
  */
 import Type from 'typebox';
-import { REVIEW_ORDERS } from '../monitoring/index.js';
+import { DEFAULT_REVIEW_ORDER, REVIEW_ORDERS } from '../monitoring/index.js';
 import { ExplanationSchema } from './explanation-schemas.js';
 import { HTTP_DEFAULTS } from './options.js';
 
@@ -19,9 +19,9 @@ export const ReviewQuery = Type.Object({
   ),
   order: Type.Optional(
     Type.Enum([...REVIEW_ORDERS], {
-      default: 'uncertainty',
+      default: DEFAULT_REVIEW_ORDER,
       description:
-        'How the items other than the random share are chosen: `uncertainty` (the least confident first: the default), `drift` (the largest share of words training never saw first), `newest`, `random`',
+        'How the items other than the random share are chosen: `margin` (the smallest margin between the best and the second-best tag first; for a multi-label run the tag closest to its threshold: the default), `uncertainty` (the least confident first), `drift` (the largest share of words training never saw first), `newest`, `random`',
     }),
   ),
   random_share: Type.Optional(
@@ -30,7 +30,7 @@ export const ReviewQuery = Type.Object({
       maximum: 1,
       default: DEFAULT_RANDOM_SHARE,
       description:
-        'Share of the items drawn at random from the same predictions (their `selection` is `random_share`): the labels live precision / recall / f1 are computed from',
+        'Share of the items listed that are drawn at random from the same predictions (their `selection` is `random_share`): the labels live precision / recall / f1 are computed from',
     }),
   ),
   explain: Type.Optional(
@@ -71,6 +71,11 @@ export const ReviewData = Type.Object(
     candidates: Type.Integer({
       minimum: 0,
       description: 'Unlabelled recorded predictions of the run (in the feedback window) chosen from',
+    }),
+    near_copies: Type.Integer({
+      minimum: 0,
+      description:
+        'Predictions passed over because their text is the same as or a near copy of one already labelled or listed (character 4-grams at least 80 % alike)',
     }),
     tags: Type.Array(Type.String(), { description: 'The tags the run knows (one answer button each)' }),
     items: Type.Array(ReviewItem),

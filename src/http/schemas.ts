@@ -377,6 +377,18 @@ export const RunPerformanceData = Type.Object(
     warnings: Type.Optional(RunWarnings),
     promotion: Type.Optional(Promotion),
     model_choice: Type.Optional(ModelChoice),
+    loaded: Type.Optional(
+      Type.Literal(false, {
+        description:
+          'Present (false) for a run logged in the served experiment since this server last read it: the report is the tracking store’s, and the run is not in GET /runs, nor servable, until the next reload',
+      }),
+    ),
+    next_poll_in_s: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+        description:
+          'With `loaded: false`: seconds until this server re-reads the experiment (TAGGER_RELOAD_INTERVAL_MS); null when it does not poll (a SIGHUP reloads it)',
+      }),
+    ),
   },
   { title: 'RunPerformanceData', additionalProperties: false },
 );

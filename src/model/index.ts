@@ -160,6 +160,7 @@ export { RUN_ARTIFACTS } from './run-artifacts.js';
 export { DATA_CHECK_KINDS, type DataCheckKind, EVALUATION_METRICS, EVALUATION_TAGS } from './run-tags.js';
 export { selectTags, type TagSelection } from './select.js';
 export { stratifiedSplit } from './split.js';
+export { neutraliseFormula, restoreFormula } from './spreadsheet-cells.js';
 export {
   bindEmbeddings,
   type ClassesReport,
@@ -177,5 +178,12 @@ export {
   trainTagger,
 } from './tagger.js';
 export { type EmbeddingLookup, type EncoderSpec, embeddingsOf } from './text/embeddings.js';
+export {
+  type DuplicateMatch,
+  duplicateKey,
+  NEAR_DUPLICATE_SIMILARITY,
+  NearDuplicateIndex,
+  textSimilarity,
+} from './text/near-duplicates.js';
 export { type CleanOptions, cleanText, LEGACY_CLEANUP, STOPWORDS } from './text/preprocess.js';
 export { type CsrMatrix, TfidfVectorizer } from './text/tfidf.js';

@@ -33,6 +33,12 @@ export const DATA_CHECK_KINDS = [
   'test_leak',
   'conflicting_labels',
   'long_texts',
+  // Since issue 40: test rows that repeated a training row, taken out of the test split (within the
+  // allowed share; beyond it they stay and the warning is test_leak), test rows that are near copies of
+  // training rows (kept), and corrections tagger retrain kept out of training as near copies of test rows.
+  'test_repeats_removed',
+  'test_near_copies',
+  'corrections_near_test',
 ] as const;
 export type DataCheckKind = (typeof DATA_CHECK_KINDS)[number];
 

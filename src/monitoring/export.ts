@@ -3,13 +3,15 @@
  * `tagger evaluate --data` read as they read any dataset — `title` holds the text as it was sent,
  * `description` is empty (training joins them with a space, which cleaning drops), and `tag` the tag
  * given in feedback, or, for multi-label runs, `tags` with the tags joined by `|`. Records whose text was
- * not kept (TAGGER_RECORD_TEXT=hash) cannot become rows; they are counted instead. Written to a
+ * not kept (TAGGER_RECORD_TEXT=hash) cannot become rows; they are counted instead. Cells a spreadsheet
+ * would run as formulas are neutralised (see `field`). Written to a
  * temporary file and renamed into place, so a failed export never leaves half a file behind.
  */
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
+import { neutraliseFormula } from '../model/index.js';
 import { type LabelledRecord, type RecordStore, RecordStoreError } from './record-store.js';
 
 export interface ExportFilter {
@@ -38,8 +40,12 @@ export interface ExportSummary {
 
 const PAGE = 1_000;
 
-/** One CSV field, RFC 4180: always quoted, quotes doubled (texts hold commas, quotes and newlines). */
-const field = (value: string): string => `"${value.replaceAll('"', '""')}"`;
+/**
+ * One CSV field, RFC 4180: always quoted, quotes doubled (texts hold commas, quotes and newlines), and a
+ * value a spreadsheet would run as a formula (`=HYPERLINK(…)`, sent through the API) neutralised with a
+ * leading `'`, as the batch output is; the data reader takes that `'` away again (`restoreFormula`).
+ */
+const field = (value: string): string => `"${neutraliseFormula(value).replaceAll('"', '""')}"`;
 
 export class ExportError extends Error {
   override readonly name = 'ExportError';

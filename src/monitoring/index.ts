@@ -32,7 +32,9 @@ export {
 } from './record-store.js';
 export type { RecordOrigin } from './recorder.js';
 export {
+  DEFAULT_REVIEW_ORDER,
   decided,
+  marginOf,
   REVIEW_ORDERS,
   type ReviewItem,
   type ReviewOrder,

@@ -237,9 +237,9 @@ export class MemoryRecordStore implements RecordStore {
     }
   }
 
-  async labelReviews(scope: string): Promise<LabelReview[]> {
+  async labelReviews(scope?: string): Promise<LabelReview[]> {
     return [...this.reviews.values()]
-      .filter((review) => review.scope === scope)
+      .filter((review) => scope === undefined || review.scope === scope)
       .sort((a, b) => a.receivedMs - b.receivedMs || (a.textKey < b.textKey ? -1 : 1))
       .map((review) => structuredClone(review) as LabelReview);
   }

@@ -247,7 +247,12 @@ export class Monitoring {
    */
   async review(
     run: { scope: string; runId: string },
-    request: { limit: number; order: ReviewOrder; randomShare: number },
+    request: {
+      limit: number;
+      order: ReviewOrder;
+      randomShare: number;
+      thresholds?: Readonly<Record<string, number>> | undefined;
+    },
   ): Promise<ReviewQueue> {
     const store = await this.store.get();
     return reviewQueue(store, {
@@ -257,8 +262,8 @@ export class Monitoring {
     });
   }
 
-  /** The decisions on label issues of a scope. */
-  async labelReviews(scope: string): Promise<LabelReview[]> {
+  /** The decisions on label issues of a scope, or of every scope (undefined). */
+  async labelReviews(scope?: string): Promise<LabelReview[]> {
     return (await this.store.get()).labelReviews(scope);
   }
 

@@ -112,12 +112,13 @@ export interface RecordedPrediction {
  * How a labelled prediction was chosen for a person to label (the feedback item's `selection`):
  * `random_share` — drawn at random from the served run's recent predictions (the review queue's random
  * share, or a client's own random sample): the only labels that are an unbiased sample of the traffic,
- * so the only ones live precision / recall / f1 are computed from; `uncertainty`, `drift`, `newest`,
- * `random` — the review queue's other orders; `correction` — a person flagging an answer they saw was
+ * so the only ones live precision / recall / f1 are computed from; `margin`, `uncertainty`, `drift`,
+ * `newest`, `random` — the review queue's other orders; `correction` — a person flagging an answer they saw was
  * wrong ("wrong tag?"); `unspecified` — not said (an API client). Every label feeds retraining.
  */
 export const FEEDBACK_SELECTIONS = [
   'random_share',
+  'margin',
   'uncertainty',
   'drift',
   'newest',
@@ -318,8 +319,11 @@ export interface RecordStore {
   reviewCandidates(query: ReviewQuery): Promise<ReviewCandidate[]>;
   /** Stores decisions on label issues (a later one for the same text replaces an earlier one). */
   putLabelReviews(reviews: readonly LabelReview[]): Promise<void>;
-  /** The decisions on label issues of a scope. */
-  labelReviews(scope: string): Promise<LabelReview[]>;
+  /**
+   * The decisions on label issues of a scope, or of every scope (undefined): a decision follows its text
+   * into another experiment on the same data. Oldest first.
+   */
+  labelReviews(scope?: string): Promise<LabelReview[]>;
   /**
    * Takes (or, for its holder, renews) the lease on `name` until `nowMs + ttlMs` unless another holder's
    * lease has not expired; resolves with the lease as it now stands (its holder says who won).

@@ -213,11 +213,11 @@ export async function putLabelReviews(db: SqlDriver, reviews: readonly LabelRevi
   });
 }
 
-export async function labelReviews(db: SqlDriver, scope: string): Promise<LabelReview[]> {
+export async function labelReviews(db: SqlDriver, scope?: string): Promise<LabelReview[]> {
   const rows = await db.all(
     `SELECT scope, text_key, text, given_tags, decision, tags, run_id, received_ms FROM tagger_label_reviews
-     WHERE scope = ? ORDER BY received_ms, text_key`,
-    [scope],
+     ${scope === undefined ? '' : 'WHERE scope = ?'} ORDER BY received_ms, text_key`,
+    scope === undefined ? [] : [scope],
   );
   return rows.map((row) => ({
     scope: String(row.scope),

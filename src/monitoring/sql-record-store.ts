@@ -546,7 +546,7 @@ export class SqlRecordStore implements RecordStore {
     return this.call('cannot write label-issue reviews', () => loop.putLabelReviews(this.db, reviews));
   }
 
-  labelReviews(scope: string): Promise<LabelReview[]> {
+  labelReviews(scope?: string): Promise<LabelReview[]> {
     if (this.revision < 2) return Promise.resolve([]);
     return this.call('cannot read label-issue reviews', () => loop.labelReviews(this.db, scope));
   }

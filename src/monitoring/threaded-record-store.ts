@@ -217,7 +217,7 @@ export class ThreadedRecordStore implements RecordStore {
     return this.call('putLabelReviews', reviews);
   }
 
-  labelReviews(scope: string): Promise<LabelReview[]> {
+  labelReviews(scope?: string): Promise<LabelReview[]> {
     return this.call('labelReviews', scope);
   }
 

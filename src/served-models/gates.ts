@@ -45,7 +45,7 @@ export function dataWarnings(run: Pick<Run, 'tags'>): string[] {
 
 /**
  * The leak warning of a run whose test rows are also training rows, or null: by its kind, or — runs logged
- * before kinds were — by the warning's words (data-checks.ts: overlapWarnings).
+ * before kinds were — by the warning's words (src/train/duplicates.ts: separateTestRepeats).
  */
 export function testLeakWarning(run: Pick<Run, 'tags'>): string | null {
   const warnings = dataWarnings(run);

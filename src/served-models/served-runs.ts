@@ -8,7 +8,13 @@
 import type { ModelUri } from '../tracking/model-uri.js';
 import { versionLabel } from '../tracking/model-uri.js';
 import type { TrackingStore } from '../tracking/store.js';
-import { loadServedModel, type ModelLoading, type ServedModel, type ServedPerformance } from './artifacts.js';
+import {
+  loadServedModel,
+  type ModelLoading,
+  readPerformance,
+  type ServedModel,
+  type ServedPerformance,
+} from './artifacts.js';
 import {
   describeStatuses,
   type FoundTarget,
@@ -107,6 +113,22 @@ export interface ServedRunsOptions {
    * model's `degraded` says why, /health/ready reports it) instead of being held back (`--allow-degraded`).
    */
   allowDegraded?: boolean | undefined;
+  /**
+   * How often the server re-reads the experiment (`pollReloads`, from the end of one reload to the next);
+   * 0 or unset: never. Only for saying when a run logged since the last reload will be loaded.
+   */
+  reloadIntervalMs?: number | undefined;
+}
+
+/**
+ * A run of the served experiment that the tracking store holds but the loaded snapshot does not: logged
+ * since the last reload. Its performance as the store has it (null when that cannot be read yet).
+ */
+export interface LoggedRun {
+  summary: RunSummary;
+  performance: ServedPerformance | null;
+  /** Seconds until the next reload is due; null when this server does not poll. */
+  nextPollInS: number | null;
 }
 
 /** How ServedRuns loads models: its encoders, and whether a cascade may serve without its own. */
@@ -120,6 +142,8 @@ export class ServedRuns {
   private problemsNow: ServingProblems = { store: null, heldBack: [] };
   /** The reload under way, and at most one queued behind it (every caller meanwhile shares that one). */
   private running: Promise<ReloadResult> | undefined;
+  /** When the last reload settled (at first: when the runs were loaded), epoch ms. */
+  private reloadedMs = Date.now();
   private queued: Promise<ReloadResult> | undefined;
 
   private constructor(
@@ -318,6 +342,31 @@ export class ServedRuns {
     return this.start();
   }
 
+  /**
+   * A run the tracking store has in the served experiment but this snapshot does not (see LoggedRun), or
+   * null: no such run there, or the store cannot say. Unlike the snapshot's lookups this reaches the
+   * store for an id it does not know — only GET /runs/{run_id} asks, to tell "not loaded yet" from "none".
+   */
+  async loggedSince(runId: string): Promise<LoggedRun | null> {
+    const experimentId = this.snapshot.runs[0]?.experimentId;
+    if (experimentId === undefined) return null;
+    let run: Awaited<ReturnType<TrackingStore['getRun']>>;
+    try {
+      run = await this.store.getRun(runId);
+    } catch {
+      return null;
+    }
+    if (run === null || run.info.experimentId !== experimentId) return null;
+    const performance = await readPerformance(readerFor(this.store, runId)).catch(() => null);
+    const interval = this.options.reloadIntervalMs ?? 0;
+    return {
+      summary: summarize(run),
+      performance,
+      nextPollInS:
+        interval > 0 ? Math.max(0, Math.ceil((this.reloadedMs + interval - Date.now()) / 1000)) : null,
+    };
+  }
+
   /** Resolves once no reload is running or queued (shutdown waits for it before closing the store). */
   async settled(): Promise<void> {
     while (this.running || this.queued) await (this.queued ?? this.running);
@@ -327,6 +376,7 @@ export class ServedRuns {
     const running = this.reloadOnce()
       .catch((error: unknown) => this.failed(this.snapshot, [`unexpected error: ${String(error)}`]))
       .finally(() => {
+        this.reloadedMs = Date.now();
         if (this.running === running) this.running = undefined;
       });
     this.running = running;

@@ -159,6 +159,7 @@ async function loadServing(
       ...(options.onReload ? { onReload: options.onReload } : {}),
       encoders,
       allowDegraded: config.allowDegraded,
+      reloadIntervalMs: config.reloadIntervalMs,
     });
     return { serving: { mode: 'runs', servedRuns, lifecycle }, servedRuns, store };
   } catch (error) {

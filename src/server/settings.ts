@@ -433,7 +433,7 @@ const SETTINGS = {
     env: 'TAGGER_API_KEYS',
     schema: Type.Union([Type.String(), Type.Array(Type.String())], {
       description:
-        'API keys, comma-separated (a list in the file), each `<key>` (every scope) or `<key>:<scope>[+<scope>…]` with scopes predict, feedback, read, metrics, admin (docs/api.md#api-keys); any key turns authentication on. A flag shows in `ps`: prefer the file or the variable',
+        'API keys, comma-separated (a list in the file), each `<key>` (every scope) or `<key>:<scope>[+<scope>…]` with scopes predict, feedback, review, read, metrics, admin (docs/api.md#api-keys); any key turns authentication on. A flag shows in `ps`: prefer the file or the variable',
     }),
     default: null,
     what: 'API keys, comma-separated (or a list of strings in the file)',

@@ -3,13 +3,14 @@
  * DataError before any training (every row has one tag, or every tag but one was folded into `other`);
  * data that gives a model whose metrics mislead is trained on, with warnings a person must see: tags
  * folded into `other` (named, with counts), rows repeated within the training data, texts with no word
- * the model can read, test rows repeating training texts, texts labelled with different tags, a test
- * split too small to rank runs by. Rows read from a file are named by line (`DatasetRow.line`), others
- * by position.
+ * the model can read, texts labelled with different tags, a test split too small to rank runs by (test
+ * rows that repeat training texts are duplicates.ts's). Rows read from a file are named by line
+ * (`DatasetRow.line`), others by position.
  */
 import {
   cleanText,
   type DataCheckKind,
+  duplicateKey,
   type LabelledText,
   multiLabelModelTags,
   OTHER_TAG,
@@ -127,25 +128,19 @@ export interface DataWarning {
 }
 
 /**
- * Test rows whose text is also a training (or validation) row, which inflates the test f1; and texts
- * labelled with different tags, which no model can get right both times.
+ * Texts labelled with different tags, which no model can get right both times. (Test rows that repeat
+ * training rows are duplicates.ts's: taken out of the test split, or a leak.)
  */
 export function overlapWarnings(seen: readonly LabelledText[], test: readonly LabelledText[]): DataWarning[] {
   const warnings: DataWarning[] = [];
   const tagsOf = new Map<string, Set<string>>();
   for (const row of [...seen, ...test]) {
-    const key = sameText(row.text);
+    // The same text as duplicates.ts compares them (case, spacing, punctuation and digits aside).
+    const key = duplicateKey(row.text);
+    if (key === '') continue;
     const tags = tagsOf.get(key) ?? new Set<string>();
     tags.add(row.tag);
     tagsOf.set(key, tags);
-  }
-  const known = new Set(seen.map((row) => sameText(row.text)));
-  const leaked = test.filter((row) => known.has(sameText(row.text))).length;
-  if (leaked > 0) {
-    warnings.push({
-      kind: 'test_leak',
-      message: `${leaked} of the ${test.length} test rows (${((100 * leaked) / test.length).toFixed(1)}%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates`,
-    });
   }
   const conflicting = [...tagsOf.values()].filter((tags) => tags.size > 1).length;
   if (conflicting > 0) {

@@ -9,7 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { type LabelledText, tagSetKey } from '../model/index.js';
+import { type LabelledText, restoreFormula, tagSetKey } from '../model/index.js';
 
 export const REQUIRED_COLUMNS = ['title', 'description', 'tag'] as const;
 /** The columns of a multi-label dataset: `tags` instead of `tag`. */
@@ -63,12 +63,27 @@ const innerLineBreaks = (fields: readonly string[]): number =>
  * `title` + `description`, and `tag` or `tags` (`tagger train --text-column/--tag-column/--tags-column`).
  */
 export interface DatasetColumns {
-  /** One column holding the whole text, instead of title + description. */
+  /**
+   * The column holding the whole text, instead of title + description, or several separated by commas
+   * (`subject,body`): their cells joined by a space, as title and description are.
+   */
   text?: string | undefined;
   /** The column of the tag, one per row. */
   tag?: string | undefined;
   /** The column of several tags per row (separated by `|`, `,` or `;`, or a JSON list). */
   tags?: string | undefined;
+}
+
+/** The text columns named: the defaults, or the comma-separated list given (blank names refused). */
+export function textColumnsOf(given: DatasetColumns): string[] {
+  if (given.text === undefined) return ['title', 'description'];
+  const names = given.text.split(',').map((name) => name.trim());
+  if (names.some((name) => name === '')) {
+    throw new DataError(
+      `data: the text column(s) '${given.text}' name a blank column; give one name, or several separated by commas`,
+    );
+  }
+  return names;
 }
 
 /** Refuses a tag column and a tags column together: a file is single- or multi-label. */
@@ -86,7 +101,7 @@ function chosenColumns(
   given: DatasetColumns,
   source: string,
 ): { text: string[]; label: string; multiLabel: boolean } {
-  const text = given.text === undefined ? ['title', 'description'] : [given.text.trim().toLowerCase()];
+  const text = textColumnsOf(given).map((name) => name.toLowerCase());
   checkColumns(given);
   if (given.tag !== undefined) return { text, label: given.tag.trim().toLowerCase(), multiLabel: false };
   if (given.tags !== undefined) return { text, label: given.tags.trim().toLowerCase(), multiLabel: true };
@@ -96,7 +111,7 @@ function chosenColumns(
 
 /** The columns a run's dataset input records as its schema (what Tagger read of the file). */
 export function columnsRead(rows: readonly DatasetRow[], given: DatasetColumns = {}): string[] {
-  const text = given.text === undefined ? ['title', 'description'] : [given.text];
+  const text = textColumnsOf(given);
   const label = given.tag ?? given.tags ?? (isMultiLabel(rows) ? 'tags' : 'tag');
   return [...text, label];
 }
@@ -147,8 +162,9 @@ export function parseDataset(content: string, source: string, given: DatasetColu
   return checkedRows(
     rows.map((row, index) => ({
       line: parsed[index + 1]![1] - innerLineBreaks(row),
-      text: textAt.map((at) => row[at] ?? ''),
-      label: row[labelAt] ?? '',
+      // A cell Tagger (or a careful person) neutralised for spreadsheets is read as the text it was.
+      text: textAt.map((at) => restoreFormula(row[at] ?? '')),
+      label: restoreFormula(row[labelAt] ?? ''),
     })),
     multiLabel,
     source,
@@ -243,7 +259,7 @@ export function parseJsonDataset(content: string, source: string, given: Dataset
   // Keys as given (JSON keys are not case-folded).
   const multiLabel = custom ? given.tags !== undefined : isObject(first) && Object.hasOwn(first, 'tags');
   const key = given.tag ?? given.tags ?? (multiLabel ? 'tags' : 'tag');
-  const textKeys = given.text === undefined ? ['title', 'description'] : [given.text];
+  const textKeys = textColumnsOf(given);
   const records = raw.map((entry, index): RawRecord => {
     const at = `${source}: entry ${index + 1}`;
     if (!isObject(entry)) throw new DataError(`data: ${at} is not an object`);

@@ -46,6 +46,7 @@ import {
   overlapWarnings,
   unreadableTextsWarning,
 } from './data-checks.js';
+import { separateTestRepeats } from './duplicates.js';
 import { type ChoiceEvent, type ChoiceReport, chooseModel } from './model-choice/choose.js';
 import type { PlannedCandidate } from './model-choice/plan.js';
 import { splitData } from './splits.js';
@@ -298,8 +299,13 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
     );
   }
   const split = splitData(data, input.testData !== undefined, input.seed);
-  // Test texts are cut as the training's are: the model is scored on what serving would give it.
-  const test = input.testData ? [...cutLongTexts(input.testData).rows] : split.test;
+  // Test texts are cut as the training's are (the model is scored on what serving would give it), then
+  // the rows that repeat a training or validation text are taken out, or past the allowed share a leak.
+  const separated = separateTestRepeats(
+    [...split.train, ...split.validation],
+    input.testData ? [...cutLongTexts(input.testData).rows] : split.test,
+  );
+  const test = separated.test;
   if (test.length === 0) throw new DataError('data: the test data has no rows');
   // The rows the returned model learns from: with refit, train + validation.
   const fitRows =
@@ -395,6 +401,7 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const checked = [
     ...dataProblems,
     ...trainedWarnings,
+    ...separated.warnings,
     ...overlapWarnings([...split.train, ...split.validation], test),
   ];
   const sliceDefinitions = input.slices ?? DEFAULT_SLICE_DEFINITIONS;

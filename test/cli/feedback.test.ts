@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
+import { readDataset } from '../../src/train/data.js';
 import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 import { postJson } from '../support/http.js';
@@ -105,6 +106,31 @@ describe('tagger feedback export', () => {
       rows: rows.length,
       run_id: served.servedRuns.bestRunId,
     });
+  });
+
+  it('writes texts sent through the API that a spreadsheet would run as formulas as text, and reads them back as sent', async () => {
+    const hostile = [
+      '=HYPERLINK("http://evil.example","click") invoice',
+      '+1 555 0100 support line',
+      '-2 degrees overnight',
+      '@SUM(A1:A9) spreadsheet',
+    ];
+    await label(
+      hostile,
+      hostile.map(() => 'other'),
+    );
+    const output = join(cli.dir, 'formulas.csv');
+    const exported = await tagger(['feedback', 'export', '--output', output, '--tracking-uri', uri()]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const cells = (parse(await readFile(output, 'utf8'), { columns: true }) as Record<string, string>[]).map(
+      (row) => row.title!,
+    );
+    // No cell starts with what a spreadsheet runs (OWASP: = + - @ tab CR) ...
+    for (const cell of cells) expect(cell).not.toMatch(/^[=+\-@\t\r]/);
+    for (const text of hostile) expect(cells).toContain(`'${text}`);
+    // ... and training reads them as the texts that were sent.
+    const read = await readDataset(output);
+    for (const text of hostile) expect(read.map((row) => row.text.trim())).toContain(text);
   });
 
   it('leaves out records that kept only a hash, and says so', async () => {

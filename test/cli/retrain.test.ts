@@ -10,7 +10,7 @@ import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heldOutLabel } from '../../src/cli/retrain-data.js';
-import { decide, promote } from '../../src/cli/retrain-promotion.js';
+import { decide, pairedCounts, promote, worseByChance } from '../../src/cli/retrain-promotion.js';
 import { EVALUATION_TAGS } from '../../src/model/index.js';
 import { predictionId } from '../../src/monitoring/ids.js';
 import { openRecordStore, type RecordStore } from '../../src/monitoring/index.js';
@@ -18,8 +18,10 @@ import { readRuns } from '../../src/served-models/candidates.js';
 import { DEFAULT_GATES, servingVerdict } from '../../src/served-models/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
+import { separateTestRepeats } from '../../src/train/duplicates.js';
 import { textKey } from '../../src/train/label-issues.js';
 import { MODEL_CHOICE_TAG } from '../../src/train/log-run.js';
+import { splitData } from '../../src/train/pipeline.js';
 import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
 
@@ -77,6 +79,14 @@ const robotics = (n: number, offset = 0) =>
     text: `Robot arm number ${i + offset} grasps objects with a learned gripper policy and servo motors`,
     tag: 'robotics',
   }));
+
+/** Writes `content` to a new file of the test's folder and answers its path. */
+let temps = 0;
+async function writeTemp(content: string): Promise<string> {
+  const path = join(cli.dir, `temp-${++temps}.csv`);
+  await writeFile(path, content);
+  return path;
+}
 
 async function withTracking<T>(work: (store: TrackingStore) => Promise<T>): Promise<T> {
   const store = await openTrackingStore(uri);
@@ -204,7 +214,7 @@ describe('tagger retrain', () => {
     const rejected = await retrain('--promote', '--min-gain', '1');
     expect(rejected.code, rejected.stderr).toBe(0);
     expect(rejected.stdout).toMatch(
-      /^NOT PROMOTED to the best run of experiment 'best': its test f1 .* is not 1 above the served run's .*Nothing changed: run [0-9a-f]{32} stays served\.$/m,
+      /^NOT PROMOTED to the best run of experiment 'best': its test f1 .* is not 1 above the served run's .*Nothing changed: run [0-9a-f]{32} stays served \(the best of experiment 'best' that passes the gates\)\.$/m,
     );
     // A negative margin accepts a run up to that much worse: promoted whatever its test f1.
     const promoted = await retrain('--promote', '--min-gain', '-1', '--json');
@@ -215,7 +225,7 @@ describe('tagger retrain', () => {
         /^test f1 0\.\d{4} against the served run's 0\.\d{4} on the same test rows: [+-]0\.\d{4}, margin -1$/,
       ),
       'live labels not judged: 0 held out of the random share, fewer than --min-live-labels 20',
-      'no leak or duplicate warning',
+      'no test-leak warning',
     ]);
     await withTracking(async (store) => {
       const runs = await readRuns(store, 'best');
@@ -402,6 +412,62 @@ describe('tagger retrain', () => {
     ).toBe(true);
   }, 240_000);
 
+  it('names the run that is served when nothing changes, not the one it retrained from', async () => {
+    const served = await withTracking(async (store) => {
+      const runs = await readRuns(store, 'best');
+      return runs.ok ? servingVerdict(runs.runs, '', DEFAULT_GATES).served?.info.runId : undefined;
+    });
+    expect(served).toBeDefined();
+    // The first parent, no longer served once a retrained run was promoted above it (or still served).
+    await label(robotics(2, 600));
+    const result = await retrain('--run-id', parent, '--promote', '--min-gain', '1');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      new RegExp(`^NOT PROMOTED .*Nothing changed: run ${served} stays served \\(the best of`, 'm'),
+    );
+  }, 240_000);
+
+  it('keeps labels of near copies of test rows out of training: a retrain cannot gain by its own test rows', async () => {
+    const rows = await readDataset(data);
+    const run = (await withTracking((store) => store.getRun(parent)))!;
+    const split = splitData(rows, false, Number(run.params.seed));
+    const test = separateTestRepeats([...split.train, ...split.validation], split.test).test;
+    // Issue 40's probe: test texts with "." and " #i" appended, in upper case, labelled with their own tag.
+    const probes = test.slice(0, 30).map((row, i) => ({
+      text: i % 3 === 0 ? `${row.text}.` : i % 3 === 1 ? `${row.text} #${i}` : `${row.text.toUpperCase()}!`,
+      tag: row.tag,
+    }));
+    await label([...probes, ...robotics(2, 700)]);
+    const result = await retrain('--run-id', parent, '--json');
+    expect(result.code, result.stderr).toBe(0);
+    const answer = JSON.parse(result.stdout);
+    expect(answer.trained).toBe(true);
+    // None is the very spelling of a test text ("." or " #i" appended, or upper case and "!"): all are
+    // kept out as the same text as a test row once punctuation, digits and case are set aside.
+    expect(answer.merged.near_test.feedback).toBe(probes.length);
+    expect(answer.warnings).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^kept out of training so the test rows of run ${parent} score only texts the model never learnt: `,
+        ),
+      ),
+    );
+    await withTracking(async (store) => {
+      const child = (await store.getRun(answer.run_id))!;
+      expect(child.tags[EVALUATION_TAGS.dataChecks]).toMatch(/corrections_near_test/);
+      expect(child.tags[EVALUATION_TAGS.testSetDigest]).toBe(run.tags[EVALUATION_TAGS.testSetDigest]);
+      const trained = await readDataset(
+        await writeTemp(
+          Buffer.from(await store.readArtifact(answer.run_id, 'retrain/train.csv')).toString('utf8'),
+        ),
+      );
+      const texts = new Set(trained.map((row) => row.text.toLowerCase().replace(/\W+/g, ' ').trim()));
+      for (const probe of probes) {
+        expect(texts.has(probe.text.toLowerCase().replace(/\W+/g, ' ').trim())).toBe(false);
+      }
+    });
+  }, 240_000);
+
   it('runs one retrain of an experiment at a time: a second one says so and trains nothing', async () => {
     const lease = await records.takeLease(`retrain:${scope}`, 'another-host:1234', 60_000, Date.now());
     expect(lease.holder).toBe('another-host:1234');
@@ -500,6 +566,45 @@ describe('the promotion decision', () => {
     expect(
       decide(flags, outcome(0.95), 0.9, live(null, null, 0), 'its test split has 9 rows').reasons,
     ).toEqual(['tagger serve would hold it back: its test split has 9 rows']);
+  });
+
+  it('judges "worse on live labels" by the paired test: lower by chance is not worse', () => {
+    expect(worseByChance(5, 0)).toBeCloseTo(1 / 32);
+    expect(worseByChance(3, 1)).toBeCloseTo(5 / 16);
+    expect(worseByChance(2, 4)).toBe(1);
+    expect(worseByChance(0, 0)).toBe(1);
+    // 2,000 disagreements: the sum stays finite and a 52/48 split is chance.
+    expect(worseByChance(1040, 960)).toBeGreaterThan(0.03);
+    expect(worseByChance(1100, 900)).toBeLessThan(1e-5);
+    expect(pairedCounts([true, true, false, false], [true, false, true, false])).toEqual({
+      parentOnly: 1,
+      childOnly: 1,
+    });
+    const chance = decide(
+      flags,
+      outcome(0.95),
+      0.9,
+      { ...live(0.82, 0.8, 300), parentOnly: 12, childOnly: 8 },
+      null,
+    );
+    expect(chance.promote).toBe(true);
+    expect(chance.checks).toContainEqual(
+      expect.stringMatching(
+        /^live f1 0\.8000 against 0\.8200 on 300 held-out labels is within chance \(the served run alone right on 12, the new run alone on 8: p = 0\.25/,
+      ),
+    );
+    const worse = decide(
+      flags,
+      outcome(0.95),
+      0.9,
+      { ...live(0.85, 0.8, 300), parentOnly: 25, childOnly: 8 },
+      null,
+    );
+    expect(worse.reasons).toEqual([
+      expect.stringMatching(
+        /^its f1 on the 300 held-out live labels is worse: 0\.8000 against the served run's 0\.8500 \(the served run alone right on 25, the new run alone on 8: p = 0\.00/,
+      ),
+    ]);
   });
 
   it('does not judge live labels it has too few of, and says so', () => {

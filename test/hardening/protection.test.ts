@@ -269,6 +269,7 @@ describe('API key scopes (issue 34, item 7)', () => {
   const PREDICT = 'scoped-predict-0123';
   const FEEDBACK = 'scoped-feedback-0123';
   const READ = 'scoped-read-0123';
+  const REVIEW = 'scoped-review-0123';
   const METRICS = 'scoped-metrics-0123';
   const ALL = 'scoped-all-0123';
   let served: MonitoredApp;
@@ -284,6 +285,7 @@ describe('API key scopes (issue 34, item 7)', () => {
             `${PREDICT}:predict`,
             `${FEEDBACK}:feedback+predict`,
             `${READ}:read`,
+            `${REVIEW}:review`,
             `${METRICS}:metrics`,
             ALL,
           ],
@@ -308,13 +310,14 @@ describe('API key scopes (issue 34, item 7)', () => {
       feedback: [{ prediction_id: '00000000-0000-7000-8000-000000000000', tag: 'mlops' }],
     });
 
-  it('each route needs its scope: predict, feedback (and the review queue), read, metrics', async () => {
+  it('each route needs its scope: predict, feedback, review (the queue and label-issue decisions), read, metrics', async () => {
     const routes = [
       ['POST', '/predict', 'predict'],
       ['POST', '/runs/:run_id/predict', 'predict'],
       ['POST', '/feedback', 'feedback'],
-      ['GET', '/review', 'feedback'],
-      ['POST', '/review/:prediction_id', 'feedback'],
+      ['GET', '/review', 'review'],
+      ['GET', '/review/label-issues', 'review'],
+      ['POST', '/review/label-issues', 'review'],
       ['GET', '/runs', 'read'],
       ['GET', '/runs/:run_id', 'read'],
       ['GET', '/runs/:run_id/errors', 'read'],
@@ -345,10 +348,21 @@ describe('API key scopes (issue 34, item 7)', () => {
     }
     expect((await feedback(PREDICT)).statusCode).toBe(403);
 
-    // Labelling needs the feedback scope; this key may also predict.
+    // Labelling needs the feedback scope; this key may also predict, and it reads no one's texts: the
+    // review queue and the label issues are a reviewer's.
     expect((await feedback(FEEDBACK)).statusCode).toBe(200);
     expect((await predict(FEEDBACK)).statusCode).toBe(200);
     expect((await call(FEEDBACK, 'GET', '/monitoring')).statusCode).toBe(403);
+    const queue = await call(FEEDBACK, 'GET', '/review');
+    expect(queue.statusCode).toBe(403);
+    expect(expectEnvelope(queue, { method: 'GET', url: '/review' }).detail).toBe(
+      "this API key may not review recorded predictions and training rows: it needs the 'review' scope (it has feedback, predict)",
+    );
+    expect((await call(FEEDBACK, 'GET', '/review/label-issues')).statusCode).toBe(403);
+    expect((await call(FEEDBACK, 'POST', '/review/label-issues', { decisions: [] })).statusCode).toBe(403);
+    expect((await call(REVIEW, 'GET', '/review')).statusCode).toBe(200);
+    expect((await feedback(REVIEW)).statusCode).toBe(403);
+    expect((await predict(REVIEW)).statusCode).toBe(403);
 
     expect((await call(READ, 'GET', '/runs')).statusCode).toBe(200);
     expect((await call(READ, 'GET', '/monitoring')).statusCode).toBe(200);
@@ -385,7 +399,7 @@ describe('API key scopes (issue 34, item 7)', () => {
 
   it('refuses to start with an unknown scope or one key listed twice with different scopes', () => {
     expect(() => parseScopedKey('k3y:predict+fedback')).toThrow(
-      "API key k3…: unknown scope 'fedback'; scopes are predict, feedback, read, metrics, admin",
+      "API key k3…: unknown scope 'fedback'; scopes are predict, feedback, review, read, metrics, admin",
     );
     expect(parseScopedKey('k3y:predict+FEEDBACK')).toEqual({
       key: 'k3y',

@@ -1,13 +1,14 @@
 /**
  * The review routes through the app (app.inject), with a run trained and logged the real way, label
- * issues included: GET /review lists the served run's unlabelled predictions, the least confident first
- * with an evenly spread random share that says so, each text once, explained; labelled ones leave the
+ * issues included: GET /review lists the served run's unlabelled predictions, the smallest margin first
+ * with an evenly spread random share that says so, each text once (near copies neither), explained; labelled ones leave the
  * queue. GET /review/label-issues lists the rows not decided on; POST /review/label-issues records keep /
  * fix, after which a kept row is not listed again.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseTrainingArgs } from '../../src/model/index.js';
+import { parseTrainingArgs, textSimilarity } from '../../src/model/index.js';
+import { marginOf } from '../../src/monitoring/index.js';
 import { openTrackingStore, type TrackingStore } from '../../src/tracking/index.js';
 import { trainingLabelIssues } from '../../src/train/label-issues.js';
 import { logTrainingRun } from '../../src/train/log-run.js';
@@ -71,7 +72,7 @@ const review = async (query: string) => {
 };
 
 describe('GET /review', () => {
-  it('lists the least confident first, with an evenly spread random share that says so, each explained', async () => {
+  it('lists the smallest margin first, with an evenly spread random share that says so, each explained', async () => {
     const texts = heldOut.map((row) => row.text);
     await postJson(served.app, '/predict', {
       texts: [...texts, texts[0]!, texts[0]!].map((text) => ({ text })),
@@ -80,39 +81,51 @@ describe('GET /review', () => {
     const { response, data } = await review('?limit=10&random_share=0.3');
     expect(response.statusCode, response.body).toBe(200);
     expectEnvelope(response, { method: 'GET', url: '/review?limit=10&random_share=0.3' });
-    expect(data).toMatchObject({ run_id: runId, order: 'uncertainty', random_share: 0.3, random_items: 3 });
+    expect(data).toMatchObject({ run_id: runId, order: 'margin', random_share: 0.3, random_items: 3 });
     expect(data.candidates).toBe(texts.length + 2);
     expect(data.tags).toEqual(['computer-vision', 'mlops', 'natural-language-processing', 'other']);
     const { items } = data;
     expect(items).toHaveLength(10);
     // Spread evenly: the random share's running count steps up at items 3, 6 and 9 (0-based).
     expect(items.map((item) => item.selection)).toEqual([
-      'uncertainty',
-      'uncertainty',
-      'uncertainty',
+      'margin',
+      'margin',
+      'margin',
       'random_share',
-      'uncertainty',
-      'uncertainty',
+      'margin',
+      'margin',
       'random_share',
-      'uncertainty',
-      'uncertainty',
+      'margin',
+      'margin',
       'random_share',
     ]);
-    const ordered = items.filter((item) => item.selection === 'uncertainty');
-    const confidences = ordered.map((item) => item.confidence);
-    expect(confidences).toEqual([...confidences].sort((a, b) => a - b));
-    // The least confident of every candidate the random share did not draw comes first (the share is drawn
-    // at random from every candidate, and a text is listed once).
+    const ordered = items.filter((item) => item.selection === 'margin');
+    const margins = ordered.map((item) =>
+      marginOf({ multiLabel: false, probabilities: item.predicted_probabilities }),
+    );
+    expect(margins).toEqual([...margins].sort((a, b) => a - b));
+    // The smallest margin of every candidate the random share did not draw (nor a near copy of one drawn)
+    // comes first: the share is drawn at random from every candidate, and a text is listed once.
     const all = await review('?limit=200&random_share=0');
-    const drawn = new Set(items.filter((item) => item.selection === 'random_share').map((item) => item.text));
-    const left = all.data.items.filter((item) => !drawn.has(item.text));
-    expect(ordered[0]!.confidence).toBe(Math.min(...left.map((item) => item.confidence)));
-    // Each text once in the ordered part (the same text was predicted three times).
+    const drawn = items.filter((item) => item.selection === 'random_share').map((item) => item.text);
+    const left = all.data.items.filter((item) =>
+      drawn.every((text) => textSimilarity(text, item.text) < 0.8),
+    );
+    expect(margins[0]).toBe(
+      Math.min(
+        ...left.map((item) => marginOf({ multiLabel: false, probabilities: item.predicted_probabilities })),
+      ),
+    );
+    // Each text once in the ordered part (the same text was predicted three times), near copies neither.
     expect(new Set(all.data.items.map((item) => item.text)).size).toBe(all.data.items.length);
+    expect(all.data.near_copies).toBeGreaterThanOrEqual(2);
     for (const item of items) {
       expect(item.explanation).toMatchObject({ tag: expect.any(String) });
       expect(Object.keys(item.predicted_probabilities).sort()).toEqual(data.tags);
     }
+    const uncertainty = await review('?limit=20&order=uncertainty&random_share=0');
+    const confidences = uncertainty.data.items.map((item) => item.confidence);
+    expect(confidences).toEqual([...confidences].sort((a, b) => a - b));
   });
 
   it('leaves out what has a label, by id and by text; other orders by their signal', async () => {

@@ -48,7 +48,77 @@ describe('mergeCorrections', () => {
       confirmed: 1,
       added: { feedback: 1, label_issue: 0 },
       testCorrections: 1,
+      nearTest: { feedback: 0, label_issue: 0 },
+      dataTestRepeats: 0,
       contradictions: 1,
+      nearContradictions: 0,
+    });
+  });
+
+  it('keeps corrections of near copies of test rows out of training, and the data rows that repeat one', () => {
+    const test = [
+      row('Transfer learning with transformers for text classification', 'nlp'),
+      row('How do I top up my card?', 'top_up'),
+    ];
+    const pool = [
+      row('Object detection with YOLO on drone images', 'cv'),
+      // The replaced run's own row, the same text as a test row (a run from before issue 40).
+      row('how do i top up my card', 'top_up'),
+      // A true neighbour of a test row: it stays, and its correction applies.
+      row('How do I top up my account?', 'top_up'),
+    ];
+    const { rows, summary } = mergeCorrections({
+      pool,
+      test,
+      multiLabel: false,
+      corrections: [
+        // The probe of issue 40: test texts with "." and " #i" appended, case changed, a word added.
+        fix('Transfer learning with transformers for text classification.', 'cv'),
+        fix('How do I top up my card? #17', 'cv', 2),
+        fix('TRANSFER LEARNING WITH TRANSFORMERS FOR TEXT CLASSIFICATION', 'cv', 3, 'label_issue'),
+        fix('Transfer learning with transformers for text classification, really', 'cv', 4),
+        fix('How do I top up my account?', 'balance', 5),
+        fix('Kubeflow pipelines', 'mlops', 6),
+      ],
+    });
+    expect(rows.map((r) => [r.text, r.tag, r.origin])).toEqual([
+      ['Object detection with YOLO on drone images', 'cv', 'data'],
+      ['How do I top up my account?', 'balance', 'feedback'],
+      ['Kubeflow pipelines', 'mlops', 'feedback'],
+    ]);
+    expect(summary).toMatchObject({
+      // The upper-case fix is the test text but for case: a correction of a test row; ".", " #17" (the
+      // card's) and ", really" are kept out as the same text as a test row or a near copy of one.
+      nearTest: { feedback: 3, label_issue: 0 },
+      testCorrections: 1,
+      dataTestRepeats: 1,
+      relabelled: { feedback: 1, label_issue: 0 },
+      added: { feedback: 1, label_issue: 0 },
+    });
+  });
+
+  it('counts near copies labelled with different tags, and keeps both', () => {
+    const { rows, summary } = mergeCorrections({
+      pool: [],
+      test: [],
+      multiLabel: false,
+      corrections: [
+        fix('Fine-tuning BERT for sentiment analysis of product reviews', 'nlp', 1),
+        fix('Fine-tuning BERT for sentiment analysis of product reviews!!', 'nlp', 2),
+        fix('Fine-tuning BERT for sentiment analysis of the product reviews', 'cv', 3),
+        fix('Object detection with YOLO', 'cv', 4),
+      ],
+    });
+    // "!!" makes another text for the merge (it relabels rows by case and spacing only), with the same tag.
+    expect(rows).toHaveLength(4);
+    expect(summary.contradictions).toBe(0);
+    expect(summary.nearContradictions).toBe(1);
+    expect(summary.nearContradiction).toEqual({
+      texts: [
+        'Fine-tuning BERT for sentiment analysis of product reviews',
+        'Fine-tuning BERT for sentiment analysis of the product reviews',
+      ],
+      tags: [['nlp'], ['cv']],
     });
   });
 

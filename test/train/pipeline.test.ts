@@ -183,18 +183,45 @@ describe('trainAndEvaluate: what the metrics were measured on, and data warnings
 
   it('warns about test rows that repeat training texts, and texts labelled with different tags', () => {
     const testData = data.slice(0, 40).map((row, i) => ({
-      // Ten repeat a training text (with other case and spacing); one of them with another tag.
-      text: i < 10 ? `  ${row.text.toUpperCase()} ` : `${row.text} (new text ${i})`,
+      // Ten repeat a training text (with other case, spacing and punctuation); one of them with another tag.
+      text:
+        i < 10
+          ? `  ${row.text.toUpperCase()}! `
+          : `${row.text} (new text ${'abcdefghijklmnopqrstuvwxyz'[i % 26]}${'qrstuvwxyz'[i % 10]})`,
       tag: i === 0 ? 'some-other-tag' : row.tag,
     }));
     const outcome = trainAndEvaluate({ data, testData, args: FAST_ARGS, seed: 1 });
-    const leaked = outcome.warnings.find((warning) => warning.includes('test rows'));
-    // Rows 0-9 of `data` are in train or validation (a test file means no test split is taken from data).
+    const leaked = outcome.warnings.find((warning) => warning.includes('have the same text'));
+    // Rows 0-9 of `data` are in train or validation (a test file means no test split is taken from data):
+    // more than 2 % of the test rows, so they stay in the test split and hold the run back.
     expect(leaked).toBe(
-      '10 of the 40 test rows (25.0%) have the same text as a training or validation row: the test f1 overstates how the model does on new texts; remove the duplicates',
+      '10 of the 40 test rows (25.0%) have the same text as a training or validation row (case, spacing, punctuation and digits aside), more than the 2% taken out of a test split: the test f1 overstates how the model does on new texts; remove the duplicates',
     );
+    expect(outcome.dataWarnings.map((w) => w.kind)).toContain('test_leak');
+    expect(outcome.sizes.test).toBe(40);
     expect(outcome.warnings).toContain(
       '1 text(s) appear with different tags: no model can get both right; check those labels',
+    );
+  });
+
+  it('takes a handful of repeated test rows out of the test split: not a leak, a smaller honest split', () => {
+    const testData = data.slice(0, 100).map((row, i) => ({
+      // One repeats a training text with "." and " #1" appended; the rest are new texts.
+      text:
+        i === 3
+          ? `${row.text}. #1`
+          : `${row.text} (new text ${'abcdefghijklmnopqrstuvwxyz'[i % 26]}${'qrstuvwxyz'[Math.floor(i / 10)]})`,
+      tag: row.tag,
+    }));
+    const outcome = trainAndEvaluate({ data, testData, args: FAST_ARGS, seed: 1 });
+    expect(outcome.sizes.test).toBe(99);
+    expect(outcome.performance.overall.num_samples).toBe(99);
+    expect(outcome.testSet.size).toBe(99);
+    const kinds = outcome.dataWarnings.map((w) => w.kind);
+    expect(kinds).toContain('test_repeats_removed');
+    expect(kinds).not.toContain('test_leak');
+    expect(outcome.warnings.join('\n')).toMatch(
+      /^1 of the 100 test rows \(1\.0%\) repeat a training or validation text/m,
     );
   });
 });

@@ -605,8 +605,20 @@ describe.skipIf(executablePath === null)('the inspection page in a browser', () 
 
     await logPlan('strong');
     expect(outcomes.strong.performance.overall.f1).toBeGreaterThan(outcomes.middle.performance.overall.f1);
+    // Logged but not loaded yet: said so, with its report from the store, instead of "no run" (issue 40).
+    const early = (await open(`${base}/ui/#/run/${runIds.strong}`)).page;
+    const note = early.getByRole('status').filter({ hasText: 'Logged, not yet loaded by this server' });
+    await note.waitFor();
+    expect(await note.textContent()).toContain('it does not poll: a reload (SIGHUP) picks it up');
+    expect(await early.locator('.cards').textContent()).toContain(
+      outcomes.strong.performance.overall.f1.toFixed(2).slice(0, 3),
+    );
+    expect(await early.getByText(/^No run /).count()).toBe(0);
     // What the server's reload poller does on its next tick.
     expect((await servedRuns.reload()).outcome).toBe('swapped');
+    // The list has it now: the run's own view, without the note.
+    await expect.poll(() => note.count(), { timeout: 15_000 }).toBe(0);
+    await early.close();
     await expect
       .poll(() => page.getByTestId('answered-by').textContent(), { timeout: 15_000 })
       .toContain(runIds.strong);

@@ -121,7 +121,7 @@ describe.skipIf(executablePath === null)('the Review view', () => {
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatchObject({ tags: ['computer-vision'] });
     expect(firstText).toContain(stored[0]!.text!.slice(0, 30));
-    expect(['uncertainty', 'random_share']).toContain(stored[0]!.selection);
+    expect(['margin', 'random_share']).toContain(stored[0]!.selection);
     // Key 0: another tag, one the run does not know (kept for retraining).
     await page.keyboard.press('0');
     await page.getByLabel('Another tag').fill('robotics');

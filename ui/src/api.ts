@@ -115,7 +115,7 @@ export const api = {
   servedArgs: () => call<ArgsData>('/args').then((data) => data.args),
   performance: (runId: string) =>
     call<RunPerformanceData>(`/runs/${encodeURIComponent(runId)}`).then((data) => data.performance),
-  /** GET /runs/{id} whole: the performance and, when the model was chosen, how. */
+  /** GET /runs/{id} whole: the performance, how the model was chosen (when it was), and for a run logged since the server's last reload, `loaded: false`. */
   run: (runId: string) => call<RunPerformanceData>(`/runs/${encodeURIComponent(runId)}`),
   history: (runId: string) =>
     call<RunHistoryData>(`/runs/${encodeURIComponent(runId)}/history`).then((data) => data.history),
@@ -125,7 +125,7 @@ export const api = {
   /** The served run's live figures (GET /monitoring). */
   monitoring: () => call<MonitoringData>('/monitoring').then((data) => data.monitoring),
   /** The review queue (GET /review). */
-  review: (limit: number, order = 'uncertainty') =>
+  review: (limit: number, order = 'margin') =>
     call<ReviewData>(`/review?limit=${limit}&order=${encodeURIComponent(order)}`),
   /** Labels for recorded predictions (POST /feedback): each item answered on its own. */
   feedback: (items: FeedbackItem[]) =>

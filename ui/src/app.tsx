@@ -4,7 +4,7 @@
  */
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import type { RunRecord } from '../../src/http/api-types.js';
-import { AuthError, api, apiKey } from './api';
+import { ApiError, AuthError, api, apiKey } from './api';
 import { CompareView } from './compare';
 import { shortId } from './format';
 import { LiveView } from './live';
@@ -69,6 +69,42 @@ function KeyPrompt({ error, onKey }: { error: AuthError; onKey: () => void }) {
         <button type="submit">Use key</button>
       </form>
     </section>
+  );
+}
+
+/**
+ * A run the server's list does not have: logged since its last reload (the store has it: shown with its
+ * report from the store and when the next poll is due; the list picks it up then) or no run at all.
+ */
+function NotListedRun({ runId }: { runId: string }) {
+  const answer = useLoad(() => api.run(runId), [runId]);
+  if (answer.error) {
+    return answer.error instanceof ApiError && answer.error.status === 404 ? (
+      <p class="error">No run {runId} in this experiment.</p>
+    ) : (
+      <Failure error={answer.error} />
+    );
+  }
+  if (!answer.value) return <p class="loading">Loading run {shortId(runId)}…</p>;
+  const { performance, next_poll_in_s: next, loaded } = answer.value;
+  return (
+    <article aria-labelledby="unloaded-title">
+      <h2 id="unloaded-title">
+        Run <code>{shortId(runId)}</code>
+      </h2>
+      {loaded === false && (
+        <p class="reload-note" role="status">
+          Logged, not yet loaded by this server (
+          {next === null || next === undefined
+            ? 'it does not poll: a reload (SIGHUP) picks it up'
+            : `next poll in ${next} s`}
+          ). Its report below is the tracking store's; the run list, its inspection and its predictions come
+          once the server has loaded it.
+        </p>
+      )}
+      <MetricCards performance={performance} />
+      <PerTag performance={performance} />
+    </article>
   );
 }
 
@@ -188,7 +224,7 @@ export function App() {
     );
   } else if (route.view === 'run') {
     const run = byId(route.runId);
-    body = run ? <RunView run={run} /> : <p class="error">No run {route.runId} in this experiment.</p>;
+    body = run ? <RunView run={run} /> : <NotListedRun key={route.runId} runId={route.runId} />;
   } else if (route.view === 'compare') {
     const left = byId(route.left);
     const right = byId(route.right);

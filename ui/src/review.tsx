@@ -1,7 +1,7 @@
 /**
  * The Review view (`#/review`): a person labels what most needs it, one item at a time, by mouse or key.
- * Predictions — the served run's review queue (GET /review: the least confident first, with a random
- * share that keeps the live figures honest) — each with its text, predicted tag, probabilities and
+ * Predictions — the served run's review queue (GET /review: the smallest margin first, near copies left
+ * out, with a random share that keeps the live figures honest) — each with its text, predicted tag, probabilities and
  * explanation; a button and a key (1–9) per tag, "another tag…" (0), skip (s); each answer goes to POST
  * /feedback with the item's `selection`. Training rows — the served run's label issues (GET
  * /review/label-issues) — each kept (k), fixed to the suggested tag (f), or to a tag of the person's
@@ -19,6 +19,7 @@ const BATCH = 20;
 
 const SELECTIONS: Record<ReviewItem['selection'], string> = {
   random_share: 'random share',
+  margin: 'smallest margin',
   uncertainty: 'least confident',
   drift: 'most unseen words',
   newest: 'newest',

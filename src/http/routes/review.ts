@@ -6,7 +6,7 @@
  * or "fix to …" (a fix is a correction `tagger retrain` applies and `tagger feedback export` writes).
  */
 import type { LabelReview, Monitoring } from '../../monitoring/index.js';
-import { decided, RecordStoreError } from '../../monitoring/index.js';
+import { DEFAULT_REVIEW_ORDER, decided, RecordStoreError } from '../../monitoring/index.js';
 import type { ServedLabelIssue, ServingState } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import { EXPLAIN_TOP } from '../explanation-schemas.js';
@@ -89,7 +89,7 @@ export function reviewRoutes(
         tags: ['Monitoring'],
         summary: 'Recorded predictions that most need a person',
         description:
-          'The served run’s recorded predictions (in the feedback window) that have no label yet, for a person to label through POST /feedback: by default the least confident first (uncertainty sampling), mixed with a share drawn at random (`random_share`, default 0.2, spread evenly through the list) — the labels the live figures are computed from; each item says which (`selection`: send it with the label). Other orders: `drift` (texts with the most words training never saw first), `newest`, `random`. Each text is listed once (the random share excepted), texts that already have a label are left out, and with `explain` (the default) each item carries the explanation of its predicted tag.',
+          'The served run’s recorded predictions (in the feedback window) that have no label yet, for a person to label through POST /feedback: by default the smallest margin first (`margin`: the best tag’s probability minus the second best’s; for a multi-label run the tag closest to its threshold), mixed with a share drawn at random (`random_share`, default 0.2 of the items listed, spread evenly through the list) — the labels the live figures are computed from; each item says which (`selection`: send it with the label). Other orders: `uncertainty` (the least confident first), `drift` (texts with the most words training never saw first), `newest`, `random`. Outside the random share, texts that are the same as or near copies of a text already labelled or listed are left out (`near_copies` counts them), and with `explain` (the default) each item carries the explanation of its predicted tag.',
         querystring: ReviewQuery,
         response: { 200: Envelope(ReviewData, 'ReviewResponse'), ...errorResponses(404, 422, 500, 503) },
       },
@@ -100,14 +100,20 @@ export function reviewRoutes(
       const run = monitoredRun(state);
       if (run === null) throw new HttpError(503, 'no model is served yet', { 'retry-after': '1' });
       const limit = request.query.limit ?? 20;
-      const order = request.query.order ?? 'uncertainty';
+      const order = request.query.order ?? DEFAULT_REVIEW_ORDER;
       const randomShare = request.query.random_share ?? DEFAULT_RANDOM_SHARE;
+      const { served } = servedNow(state);
+      // A multi-label run's margin is a tag's distance from its own threshold.
+      const perTag = served.model.tagThresholds;
+      const thresholds =
+        perTag === null
+          ? undefined
+          : Object.fromEntries(served.model.tags.map((tag, k) => [tag, perTag[k]!]));
       const queue = await withStore(
-        () => monitoring.review(run, { limit, order, randomShare }),
+        () => monitoring.review(run, { limit, order, randomShare, thresholds }),
         retryAfterSeconds,
       );
       const explain = request.query.explain ?? true;
-      const { served } = servedNow(state);
       const texts = queue.items.map((item) => item.text ?? '');
       // Explained by the model that answers each text (a cascade's stage), as the encoder can take them now:
       // no degraded answers here, a full queue is a 503.
@@ -120,6 +126,7 @@ export function reviewRoutes(
         random_share: randomShare,
         random_items: queue.randomItems,
         candidates: queue.candidates,
+        near_copies: queue.nearCopies,
         tags: [...run.tags],
         items: queue.items.map((item, i) => ({
           prediction_id: item.predictionId,
@@ -160,7 +167,9 @@ export function reviewRoutes(
       const monitoring = need(request.server.taggerMonitoring);
       const state = current();
       const { runId, report, byKey } = await issuesOf(state, request.query.run_id);
-      const reviews = await withStore(() => monitoring.labelReviews(scopeOf(state)), retryAfterSeconds);
+      // Every experiment's decisions, the latest per text: a decision follows its text (issue 40), so a
+      // new experiment on the same data does not ask about the rows people decided on already.
+      const reviews = await withStore(() => monitoring.labelReviews(), retryAfterSeconds);
       const byText = new Map(reviews.map((review) => [review.textKey, review]));
       const limit = request.query.limit ?? 20;
       let decidedRows = 0;

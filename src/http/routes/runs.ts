@@ -1,9 +1,12 @@
 /**
  * The run-based endpoints: `GET /runs`, `GET /runs/{run_id}`, `POST /runs/{run_id}/predict`. A run id is
- * looked up among the runs loaded at startup before anything is read for it; an unknown id is a 404.
+ * looked up among the runs loaded at startup before anything is read for it; an unknown id is a 404 —
+ * except that `GET /runs/{run_id}` asks the store about it, so a run logged since the last reload is
+ * answered as such (`loaded: false`, its report from the store, when the next poll is due) instead of "no run".
  */
-import type { ServedRuns } from '../../served-models/index.js';
+import { type ServedRuns, UnknownRunError } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
+import { HttpError } from '../http-error.js';
 import type { HttpOptions } from '../options.js';
 import { errorResponses, isPromotion, predict, runRecord } from '../responses.js';
 import {
@@ -18,6 +21,30 @@ import {
 import { modelVersionOf } from '../served.js';
 import { truncatePredictTexts } from '../text-limits.js';
 import type { TaggerApp } from '../types.js';
+
+/** A run the snapshot does not know: logged since the last reload (see LoggedRun), else UnknownRunError. */
+async function loggedSinceReload(servedRuns: ServedRuns, runId: string) {
+  const logged = await servedRuns.loggedSince(runId);
+  if (logged === null) throw new UnknownRunError(runId);
+  const poll =
+    logged.nextPollInS === null
+      ? 'it does not poll: a SIGHUP reloads it'
+      : `next poll in ${logged.nextPollInS} s`;
+  if (logged.performance === null) {
+    throw new HttpError(
+      404,
+      `run ${runId} is logged (${logged.summary.status}), not yet loaded by this server (${poll}), and its performance report cannot be read yet`,
+    );
+  }
+  return {
+    run_id: runId,
+    performance: logged.performance,
+    warnings: [...logged.summary.warnings],
+    ...(isPromotion(logged.summary.promotion) ? { promotion: logged.summary.promotion } : {}),
+    loaded: false as const,
+    next_poll_in_s: logged.nextPollInS,
+  };
+}
 
 export function runRoutes(
   app: TaggerApp,
@@ -76,6 +103,9 @@ export function runRoutes(
     async (request) => {
       const { run_id } = request.params;
       const servedRuns = current();
+      if (!servedRuns.current.runs.some((run) => run.runId === run_id)) {
+        return envelope(request, 200, await loggedSinceReload(servedRuns, run_id));
+      }
       const performance = await servedRuns.performance(run_id);
       const run = servedRuns.current.run(run_id);
       const choice = await servedRuns.current.modelChoice(run_id);
