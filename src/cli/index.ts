@@ -23,7 +23,7 @@ import { type CliIo, processIo } from './io.js';
 import { registerLabelIssues } from './label-issues.js';
 import { registerOptimize } from './optimize.js';
 import { registerPredict } from './predict.js';
-import { registerRetrain } from './retrain.js';
+import { registerRetrain } from './retrain-command.js';
 import { registerServe } from './serve.js';
 import { printable, printableIo } from './terminal.js';
 import { fewerRetriesFor, reportTrackingRetries } from './tracking-retries.js';

@@ -10,9 +10,6 @@
  * experiment's best, the run's tag becomes `promoted`) as the last step, so nothing is half-promoted. One
  * retrain per experiment at a time (a lease in the record store).
  */
-import { hostname } from 'node:os';
-import type { Command } from 'commander';
-import { InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_TRAINING_ARGS, EVALUATION_TAGS, liveQuality, type TrainingArgs } from '../model/index.js';
 import type { RecordStore } from '../monitoring/index.js';
 import { readRuns } from '../served-models/candidates.js';
@@ -24,17 +21,15 @@ import { fileDigest, pythonJson } from '../train/dataset-input.js';
 import { logTrainingRun } from '../train/log-run.js';
 import { trainingCsv } from '../train/merge-corrections.js';
 import { argsForData } from '../train/pipeline.js';
-import { choiceTable, parseCandidates, parseDuration } from './choice-output.js';
+import { choiceTable } from './choice-output.js';
 import { embedForTraining, encoderArgs } from './embeddings.js';
 import {
   type DataColumnFlags,
   dataColumnParams,
   defaultRunName,
   loadModelOfFlags,
-  parseInteger,
   readArgs,
   servingGates,
-  trackingOption,
   UsageError,
   withStore,
 } from './inputs.js';
@@ -51,6 +46,7 @@ import {
   prepare,
   promotionTarget,
 } from './retrain-data.js';
+import { holdLease } from './retrain-lease.js';
 import { decide, pairedCounts, promote } from './retrain-promotion.js';
 import { keptOutLine, keptOutWarning, servedNow } from './retrain-report.js';
 import { labelIssuesAfterRun } from './run-label-issues.js';
@@ -95,53 +91,6 @@ export const LINEAGE_TAGS = {
 /** Where a retrained run keeps the data it was trained and tested on (read again by the next retrain). */
 const MERGED_TRAIN = 'retrain/train.csv';
 const MERGED_TEST = 'retrain/test.csv';
-
-/** One retrain per experiment: a lease in the record store, renewed while the retrain lasts. */
-const LEASE_MS = 5 * 60_000;
-const RENEW_MS = 60_000;
-
-/**
- * Whether a lease holder (`host:pid:start`) is a process of this machine that has exited: a retrain that
- * lost its store while promoting could not release its lease, and nothing holds it any more.
- */
-export function holderExited(holder: string): boolean {
-  const [host, pidText] = holder.split(':');
-  if (host !== hostname() || pidText === undefined || !/^\d+$/.test(pidText)) return false;
-  const pid = Number(pidText);
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    // EPERM: alive, someone else's.
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
-}
-
-async function holdLease(records: RecordStore, name: string, experiment: string) {
-  const holder = `${hostname()}:${process.pid}:${Date.now().toString(36)}`;
-  let lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
-  if (lease.holder !== holder && holderExited(lease.holder)) {
-    // Released in the name of the exited holder, then taken as any free lease (two takers: one wins).
-    await records.releaseLease(name, lease.holder);
-    lease = await records.takeLease(name, holder, LEASE_MS, Date.now());
-  }
-  if (lease.holder !== holder) {
-    throw new UsageError(
-      `retrain: another retrain of experiment '${experiment}' is running (${lease.holder}, since ${new Date(lease.acquiredMs).toISOString()}); one at a time, so this one stops without training (its lease ends by ${new Date(lease.expiresMs).toISOString()} if that one died on another machine; one of this machine that has exited is taken over at once)`,
-    );
-  }
-  const timer = setInterval(() => {
-    void records.takeLease(name, holder, LEASE_MS, Date.now()).catch(() => undefined);
-  }, RENEW_MS);
-  timer.unref();
-  return {
-    release: async () => {
-      clearInterval(timer);
-      await records.releaseLease(name, holder).catch(() => undefined);
-    },
-  };
-}
 
 /** What followed its texts from other experiments, for the corrections line ('' when nothing did). */
 function followedLine(followed: { feedback: number; fixes: number; scopes: string[] }): string {
@@ -232,7 +181,7 @@ function datasetOf(
   };
 }
 
-async function retrainCommand(flags: RetrainFlags, io: CliIo): Promise<void> {
+export async function retrainCommand(flags: RetrainFlags, io: CliIo): Promise<void> {
   const target = promotionTarget(flags.promote);
   if (flags.modelChoice === true && flags.args !== undefined) {
     throw new UsageError(
@@ -586,98 +535,4 @@ async function retrainFrom(
       checks: decision.checks,
     },
   });
-}
-
-export function registerRetrain(program: Command, io: CliIo): void {
-  const between =
-    (name: string, low: number) =>
-    (value: string): number => {
-      const parsed = Number(value);
-      if (value.trim() === '' || !Number.isFinite(parsed) || parsed < low || parsed > 1) {
-        throw new InvalidArgumentError(`${name} must be a number from ${low} to 1, got '${value}'`);
-      }
-      return parsed;
-    };
-  program
-    .command('retrain')
-    .description(
-      "Train the next model from people's corrections: the served run's own training data plus every feedback label and label-issue fix, tested on the same test rows; --promote serves it only when it is better",
-    )
-    .option('--experiment <name>', 'the experiment tagger serve serves (the new run joins it)', 'best')
-    .option(
-      '--run-id <id>',
-      'the run to retrain from (default: the run tagger serve serves, or the one --promote’s alias points at)',
-    )
-    .option(
-      '--data <file>',
-      "the replaced run's training data, when it is no longer where the run recorded it (its digest must match)",
-    )
-    .option('--test-data <file>', "the replaced run's test file, likewise")
-    .option(
-      '--text-column <names>',
-      "the column(s) of the replaced run's data files holding the text, several separated by commas (default: those the run recorded)",
-    )
-    .option('--tag-column <name>', 'the column holding the tag (default: the one the run recorded)')
-    .option(
-      '--tags-column <name>',
-      'the column holding several tags per row (default: the one the run recorded)',
-    )
-    .option('--args <json>', "training arguments instead of the replaced run's (a JSON file or inline JSON)")
-    .option('--seed <n>', "random seed (default: the replaced run's)", parseInteger('--seed', 0))
-    .option(
-      '--promote [target]',
-      "promote the new run if it beats the served one: 'best' (the default: the experiment's best run) or models:/<name>@<alias>",
-    )
-    .addOption(
-      new Option(
-        '--min-gain <f1>',
-        'the margin on the same test rows the new run must beat the served one by (negative: accept one up to that much worse)',
-      )
-        .default(0.005)
-        .argParser(between('--min-gain', -1)),
-    )
-    .addOption(
-      new Option('--min-live-labels <n>', 'held-out live labels needed to judge "no worse on live labels"')
-        .default(20)
-        .argParser(parseInteger('--min-live-labels', 0)),
-    )
-    .addOption(
-      new Option(
-        '--live-holdout <share>',
-        'share of the random-share labels held out of training, to score both models on',
-      )
-        .default(0.5)
-        .argParser(between('--live-holdout', 0)),
-    )
-    .option('--allow-warnings', 'promote even when the data checks warned of a leaked test set')
-    .addOption(trackingOption())
-    .addOption(
-      new Option(
-        '--record-store <uri>',
-        'where tagger serve keeps records, feedback and label-issue decisions (as its setting; default beside the tracking store)',
-      ).env('TAGGER_RECORD_STORE'),
-    )
-    .option('--run-name <name>', 'run name (default: retrain-<timestamp>)')
-    .option(
-      '--model-choice',
-      "choose the model again on the merged rows, as tagger train does (default: the replaced run's kind and arguments)",
-    )
-    .option(
-      '--time-budget <duration>',
-      'with --model-choice: how long the choice may take (seconds or 90s, 10m, 1h30m)',
-      parseDuration,
-    )
-    .option(
-      '--candidates <names>',
-      'with --model-choice: the candidates it tries, comma-separated (as tagger train --candidates)',
-      parseCandidates,
-    )
-    .option('--no-label-issues', "don't look for label issues in the merged data")
-    .option('--json', 'print one JSON object: the corrections, the merge, the scores and the promotion')
-    .option(
-      '--no-memory-check',
-      "train even when the estimate of the training's memory is over what this process may use (it may then be killed)",
-    )
-    .option('--quiet', 'no progress')
-    .action((flags: RetrainFlags) => retrainCommand(flags, io));
 }

@@ -12,7 +12,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { holderExited } from '../../src/cli/retrain.js';
+import { holderExited } from '../../src/cli/retrain-lease.js';
 import { predictionId } from '../../src/monitoring/ids.js';
 import { openRecordStore, type RecordStore } from '../../src/monitoring/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
