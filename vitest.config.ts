@@ -31,7 +31,7 @@ const NOT_UNIT = [
   'test/served-models/encoder-serving.test.ts', // the real ONNX sentence encoder, in worker threads
   'test/batch/*.test.ts', // batch tagging reads and writes each file in a worker thread
   'test/http/shared-rate-limit.test.ts', // redis-server
-  'test/hardening/{hostile,load,schemathesis,credentials}.test.ts', // real sockets, autocannon, schemathesis, serve processes
+  'test/hardening/{hostile,load,schemathesis,credentials,oversize-body}.test.ts', // real sockets, autocannon, schemathesis, serve processes, Python and curl
   'test/monitoring/{record-stores,cloudevents}.test.ts', // PostgreSQL, a listening CloudEvents receiver
   'test/monitoring/recorder.test.ts', // waits out write retries and their backoff
 ];
