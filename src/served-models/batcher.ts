@@ -9,17 +9,21 @@
  *
  * Work, not texts: a text's cost is its estimated tokens (`cost`, token-estimate.ts), since a 256-token
  * text costs ~10 times a 30-token one. The queue is bounded in texts (`maxQueue`) and in tokens
- * (`maxQueueTokens`): a call that does not fit is refused at once with QueueFullError (HTTP 503 +
- * Retry-After) instead of growing every caller's wait, and a call over `maxRequestTokens` alone is refused
- * with RequestTooLargeError (HTTP 413) whatever the queue holds. An empty queue takes any other call.
+ * (`maxQueueTokens`), each call counted at its true cost: a call is taken when what waits plus the call
+ * stays within both bounds, and refused at once with QueueFullError (HTTP 503 + Retry-After) otherwise,
+ * nothing of it queued — so no more than the bounds ever wait, and the wait they stand for holds. A call
+ * larger than a bound cannot fit beside anything: it is taken only when nothing waits, and then waits
+ * alone (every other call is refused until what is left of it fits the bounds again). A call over
+ * `maxRequestTokens` is refused with RequestTooLargeError (HTTP 413) whatever the queue holds.
  *
  * Fair shares: a large call must not make the others wait for all of it (before: one request of 300 long
  * CJK texts held the encoder for minutes, and a one-text request behind it waited with it). So each batch
- * takes texts from the waiting calls in turn — one from each, oldest first, round after round — and in
- * the admission check a call counts for at most a quarter of each bound (its share): a short request
- * sent while a large one is under way is admitted and leaves with the next batch. One batch is at the
+ * takes texts from the waiting calls in turn — one from each, oldest first, round after round: a short
+ * request admitted while a large one is under way leaves with the next batch. One batch is at the
  * encoder at a time: its single thread pool is busy anyway, and holding texts back until it is free is
- * what lets them batch together.
+ * what lets them batch together. (Until issue 42 a waiting call counted for at most a quarter of each
+ * bound in the admission check, so four calls at the request cap were all taken — 32 times the token
+ * bound, 153 s of work — and the one-text requests behind them were refused for all of it.)
  */
 
 export interface BatcherOptions {
@@ -103,9 +107,6 @@ interface Slot {
   position: number;
 }
 
-/** The share of a bound one call counts for in the admission check (see the module comment). */
-const SHARE = 4;
-
 export class DynamicBatcher {
   private readonly calls: Call[] = [];
   private queuedTexts = 0;
@@ -154,22 +155,6 @@ export class DynamicBatcher {
   }
 
   /**
-   * What the waiting calls count for in the admission check: each at most its share of the bounds, so
-   * one large call never keeps the others out.
-   */
-  private admitted(): { texts: number; tokens: number } {
-    const { maxQueue, maxQueueTokens = 0 } = this.options;
-    let texts = 0;
-    let tokens = 0;
-    for (const call of this.calls) {
-      const left = call.texts.length - call.next;
-      texts += maxQueue > 0 ? Math.min(left, Math.ceil(maxQueue / SHARE)) : left;
-      tokens += maxQueueTokens > 0 ? Math.min(call.waitingTokens, Math.ceil(maxQueueTokens / SHARE)) : 0;
-    }
-    return { texts, tokens };
-  }
-
-  /**
    * The embeddings of `texts`, in order, once their batches are done. Rejects at once with
    * RequestTooLargeError when the call alone is more work than one may be, with QueueFullError when the
    * queue cannot take it, and with the encoder's error when one of its batches fails.
@@ -183,15 +168,13 @@ export class DynamicBatcher {
       this.observer.shed?.(texts.length);
       return Promise.reject(new RequestTooLargeError(tokens, maxRequestTokens, texts.length));
     }
+    // Nothing waiting (a batch may be at the encoder): any call is taken, however large; it waits alone.
     if (this.calls.length > 0) {
-      const waiting = this.admitted();
-      const ownTexts = maxQueue > 0 ? Math.min(texts.length, Math.ceil(maxQueue / SHARE)) : 0;
-      const ownTokens = maxQueueTokens > 0 ? Math.min(tokens, Math.ceil(maxQueueTokens / SHARE)) : 0;
-      if (maxQueue > 0 && waiting.texts + ownTexts > maxQueue) {
+      if (maxQueue > 0 && this.queuedTexts + texts.length > maxQueue) {
         this.observer.shed?.(texts.length);
         return Promise.reject(new QueueFullError(texts.length, this.queuedTexts, maxQueue));
       }
-      if (maxQueueTokens > 0 && waiting.tokens + ownTokens > maxQueueTokens) {
+      if (maxQueueTokens > 0 && this.queuedTokens + tokens > maxQueueTokens) {
         this.observer.shed?.(texts.length);
         return Promise.reject(
           new QueueFullError(texts.length, this.queuedTexts, maxQueue, {

@@ -22,10 +22,13 @@ import { type BatcherObserver, DynamicBatcher } from './batcher.js';
 import { estimateTokens } from './token-estimate.js';
 
 /**
- * Estimated tokens per batch, so a batch of long texts takes seconds, not minutes (src/encoder then sorts a
- * batch by length and runs it in padded passes of at most 512 tokens, DEFAULT_PASS_TOKENS).
+ * Estimated tokens per batch: one padded pass of src/encoder's (DEFAULT_PASS_TOKENS, two texts at the
+ * limit), so a text that is taken waits for at most the batch at the encoder and its own — 0.4–0.6 s
+ * each with one thread. 1,024 until issue 42: the same CPU per text (measured side by side, 48 texts at
+ * the limit in batches of 2 and of 4, one thread: 83–90 ms a text either way), but a one-text request
+ * behind long ones waited up to 1.8 s instead of 0.6 s (bench/encoder.ts --overload).
  */
-export const BATCH_TOKENS = 1_024;
+export const BATCH_TOKENS = 512;
 
 /** How the encoders of served runs are run (src/server/settings.ts: TAGGER_ENCODER_*). */
 export interface EncoderSettings {
