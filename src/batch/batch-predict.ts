@@ -56,7 +56,10 @@ export interface BadRow {
 export interface BatchProgress {
   bytesRead: number;
   totalBytes: number;
+  /** Rows read and handled: tagged, or bad and skipped. */
   rows: number;
+  /** Rows tagged (handed to the writer). */
+  tagged: number;
 }
 
 export interface TagFileOptions {
@@ -287,7 +290,7 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
     });
   }
   const batchSize = options.batchSize ?? 512;
-  const progress: BatchProgress = { bytesRead: 0, totalBytes, rows: 0 };
+  const progress: BatchProgress = { bytesRead: 0, totalBytes, rows: 0, tagged: 0 };
   let bad = 0;
 
   // A local output is written beside its target and renamed into place; an S3 one is written to a
@@ -331,10 +334,13 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
         options.onBadRow?.({ line: message.line, reason: message.reason });
       } else if (message.kind === 'rows') {
         const answer = (embeddings?: readonly Float32Array[]): void => {
+          // Embeddings that arrive after a stop signal are not tagged: the job is over, the worker gone.
+          if (options.signal?.aborted) return;
           // The one thing this thread does per row: predict. The worker formats and writes the answer.
           const tags = tagBatch(model, message.texts, tagIndex, embeddings);
           worker.postMessage(tags, [tags.predicted.buffer, tags.probabilities.buffer]);
           tagged += message.texts.length;
+          progress.tagged = tagged;
           progress.rows += message.texts.length;
           progress.bytesRead = message.bytesRead;
           options.onProgress?.({ ...progress });

@@ -320,7 +320,8 @@ export function servingGates(): PromotionGates {
 /**
  * How `tagger predict` and `evaluate` run an encoder run's encoder: in its own thread, with every CPU
  * the quota allows (TAGGER_ENCODER_THREADS to choose), in large batches sorted by length inside, with no
- * queue bound (a file is read ahead by at most a few batches anyway).
+ * queue bound (a file is read ahead by at most a few batches anyway), the file's batches in order (fair
+ * shares between them made the first one, which the output waits for, finish with the last read ahead).
  */
 function cliEncoderPool(): EncoderPool {
   const threads = Number(process.env.TAGGER_ENCODER_THREADS);
@@ -330,6 +331,7 @@ function cliEncoderPool(): EncoderPool {
       maxBatch: 256,
       maxWaitMs: 0,
       maxQueue: 0,
+      inOrder: true,
       nice: 0,
     },
     {},
@@ -337,8 +339,11 @@ function cliEncoderPool(): EncoderPool {
   );
 }
 
-/** A model loaded for a command, with its encoder when it is an encoder run's; `close()` when done. */
-export type CommandModel = LoadedForPrediction & { close(): Promise<void> };
+/**
+ * A model loaded for a command, with its encoder when it is an encoder run's; `close()` when done
+ * (`{ abandon: true }` when the command was stopped: the encoder's queued work is dropped, not finished).
+ */
+export type CommandModel = LoadedForPrediction & { close(options?: { abandon?: boolean }): Promise<void> };
 
 /**
  * The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. The best
@@ -370,7 +375,7 @@ export async function loadModelOfFlags(
     await encoders.close();
     throw error;
   }
-  const loaded: CommandModel = { ...found, close: () => encoders.close() };
+  const loaded: CommandModel = { ...found, close: (options) => encoders.close(options) };
   const shown = loaded.heldBack.slice(0, 5);
   for (const held of shown) {
     io.stderr.write(

@@ -75,7 +75,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   });
   const started = performance.now();
   let shown = 0;
-  let rowsSoFar = 0;
+  let taggedSoFar = 0;
   let result: TagFileResult;
   // SIGINT/SIGTERM stop the tagging cleanly: the partial output is removed, and the message says so.
   const existed =
@@ -85,14 +85,13 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       () => false,
     ));
   const stop = new AbortController();
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
-    stop.abort(
-      new InterruptedError(
-        signal,
-        `tagging stopped after ${rowsSoFar.toLocaleString('en-US')} rows of ${flags.input}; nothing was written: ` +
-          `the partial output was removed, and ${flags.output} ${existed ? 'is as it was' : 'was not created'}`,
-      ),
-    );
+  // The message is written once the job has stopped, with the rows tagged by then (a batch whose answer
+  // was on its way when the signal came is not counted: its rows were never written).
+  let stoppedBy: 'SIGINT' | 'SIGTERM' | undefined;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
+    stoppedBy = signal;
+    stop.abort(new InterruptedError(signal, 'tagging stopped'));
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
@@ -113,8 +112,8 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
               .map((name) => name.trim())
               .filter((name) => name !== ''),
       signal: stop.signal,
-      onProgress: ({ bytesRead, totalBytes, rows }) => {
-        rowsSoFar = rows;
+      onProgress: ({ bytesRead, totalBytes, rows, tagged }) => {
+        taggedSoFar = tagged;
         const seconds = (performance.now() - started) / 1000;
         const share = totalBytes === 0 ? 1 : Math.min(1, bytesRead / totalBytes);
         const eta = share > 0 ? (seconds / share) * (1 - share) : Number.NaN;
@@ -130,11 +129,19 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
           progress.log(`tagger: ${flags.input}: line ${line}: ${reason}; skipped\n`);
       },
     });
+  } catch (error) {
+    if (stoppedBy === undefined || error !== stop.signal.reason) throw error;
+    throw new InterruptedError(
+      stoppedBy,
+      `tagging stopped after ${taggedSoFar.toLocaleString('en-US')} rows of ${flags.input} were tagged; nothing was written: ` +
+        `the partial output was removed, and ${flags.output} ${existed ? 'is as it was' : 'was not created'}`,
+    );
   } finally {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     progress.stop();
-    await loaded.close();
+    // Stopped: the encoder's queued batches are dropped, so the process ends after the one at the encoder.
+    await loaded.close({ abandon: stop.signal.aborted });
   }
   if (result.bad > SHOWN_BAD_ROWS) {
     io.stderr.write(`tagger: … and ${result.bad - SHOWN_BAD_ROWS} more bad rows (not shown)\n`);

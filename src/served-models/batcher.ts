@@ -41,6 +41,11 @@ export interface BatcherOptions {
   maxBatchTokens?: number;
   /** A text's estimated cost in tokens (default 1: every text alike). */
   cost?: (text: string) => number;
+  /**
+   * Texts leave in the order their calls came, each call's before the next one's, instead of in fair
+   * shares: for one job's own batches (batch tagging), whose first batch is the one its output waits for.
+   */
+  inOrder?: boolean;
 }
 
 /** What the batcher reports, for metrics (all optional). */
@@ -112,6 +117,8 @@ export class DynamicBatcher {
   private queuedTexts = 0;
   private queuedTokens = 0;
   private running = false;
+  /** The calls with texts in the batch at the encoder. */
+  private inFlight = new Set<Call>();
   private timer: NodeJS.Timeout | undefined;
   private idleWaiters: (() => void)[] = [];
   private readonly cost: (text: string) => number;
@@ -204,6 +211,16 @@ export class DynamicBatcher {
     });
   }
 
+  /**
+   * Refuses every call not yet answered with `error` and drops their waiting texts (a stopped job's
+   * encoder closes after the batch at the encoder, not after all that was queued). Later calls are taken
+   * as before.
+   */
+  abandon(error: unknown): void {
+    for (const call of [...this.calls]) this.fail(call, error);
+    for (const call of this.inFlight) this.fail(call, error);
+  }
+
   /** Resolves when nothing is queued or at the encoder (a closing encoder waits for it). */
   drain(): Promise<void> {
     if (!this.running && this.calls.length === 0) return Promise.resolve();
@@ -223,8 +240,9 @@ export class DynamicBatcher {
   }
 
   /**
-   * The next batch: one text from each waiting call in turn, oldest call first, round after round, until
-   * the batch is full in texts or tokens (at least one text).
+   * The next batch: one text from each waiting call in turn, oldest call first, round after round (or,
+   * `inOrder`, the oldest call's texts first), until the batch is full in texts or tokens (at least one
+   * text).
    */
   private takeBatch(): { texts: string[]; slots: Slot[]; tokens: number } {
     const { maxBatch, maxBatchTokens = 0 } = this.options;
@@ -232,22 +250,26 @@ export class DynamicBatcher {
     const slots: Slot[] = [];
     let tokens = 0;
     let full = false;
+    // In order: one call's texts until it has none left; fair: one text of each call, round after round.
+    const perRound = this.options.inOrder ? Number.POSITIVE_INFINITY : 1;
     while (!full && texts.length < maxBatch) {
       let took = false;
       for (const call of this.calls) {
-        if (call.next >= call.texts.length) continue;
-        const cost = call.costs[call.next]!;
-        if (texts.length > 0 && maxBatchTokens > 0 && tokens + cost > maxBatchTokens) {
-          full = true;
-          break;
+        for (let taken = 0; taken < perRound && !full && texts.length < maxBatch; taken++) {
+          if (call.next >= call.texts.length) break;
+          const cost = call.costs[call.next]!;
+          if (texts.length > 0 && maxBatchTokens > 0 && tokens + cost > maxBatchTokens) {
+            full = true;
+            break;
+          }
+          slots.push({ call, position: call.next });
+          texts.push(call.texts[call.next]!);
+          call.waitingTokens -= cost;
+          call.next += 1;
+          tokens += cost;
+          took = true;
         }
-        slots.push({ call, position: call.next });
-        texts.push(call.texts[call.next]!);
-        call.waitingTokens -= cost;
-        call.next += 1;
-        tokens += cost;
-        took = true;
-        if (texts.length >= maxBatch) break;
+        if (full || texts.length >= maxBatch) break;
       }
       if (!took) break;
     }
@@ -272,6 +294,7 @@ export class DynamicBatcher {
     this.queuedTokens -= tokens;
     this.observer.queued?.(this.queuedTexts);
     this.running = true;
+    this.inFlight = new Set(slots.map((slot) => slot.call));
     const started = performance.now();
     let promise: Promise<Float32Array[]>;
     try {
@@ -313,6 +336,7 @@ export class DynamicBatcher {
 
   private finish(): void {
     this.running = false;
+    this.inFlight = new Set();
     if (this.calls.length > 0) {
       // Everything queued waited while the encoder worked: it leaves now, without another wait.
       this.dispatch();

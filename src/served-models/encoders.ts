@@ -45,6 +45,11 @@ export interface EncoderSettings {
   /** Most estimated tokens of one request; more is refused with 413 (0: no bound). */
   maxRequestTokens?: number;
   /**
+   * Texts leave in the order their calls came instead of in fair shares (one job's own batches: `tagger
+   * predict --input`, whose output waits for its first batch; BatcherOptions.inOrder).
+   */
+  inOrder?: boolean;
+  /**
    * Linux nice value of the encoder threads (0–19): above 0 the event loop, which answers
    * probes, /metrics and TF-IDF requests, gets the CPU first when the encoder is saturated.
    */
@@ -193,11 +198,19 @@ export class EncoderPool implements EncoderProvider {
     return this.lease(entry);
   }
 
-  /** Closes every encoder, after the texts already queued are answered. */
-  async close(): Promise<void> {
+  /**
+   * Closes every encoder, after the texts already queued are answered — or, with `abandon` (a job that
+   * was stopped), after only the batch at the encoder: every call still waiting is refused with
+   * EncoderUnavailableError.
+   */
+  async close(options: { abandon?: boolean } = {}): Promise<void> {
     this.closed = true;
     for (const entry of [...this.entries.values()]) {
       entry.refs = 0;
+      if (options.abandon)
+        entry.batcher.abandon(
+          new EncoderUnavailableError('the sentence encoder was closed: the job stopped'),
+        );
       this.shut(entry);
     }
     await Promise.all([...this.closing]);
@@ -237,6 +250,7 @@ export class EncoderPool implements EncoderProvider {
         maxRequestTokens: this.settings.maxRequestTokens ?? 0,
         maxBatchTokens: BATCH_TOKENS,
         cost: (text) => estimateTokens(text, spec.max_tokens),
+        inOrder: this.settings.inOrder ?? false,
       },
       this.observer,
     );

@@ -75,6 +75,48 @@ describe('DynamicBatcher', () => {
     expect(values(await after)).toEqual([200]);
   });
 
+  it("inOrder: each call leaves before the next one, as one job's batches should", async () => {
+    const encoder = fakeEncoder();
+    const batcher = new DynamicBatcher(encoder.run, {
+      maxBatch: 3,
+      maxWaitMs: 0,
+      maxQueue: 0,
+      inOrder: true,
+    });
+    const first = batcher.submit(['100']);
+    const a = batcher.submit(texts(0, 4));
+    const b = batcher.submit(texts(10, 2));
+    while (encoder.running > 0) await encoder.finish();
+    expect(encoder.batches).toEqual([['100'], ['0', '1', '2'], ['3', '10', '11']]);
+    expect((await Promise.all([first, a, b])).map(values)).toEqual([[100], [0, 1, 2, 3], [10, 11]]);
+  });
+
+  it('abandon: refuses every call not answered and drops its waiting texts; the batch at the encoder finishes alone', async () => {
+    const encoder = fakeEncoder();
+    const batcher = new DynamicBatcher(encoder.run, { maxBatch: 2, maxWaitMs: 0, maxQueue: 0 });
+    const running = batcher.submit(texts(0, 3)).catch((error: unknown) => error);
+    const waiting = batcher.submit(texts(10, 4)).catch((error: unknown) => error);
+    expect(encoder.batches).toEqual([['0', '1']]);
+    const stopped = new Error('stopped');
+    batcher.abandon(stopped);
+    expect(batcher.queued).toBe(0);
+    expect(await running).toBe(stopped);
+    expect(await waiting).toBe(stopped);
+    let drained = false;
+    const drain = batcher.drain().then(() => {
+      drained = true;
+    });
+    await tick();
+    expect(drained).toBe(false); // the batch at the encoder is still under way
+    await encoder.finish();
+    await drain;
+    expect(encoder.batches).toHaveLength(1);
+    // Later calls are taken as before.
+    const after = batcher.submit(['5']);
+    await encoder.finish();
+    expect(values(await after)).toEqual([5]);
+  });
+
   it('when idle, holds the first text up to maxWaitMs for company, and no longer once the batch is full', async () => {
     const encoder = fakeEncoder();
     const batcher = new DynamicBatcher(encoder.run, { maxBatch: 3, maxWaitMs: 40, maxQueue: 0 });
