@@ -29,6 +29,9 @@
  * `tagger-model/1.7` — cascades (`cascade` arg; model/cascade/): the manifest adds `cascade` (τ, the rule
  * and reason it was chosen by, and both stages' complete manifests) and weights.bin holds the stages'
  * weights one after the other (cascade/cascade-artifact.ts); the other models' layout is unchanged.
+ * Every manifest written since issue 42 also states `weights_bytes`, the size of weights.bin, in whatever
+ * format (additive: older readers ignore it), so loaders refuse a weights file of another size before
+ * reading it (statedWeightsBytes); decodeModel checks it first too.
  * Every model is written in the current format; a reader checks that the format is at least the one that
  * introduced what the model uses (multi-label 1.3, member classifiers 1.4, an encoder 1.5, a cascade 1.7).
  * All six are read (the families' own parts by their families: classifiers/sgd/sgd-artifact.ts,
@@ -94,10 +97,31 @@ function files(
     threshold: model.threshold,
     ...(model.tagThresholds === null ? {} : { tag_thresholds: [...model.tagThresholds] }),
     weights_crc32: crc32(bytes),
+    weights_bytes: bytes.length,
     ...fields,
   };
   return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
 }
+
+/**
+ * The size of weights.bin a manifest (tagger-model.json's bytes) states, or null when it states none
+ * (models saved before issue 42) or is not a readable manifest (decodeModel says why): what a loader checks
+ * the file's size against before it reads the file.
+ */
+export function statedWeightsBytes(manifest: Uint8Array): number | null {
+  try {
+    const stated = (
+      JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(manifest)) as Partial<Manifest>
+    )?.weights_bytes;
+    return Number.isSafeInteger(stated) && (stated as number) >= 0 ? (stated as number) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The message of a weights.bin whose size is not its manifest's: the same whether found before or after reading. */
+export const weightsSizeProblem = (actual: number, stated: number): string =>
+  `${WEIGHTS} is ${actual} bytes, but ${MANIFEST} says ${stated}: not this model's weights (damaged, truncated or replaced)`;
 
 /** Loads files produced by encodeModel; checks the format version, shapes, checksum and values. */
 export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOptions = {}): TagModel {
@@ -174,6 +198,11 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
     bad('tag_thresholds belong to multi-label models, but args.multi_label is false');
   }
   const bytes = files[WEIGHTS]!;
+  if (m.weights_bytes !== undefined) {
+    if (!Number.isSafeInteger(m.weights_bytes) || m.weights_bytes < 0)
+      bad(`weights_bytes must be a whole number of bytes, got ${JSON.stringify(m.weights_bytes)}`);
+    if (bytes.length !== m.weights_bytes) bad(weightsSizeProblem(bytes.length, m.weights_bytes));
+  }
   const checked: CheckedManifest = {
     format: m.format!,
     manifest: m,

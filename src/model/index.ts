@@ -17,7 +17,15 @@ export {
   type TrainingArgs,
   type VoteMemberArgs,
 } from './args.js';
-export { type DecodeOptions, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
+export {
+  type DecodeOptions,
+  decodeModel,
+  encodeModel,
+  MODEL_FILES,
+  MODEL_FORMAT,
+  statedWeightsBytes,
+  weightsSizeProblem,
+} from './artifact.js';
 export { cascadeArgsProblem, checkCascadeArgs } from './cascade/cascade-args.js';
 export {
   type CascadeChoiceRecord,

@@ -86,7 +86,17 @@ describe('model artifact', () => {
     [
       'truncated weights',
       { ...files, 'weights.bin': files['weights.bin']!.slice(0, 100) },
+      /^model\/artifact: weights\.bin is 100 bytes, but tagger-model\.json says \d+: not this model's weights/,
+    ],
+    [
+      'truncated weights of a model saved before manifests stated their size',
+      { ...withManifest({ weights_bytes: undefined }), 'weights.bin': files['weights.bin']!.slice(0, 100) },
       /has 100 bytes, expected/,
+    ],
+    [
+      'a size that is not one',
+      withManifest({ weights_bytes: -1 }),
+      /weights_bytes must be a whole number of bytes, got -1/,
     ],
     [
       'corrupt weights',
