@@ -221,7 +221,7 @@ describe('Recorder', () => {
       await vi.advanceTimersByTimeAsync(2 * DROP_REPORT_MS);
       expect(r.problems()).toEqual([]);
       const end = log.lines.find((line) => line.msg === 'prediction records are no longer dropped');
-      expect((end?.obj as { dropped: number }).dropped).toBe(await dropped());
+      expect(end?.obj).toMatchObject({ dropped: await dropped() });
       expect(written.length + (await dropped())).toBe(captured);
     } finally {
       vi.useRealTimers();
