@@ -67,6 +67,14 @@ export interface TagFileOptions {
   output: string;
   /** Column (CSV) or field (JSONL) holding the text. */
   textColumn?: string | undefined;
+  /**
+   * The input's encoding (a label of the Encoding Standard: `latin1`, `utf-16le`, …). Default: its
+   * byte-order mark (UTF-8, UTF-16LE/BE), else UTF-8; a file that is not is refused, saying what it looks
+   * like (a BatchInputError).
+   */
+  encoding?: string | undefined;
+  /** CSV: the field delimiter (one ASCII character). Default: sniffed from the first lines (`,`, `;`, tab). */
+  delimiter?: string | undefined;
   /** Texts per model call. */
   batchSize?: number;
   /**
@@ -305,6 +313,8 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
       input: options.input,
       format: inputFormat,
       textColumn: options.textColumn,
+      encoding: options.encoding,
+      delimiter: options.delimiter,
       batchSize,
       maxRowBytes: options.maxRowBytes,
       keepColumns,

@@ -12,7 +12,9 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import {
   bindEmbeddings,
+  encodingOf,
   parseBehaviourSuite,
+  parseDelimiter,
   parseSliceDefinitions,
   parseTrainingArgs,
   type TagModel,
@@ -55,16 +57,46 @@ export const trackingOption = () =>
     'MLflow tracking URI: sqlite:///file.db (default sqlite:///mlflow.db), postgresql://…, http(s)://server or a folder (mlruns layout)',
   ).env('MLFLOW_TRACKING_URI');
 
-/** `--text-column`, `--tag-column`, `--tags-column`: which columns of a data file hold the text and tags. */
+/**
+ * `--text-column`, `--tag-column`, `--tags-column`: which columns of a data file hold the text and tags;
+ * `--encoding`, `--delimiter`: how the file is read.
+ */
 export interface DataColumnFlags {
   textColumn?: string;
   tagColumn?: string;
   tagsColumn?: string;
+  encoding?: string;
+  delimiter?: string;
+}
+
+/** `--encoding` and `--delimiter`, for every command that reads a data file (labelled or to tag). */
+export function fileReadingOptions(command: Command): Command {
+  return command
+    .option(
+      '--encoding <name>',
+      "the data file's encoding, e.g. latin1, windows-1252, utf-16le (default: UTF-8, or UTF-16 by its byte-order mark)",
+    )
+    .option('--delimiter <char>', "CSV: the field delimiter, e.g. ';' or tab (default: sniffed: , ; or tab)");
+}
+
+/** `--encoding` and `--delimiter` checked: a usage error names what is accepted. */
+export function fileReading(flags: { encoding?: string; delimiter?: string }): {
+  encoding?: string;
+  delimiter?: string;
+} {
+  try {
+    return {
+      ...(flags.encoding === undefined ? {} : { encoding: encodingOf(flags.encoding) }),
+      ...(flags.delimiter === undefined ? {} : { delimiter: parseDelimiter(flags.delimiter) }),
+    };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 /** Adds the data-column options to a command that reads labelled data (as `predict --input` has its own). */
 export function dataColumnOptions(command: Command): Command {
-  return command
+  return fileReadingOptions(command)
     .option(
       '--text-column <name>',
       "the column (a key in JSON) holding each row's text, instead of title + description",
@@ -81,7 +113,7 @@ export function dataColumns(flags: DataColumnFlags): DatasetColumns {
   if (flags.tagColumn !== undefined && flags.tagsColumn !== undefined) {
     throw new UsageError('give --tag-column (one tag per row) or --tags-column (several), not both');
   }
-  return { text: flags.textColumn, tag: flags.tagColumn, tags: flags.tagsColumn };
+  return { text: flags.textColumn, tag: flags.tagColumn, tags: flags.tagsColumn, ...fileReading(flags) };
 }
 
 /** The data-column flags given, as the params a run records them with (`text_column`, …). */
@@ -90,6 +122,9 @@ export function dataColumnParams(flags: DataColumnFlags): Record<string, string>
     ...(flags.textColumn === undefined ? {} : { text_column: flags.textColumn }),
     ...(flags.tagColumn === undefined ? {} : { tag_column: flags.tagColumn }),
     ...(flags.tagsColumn === undefined ? {} : { tags_column: flags.tagsColumn }),
+    // How the data file was read, so `tagger retrain` reads it again the same way.
+    ...(flags.encoding === undefined ? {} : { data_encoding: encodingOf(flags.encoding) }),
+    ...(flags.delimiter === undefined ? {} : { data_delimiter: parseDelimiter(flags.delimiter) }),
   };
 }
 

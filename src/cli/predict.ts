@@ -7,7 +7,14 @@ import { listedProbabilities } from '../model/index.js';
 import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
 import { explanationBlock } from './explanation.js';
-import { loadModelOfFlags, modelFor, parseInteger, trackingOption, UsageError } from './inputs.js';
+import {
+  fileReading,
+  loadModelOfFlags,
+  modelFor,
+  parseInteger,
+  trackingOption,
+  UsageError,
+} from './inputs.js';
 import type { CliIo } from './io.js';
 
 interface PredictFlags {
@@ -19,6 +26,8 @@ interface PredictFlags {
   input?: string;
   output?: string;
   textColumn?: string;
+  encoding?: string;
+  delimiter?: string;
   escapeFormulas?: boolean;
   maxRowBytes?: number;
   keepColumns?: string;
@@ -101,6 +110,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       shard: flags.shard,
       embedder: loaded.embedder,
       textColumn: flags.textColumn,
+      ...fileReading(flags),
       escapeFormulas: flags.escapeFormulas,
       maxRowBytes: flags.maxRowBytes,
       probabilities: flags.probabilities,
@@ -161,13 +171,15 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
   if (
     flags.output !== undefined ||
     flags.textColumn !== undefined ||
+    flags.encoding !== undefined ||
+    flags.delimiter !== undefined ||
     flags.escapeFormulas !== undefined ||
     flags.maxRowBytes !== undefined ||
     flags.keepColumns !== undefined ||
     flags.shard !== undefined
   ) {
     throw new UsageError(
-      'predict: --output, --text-column, --keep-columns, --max-row-bytes, --shard and --(no-)escape-formulas go with --input <file>',
+      'predict: --output, --text-column, --encoding, --delimiter, --keep-columns, --max-row-bytes, --shard and --(no-)escape-formulas go with --input <file>',
     );
   }
   if (texts.length === 0)
@@ -242,6 +254,14 @@ export function registerPredict(program: Command, io: CliIo): void {
     .option(
       '--text-column <name>',
       "with --input: the column holding the text (default: 'text', else title + description)",
+    )
+    .option(
+      '--encoding <name>',
+      "with --input: the file's encoding, e.g. latin1, windows-1252, utf-16le (default: UTF-8, or UTF-16 by its byte-order mark)",
+    )
+    .option(
+      '--delimiter <char>',
+      "with --input, CSV: the field delimiter, e.g. ';' or tab (default: sniffed: , ; or tab)",
     )
     .option(
       '--keep-columns <names>',

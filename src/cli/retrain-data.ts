@@ -8,7 +8,6 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EVALUATION_TAGS, parseTrainingArgs, RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
 import {
@@ -21,7 +20,7 @@ import { readRuns } from '../served-models/candidates.js';
 import { servingVerdict } from '../served-models/gates.js';
 import { type ModelUri, parseModelUri, resolveModelUri } from '../tracking/model-uri.js';
 import type { DatasetInput, Run, TrackingStore } from '../tracking/store.js';
-import { DataError, type DatasetRow, parseDataset, parseJsonDataset } from '../train/data.js';
+import { DataError, type DatasetColumns, type DatasetRow, parseDatasetBytes } from '../train/data.js';
 import { fileDigest } from '../train/dataset-input.js';
 import { textKey } from '../train/label-issues.js';
 import { type Correction, type MergeResult, mergeCorrections } from '../train/merge-corrections.js';
@@ -168,11 +167,14 @@ export interface ParentData {
 
 const contextOf = (input: DatasetInput): string | undefined => input.tags['mlflow.data.context'];
 
-function parseBytes(bytes: Uint8Array, name: string): DatasetRow[] {
-  const content = Buffer.from(bytes).toString('utf8');
-  return extname(name).toLowerCase() === '.json'
-    ? parseJsonDataset(content, name)
-    : parseDataset(content, name);
+/** How the parent's data files were read (its `data_encoding`, `data_delimiter` params), to read them so again. */
+const readingOf = (run: { params: Record<string, string> }): DatasetColumns => ({
+  ...(run.params.data_encoding === undefined ? {} : { encoding: run.params.data_encoding }),
+  ...(run.params.data_delimiter === undefined ? {} : { delimiter: run.params.data_delimiter }),
+});
+
+function parseBytes(bytes: Uint8Array, name: string, reading: DatasetColumns): DatasetRow[] {
+  return parseDatasetBytes(bytes, name, reading);
 }
 
 /** `{"uri": …}` of a dataset input's source, or null. */
@@ -199,6 +201,7 @@ async function readRecorded(
   input: DatasetInput,
   override: string | undefined,
   flag: '--data' | '--test-data',
+  reading: DatasetColumns,
 ): Promise<DataSource> {
   const recorded = input.dataset.digest;
   let refused: UsageError | undefined;
@@ -210,7 +213,7 @@ async function readRecorded(
       throw new UsageError(`${flag}: cannot read ${override}: ${(error as Error).message}`);
     }
     const digest = fileDigest(bytes);
-    if (digest === recorded) return parsed(input, override, digest, bytes);
+    if (digest === recorded) return parsed(input, override, digest, bytes, reading);
     refused = new UsageError(
       `${flag} ${override} is not the ${contextOf(input)} data of run ${runId}: its digest is ${digest}, the run recorded ${recorded} (${input.dataset.name}); give the file the run was trained on`,
     );
@@ -223,7 +226,7 @@ async function readRecorded(
         `retrain: the ${contextOf(input)} data of run ${runId}, ${where}, changed since the run was trained: its digest is ${digest}, the run recorded ${recorded}; give the file it was trained on with ${flag} <file>`,
       );
     }
-    return parsed(input, where, digest, bytes);
+    return parsed(input, where, digest, bytes, reading);
   } catch (error) {
     throw refused ?? error;
   }
@@ -269,10 +272,16 @@ async function readSource(
   );
 }
 
-function parsed(input: DatasetInput, where: string, digest: string, bytes: Uint8Array): DataSource {
+function parsed(
+  input: DatasetInput,
+  where: string,
+  digest: string,
+  bytes: Uint8Array,
+  reading: DatasetColumns,
+): DataSource {
   let rows: DatasetRow[];
   try {
-    rows = parseBytes(bytes, input.dataset.name);
+    rows = parseBytes(bytes, input.dataset.name, reading);
   } catch (error) {
     throw new UsageError(`retrain: ${where}: ${(error as Error).message.replace(/^data: /, '')}`);
   }
@@ -304,11 +313,12 @@ export async function readParentData(
       `--test-data: run ${runId} was tested on a split of its training data, not on a test file; drop --test-data`,
     );
   }
-  const training = await readRecorded(store, runId, trainingInput, flags.data, '--data');
+  const reading = readingOf(run);
+  const training = await readRecorded(store, runId, trainingInput, flags.data, '--data', reading);
   const testing =
     testingInput === undefined
       ? null
-      : await readRecorded(store, runId, testingInput, flags.testData, '--test-data');
+      : await readRecorded(store, runId, testingInput, flags.testData, '--test-data', reading);
   const subset = parent.args.subset;
   const data = subset === null ? training.rows : training.rows.slice(0, subset);
   let pool: DatasetRow[];

@@ -58,6 +58,24 @@ export { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS } from './classifiers/members/me
 export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
 export { LOSSES } from './classifiers/sgd/sgd-params.js';
 export {
+  type CsvDialect,
+  type CsvParseError,
+  csvProblem,
+  csvReason,
+  delimiterName,
+  parseDelimiter,
+  SNIFFED_DELIMITERS,
+  sniffDelimiter,
+} from './data-files/csv-dialect.js';
+export {
+  bomOf,
+  decodeText,
+  encodingOf,
+  firstInvalidUtf8,
+  TextEncodingError,
+  TextStreamDecoder,
+} from './data-files/encoding.js';
+export {
   chiSquareSurvival,
   compareCategories,
   compareCounts,
