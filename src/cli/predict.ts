@@ -203,6 +203,8 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
       predicted_tag: prediction.predicted_tag,
       predicted_tags: prediction.predicted_tags,
       predicted_probabilities: prediction.probabilities,
+      // The model knew none of the text's features: the answer is its prior (as POST /predict says).
+      ...(prediction.no_known_features === true ? { no_known_features: true } : {}),
     };
     const count = Object.keys(prediction.probabilities).length;
     return count < tagCount ? { ...item, probabilities_listed: { listed: count, of: tagCount } } : item;

@@ -125,6 +125,8 @@ function predictionItems(
       };
       // A cascade's stage (the others' predictions have none).
       if (prediction.stage !== undefined) item.stage = prediction.stage;
+      // The model knew nothing of the text: its answer is the prior.
+      if (prediction.no_known_features === true) item.no_known_features = true;
       if (listed === 'all') return item;
       item.predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
         ...prediction.predicted_tags,

@@ -229,6 +229,12 @@ export const PredictionItem = Type.Object(
         'Names this prediction for `POST /feedback` (not part of the original contract; an added field, which clients ignore)',
     }),
     stage: Type.Optional(PredictionStage),
+    no_known_features: Type.Optional(
+      Type.Literal(true, {
+        description:
+          "Present (true) only when the model knew none of the text's features — none of its words or character n-grams is in the model's vocabulary, and the run takes no sentence embedding — so `predicted_tag` and the probabilities are the model's prior, what it answers for any such text (a whitespace-only text, or one in a script the training data did not have); treat the tag as a guess (not part of the original contract; an added field, which clients ignore)",
+      }),
+    ),
     input_text: Type.String({ description: 'The submitted text' }),
     predicted_tag: Type.String({
       description:

@@ -60,10 +60,14 @@ export class MemberTagModel implements TagModel, MemberParts {
     this.scratch = new Float64Array(classes.length);
   }
 
+  /** The features the last text scored had in the vocabulary (0: the answer is the prior). */
+  private lastFeatures = 0;
+
   /** The model's probabilities of one text into `this.probabilities` (the features computed once). */
   private probabilitiesOf(text: string): Float64Array {
     const clean = cleanText(String(text), { lower: this.args.lower, stem: this.args.stem });
     const n = this.vectorizer.vectorize(clean);
+    this.lastFeatures = n;
     const { vectorIndices, vectorValues } = this.vectorizer;
     combinedProbabilities(this, vectorIndices, vectorValues, 0, n, this.probabilities, this.scratch);
     return this.probabilities;
@@ -79,7 +83,7 @@ export class MemberTagModel implements TagModel, MemberParts {
       const p = this.probabilitiesOf(text);
       let best = 0;
       for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
-      return predictionOf(this, p, best, options);
+      return predictionOf(this, p, best, options, this.lastFeatures);
     });
   }
 
