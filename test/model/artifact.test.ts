@@ -8,6 +8,7 @@ import {
   MODEL_FILES,
   MODEL_FORMAT,
   READABLE_MODEL_FORMATS,
+  statedWeightsBytes,
 } from '../../src/model/artifact.js';
 import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
 import { type TagModel, trainTagger } from '../../src/model/tagger.js';
@@ -117,6 +118,14 @@ describe('model artifact', () => {
   it.each(cases)('rejects %s with a clear ModelFormatError', (_name, broken, message) => {
     expect(() => decodeModel(broken)).toThrow(ModelFormatError);
     expect(() => decodeModel(broken)).toThrow(message);
+  });
+
+  it("states weights.bin's size as the manifest's first key, read without parsing the rest", () => {
+    expect(new TextDecoder().decode(files['tagger-model.json']!).startsWith('{"weights_bytes":')).toBe(true);
+    expect(statedWeightsBytes(files['tagger-model.json']!)).toBe(files['weights.bin']!.length);
+    // A manifest saved before it (no size first) states none: the loader reads the file, then checks.
+    expect(statedWeightsBytes(withManifest({ weights_bytes: undefined })['tagger-model.json']!)).toBeNull();
+    expect(statedWeightsBytes(new TextEncoder().encode('not json'))).toBeNull();
   });
 
   it('rejects non-finite weights even with a matching checksum', () => {
