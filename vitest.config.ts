@@ -48,8 +48,10 @@ export const NOT_UNIT = [
   'test/tracking/lock-file.test.ts', // 30 rounds of waiters that sleep between tries; a child process
   'test/model/classifiers/contract.test.ts', // trains every classifier of every family: 20 configurations
   'test/train/log-run-signals.test.ts', // `tagger train` in a child process
-  'test/train/{cross-validate,optimize}.test.ts', // pools of cross-validation worker threads
+  'test/train/{cross-validate,optimize,parallel}.test.ts', // pools of worker threads (cross-validation, a training's)
   'test/train/encoder.test.ts', // the real ONNX sentence encoder, in worker threads
+  'test/train/cascade-training.test.ts', // cross-validates cascades: both stages' out-of-fold models, five configurations
+  'test/http/feedback.test.ts', // waits out feedback's wait for a record on its way (10 s) before `pending`
   'test/server/{server,cluster,parent-watch,drain}.test.ts', // listening servers, serve processes, process chains
   'test/served-models/encoder-serving.test.ts', // the real ONNX sentence encoder, in worker threads
   'test/http/shared-rate-limit.test.ts', // redis-server
@@ -71,8 +73,14 @@ export default defineConfig(({ mode }) => ({
     // beforeAll hooks in the order registered, afterAll hooks in reverse (vitest's default, pinned here):
     // test/support/serving-fixture.ts relies on it to close its fixture after what a file started over it.
     sequence: { hooks: 'stack' },
-    // Tests that start real servers (MLflow, Chromium) are heavy on a 2-core machine.
-    maxWorkers: 2,
+    // Tests that start real servers (MLflow, Chromium) are heavy on a 2-core machine. The unit subset runs
+    // in one worker: its files share that worker's modules and trained fixtures, which a second worker
+    // would import and train again — measured side by side on the shared 2-core VM, 65–70 s of CPU with
+    // one worker against 72–87 s with two (wall time: 87–120 s against 77–104 s at load 4–6).
+    maxWorkers: mode === 'unit' ? 1 : 2,
+    // The unit subset keeps the transformed modules on disk between runs (node_modules/.experimental-
+    // vitest-cache; `vitest --clearCache` empties it): collecting it took 4–5 s less CPU of ~21 s.
+    experimental: { fsModuleCache: mode === 'unit' },
     // The summary reporter prints the plain closing line `tests: N passed, N failed, N skipped`.
     reporters: ['default', './test/support/summary-reporter.ts'],
     // The full suite builds the container image once, in the background, when a selected test needs it
