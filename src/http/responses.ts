@@ -2,10 +2,12 @@
 import type { FastifyRequest } from 'fastify';
 import {
   isCascade,
+  kindOfParams,
   limitProbabilities,
   listedProbabilities,
   selectTags,
   type TagSelection,
+  unusedArgs,
 } from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
 import type { RunSummary, ServedModel, ServingState } from '../served-models/index.js';
@@ -153,6 +155,28 @@ const isoTime = (ms: number | null): string | null =>
 export const isPromotion = (value: string | null): value is 'candidate' | 'promoted' | 'rejected' =>
   value === 'candidate' || value === 'promoted' || value === 'rejected';
 
+/** The params a run logged that its kind does not use (another family's, an absent encoder's …), sorted. */
+function unusedParamsOf(params: Readonly<Record<string, string>>): string[] {
+  const kind = kindOfParams(params);
+  if (kind === null) return [];
+  return unusedArgs(kind)
+    .filter((key) => Object.hasOwn(params, key))
+    .sort();
+}
+
+/** The same for a served model's parsed training arguments (GET /args). */
+export function unusedArgsOf(args: Readonly<Record<string, unknown>>): string[] {
+  if (typeof args.classifier !== 'string') return [];
+  const kind = {
+    classifier: args.classifier,
+    encoder: typeof args.encoder === 'string' ? args.encoder : null,
+    cascade: args.cascade === true,
+  };
+  return unusedArgs(kind)
+    .filter((key) => Object.hasOwn(args, key))
+    .sort();
+}
+
 export function runRecord(
   run: RunSummary,
   serving: {
@@ -173,6 +197,7 @@ export function runRecord(
     end_time: isoTime(run.endTime),
     metrics: Object.fromEntries(Object.entries(run.metrics).map(([key, value]) => [key, metricValue(value)])),
     params: { ...run.params },
+    unused_params: unusedParamsOf(run.params),
     served: run.runId === serving.servedRunId,
     warnings: [...run.warnings],
     ...(isPromotion(run.promotion) ? { promotion: run.promotion } : {}),

@@ -402,6 +402,10 @@ export const RunRecord = Type.Object(
       {},
       { additionalProperties: Type.String(), description: 'Logged params (strings, as MLflow stores them)' },
     ),
+    unused_params: Type.Array(Type.String(), {
+      description:
+        "The names among `params` that this run's kind does not use: another classifier family's hyper-parameters (`ft_*` for a soft vote, SGD's `learning_rate` for a member classifier), a member's that are not its own, `members` of anything but a vote, encoder and cascade arguments of a run without them. A run records every training argument with its default; the inspection page lists these apart (not part of the original contract)",
+    }),
     served: Type.Boolean({ description: 'True for the run that answers /predict now' }),
     warnings: RunWarnings,
     promotion: Type.Optional(Promotion),
@@ -512,7 +516,16 @@ export const Args = Type.Object(
   },
 );
 
-export const ArgsData = Type.Object({ args: Args }, { title: 'ArgsData', additionalProperties: false });
+export const ArgsData = Type.Object(
+  {
+    args: Args,
+    unused_args: Type.Array(Type.String(), {
+      description:
+        "The names among `args` that this model's kind does not use (another classifier family's hyper-parameters, a member's that are not its own, encoder and cascade arguments of a model without them), which the inspection page lists apart (not part of the original contract)",
+    }),
+  },
+  { title: 'ArgsData', additionalProperties: false },
+);
 
 export const ArgData = Type.Object(
   {},

@@ -54,6 +54,7 @@ export {
   learnsSeveralTags,
 } from './classifiers/families.js';
 export type { ClassifierFamily, FamilySearch, ProgressPlan, ProgressStep } from './classifiers/family.js';
+export { type KindOfArgs, kindOfParams, ownSearchedArgs, unusedArgs } from './classifiers/kind-args.js';
 export { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS } from './classifiers/members/member-table.js';
 export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
 export { LOSSES } from './classifiers/sgd/sgd-params.js';
