@@ -42,7 +42,14 @@ describe('every --help wraps at 100 columns (issue 42: serve --help had lines of
       /^ {2}--encoder-max-request-tokens <tokens> +encoder runs: most work one request.*\n {20,}\S/m,
     );
     let out = '';
-    const stream = { isTTY: true, columns: 90, write: (text: string) => ((out += text), true) };
+    const stream = {
+      isTTY: true,
+      columns: 90,
+      write: (text: string) => {
+        out += text;
+        return true;
+      },
+    };
     const program = buildProgram({ stdout: stream, stderr: stream } as unknown as Parameters<
       typeof buildProgram
     >[0]);

@@ -243,7 +243,8 @@ let template: Promise<Template> | undefined;
  */
 export async function buildServingFixture(): Promise<ServingFixture> {
   const { modelA, modelB, labelIssues } = fixtureModels();
-  const built = await (template ??= buildTemplate());
+  if (template === undefined) template = buildTemplate();
+  const built = await template;
   const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
   const root = join(dir, 'mlruns');
   cpSync(built.root, root, { recursive: true });
