@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { tagFile } from '../src/batch/batch-predict.js';
 import { DEFAULT_TRAINING_ARGS, stratifiedSplit, trainTagger } from '../src/model/index.js';
+import { predictorFor } from '../src/served-models/index.js';
 import { DATA_DIR as DATA } from './paths.js';
 import type { BenchOptions, BenchRow } from './section.js';
 
@@ -66,7 +67,11 @@ export async function run(opts: BenchOptions): Promise<BenchRow[]> {
     const sampler = setInterval(() => {
       rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
     }, 20);
-    const result = await tagFile(model, { input, output: join(dir, 'output.csv'), batchSize: BATCH });
+    const result = await tagFile(predictorFor(model), {
+      input,
+      output: join(dir, 'output.csv'),
+      batchSize: BATCH,
+    });
     clearInterval(sampler);
     rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
     const fileRate = result.tagged / result.seconds;

@@ -6,6 +6,7 @@
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TaggerApp } from '../src/http/index.js';
 import type { ServedModel } from '../src/served-models/index.js';
 import { type Fixture, MANY_RUNS } from './fixture.js';
 import { type LoadResult, runLoad } from './load.js';
@@ -44,6 +45,20 @@ export interface Tagger {
 
 export type Measure = (seconds: number) => Promise<LoadResult>;
 
+/** The protocols served beside the contract's API, each measured against /predict (issue 41). */
+export const PROTOCOLS = {
+  oip: { path: '/v2/models/tagger/infer', name: 'Open Inference Protocol POST /v2/models/tagger/infer' },
+  hf: { path: '/hf/text-classification', name: 'Hugging Face POST /hf/text-classification' },
+} as const;
+export type Protocol = keyof typeof PROTOCOLS;
+
+/** The request body of one text through a protocol. */
+export function protocolBody(protocol: Protocol, text: string): string {
+  return protocol === 'oip'
+    ? JSON.stringify({ inputs: [{ name: 'text', shape: [1], datatype: 'BYTES', data: [text] }] })
+    : JSON.stringify({ inputs: text });
+}
+
 /** The servers, request bodies and in-process model every case runs against, started once. */
 export interface Setup {
   fixture: Fixture;
@@ -55,6 +70,11 @@ export interface Setup {
   single: string;
   /** Tagger's request body file for 1, 10, 100 and 1,000 texts. */
   bodyFiles: Map<number, string>;
+  /**
+   * The single text's request body file for each protocol beside /predict (issue 41): the Open Inference
+   * Protocol's JSON inference request and the Hugging Face shape.
+   */
+  protocolBodies: Record<Protocol, string>;
   /** Tagger's answer to the single text (the floor answers the same bytes). */
   singleAnswer: string;
   floorUrl: string;
@@ -65,6 +85,11 @@ export interface Setup {
   mlflow?: { url: string; startupSeconds: number };
   /** The saved model the servers load, loaded in this process for in-process scoring. */
   served: ServedModel;
+  /**
+   * The same model served by an app in this process (no network, no load generator), which the
+   * `inject-*` cases call with each protocol's single-text body in turn: what a request costs the server.
+   */
+  injectApp: TaggerApp;
   /** RSS of the one-worker server right after it started. */
   idleRss: number | null;
   /** What the request log costs on disk at the default level (info), summed over tagger-1's loads. */
@@ -138,6 +163,39 @@ const inProcess = (texts: number) => (setup: Setup) => {
   };
 };
 
+/** One caller sending `body` to `url` of the in-process app, one request after the other, for `secs`. */
+const injected = (url: (setup: Setup) => string, body: (setup: Setup) => string) => (setup: Setup) => {
+  const payload = body(setup);
+  const path = url(setup);
+  return async (secs: number): Promise<LoadResult> => {
+    const times: number[] = [];
+    const end = performance.now() + secs * 1000;
+    let failures = 0;
+    const t0 = performance.now();
+    while (performance.now() < end) {
+      const c0 = performance.now();
+      const response = await setup.injectApp.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+      if (response.statusCode !== 200) failures += 1;
+      times.push(performance.now() - c0);
+    }
+    const elapsed = (performance.now() - t0) / 1000;
+    times.sort((a, b) => a - b);
+    return {
+      requests: times.length,
+      seconds: elapsed,
+      rps: times.length / elapsed,
+      p50Ms: times[Math.floor(times.length * 0.5)]!,
+      p99Ms: times[Math.min(times.length - 1, Math.floor(times.length * 0.99))]!,
+      failures,
+    };
+  };
+};
+
 /** Counts what the server writes to its log (its stdout) while `measure` loads it. */
 const withLogSize =
   (measure: Measure, setup: Setup): Measure =>
@@ -173,6 +231,16 @@ export const LOAD_CASES: LoadCase[] = [
     measure: (setup) => withLogSize(predictOn(1, 50)(setup)!, setup),
     rssOf: (setup) => setup.one.proc.pid,
   },
+  // Each protocol beside /predict, single texts at 50 connections, right after it in every round.
+  ...(Object.keys(PROTOCOLS) as Protocol[]).map(
+    (protocol): LoadCase => ({
+      id: `${protocol}-1`,
+      texts: 1,
+      connections: 50,
+      measure: (setup) =>
+        load(setup, `${setup.one.url}${PROTOCOLS[protocol].path}`, setup.protocolBodies[protocol], 50),
+    }),
+  ),
   // The single-text ratio at light concurrency too: one client waiting on each answer, and ten.
   ...[1, 10].flatMap((c): LoadCase[] => [
     { id: `floor-c${c}`, texts: 1, connections: c, measure: floorAt(c) },
@@ -191,6 +259,28 @@ export const LOAD_CASES: LoadCase[] = [
   { id: 'tagger-1-other-node', texts: 1, connections: 50, measure: predictOn(1, 50, (s) => s.other?.server) },
   { id: 'inproc-1', texts: 1, connections: 0, measure: inProcess(1) },
   { id: 'inproc-1000', texts: 1000, connections: 0, measure: inProcess(1000) },
+  // What one request costs the server through each protocol, without the network: the same saved model
+  // in an app of this process, each protocol's body in turn (issue 41).
+  {
+    id: 'inject-predict',
+    texts: 1,
+    connections: 0,
+    measure: injected(
+      () => '/predict',
+      (s) => JSON.stringify({ texts: [{ text: s.single }] }),
+    ),
+  },
+  ...(Object.keys(PROTOCOLS) as Protocol[]).map(
+    (protocol): LoadCase => ({
+      id: `inject-${protocol}`,
+      texts: 1,
+      connections: 0,
+      measure: injected(
+        () => PROTOCOLS[protocol].path,
+        (s) => protocolBody(protocol, s.single),
+      ),
+    }),
+  ),
   { id: 'mlflow-1', texts: 1, connections: 50, measure: mlflowWith(1, 50) },
   { id: 'mlflow-100', texts: 100, connections: 8, measure: mlflowWith(100, 8) },
 ];
@@ -270,6 +360,37 @@ export const ROW_CASES: RowCase<Results>[] = [
     target: { text: '<= 5 ms', pass: (r) => r.of('tagger-1').p99Ms <= 5 },
     note: () => '50 connections',
   },
+  ...(Object.keys(PROTOCOLS) as Protocol[]).flatMap((protocol): RowCase<Results>[] => [
+    {
+      metric: `${PROTOCOLS[protocol].name}, 1 text (vs POST /predict)`,
+      unit: 'req/s',
+      tagger: (r) => r.of(`${protocol}-1`).rps,
+      reference: (r) => r.of('tagger-1').rps,
+      target: {
+        text: '>= 0.85x /predict',
+        pass: (r) => r.of(`${protocol}-1`).rps >= 0.85 * r.of('tagger-1').rps,
+      },
+      note: (r) =>
+        `${r.conns(`${protocol}-1`)}; ${(r.of(`${protocol}-1`).rps / r.of('tagger-1').rps).toFixed(2)}x; ${lat(r.of(`${protocol}-1`))}`,
+    },
+    {
+      metric: `${PROTOCOLS[protocol].name}, 1 text: p99 latency (vs POST /predict)`,
+      unit: 'ms',
+      tagger: (r) => r.of(`${protocol}-1`).p99Ms,
+      reference: (r) => r.of('tagger-1').p99Ms,
+      note: () => '50 connections, the same server, measured right after /predict in each round',
+    },
+  ]),
+  ...(Object.keys(PROTOCOLS) as Protocol[]).map(
+    (protocol): RowCase<Results> => ({
+      metric: `${PROTOCOLS[protocol].name}, 1 text, in-process app (vs POST /predict in-process)`,
+      unit: 'req/s',
+      tagger: (r) => r.of(`inject-${protocol}`).rps,
+      reference: (r) => r.of('inject-predict').rps,
+      note: (r) =>
+        `one caller, app.inject, no network; p50 ${(r.of(`inject-${protocol}`).p50Ms * 1000).toFixed(0)} µs vs ${(r.of('inject-predict').p50Ms * 1000).toFixed(0)} µs`,
+    }),
+  ),
   ...[1, 10].map(
     (c): RowCase<Results> => ({
       metric: `Tagger POST /predict, 1 text at ${c} connection${c === 1 ? '' : 's'} (vs floor at ${c})`,

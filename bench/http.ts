@@ -15,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createApp } from '../src/app.js';
 import { loadModelDirectory } from '../src/served-models/index.js';
 import { serveExecArgv } from '../src/server/node-flags.js';
 import { type Fixture, MANY_RUNS, prepareFixture, resolveCli } from './fixture.js';
@@ -24,7 +25,10 @@ import {
   type Measured,
   median,
   mlflowBody,
+  PROTOCOLS,
+  type Protocol,
   pick,
+  protocolBody,
   type Results,
   ROW_CASES,
   type Setup,
@@ -185,6 +189,18 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
       );
     }
   }
+  // Each protocol's single-text body must be answered 200 with one answer (issue 41).
+  const protocolBodies = {} as Record<Protocol, string>;
+  for (const protocol of Object.keys(PROTOCOLS) as Protocol[]) {
+    const body = protocolBody(protocol, single);
+    const answer = await post(`${one.url}${PROTOCOLS[protocol].path}`, body);
+    if (answer.status !== 200) {
+      throw new Error(
+        `bench: ${PROTOCOLS[protocol].name} answered ${answer.status}: ${answer.text.slice(0, 300)}`,
+      );
+    }
+    protocolBodies[protocol] = bodyFile(work, `${protocol}-1`, body);
+  }
   // The floor answers with Tagger's own single-text answer (same size).
   const singleAnswer = await post(`${one.url}/predict`, bodies.get(1)!.tagger);
   const floorPort = await freePort();
@@ -233,6 +249,9 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
 
   // In-process scoring of the same texts with the same saved model (what the server loads).
   const served = await loadModelDirectory(fixture.modelDir);
+  // The same model in an app of this process, for what each protocol's request costs without the network.
+  const injectApp = createApp({ serving: { mode: 'model', model: served, source: fixture.modelDir } });
+  await injectApp.ready();
 
   return {
     fixture,
@@ -241,6 +260,7 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
     notes,
     single,
     bodyFiles: new Map([...bodies].map(([n, body]) => [n, body.file])),
+    protocolBodies,
     singleAnswer: singleAnswer.text,
     floorUrl,
     one,
@@ -248,6 +268,7 @@ async function startServers(work: string, notes: string[], quick: boolean): Prom
     ...(other ? { other } : {}),
     ...(mlflow ? { mlflow } : {}),
     served,
+    injectApp,
     idleRss,
     logged: { bytes: 0, seconds: 0, requests: 0 },
   };
@@ -333,6 +354,7 @@ async function measureAll(opts: BenchOptions, work: string): Promise<SectionResu
     }
   }
 
+  await setup.injectApp.close();
   const m = new Map<string, Measured>();
   for (const target of targets) {
     const rs = results.get(target.id)!;

@@ -7,7 +7,8 @@ import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createApp, generateOpenApiDocument } from '../src/app.js';
 import { inlineComponentSchemas } from '../src/http/openapi-components.js';
-import { loadModelDirectory, type ServedModel } from '../src/served-models/index.js';
+import type { TagModel } from '../src/model/index.js';
+import { loadModelDirectory, predictorFor, type ServedModel } from '../src/served-models/index.js';
 import { useServingFixture } from './support/serving-fixture.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: walking a JSON document
@@ -35,21 +36,19 @@ describe('createApp', () => {
   it('masks an unexpected failure as a generic 500 envelope and logs the real error', async () => {
     const { logger, lines } = memoryLogger();
     // Fault injection: the real loaded model, with predict failing the way a bug would.
-    const failing: ServedModel = {
-      ...served,
-      model: {
-        tags: served.model.tags,
-        args: served.model.args,
-        tagThresholds: null,
-        threshold: served.model.threshold,
-        predict: () => {
-          throw new TypeError('secret internal detail');
-        },
-        explain: () => {
-          throw new TypeError('secret internal detail');
-        },
+    const broken: TagModel = {
+      tags: served.model.tags,
+      args: served.model.args,
+      tagThresholds: null,
+      threshold: served.model.threshold,
+      predict: () => {
+        throw new TypeError('secret internal detail');
+      },
+      explain: () => {
+        throw new TypeError('secret internal detail');
       },
     };
+    const failing: ServedModel = { ...served, model: broken, predictor: predictorFor(broken) };
     const app = createApp({ serving: { mode: 'model', model: failing, source: 'x' }, logger });
     const response = await app.inject({
       method: 'POST',
@@ -83,7 +82,7 @@ describe('createApp', () => {
 
   it('builds a documentation-only app whose document covers both variants', async () => {
     const document = await generateOpenApiDocument();
-    expect(Object.keys(document.paths as object)).toHaveLength(19);
+    expect(Object.keys(document.paths as object)).toHaveLength(26);
     const api = inlineComponentSchemas(document) as Json;
     const operation = (method: string, path: string): Json => {
       expect(api.paths[path]?.[method], `${method.toUpperCase()} ${path} is documented`).toBeDefined();

@@ -16,13 +16,8 @@ import { rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import {
-  listedProbabilities,
-  spreadEmbeddings,
-  type TagModel,
-  textsNeedingEmbeddings,
-} from '../model/index.js';
-import type { Embedder } from '../served-models/encoders.js';
+import { listedProbabilities, type Prediction } from '../model/index.js';
+import type { Predictor } from '../served-models/predictor.js';
 import {
   BATCH_WORKER_MARK,
   type BatchFormat,
@@ -105,11 +100,6 @@ export interface TagFileOptions {
    * outputs, merged by `line`, are one process's output.
    */
   shard?: Shard | undefined;
-  /**
-   * An encoder model's embeddings (its encoder, in its own thread): each batch's texts are embedded,
-   * then predicted, in order, while the file worker reads ahead. Required for an encoder model.
-   */
-  embedder?: Embedder | undefined;
   onProgress?: (progress: BatchProgress) => void;
   onBadRow?: (bad: BadRow) => void;
   /**
@@ -158,6 +148,17 @@ function startWorker(reader: ReaderOptions, writer: WriterOptions): Worker {
   });
 }
 
+/** `work`, or the signal's reason as soon as it aborts. */
+function untilStopped(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return work;
+  signal.throwIfAborted();
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** The worker's messages as an async sequence; its crash or early exit is an error, and so is `signal`. */
 async function* messagesOf(worker: Worker, signal?: AbortSignal): AsyncGenerator<WorkerMessage> {
   const queue: WorkerMessage[] = [];
@@ -202,28 +203,30 @@ async function* messagesOf(worker: Worker, signal?: AbortSignal): AsyncGenerator
 
 /** Predictions as the worker writes them: tag indices and row-major probabilities, in typed arrays. */
 function tagBatch(
-  model: TagModel,
-  texts: readonly string[],
+  tags: readonly string[],
+  predictions: readonly Prediction[],
   tagIndex: ReadonlyMap<string, number>,
-  embeddings?: readonly Float32Array[],
 ): TaggedBatch {
-  const width = model.tags.length;
-  const predictions = model.predict(texts, embeddings);
-  const predicted = new Int32Array(texts.length);
-  const probabilities = new Float64Array(texts.length * width);
+  const width = tags.length;
+  const predicted = new Int32Array(predictions.length);
+  const probabilities = new Float64Array(predictions.length * width);
   for (let i = 0; i < predictions.length; i++) {
     const prediction = predictions[i]!;
     predicted[i] = tagIndex.get(prediction.predicted_tag)!;
-    for (let t = 0; t < width; t++) probabilities[i * width + t] = prediction.probabilities[model.tags[t]!]!;
+    for (let t = 0; t < width; t++) probabilities[i * width + t] = prediction.probabilities[tags[t]!]!;
   }
   return { predicted, probabilities };
 }
 
 /**
- * Tags every row of `input` into `output`.
- * @example await tagFile(model, { input: 'projects.csv', output: 'tags.csv' })
+ * Tags every row of `input` into `output` with the served model's Predictor (src/served-models/predictor.ts:
+ * an encoder run's batches are embedded in its encoder's thread, a cascade's only for the texts it routes),
+ * every tag's probability asked for. A cascade's unsure texts are never answered degraded here: an
+ * encoder that cannot take a batch fails the tagging.
+ * @example await tagFile(predictorFor(model), { input: 'projects.csv', output: 'tags.csv' })
  */
-export async function tagFile(model: TagModel, options: TagFileOptions): Promise<TagFileResult> {
+export async function tagFile(predictor: Predictor, options: TagFileOptions): Promise<TagFileResult> {
+  const { model } = predictor;
   const started = performance.now();
   const s3Paths = [options.input, options.output].filter(isS3Url);
   try {
@@ -255,9 +258,6 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
     )
   ) {
     throw new BatchInputError(`shard ${shard.index}/${shard.count}: give <i>/<n> with 0 ≤ i < n`);
-  }
-  if (model.encoder && options.embedder === undefined) {
-    throw new BatchInputError(`this model needs its sentence encoder (${model.encoder.name}) to tag texts`);
   }
   const keepColumns = options.keepColumns === undefined ? undefined : [...new Set(options.keepColumns)];
   const listed = listedProbabilities(options.probabilities, model.tags.length);
@@ -330,11 +330,10 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
     },
   );
   let tagged = 0;
-  const { embedder } = options;
-  // An encoder model's batches: each one's embeddings are asked for as it arrives (the encoder's queue
-  // keeps them in order), and answered in order; a failure stops the worker and is the error thrown.
+  // Each batch is asked of the Predictor as it arrives (an encoder's queue keeps them in order) and
+  // answered in order; a failure stops the worker and is the error thrown.
   let answered = Promise.resolve();
-  let encoderFailure: unknown;
+  let predictFailure: unknown;
   try {
     options.signal?.throwIfAborted();
     for await (const message of messagesOf(worker, options.signal)) {
@@ -343,11 +342,11 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
         progress.rows += 1;
         options.onBadRow?.({ line: message.line, reason: message.reason });
       } else if (message.kind === 'rows') {
-        const answer = (embeddings?: readonly Float32Array[]): void => {
-          // Embeddings that arrive after a stop signal are not tagged: the job is over, the worker gone.
+        const answer = (predictions: readonly Prediction[]): void => {
+          // Answers that arrive after a stop signal are not tagged: the job is over, the worker gone.
           if (options.signal?.aborted) return;
           // The one thing this thread does per row: predict. The worker formats and writes the answer.
-          const tags = tagBatch(model, message.texts, tagIndex, embeddings);
+          const tags = tagBatch(model.tags, predictions, tagIndex);
           worker.postMessage(tags, [tags.predicted.buffer, tags.probabilities.buffer]);
           tagged += message.texts.length;
           progress.tagged = tagged;
@@ -355,26 +354,21 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
           progress.bytesRead = message.bytesRead;
           options.onProgress?.({ ...progress });
         };
-        if (embedder === undefined) answer();
-        else {
-          // A cascade's encoder sees only the texts its fast model is unsure of.
-          const needed = textsNeedingEmbeddings(model, message.texts);
-          const embedded = embedder
-            .embed(needed.map((i) => message.texts[i]!))
-            .then((vectors) => spreadEmbeddings(message.texts.length, needed, vectors, model.encoder!.dim));
-          embedded.catch(() => undefined);
-          answered = answered.then(async () => answer(await embedded));
-          answered.catch((error: unknown) => {
-            encoderFailure ??= error;
-            void worker.terminate();
-          });
-        }
+        const predicted = predictor.predict(message.texts, { overload: 'shed' });
+        predicted.catch(() => undefined);
+        answered = answered.then(async () => answer((await predicted).predictions));
+        answered.catch((error: unknown) => {
+          predictFailure ??= error;
+          void worker.terminate();
+        });
       } else if (message.kind === 'failed') {
         throw new BatchInputError(message.message);
       } else if (message.kind === 'write-failed') {
         throw new BatchInputError(`cannot tag ${options.input} into ${options.output}: ${message.message}`);
       }
     }
+    // Every batch answered before the output is put in place (a stop signal does not wait for them).
+    await untilStopped(answered, options.signal);
     // A signal handled with the last batch still stops the job: nothing is renamed (or uploaded) into place.
     options.signal?.throwIfAborted();
     if (toS3) {
@@ -389,11 +383,13 @@ export async function tagFile(model: TagModel, options: TagFileOptions): Promise
   } catch (caught) {
     await worker.terminate();
     await rm(temp, { force: true }).catch(() => undefined);
-    // The worker was stopped because an encoder batch failed: that failure is the story.
-    if (encoderFailure !== undefined) {
+    // The worker was stopped because a batch could not be predicted (an encoder run's encoder failed):
+    // that failure is the story.
+    if (predictFailure !== undefined) {
+      const what = predictor.encoder === null ? 'the model failed' : 'the sentence encoder failed';
       throw new BatchInputError(
-        `cannot tag ${options.input}: the sentence encoder failed (${(encoderFailure as Error).message})`,
-        { cause: encoderFailure },
+        `cannot tag ${options.input}: ${what} (${(predictFailure as Error).message})`,
+        { cause: predictFailure },
       );
     }
     const error = stopped(caught);

@@ -8,6 +8,7 @@ import {
   evaluate,
   OTHER_TAG,
   runBehaviourSuite,
+  type TagModel,
   tagsOf,
 } from '../model/index.js';
 import { readDataset } from '../train/data.js';
@@ -16,7 +17,6 @@ import {
   dataColumnOptions,
   dataColumns,
   loadModelOfFlags,
-  modelFor,
   readDefinitions,
   trackingOption,
 } from './inputs.js';
@@ -41,9 +41,9 @@ async function evaluateCommand(flags: EvaluateFlags, io: CliIo): Promise<void> {
   const loaded = await loadModelOfFlags(flags, io);
   const suite = definitions.behaviour ?? DEFAULT_BEHAVIOUR_SUITE;
   // An encoder run: every text scored (the data's, the suite's) is embedded once, first.
-  let model: Awaited<ReturnType<typeof modelFor>>;
+  let model: TagModel;
   try {
-    model = await modelFor(loaded, [...data.map((row) => row.text), ...behaviourTexts(suite)]);
+    model = await loaded.predictor.prepare([...data.map((row) => row.text), ...behaviourTexts(suite)]);
   } finally {
     await loaded.close();
   }

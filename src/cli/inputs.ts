@@ -11,15 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import {
-  bindEmbeddings,
   encodingOf,
   parseBehaviourSuite,
   parseDelimiter,
   parseSliceDefinitions,
   parseTrainingArgs,
-  type TagModel,
   type TrainingArgs,
-  textsNeedingEmbeddings,
 } from '../model/index.js';
 import { EncoderPool } from '../served-models/encoders.js';
 import type { PromotionGates } from '../served-models/gates.js';
@@ -383,7 +380,7 @@ export type CommandModel = LoadedForPrediction & { close(options?: { abandon?: b
 /**
  * The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. The best
  * run is the one `tagger serve` serves (same gates); better-ranked runs it holds back are named on stderr.
- * An encoder run comes with its encoder (`embedder`), loaded and checked like serving loads it.
+ * An encoder run comes with its encoder (its `predictor` holds it), loaded and checked like serving loads it.
  */
 export async function loadModelOfFlags(
   flags: {
@@ -421,18 +418,4 @@ export async function loadModelOfFlags(
     io.stderr.write(`tagger: … and ${loaded.heldBack.length - shown.length} more runs held back\n`);
   }
   return loaded;
-}
-
-/**
- * The loaded model, ready for `texts`: an encoder run's with the embeddings of those texts computed first
- * (each distinct text once, in its encoder's thread; a cascade's only for the texts it routes); a TF-IDF
- * model as it is.
- */
-export async function modelFor(loaded: CommandModel, texts: Iterable<string>): Promise<TagModel> {
-  if (loaded.embedder === undefined) return loaded.model;
-  // A cascade's encoder sees only the texts its fast model is unsure of.
-  const distinct = [...new Set(texts)];
-  const needed = textsNeedingEmbeddings(loaded.model, distinct).map((i) => distinct[i]!);
-  const vectors = await loaded.embedder.embed(needed);
-  return bindEmbeddings(loaded.model, new Map(needed.map((text, i) => [text, vectors[i]!])));
 }

@@ -4,17 +4,11 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { DEFAULT_MAX_ROW_BYTES, type Shard, type TagFileResult, tagFile } from '../batch/batch-predict.js';
 import { isS3Url } from '../batch/object-store.js';
 import { listedProbabilities } from '../model/index.js';
+import type { Answers } from '../served-models/predictor.js';
 import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
 import { explanationBlock } from './explanation.js';
-import {
-  fileReading,
-  loadModelOfFlags,
-  modelFor,
-  parseInteger,
-  trackingOption,
-  UsageError,
-} from './inputs.js';
+import { fileReading, loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
 import type { CliIo } from './io.js';
 
 interface PredictFlags {
@@ -104,11 +98,10 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    result = await tagFile(loaded.model, {
+    result = await tagFile(loaded.predictor, {
       input: flags.input,
       output: flags.output,
       shard: flags.shard,
-      embedder: loaded.embedder,
       textColumn: flags.textColumn,
       ...fileReading(flags),
       escapeFormulas: flags.escapeFormulas,
@@ -187,17 +180,17 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
   const empty = texts.findIndex((text) => text.trim() === '');
   if (empty >= 0) throw new UsageError(`predict: text ${empty + 1} is empty`);
   const loaded = await loadModelOfFlags(flags, io);
-  let model: Awaited<ReturnType<typeof modelFor>>;
+  // As POST /predict answers: past 20 tags the 20 most probable, saying how many of how many.
+  const tagCount = loaded.model.tags.length;
+  const listed = listedProbabilities(flags.probabilities, tagCount);
+  let answers: Answers;
   try {
-    // An encoder run: the texts' embeddings first, in the encoder's thread.
-    model = await modelFor(loaded, texts);
+    // An encoder run: the texts' embeddings first, in the encoder's thread (no degraded answers here).
+    answers = await loaded.predictor.predict(texts, { probabilities: listed, overload: 'shed' });
   } finally {
     await loaded.close();
   }
-  // As POST /predict answers: past 20 tags the 20 most probable, saying how many of how many.
-  const tagCount = model.tags.length;
-  const listed = listedProbabilities(flags.probabilities, tagCount);
-  const predictions = model.predict(texts, undefined, { probabilities: listed }).map((prediction, index) => {
+  const predictions = answers.predictions.map((prediction, index) => {
     const item = {
       input_text: texts[index],
       predicted_tag: prediction.predicted_tag,
@@ -212,7 +205,7 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
   if (flags.explain) {
     const tables = texts.map((text, index) => {
       const prediction = predictions[index]!;
-      const explanation = model.explain(text, 10);
+      const explanation = answers.explain(index, 10);
       return explanationBlock(
         text,
         prediction.predicted_tag,

@@ -28,7 +28,6 @@ import { embedForTraining, encoderArgs } from './embeddings.js';
 import {
   defaultRunName,
   loadModelOfFlags,
-  modelFor,
   parseInteger,
   readArgs,
   servingGates,
@@ -127,7 +126,7 @@ async function liveF1(
   const loaded = await loadModelOfFlags(runFlags(runId, flags), io);
   try {
     const texts = labels.map((label) => label.text);
-    const model = await modelFor(loaded, texts);
+    const model = await loaded.predictor.prepare(texts);
     const predictions = model.predict(texts);
     const quality = liveQuality(
       predictions.map((prediction, i) => ({ predicted: prediction.predicted_tags, truth: labels[i]!.tags })),

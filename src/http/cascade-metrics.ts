@@ -5,14 +5,8 @@
  * encoder (an alert's signal: /health/ready stays 200 then).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { CascadeDegradation } from '../served-models/index.js';
 import type { PredictionStage } from './schemas.js';
-
-/**
- * Why a request's unsure texts got the fast model's answers: the encoder's queue was full, the texts
- * were more work than one request may ask, its thread failed, or the cascade is served without its
- * encoder (`--allow-degraded`).
- */
-export type CascadeDegradation = 'queue_full' | 'request_too_large' | 'encoder_failed' | 'encoder_missing';
 
 /** A cascade's stages whose time is measured: the fast model, and the encoder's wait plus its model. */
 export type TimedStage = Exclude<PredictionStage, 'fast_degraded'>;

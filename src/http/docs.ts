@@ -42,6 +42,16 @@ export const OPENAPI_TAGS = [
     name: 'Monitoring',
     description: 'Feedback labels for recorded predictions, and the served run’s live quality and drift',
   },
+  {
+    name: 'Open Inference Protocol',
+    description:
+      'KServe V2 REST (what tritonclient, the KServe SDK and Seldon call), beside the contract’s API: model `tagger` is the served one; errors are `{"error": …}` (docs/calling.md)',
+  },
+  {
+    name: 'Hugging Face',
+    description:
+      'The Hugging Face text-classification shape (huggingface_hub’s InferenceClient.text_classification), beside the contract’s API; errors are `{"error": …}` (docs/calling.md)',
+  },
 ];
 
 /** The API-key security schemes (documented when the server has keys, and in the committed document). */

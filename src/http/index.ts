@@ -10,11 +10,14 @@ import { monitoredRun } from './monitored.js';
 import { type HttpMetrics, installObservability } from './observability.js';
 import type { HttpOptions } from './options.js';
 import { protectionPlugin, routeClass } from './protection.js';
+import { isProtocolPath, protocolErrorResponses } from './protocol-errors.js';
 import { errorResponses } from './responses.js';
 import { generalRoutes } from './routes/general.js';
+import { huggingFaceRoutes } from './routes/hugging-face.js';
 import { inspectionRoutes } from './routes/inspection.js';
 import { modelRoutes } from './routes/model.js';
 import { monitoringRoutes } from './routes/monitoring.js';
+import { openInferenceRoutes } from './routes/open-inference.js';
 import { operationsRoutes } from './routes/operations.js';
 import { reviewRoutes } from './routes/review.js';
 import { runRoutes } from './routes/runs.js';
@@ -69,6 +72,13 @@ const STORE_ROUTES = new Set([
   '/runs/:run_id/predict',
   '/runs/:run_id/history',
   '/runs/:run_id/errors',
+  // A run id names that run's model in the Open Inference Protocol (loaded on first use).
+  '/v2/models/:name',
+  '/v2/models/:name/ready',
+  '/v2/models/:name/infer',
+  '/v2/models/:name/versions/:version',
+  '/v2/models/:name/versions/:version/ready',
+  '/v2/models/:name/versions/:version/infer',
 ]);
 
 /** Security requirement of protected operations: either header works. */
@@ -91,7 +101,9 @@ function completeRoute(route: RouteOptions, setup: ApiSetup): void {
       // percent-encoding with 400, before any hook (frameworkErrors in errors.ts).
       const long = route.url.includes(':') ? ([400, 414] as const) : ([] as const);
       const extra = kind === 'api' ? [...auth, ...long, 429, 503, 504] : [...auth];
-      schema.response = { ...errorResponses(...extra), ...schema.response };
+      // The protocols beside the contract's API answer errors in their own shape (protocol-errors.ts).
+      const errors = isProtocolPath(route.url) ? protocolErrorResponses(...extra) : errorResponses(...extra);
+      schema.response = { ...errors, ...schema.response };
       if (setup.documentAuth) schema.security = SECURITY;
     }
   }
@@ -186,7 +198,11 @@ export function installApi(
       inspectionRoutes(api, servedRuns);
     }
     modelRoutes(api, () => servedNow(current()).served);
-    operationsRoutes(api, current, metrics, { ready: setup.ready, closing: () => closing });
+    const readiness = { ready: setup.ready, closing: () => closing };
+    operationsRoutes(api, current, metrics, readiness);
+    // The protocols clients already speak, beside the contract's (issue 41): docs/calling.md.
+    openInferenceRoutes(api, current, options, readiness);
+    huggingFaceRoutes(api, current, options);
     monitoringRoutes(api, current, options.limits, options.retryAfterSeconds);
     reviewRoutes(api, current, options.limits, options.retryAfterSeconds, mode);
   });

@@ -5,7 +5,6 @@
  * Origins are cached per snapshot (run-based) or per loaded model, so the predict path does a map lookup,
  * not a search of the run list.
  */
-import { isCascade } from '../model/index.js';
 import type { MonitoredRun, Monitoring, RecordOrigin } from '../monitoring/index.js';
 import { recordScope, vocabularyOf } from '../monitoring/index.js';
 import type { ServedModel, ServingState } from '../served-models/index.js';
@@ -83,8 +82,6 @@ export function monitoredRun(state: ServingState): MonitoredRun | null {
       ? null
       : (served.referenceProblem ?? 'the served model has no reference profile'),
     test: served.performance.overall,
-    cascade: isCascade(served.model)
-      ? { routed: served.model.choice.cv.routed, rows: served.model.choice.cv.rows }
-      : null,
+    cascade: served.predictor.routing,
   };
 }

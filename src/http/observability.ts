@@ -1,13 +1,16 @@
 /**
  * Observability of the HTTP layer: request ids, Prometheus metrics (one Registry per app, so several
  * apps in one process, as in tests, never share or clash), and the Server-Timing header of predict
- * responses.
+ * responses (every protocol's): `parse`, `queue` and `encoder` (an encoder run's wait for its embeddings,
+ * in the encoder's queue and at the encoder), `model`, `record` (handing the predictions to the
+ * recorder) and `total`, in milliseconds.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { EncoderObserver } from '../served-models/index.js';
+import type { Prediction } from '../model/index.js';
+import type { EncoderObserver, PredictionObserver } from '../served-models/index.js';
 import { CascadeMetrics } from './cascade-metrics.js';
 import type { ServedNow } from './served.js';
 import type { TaggerApp } from './types.js';
@@ -62,7 +65,7 @@ export class HttpMetrics {
   private readonly requests: Counter<'method' | 'route' | 'status_code'>;
   private readonly duration: Histogram<'method' | 'route' | 'status_code'>;
   readonly inFlight: Gauge;
-  private readonly texts: Counter;
+  private readonly texts: Counter<'protocol'>;
   private readonly predictions: Counter<'tag'>;
   private readonly reloads: Counter<'outcome'>;
   /** Rate-limit checks that could not reach the shared store (Redis) and let the request through. */
@@ -99,9 +102,12 @@ export class HttpMetrics {
     });
     this.texts = new Counter({
       name: 'tagger_texts_predicted_total',
-      help: 'Texts tagged by the predict endpoints',
+      help: 'Texts tagged, by the protocol they came in by: tagger (POST /predict, /runs/{run_id}/predict), oip (the Open Inference Protocol, /v2/models/{name}/infer), hf (the Hugging Face shape, /hf/text-classification)',
+      labelNames: ['protocol'],
       registers,
     });
+    // Every protocol's series from the start, so a rate over one is defined before its first request.
+    for (const protocol of ['tagger', 'oip', 'hf']) this.texts.inc({ protocol }, 0);
     this.predictions = new Counter({
       name: 'tagger_predictions_total',
       help: 'Predictions by predicted tag (tags come from the served models, a bounded set)',
@@ -261,10 +267,10 @@ export class HttpMetrics {
     this.reloads.inc({ outcome });
   }
 
-  recordPredictions(tags: readonly string[]): void {
-    this.texts.inc(tags.length);
+  recordPredictions(predictions: readonly Pick<Prediction, 'predicted_tag'>[], protocol: string): void {
+    this.texts.inc({ protocol }, predictions.length);
     const counts = new Map<string, number>();
-    for (const tag of tags) counts.set(tag, (counts.get(tag) ?? 0) + 1);
+    for (const { predicted_tag: tag } of predictions) counts.set(tag, (counts.get(tag) ?? 0) + 1);
     for (const [tag, count] of counts) this.predictions.inc({ tag }, count);
   }
 
@@ -289,10 +295,14 @@ interface RequestTrace {
   metrics: HttpMetrics;
   parseStart?: bigint;
   parseEnd?: bigint;
-  inferenceNs: bigint;
+  /** The model's own work (the Predictor's observer). */
+  modelNs: bigint;
   predicted: boolean;
-  /** An encoder run's wait for its embeddings (queue + encoder), when there was one. */
+  /** An encoder run's wait for its embeddings, in the encoder's queue and at the encoder, when there was one. */
+  queueNs?: bigint;
   encoderNs?: bigint;
+  /** Handing the predictions to the recorder, when the app records. */
+  recordNs?: bigint;
 }
 
 const traces = new WeakMap<FastifyRequest, RequestTrace>();
@@ -300,52 +310,64 @@ const traces = new WeakMap<FastifyRequest, RequestTrace>();
 const ms = (ns: bigint): string => (Number(ns) / 1e6).toFixed(3);
 
 /**
- * Runs `predict` for a request, timing it for Server-Timing and counting its predictions in the app's
- * metrics. Requests the hooks did not see (none in practice) are predicted all the same.
+ * What the Predictor tells of a request's call (src/served-models/predictor.ts), gathered for its
+ * Server-Timing and the app's cascade metrics; an encoder that failed under a cascade is logged.
  */
-export function tracePredict<T extends { predicted_tag: string }>(
-  request: FastifyRequest,
-  predict: () => T[],
-): T[] {
+export function observerFor(request: FastifyRequest): PredictionObserver {
   const trace = traces.get(request);
-  const start = process.hrtime.bigint();
-  const result = predict();
-  if (trace) {
-    trace.inferenceNs += process.hrtime.bigint() - start;
-    trace.predicted = true;
-    trace.metrics.recordPredictions(result.map((item) => item.predicted_tag));
-  }
-  return result;
+  const cascade = trace?.metrics.cascade;
+  return {
+    model: (ns) => {
+      if (trace) trace.modelNs += ns;
+    },
+    embeddings: (queueNs, encoderNs) => {
+      if (!trace) return;
+      trace.queueNs = (trace.queueNs ?? 0n) + queueNs;
+      trace.encoderNs = (trace.encoderNs ?? 0n) + encoderNs;
+    },
+    cascadeStage: (stage, seconds) => cascade?.observeStage(stage, seconds),
+    cascadeTexts: (fast, encoder, degraded) => cascade?.recordTexts(fast, encoder, degraded),
+    cascadeDegraded: (why, error) => {
+      cascade?.recordDegraded(why);
+      if (why === 'encoder_failed') {
+        request.log.warn({ err: error }, "encoder failed; a cascade's unsure texts get its fast answers");
+      }
+    },
+  };
 }
 
-/** Runs part of a request's inference outside tracePredict (a cascade's fast stage), timing it as inference. */
-export function timeInference<T>(request: FastifyRequest, run: () => T): T {
+/** Runs `record` (handing predictions to the recorder), timed as Server-Timing's `record`. */
+export function timeRecord(request: FastifyRequest, record: () => void): void {
   const trace = traces.get(request);
   const start = process.hrtime.bigint();
-  const result = run();
-  if (trace) trace.inferenceNs += process.hrtime.bigint() - start;
-  return result;
+  record();
+  if (trace) trace.recordNs = (trace.recordNs ?? 0n) + (process.hrtime.bigint() - start);
 }
-
-/** The cascade metrics of the app that handles `request` (undefined for requests the hooks did not see). */
-export const cascadeMetricsOf = (request: FastifyRequest): CascadeMetrics | undefined =>
-  traces.get(request)?.metrics.cascade;
 
 /**
- * Waits for an encoder run's embeddings, timing the wait (queue + encoder thread) for Server-Timing's
- * `encoder` entry. The event loop is free meanwhile: the encoder runs in its own thread.
+ * Counts a request's predictions in the app's metrics, by the protocol it came in by, and marks the
+ * request as predicted (its Server-Timing then lists the model's time). Requests the hooks did not see
+ * (none in practice) are not counted.
  */
-export function traceEncoder<T>(request: FastifyRequest, embeddings: Promise<T>): Promise<T> {
+export function countPredictions(
+  request: FastifyRequest,
+  predictions: readonly Pick<Prediction, 'predicted_tag'>[],
+  protocol: string,
+): void {
   const trace = traces.get(request);
-  if (trace === undefined) return embeddings;
-  const start = process.hrtime.bigint();
-  return embeddings.finally(() => {
-    trace.encoderNs = (trace.encoderNs ?? 0n) + (process.hrtime.bigint() - start);
-  });
+  if (!trace) return;
+  trace.predicted = true;
+  trace.metrics.recordPredictions(predictions, protocol);
 }
 
-/** Routes whose responses carry Server-Timing. */
-const TIMED_ROUTES = new Set(['/predict', '/runs/:run_id/predict']);
+/** Routes whose responses carry Server-Timing: every way of asking for predictions. */
+const TIMED_ROUTES = new Set([
+  '/predict',
+  '/runs/:run_id/predict',
+  '/v2/models/:name/infer',
+  '/v2/models/:name/versions/:version/infer',
+  '/hf/text-classification',
+]);
 
 /**
  * Request ids on every response, metrics and the request log (RequestLogSummary), Server-Timing on
@@ -360,7 +382,7 @@ export function installObservability(
   shuttingDown: () => boolean = () => false,
 ): void {
   app.addHook('onRequest', function startTrace(request, _reply, done) {
-    traces.set(request, { metrics, inferenceNs: 0n, predicted: false });
+    traces.set(request, { metrics, modelNs: 0n, predicted: false });
     // Fastify's own request logging is off (two lines per request cost ~40% of /predict throughput);
     // this line is kept for debugging, the completion line below is the per-request record.
     request.log.debug({ req: request }, 'incoming request');
@@ -383,8 +405,10 @@ export function installObservability(
       const parts: string[] = [];
       if (trace.parseStart !== undefined && trace.parseEnd !== undefined)
         parts.push(`parse;dur=${ms(trace.parseEnd - trace.parseStart)}`);
+      if (trace.queueNs !== undefined) parts.push(`queue;dur=${ms(trace.queueNs)}`);
       if (trace.encoderNs !== undefined) parts.push(`encoder;dur=${ms(trace.encoderNs)}`);
-      if (trace.predicted) parts.push(`inference;dur=${ms(trace.inferenceNs)}`);
+      if (trace.predicted) parts.push(`model;dur=${ms(trace.modelNs)}`);
+      if (trace.recordNs !== undefined) parts.push(`record;dur=${ms(trace.recordNs)}`);
       parts.push(`total;dur=${reply.elapsedTime.toFixed(3)}`);
       reply.header('server-timing', parts.join(', '));
     }

@@ -21,7 +21,23 @@ import type { HttpOptions } from './options.js';
 import { sharedRateLimit } from './shared-rate-limit.js';
 
 /** Probes for orchestrators and the spec's health check: never authenticated, limited or shed. */
-export const HEALTH_ROUTES: ReadonlySet<string> = new Set(['/', '/health/live', '/health/ready']);
+export const HEALTH_ROUTES: ReadonlySet<string> = new Set([
+  '/',
+  '/health/live',
+  '/health/ready',
+  // The Open Inference Protocol's server probes (its model probes need a key: they can load a run).
+  '/v2/health/live',
+  '/v2/health/ready',
+]);
+
+/** The routes that answer texts with predictions, by every protocol: they need the `predict` scope. */
+const PREDICT_ROUTES: ReadonlySet<string> = new Set([
+  '/predict',
+  '/runs/:run_id/predict',
+  '/v2/models/:name/infer',
+  '/v2/models/:name/versions/:version/infer',
+  '/hf/text-classification',
+]);
 export const METRICS_ROUTE = '/metrics';
 
 type RouteClass = 'health' | 'metrics' | 'docs' | 'api';
@@ -52,7 +68,7 @@ export function requiredScope(method: string, url: string | undefined): Scope | 
   const kind = routeClass(url);
   if (kind === 'metrics') return 'metrics';
   if (kind !== 'api') return null;
-  if (method === 'POST' && (url === '/predict' || url === '/runs/:run_id/predict')) return 'predict';
+  if (method === 'POST' && PREDICT_ROUTES.has(url)) return 'predict';
   // Labels for predictions, and the review queue that asks people for them (issue 32).
   if (url === '/feedback' || url === '/review' || url.startsWith('/review/')) return 'feedback';
   if (method === 'GET' || method === 'HEAD') return 'read';

@@ -1,20 +1,19 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
 import {
-  isCascade,
   kindOfParams,
   limitProbabilities,
   listedProbabilities,
+  type Prediction,
   selectTags,
   type TagSelection,
   unusedArgs,
 } from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
-import type { RunSummary, ServedModel, ServingState } from '../served-models/index.js';
-import { type Answers, predictCascade } from './cascade-predict.js';
+import type { Answers, RunSummary, ServedModel, ServingState } from '../served-models/index.js';
 import { EXPLAIN_TOP } from './explanation-schemas.js';
 import { originFor } from './monitored.js';
-import { traceEncoder, tracePredict } from './observability.js';
+import { countPredictions, observerFor, timeRecord } from './observability.js';
 import { type CascadeOverload, HTTP_DEFAULTS } from './options.js';
 import {
   ErrorEnvelope,
@@ -23,6 +22,7 @@ import {
   type RunRecord,
   ValidationErrorBody,
 } from './schemas.js';
+import { truncatedTexts } from './text-limits.js';
 
 /** What a predict request asks for beyond the texts (all optional). */
 export interface PredictOptions {
@@ -39,39 +39,68 @@ export interface PredictOrigin {
 }
 
 /**
- * One prediction per text, in the order of the texts, each with its `prediction_id`; timed
- * (Server-Timing), counted (metrics) and, when the app monitors, handed to the recorder (sampled and
- * written off the request path; see src/monitoring/recorder.ts). A TF-IDF model answers synchronously;
- * an encoder model first waits for the texts' embeddings (computed in the encoder's thread, batched with
- * other requests' texts; QueueFullError when its queue is full); a cascade waits only for the embeddings
- * of the texts its fast model is unsure of (./cascade-predict.ts), and answers at once when there are none.
+ * The protocol a request came in by, which the records and the metrics keep: the contract's API
+ * (`tagger`: POST /predict, /runs/{run_id}/predict), the Open Inference Protocol (`oip`: /v2/…/infer) or the
+ * Hugging Face text-classification shape (`hf`: /hf/text-classification).
  */
-export function predict(
+export type Protocol = 'tagger' | 'oip' | 'hf';
+
+/** How one request is answered: whose probabilities, a cascade's overload rule, where it is recorded. */
+export interface AnswerRequest {
+  /** Whose probabilities the answer lists (listedProbabilities); the records may need more. */
+  listed: 'all' | number;
+  /** Tags the answer selects from beyond those listed (`top_k`), and whether it thresholds every tag. */
+  topK?: number | undefined;
+  threshold?: number | undefined;
+  origin?: PredictOrigin | undefined;
+  overload?: CascadeOverload | undefined;
+  protocol: Protocol;
+}
+
+/** A request's answers with each text's `prediction_id`, in the order of the texts. */
+export interface Answered {
+  answers: Answers;
+  ids: string[];
+}
+
+/**
+ * Every protocol's way to an answer: the served model's Predictor (src/served-models/predictor.ts) answers
+ * the texts — a TF-IDF model at once, an encoder model after the texts' embeddings (QueueFullError when
+ * its encoder's queue is full), a cascade after the embeddings of only the texts its fast model is unsure
+ * of —, timed for Server-Timing (queue, encoder, model, record), counted in the metrics (by protocol), and,
+ * when the app monitors, each prediction given an id and handed to the recorder (sampled and written off
+ * the request path; see src/monitoring/recorder.ts), saying which protocol answered.
+ */
+export async function answer(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
-  options: PredictOptions = {},
-  origin?: PredictOrigin,
-  overload: CascadeOverload = HTTP_DEFAULTS.cascadeOverload,
-): PredictionItem[] | Promise<PredictionItem[]> {
-  const { model, embedder } = served;
-  const asked = { probabilities: probabilitiesAsked(request, model, options, origin) };
-  const respond = (answer: () => Answers) => predictionItems(request, served, texts, options, origin, answer);
-  if (isCascade(model)) {
-    return predictCascade(request, { model, embedder, texts, asked, overload, respond });
+  how: AnswerRequest,
+): Promise<Answered> {
+  const { origin } = how;
+  const monitoring = request.server.taggerMonitoring;
+  const recording = origin !== undefined && monitoring?.recording === true;
+  const answers = await served.predictor.predict(texts, {
+    probabilities: probabilitiesAsked(how, recording),
+    overload: how.overload ?? HTTP_DEFAULTS.cascadeOverload,
+    observer: observerFor(request),
+  });
+  const { predictions } = answers;
+  const now = Date.now();
+  const ids = predictions.map(() => predictionId(now));
+  if (recording) {
+    timeRecord(request, () =>
+      monitoring!.capture(
+        originFor(origin.state, origin.runId, served),
+        ids,
+        texts,
+        predictions,
+        how.protocol,
+      ),
+    );
   }
-  if (embedder === undefined) {
-    return respond(() => ({
-      predictions: model.predict(texts, undefined, asked),
-      explain: (i) => model.explain(texts[i]!, EXPLAIN_TOP),
-    }));
-  }
-  return traceEncoder(request, embedder.embed(texts)).then((embeddings) =>
-    respond(() => ({
-      predictions: model.predict(texts, embeddings, asked),
-      explain: (i) => model.explain(texts[i]!, EXPLAIN_TOP, embeddings[i]),
-    })),
-  );
+  countPredictions(request, predictions, how.protocol);
+  return { answers, ids };
 }
 
 /**
@@ -79,70 +108,71 @@ export function predict(
  * is most of a prediction's cost), unless the records keep every tag's or `threshold` selects from all of
  * them; `top_k`'s tags are the k most probable, so max(listed, k) holds them.
  */
-function probabilitiesAsked(
-  request: FastifyRequest,
-  model: { readonly tags: readonly string[] },
-  options: PredictOptions,
-  origin: PredictOrigin | undefined,
-): 'all' | number {
-  const listed = listedProbabilities(options.probabilities, model.tags.length);
-  const recording = origin !== undefined && request.server.taggerMonitoring?.recording === true;
-  return listed === 'all' || recording || options.threshold !== undefined
+function probabilitiesAsked(how: AnswerRequest, recording: boolean): 'all' | number {
+  const { listed } = how;
+  return listed === 'all' || recording || how.threshold !== undefined
     ? 'all'
-    : Math.max(listed, options.top_k ?? 0);
+    : Math.max(listed, how.topK ?? 0);
 }
 
-/** The response items of a request's answers (`answer` runs timed as inference, its predictions counted). */
-function predictionItems(
+/**
+ * One prediction per text, in the order of the texts, each with its `prediction_id` (POST /predict and
+ * /runs/{run_id}/predict).
+ */
+export async function predict(
   request: FastifyRequest,
   served: ServedModel,
   texts: readonly string[],
-  options: PredictOptions,
-  origin: PredictOrigin | undefined,
-  answer: () => Answers,
-): PredictionItem[] {
-  const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
-  const { model } = served;
-  const multiLabel = model.args.multi_label;
-  const tagCount = model.tags.length;
+  options: PredictOptions = {},
+  origin?: PredictOrigin,
+  overload: CascadeOverload = HTTP_DEFAULTS.cascadeOverload,
+): Promise<PredictionItem[]> {
+  const tagCount = served.model.tags.length;
   const listed = listedProbabilities(options.probabilities, tagCount);
-  return tracePredict(request, () => {
-    const answers = answer();
-    const raw = answers.predictions;
-    const monitoring = request.server.taggerMonitoring;
-    const now = Date.now();
-    const ids = raw.map(() => predictionId(now));
-    if (origin !== undefined && monitoring?.recording === true) {
-      monitoring.capture(originFor(origin.state, origin.runId, served), ids, texts, raw);
-    }
-    const predictions = raw.map((prediction, i): PredictionItem => {
-      const predicted_tags = selectTags(prediction, selection, multiLabel);
-      // One object per item, fields set in place: this is the hot path of every predict request.
-      const item: PredictionItem = {
-        prediction_id: ids[i]!,
-        input_text: texts[i]!,
-        predicted_tag: prediction.predicted_tag,
-        predicted_tags,
-        predicted_probabilities: prediction.probabilities,
-      };
-      // A cascade's stage (the others' predictions have none).
-      if (prediction.stage !== undefined) item.stage = prediction.stage;
-      // The model knew nothing of the text: its answer is the prior.
-      if (prediction.no_known_features === true) item.no_known_features = true;
-      if (listed === 'all') return item;
-      item.predicted_probabilities = limitProbabilities(prediction.probabilities, listed, [
-        ...prediction.predicted_tags,
-        ...predicted_tags,
-      ]);
-      const count = Object.keys(item.predicted_probabilities).length;
-      // Said only when some tags are left out (`top_k` / `threshold` may have listed them all).
-      if (count < tagCount) item.probabilities_listed = { listed: count, of: tagCount };
-      return item;
-    });
-    if (options.explain !== true) return predictions;
-    return predictions.map((item, i) => ({ ...item, explanation: answers.explain(i) }));
+  const { answers, ids } = await answer(request, served, texts, {
+    listed,
+    topK: options.top_k,
+    threshold: options.threshold,
+    origin,
+    overload,
+    protocol: 'tagger',
   });
+  const selection: TagSelection = { topK: options.top_k, threshold: options.threshold };
+  const multiLabel = served.model.args.multi_label;
+  const cut = truncatedTexts(request);
+  const predictions = answers.predictions.map((prediction, i): PredictionItem => {
+    const predicted_tags = selectTags(prediction, selection, multiLabel);
+    // One object per item, fields set in place: this is the hot path of every predict request.
+    const item: PredictionItem = {
+      prediction_id: ids[i]!,
+      input_text: texts[i]!,
+      predicted_tag: prediction.predicted_tag,
+      predicted_tags,
+      predicted_probabilities: prediction.probabilities,
+    };
+    // A cascade's stage (the others' predictions have none).
+    if (prediction.stage !== undefined) item.stage = prediction.stage;
+    // The model knew nothing of the text: its answer is the prior.
+    if (prediction.no_known_features === true) item.no_known_features = true;
+    if (cut.size > 0 && cut.has(i)) item.truncated = true;
+    if (listed === 'all') return item;
+    item.predicted_probabilities = listedOf(prediction, listed, predicted_tags);
+    const count = Object.keys(item.predicted_probabilities).length;
+    // Said only when some tags are left out (`top_k` / `threshold` may have listed them all).
+    if (count < tagCount) item.probabilities_listed = { listed: count, of: tagCount };
+    return item;
+  });
+  if (options.explain !== true) return predictions;
+  return predictions.map((item, i) => ({ ...item, explanation: answers.explain(i, EXPLAIN_TOP) }));
 }
+
+/** A prediction's `listed` most probable tags' probabilities, with those it names always among them. */
+export const listedOf = (
+  prediction: Prediction,
+  listed: number,
+  selected: readonly string[],
+): Record<string, number> =>
+  limitProbabilities(prediction.probabilities, listed, [...prediction.predicted_tags, ...selected]);
 
 /** JSON has no NaN or infinities: they are written as protobuf's JSON mapping (and MLflow) writes them. */
 const metricValue = (value: number): number | 'NaN' | 'Infinity' | '-Infinity' =>

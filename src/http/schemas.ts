@@ -153,6 +153,11 @@ export const predictPayload = (limits: { texts: number; textLength: number }) =>
         }),
       ),
       probabilities: Type.Optional(ProbabilitiesOption),
+      truncate: Type.Optional(
+        Type.Boolean({
+          description: `With \`true\`, a text longer than ${limits.textLength} characters is cut there and tagged, its prediction marked \`truncated\`, instead of a 422 for the whole request (not part of the original contract)`,
+        }),
+      ),
     },
     {
       title: 'PredictPayload',
@@ -256,6 +261,12 @@ export const PredictionItem = Type.Object(
       },
     ),
     probabilities_listed: Type.Optional(ProbabilitiesListed),
+    truncated: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'Present when the request asked to `truncate` and this text was longer than the limit: it was tagged cut there',
+      }),
+    ),
     explanation: Type.Optional(ExplanationSchema),
   },
   { title: 'Prediction', additionalProperties: false },

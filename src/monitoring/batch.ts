@@ -50,6 +50,7 @@ export function completeBatch(
       text: batch.keepText ? text : null,
       textSha256: batch.keepText ? null : createHash('sha256').update(text).digest('hex'),
       stage: batch.stage?.[i] ?? null,
+      protocol: batch.protocol?.[i] ?? null,
     };
   }
   return records;

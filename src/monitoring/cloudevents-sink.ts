@@ -84,6 +84,7 @@ export class CloudEventsSink implements RecordSink {
         headers: { ...common, 'ce-type': RESPONSE_EVENT },
         body: JSON.stringify({
           ...(record.runId === '' ? {} : { run_id: record.runId }),
+          ...(record.protocol == null ? {} : { protocol: record.protocol }),
           predictions: [
             {
               prediction_id: record.predictionId,

@@ -43,6 +43,12 @@ export interface PredictionRecord {
    * the fast model answered because the encoder's queue was full); null for every other run.
    */
   stage?: string | null;
+  /**
+   * The protocol the request came in by (issue 41): `tagger` (POST /predict, /runs/{run_id}/predict), `oip`
+   * (the Open Inference Protocol), `hf` (the Hugging Face text-classification shape); null for records
+   * written before Tagger kept it.
+   */
+  protocol?: string | null;
 }
 
 /**
@@ -71,6 +77,8 @@ export interface CapturedBatch {
   predictedTags: (string[] | null)[];
   /** A cascade's stage that answered each record; null for other runs (PredictionRecord.stage). */
   stage?: (string | null)[];
+  /** The protocol each record's request came in by (PredictionRecord.protocol). */
+  protocol?: string[];
   /** Every record's probabilities in its origin's tag order, one after another. */
   probabilities: Float64Array;
   /** Whether the text is kept (else only its SHA-256). */

@@ -53,6 +53,8 @@ interface Captured {
   predictions: readonly Prediction[];
   /** The sampled positions; null: all of them (a sample rate of 1 copies nothing per text). */
   positions: number[] | null;
+  /** The protocol the request came in by (PredictionRecord.protocol). */
+  protocol: string;
 }
 
 const sizeOf = (entry: Captured): number => entry.positions?.length ?? entry.ids.length;
@@ -84,6 +86,7 @@ function columns(captured: readonly Captured[], keepText: boolean): CapturedBatc
     predictedTag: new Array(records),
     predictedTags: new Array(records),
     stage: new Array(records),
+    protocol: new Array(records),
     probabilities,
     keepText,
     vocabularies,
@@ -105,6 +108,7 @@ function columns(captured: readonly Captured[], keepText: boolean): CapturedBatc
       batch.predictedTags[i] = multiLabel ? prediction.predicted_tags : null;
       // A cascade's stage: on the prediction (fast, encoder), or `fast_degraded` as the server marked it.
       batch.stage![i] = (prediction as { stage?: string }).stage ?? null;
+      batch.protocol![i] = entry.protocol;
       const p = prediction.probabilities;
       for (const tag of tags) probabilities[offset++] = p[tag] ?? 0;
     }
@@ -216,13 +220,14 @@ export class Recorder {
 
   /**
    * The request path: keeps the sampled predictions of one request (ids, texts and predictions in the
-   * same order). Never throws, never waits.
+   * same order), and the protocol it came in by. Never throws, never waits.
    */
   capture(
     origin: RecordOrigin,
     ids: readonly string[],
     texts: readonly string[],
     predictions: readonly Prediction[],
+    protocol = 'tagger',
   ): void {
     if (!this.recording || ids.length === 0) return;
     const rate = this.options.sampleRate;
@@ -232,7 +237,7 @@ export class Recorder {
       for (let i = 0; i < ids.length; i++) if (this.random() < rate) positions.push(i);
       if (positions.length === 0) return;
     }
-    const entry: Captured = { createdMs: Date.now(), origin, ids, texts, predictions, positions };
+    const entry: Captured = { createdMs: Date.now(), origin, ids, texts, predictions, positions, protocol };
     const size = sizeOf(entry);
     if (this.buffered + size > this.options.bufferSize) {
       for (const queue of this.queues) queue.drop(size, 'buffer_full');

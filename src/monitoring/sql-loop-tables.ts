@@ -10,6 +10,8 @@
  * additions a database has; `schema` stays the layout version an older Tagger must refuse.
  * Revision 3 (issue 33) adds a nullable `stage` column to `tagger_predictions` (which stage of a cascade
  * answered): an older Tagger names its columns when it inserts, so it keeps writing (null stage).
+ * Revision 4 (issue 41) adds a nullable `protocol` column to `tagger_predictions` (which protocol the
+ * request came in by: tagger, oip, hf), the same way.
  */
 import type { SqlDriver, SqlExecutor, SqlRow } from '../tracking/sql/driver.js';
 import type {
@@ -23,7 +25,7 @@ import type {
 import { FEEDBACK_SELECTIONS } from './record-store.js';
 
 /** The additions this Tagger makes (and reads); see the module comment. */
-export const RECORDS_REVISION = 3;
+export const RECORDS_REVISION = 4;
 
 /** The statements that take a revision-1 database to revision 2 (each one idempotent where SQL allows). */
 export const REVISION_2_DDL = [
@@ -71,10 +73,13 @@ async function hasColumn(db: SqlDriver, tx: SqlExecutor, table: string, column: 
   return rows.length > 0;
 }
 
-/** Applies the additions of revisions 2 and 3 inside the caller's (locked) transaction (each at most once). */
+/** Applies the additions of revisions 2 to 4 inside the caller's (locked) transaction (each at most once). */
 export async function reviseToLatest(db: SqlDriver, tx: SqlExecutor): Promise<void> {
   if (!(await hasColumn(db, tx, 'tagger_predictions', 'stage'))) {
     await tx.exec('ALTER TABLE tagger_predictions ADD COLUMN stage VARCHAR(16)');
+  }
+  if (!(await hasColumn(db, tx, 'tagger_predictions', 'protocol'))) {
+    await tx.exec('ALTER TABLE tagger_predictions ADD COLUMN protocol VARCHAR(16)');
   }
   if (!(await hasColumn(db, tx, 'tagger_feedback', 'selection'))) {
     await tx.exec(

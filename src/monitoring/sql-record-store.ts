@@ -84,6 +84,7 @@ const COLUMNS = [
   'text',
   'text_sha256',
   'stage',
+  'protocol',
 ] as const;
 
 /**
@@ -97,7 +98,7 @@ export const idBound = (ms: number): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8)}`;
 };
 
-/** Rows per INSERT statement: 15 columns × 50 stays far below SQLite's and PostgreSQL's parameter caps. */
+/** Rows per INSERT statement: 16 columns × 50 stays far below SQLite's and PostgreSQL's parameter caps. */
 const INSERT_ROWS = 50;
 /** Ids per lookup statement. */
 const LOOKUP_IDS = 200;
@@ -126,6 +127,7 @@ function rowValues(record: PredictionRecord): SqlValue[] {
     record.text === null ? null : record.text.replaceAll('\u0000', '\uFFFD'),
     record.textSha256,
     record.stage ?? null,
+    record.protocol ?? null,
   ];
 }
 

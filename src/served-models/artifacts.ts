@@ -17,6 +17,7 @@ import {
   weightsSizeProblem,
 } from '../model/index.js';
 import { type EncoderLease, EncoderLoadError, type EncoderProvider } from './encoders.js';
+import { type Predictor, predictorFor } from './predictor.js';
 
 /** Reads one artifact by its run-relative POSIX path; rejects when it cannot be read. */
 export type ArtifactReader = ((path: string) => Promise<Uint8Array>) & {
@@ -50,15 +51,15 @@ export interface ServedModel {
   readonly args: Readonly<Record<string, unknown>>;
   readonly performance: ServedPerformance;
   /**
-   * An encoder model's encoder (its embeddings, computed off the event loop and batched with other
-   * requests'); absent for a TF-IDF model. Released when the model leaves the served runs.
+   * How the model answers texts (predictor.ts): the one way every caller predicts, which holds an encoder
+   * model's encoder (its lease, released with `predictor.release()` when the model leaves the served runs).
    */
-  readonly embedder?: EncoderLease;
+  readonly predictor: Predictor;
   /**
    * A cascade run served by its fast model alone because its encoder cannot be used here (allowed by
-   * `LoadOptions.allowDegraded`): why (EncoderLoadError's public reason), for /health/ready. It then has
-   * no `embedder`, and every text its fast model is unsure of is answered by the fast model, marked
-   * `fast_degraded`.
+   * `LoadOptions.allowDegraded`): why (EncoderLoadError's public reason), for /health/ready. Its predictor
+   * then holds no encoder, and every text its fast model is unsure of is answered by the fast model,
+   * marked `fast_degraded`.
    */
   readonly degraded?: string;
   /**
@@ -236,7 +237,10 @@ export async function loadServedModel(read: ArtifactReader, options: LoadOptions
     throw new ArtifactFormatError(`${RUN_ARTIFACTS.modelDir}/: ${(error as Error).message}`);
   }
   if (!model.encoder || options.checkOnly || options.encoders === undefined) {
-    return { model, args, performance, ...reference };
+    // checkOnly: never asked to predict (a reload's look at the served run); an encoder model without
+    // encoders was refused by decodeModel above.
+    const predictor = model.encoder ? unusedPredictor(model) : predictorFor(model);
+    return { model, args, performance, predictor, ...reference };
   }
   // Last: everything else is checked before an encoder is opened (a thread, ONNX Runtime, ~200 MB).
   let embedder: EncoderLease;
@@ -251,7 +255,36 @@ export async function loadServedModel(read: ArtifactReader, options: LoadOptions
         { cause: error },
       );
     }
-    return { model, args, performance, ...reference, degraded: error.publicReason };
+    return {
+      model,
+      args,
+      performance,
+      predictor: predictorFor(model),
+      ...reference,
+      degraded: error.publicReason,
+    };
   }
-  return { model, args, performance, ...reference, embedder };
+  return {
+    model,
+    args,
+    performance,
+    predictor: predictorFor(model, embedder, options.encoders),
+    ...reference,
+  };
+}
+
+/** The predictor of a model loaded only to check its artifacts: it answers nothing. */
+function unusedPredictor(model: TagModel): Predictor {
+  const refuse = (): never => {
+    throw new Error('served-models: a model loaded with checkOnly answers nothing');
+  };
+  return {
+    model,
+    encoder: model.encoder ?? null,
+    routing: null,
+    holdsEncoder: false,
+    predict: async () => refuse(),
+    prepare: async () => refuse(),
+    release: () => undefined,
+  };
 }

@@ -58,6 +58,17 @@ export interface BatcherObserver {
   shed?(texts: number): void;
 }
 
+/** What a call may say beside its texts. */
+export interface SubmitOptions {
+  /**
+   * Stops the call: it rejects with the signal's reason and its texts not yet sent leave the queue (a
+   * batch already at the encoder finishes; its answers for the call are dropped).
+   */
+  signal?: AbortSignal;
+  /** Told once, when the call's first text leaves for the encoder (the end of its wait in the queue). */
+  onStart?: () => void;
+}
+
 /** The queue is full: the call was refused and nothing of it was queued. */
 export class QueueFullError extends Error {
   override readonly name = 'QueueFullError';
@@ -104,6 +115,7 @@ interface Call {
   failed: boolean;
   resolve: (vectors: Float32Array[]) => void;
   reject: (error: unknown) => void;
+  onStart: (() => void) | undefined;
 }
 
 /** One text of a batch: whose, and where in its call (a batch's texts interleave calls). */
@@ -166,7 +178,9 @@ export class DynamicBatcher {
    * RequestTooLargeError when the call alone is more work than one may be, with QueueFullError when the
    * queue cannot take it, and with the encoder's error when one of its batches fails.
    */
-  submit(texts: readonly string[]): Promise<Float32Array[]> {
+  submit(texts: readonly string[], options: SubmitOptions = {}): Promise<Float32Array[]> {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     if (texts.length === 0) return Promise.resolve([]);
     const { maxQueue, maxQueueTokens = 0, maxRequestTokens = 0 } = this.options;
     const costs = texts.map(this.cost);
@@ -193,7 +207,7 @@ export class DynamicBatcher {
       }
     }
     return new Promise<Float32Array[]>((resolve, reject) => {
-      this.calls.push({
+      const call: Call = {
         texts,
         costs,
         results: new Array(texts.length),
@@ -203,7 +217,22 @@ export class DynamicBatcher {
         failed: false,
         resolve,
         reject,
-      });
+        onStart: options.onStart,
+      };
+      this.calls.push(call);
+      if (signal !== undefined) {
+        const stop = () => this.fail(call, signal.reason);
+        signal.addEventListener('abort', stop, { once: true });
+        const done = () => signal.removeEventListener('abort', stop);
+        call.resolve = (vectors) => {
+          done();
+          resolve(vectors);
+        };
+        call.reject = (error) => {
+          done();
+          reject(error);
+        };
+      }
       this.queuedTexts += texts.length;
       this.queuedTokens += tokens;
       this.observer.queued?.(this.queuedTexts);
@@ -262,6 +291,7 @@ export class DynamicBatcher {
             full = true;
             break;
           }
+          if (call.next === 0) call.onStart?.();
           slots.push({ call, position: call.next });
           texts.push(call.texts[call.next]!);
           call.waitingTokens -= cost;

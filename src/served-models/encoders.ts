@@ -6,11 +6,12 @@
  * one encoder run to another keeps the encoder loaded (nothing to load, nothing to warm up), and the
  * best run and the cached models of other runs never hold two copies.
  *
- * A model holds its encoder through an EncoderLease; `release()` is called when the model leaves the
- * served runs (a swap, a run that left the experiment, an eviction from the model cache). When the last
- * lease is released the encoder's queue is drained (the requests already queued are answered) and its
- * thread closed. A request that still holds a released lease (it started on the previous snapshot) is
- * answered all the same: it borrows the encoder for that one call, opening it again if it was closed.
+ * A model holds its encoder through an EncoderLease, kept by its Predictor (predictor.ts); `release()` is
+ * called when the model leaves the served runs (a swap, a run that left the experiment, an eviction from
+ * the model cache). When the last lease is released the encoder's queue is drained (the requests already
+ * queued are answered) and its thread closed. A request on a model whose lease was released (it started
+ * on the previous snapshot) is answered all the same: its Predictor borrows a lease for that one call,
+ * opening the encoder again if it was closed, and releases it when the call ends.
  *
  * src/encoder is loaded with `import()` on the first acquire, and it loads ONNX Runtime in the worker
  * thread only: a process serving TF-IDF runs never loads either, and one serving an encoder run keeps
@@ -18,7 +19,7 @@
  */
 import type { EncoderThread } from '../encoder/thread.js';
 import type { EncoderSpec } from '../model/index.js';
-import { type BatcherObserver, DynamicBatcher } from './batcher.js';
+import { type BatcherObserver, DynamicBatcher, type SubmitOptions } from './batcher.js';
 import { estimateTokens } from './token-estimate.js';
 
 /**
@@ -83,13 +84,19 @@ export interface EncoderObserver extends BatcherObserver {
   closed?(spec: EncoderSpec): void;
 }
 
+/** What one embed call may say beside its texts: a signal that stops it, and when its first text leaves. */
+export type EmbedCall = SubmitOptions;
+
 /** An encoder model's way to its embeddings, computed off the event loop. */
 export interface Embedder {
   /** One embedding per text, in order. Rejects with QueueFullError when the encoder's queue is full. */
-  embed(texts: readonly string[]): Promise<Float32Array[]>;
+  embed(texts: readonly string[], call?: EmbedCall): Promise<Float32Array[]>;
 }
 
-/** A model's hold on a pooled encoder. */
+/**
+ * A model's hold on a pooled encoder (the Predictor holds it: predictor.ts). After `release()` it embeds
+ * nothing more: a call that started before borrows a lease of its own (the Predictor does).
+ */
 export interface EncoderLease extends Embedder {
   readonly spec: EncoderSpec;
   /** The model no longer needs the encoder (idempotent); the last release closes it once drained. */
@@ -281,16 +288,15 @@ export class EncoderPool implements EncoderProvider {
     let released = false;
     return {
       spec: entry.spec,
-      embed: (texts) => {
-        if (!released) return entry.batcher.submit(texts);
-        // Held by a request that started before its model was dropped: borrow the encoder for this call.
-        return this.acquire(entry.spec).then(async (borrowed) => {
-          try {
-            return await borrowed.embed(texts);
-          } finally {
-            borrowed.release();
-          }
-        });
+      embed: (texts, call) => {
+        if (released) {
+          return Promise.reject(
+            new EncoderUnavailableError(
+              `encoder ${entry.spec.name}: this lease was released; acquire another`,
+            ),
+          );
+        }
+        return entry.batcher.submit(texts, call);
       },
       release: () => {
         if (released) return;
@@ -331,9 +337,4 @@ export class EncoderPool implements EncoderProvider {
     })().finally(() => this.closing.delete(closing));
     this.closing.add(closing);
   }
-}
-
-/** Releases the encoder a loaded model holds, if any (a TF-IDF model holds none). */
-export function releaseEncoder(model: { readonly embedder?: EncoderLease | undefined }): void {
-  model.embedder?.release();
 }

@@ -20,12 +20,14 @@ export {
   DynamicBatcher,
   QueueFullError,
   RequestTooLargeError,
+  type SubmitOptions,
 } from './batcher.js';
 export { SingleFlightLru } from './cache.js';
 export type { HeldRun, ServingProblems } from './candidates.js';
 export type { ServedCascadeCurve, ServedCurvePoint } from './cascade-curve.js';
 export {
   DEFAULT_ENCODER_SETTINGS,
+  type EmbedCall,
   type Embedder,
   type EncoderLease,
   EncoderLoadError,
@@ -34,7 +36,6 @@ export {
   type EncoderProvider,
   type EncoderSettings,
   EncoderUnavailableError,
-  releaseEncoder,
 } from './encoders.js';
 export {
   MISSING_STORE_HINT,
@@ -67,6 +68,15 @@ export {
 export { ServingLifecycle } from './lifecycle.js';
 export type { ServiceLog } from './log.js';
 export { pollReloads, type ReloadPoller } from './poller.js';
+export {
+  type Answers,
+  type CascadeDegradation,
+  type CascadeOverload,
+  type PredictionObserver,
+  type PredictionRequest,
+  type Predictor,
+  predictorFor,
+} from './predictor.js';
 export {
   type ReloadOutcome,
   type ReloadResult,

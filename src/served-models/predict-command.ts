@@ -7,9 +7,10 @@ import type { TagModel } from '../model/index.js';
 import { openTrackingStore } from '../tracking/index.js';
 import { loadServedModel } from './artifacts.js';
 import type { HeldRun } from './candidates.js';
-import type { EncoderLease, EncoderProvider } from './encoders.js';
+import type { EncoderProvider } from './encoders.js';
 import { StartupError, withStoreHint } from './errors.js';
 import type { PromotionGates } from './gates.js';
+import type { Predictor } from './predictor.js';
 import { ServedRuns } from './served-runs.js';
 import { artifactSize } from './served-snapshot.js';
 import { loadModelDirectory } from './single-model.js';
@@ -31,21 +32,18 @@ export interface LoadedForPrediction {
   /** The run the model comes from, or null for a model directory. */
   runId: string | null;
   model: TagModel;
-  /** An encoder model's embeddings (its encoder, opened by `source.encoders`); absent for TF-IDF. */
-  embedder?: EncoderLease;
+  /** How it answers texts (an encoder run's with its encoder, opened by `source.encoders`). */
+  predictor: Predictor;
   /** Runs that rank above the one used but are not used, and why (as `tagger serve` holds them back). */
   heldBack: readonly HeldRun[];
 }
 
 const quiet = { info: () => undefined, warn: () => undefined };
 
-const embedderOf = (served: { embedder?: EncoderLease }): { embedder?: EncoderLease } =>
-  served.embedder ? { embedder: served.embedder } : {};
-
 export async function loadModelForPrediction(source: PredictionSource): Promise<LoadedForPrediction> {
   if (source.modelDir !== undefined) {
     const served = await loadModelDirectory(source.modelDir, source.encoders);
-    return { runId: null, model: served.model, ...embedderOf(served), heldBack: [] };
+    return { runId: null, model: served.model, predictor: served.predictor, heldBack: [] };
   }
   // Predicting only reads: a store on a read-only volume works, and a wrong URI creates nothing.
   const store = await openTrackingStore(source.trackingUri, { readOnly: true }).catch((error: unknown) => {
@@ -63,7 +61,7 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
       return {
         runId: servedRuns.bestRunId,
         model: servedRuns.best.model,
-        ...embedderOf(servedRuns.best),
+        predictor: servedRuns.best.predictor,
         heldBack: servedRuns.problems.heldBack,
       };
     }
@@ -78,7 +76,7 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
         size: (path: string) => artifactSize(store, runId, path),
       });
       const served = await loadServedModel(read, { encoders: source.encoders });
-      return { runId, model: served.model, ...embedderOf(served), heldBack: [] };
+      return { runId, model: served.model, predictor: served.predictor, heldBack: [] };
     } catch (error) {
       throw new StartupError(`run ${runId} cannot be used for predictions: ${(error as Error).message}`, {
         cause: error,

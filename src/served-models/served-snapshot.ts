@@ -19,7 +19,7 @@ import {
 } from './artifacts.js';
 import { SingleFlightLru } from './cache.js';
 import { readCascadeCurve, type ServedCascadeCurve } from './cascade-curve.js';
-import { EncoderLoadError, releaseEncoder } from './encoders.js';
+import { EncoderLoadError } from './encoders.js';
 import { NotLoggedError, RunLoadError, UnknownRunError } from './errors.js';
 import { dataWarnings } from './gates.js';
 import {
@@ -174,7 +174,7 @@ export class ServedSnapshot {
     this.runs = Object.freeze([...runs]);
     this.byId = new Map(runs.map((run) => [run.runId, run]));
     this.models = new SingleFlightLru<ServedModel>(modelCacheSize, (model) => {
-      if (!this.retired) releaseEncoder(model);
+      if (!this.retired) model.predictor.release();
     });
     // Bounded by the number of runs of this snapshot; performance reports are small.
     this.performances = new SingleFlightLru(runs.length);
@@ -195,7 +195,7 @@ export class ServedSnapshot {
       return await this.models.get(run.runId, async () => {
         const loaded = await loadServedModel(readerFor(this.store, run.runId), this.loading);
         // A request still on a replaced snapshot: its answer borrows the encoder; nothing here holds it.
-        if (this.retired) releaseEncoder(loaded);
+        if (this.retired) loaded.predictor.release();
         return loaded;
       });
     } catch (error) {
@@ -328,13 +328,13 @@ export class ServedSnapshot {
       handed.add(model);
     }
     // A swapped-out encoder run is not kept loaded: its encoder closes unless the new best shares it.
-    if (keep(this.bestRunId) && this.best.embedder === undefined) {
+    if (keep(this.bestRunId) && !this.best.predictor.holdsEncoder) {
       next.models.set(this.bestRunId, this.best);
       handed.add(this.best);
     }
     // What the next snapshot does not hold lets its encoder go (requests under way still finish on it).
-    for (const [, model] of this.models.entries()) if (!handed.has(model)) releaseEncoder(model);
-    if (!handed.has(this.best)) releaseEncoder(this.best);
+    for (const [, model] of this.models.entries()) if (!handed.has(model)) model.predictor.release();
+    if (!handed.has(this.best)) this.best.predictor.release();
     this.retire();
     for (const [runId, report] of this.performances.entries()) {
       if (keep(runId)) next.performances.set(runId, report);

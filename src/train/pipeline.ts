@@ -19,7 +19,6 @@ import {
   type EpochReport,
   evaluate,
   evaluateWithErrors,
-  isCascade,
   type LabelledText,
   learnsSeveralTags,
   type Performance,
@@ -279,7 +278,8 @@ export function trainAndEvaluate(input: TrainingInput): TrainingOutcome {
   const sliceRows: Record<string, number> = {};
   for (const { name } of sliceDefinitions) sliceRows[name] = report.slices[name]?.num_samples ?? 0;
   return {
-    ...(isCascade(trained.model) && 'curve' in trained
+    // A cascade's training returns the curve its τ was chosen from (src/train/cascade-training.ts).
+    ...('curve' in trained
       ? { cascade: cascadeOutcome(trained as TrainedCascade, test, input.encoder!.embeddings) }
       : {}),
     model: trained.model,

@@ -13,6 +13,7 @@ import { parseTrainingArgs, trainTagger } from '../../src/model/index.js';
 const neutraliseFormula = (v: string) => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
 
 import { tagFile } from '../../src/batch/batch-predict.js';
+import { predictorFor } from '../../src/served-models/index.js';
 import { sampleTexts } from '../support/fixtures.js';
 import { useTempDir } from '../support/temp-dir.js';
 
@@ -51,7 +52,7 @@ const csvRows = async (path: string) =>
 describe('batch output and formula injection', () => {
   it("CSV output puts a ' before every cell that starts a formula, in texts and in tag names", async () => {
     const output = join(scratch.path, 'tags.csv');
-    await tagFile(model, { input, output });
+    await tagFile(predictorFor(model), { input, output });
     const raw = await readFile(output, 'utf8');
     const out = await csvRows(output);
     expect(out.map((row) => row.text)).toEqual(
@@ -71,13 +72,13 @@ describe('batch output and formula injection', () => {
 
   it('--no-escape-formulas (escapeFormulas: false) writes CSV cells as they are', async () => {
     const output = join(scratch.path, 'raw.csv');
-    await tagFile(model, { input, output, escapeFormulas: false });
+    await tagFile(predictorFor(model), { input, output, escapeFormulas: false });
     expect((await csvRows(output)).map((row) => row.text)).toEqual(HOSTILE);
   });
 
   it('JSON Lines keeps values as they are by default, and neutralises them when asked', async () => {
     const plain = join(scratch.path, 'tags.jsonl');
-    await tagFile(model, { input, output: plain });
+    await tagFile(predictorFor(model), { input, output: plain });
     const read = async (path: string) =>
       (await readFile(path, 'utf8'))
         .trim()
@@ -86,7 +87,7 @@ describe('batch output and formula injection', () => {
     expect((await read(plain)).map((row) => row.text)).toEqual(HOSTILE);
 
     const escaped = join(scratch.path, 'escaped.jsonl');
-    await tagFile(model, { input, output: escaped, escapeFormulas: true });
+    await tagFile(predictorFor(model), { input, output: escaped, escapeFormulas: true });
     const lines = await read(escaped);
     expect(lines.map((row) => row.text)).toEqual(HOSTILE.map(neutraliseFormula));
     expect(Object.keys(lines[0]!.predicted_probabilities)).toEqual(

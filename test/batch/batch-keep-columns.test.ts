@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
+import { predictorFor } from '../../src/served-models/index.js';
 import { trainModel } from '../support/fixtures.js';
 import { useTempDir } from '../support/temp-dir.js';
 
@@ -29,7 +30,7 @@ describe('columns of the input kept in the output', () => {
       'source,id,title,description\nweb,P-17,BERT,sentiment analysis\nweb,P-18,,\nrss,P-19,YOLO,object detection\n',
     );
     const output = join(scratch.path, 'ids-tags.csv');
-    await tagFile(model, { input, output });
+    await tagFile(predictorFor(model), { input, output });
     const raw = await readFile(output, 'utf8');
     expect(raw.split('\n')[0]!.startsWith('line,id,text,predicted_tag,probability,')).toBe(true);
     expect((await csvRows(output)).map((row) => [row.line, row.id, row.text])).toEqual([
@@ -49,7 +50,7 @@ describe('columns of the input kept in the output', () => {
         .join('\n'),
     );
     const output = join(scratch.path, 'rows-tags.jsonl');
-    await tagFile(model, { input, output, keepColumns: ['uid', 'meta'] });
+    await tagFile(predictorFor(model), { input, output, keepColumns: ['uid', 'meta'] });
     const lines = await jsonLines(output);
     expect(lines.map((line) => Object.keys(line).slice(0, 4))).toEqual([
       ['line', 'uid', 'meta', 'text'],
@@ -61,7 +62,7 @@ describe('columns of the input kept in the output', () => {
     ]);
     // The same into CSV: JSON values as JSON, a missing one as an empty cell.
     const csv = join(scratch.path, 'rows-tags.csv');
-    await tagFile(model, { input, output: csv, keepColumns: ['uid', 'meta'] });
+    await tagFile(predictorFor(model), { input, output: csv, keepColumns: ['uid', 'meta'] });
     expect((await csvRows(csv)).map((row) => [row.uid, row.meta])).toEqual([
       ['7', '{"lang":"en"}'],
       ['8', ''],
@@ -71,17 +72,17 @@ describe('columns of the input kept in the output', () => {
   it('keeps nothing with keepColumns: [], and kept text is neutralised for spreadsheets like the rest', async () => {
     const input = await scratch.file('formula.csv', 'id,text\n=1+1,object detection\n');
     const none = join(scratch.path, 'none.csv');
-    await tagFile(model, { input, output: none, keepColumns: [] });
+    await tagFile(predictorFor(model), { input, output: none, keepColumns: [] });
     expect(Object.keys((await csvRows(none))[0]!).slice(0, 2)).toEqual(['line', 'text']);
     const kept = join(scratch.path, 'kept.csv');
-    await tagFile(model, { input, output: kept });
+    await tagFile(predictorFor(model), { input, output: kept });
     expect((await csvRows(kept))[0]!.id).toBe("'=1+1");
   });
 
   it('refuses a column the input lacks, or one the output has already', async () => {
     const input = await scratch.file('plain.csv', 'id,text\n1,hello world\n');
     const refused = async (keepColumns: string[]) =>
-      (await tagFile(model, { input, output: join(scratch.path, 'x.csv'), keepColumns }).catch(
+      (await tagFile(predictorFor(model), { input, output: join(scratch.path, 'x.csv'), keepColumns }).catch(
         (error: unknown) => error,
       )) as Error;
     const missing = await refused(['id', 'source']);

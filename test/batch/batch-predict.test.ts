@@ -5,6 +5,7 @@ import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { MAX_BATCH_CHARS, type ReaderMessage, readBatches } from '../../src/batch/batch-io.js';
 import { type BadRow, BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
+import { predictorFor } from '../../src/served-models/index.js';
 import { trainModel } from '../support/fixtures.js';
 import { useTempDir } from '../support/temp-dir.js';
 
@@ -24,7 +25,7 @@ describe('tagFile', () => {
     );
     const output = join(scratch.path, 'tags.csv');
     const bad: BadRow[] = [];
-    const result = await tagFile(model, { input, output, onBadRow: (row) => bad.push(row) });
+    const result = await tagFile(predictorFor(model), { input, output, onBadRow: (row) => bad.push(row) });
     expect(result).toMatchObject({ rows: 5, tagged: 3, bad: 2 });
     expect(bad).toEqual([
       { line: 3, reason: 'no text' },
@@ -56,7 +57,7 @@ describe('tagFile', () => {
     );
     const bad: BadRow[] = [];
     const jsonl = join(scratch.path, 'tags.jsonl');
-    const result = await tagFile(model, {
+    const result = await tagFile(predictorFor(model), {
       input,
       output: jsonl,
       textColumn: 'body',
@@ -82,7 +83,7 @@ describe('tagFile', () => {
     );
 
     const csv = join(scratch.path, 'from-jsonl.csv');
-    await tagFile(model, { input, output: csv, textColumn: 'body' });
+    await tagFile(predictorFor(model), { input, output: csv, textColumn: 'body' });
     expect((parse(await readFile(csv, 'utf8'), { columns: true }) as unknown[]).length).toBe(2);
   });
 
@@ -95,7 +96,7 @@ describe('tagFile', () => {
     const input = await scratch.file('many.csv', `id,text\n${lines.join('\n')}\n`);
     const output = join(scratch.path, 'many.jsonl');
     const seen: number[] = [];
-    const result = await tagFile(model, {
+    const result = await tagFile(predictorFor(model), {
       input,
       output,
       batchSize: 64,
@@ -131,7 +132,7 @@ describe('tagFile', () => {
       [{ input, output: join(scratch.path, 'missing-dir', 'x.csv') }, /cannot tag .* into .*missing-dir/],
     ];
     for (const [options, message] of cases) {
-      const error = await tagFile(model, options).catch((caught: unknown) => caught);
+      const error = await tagFile(predictorFor(model), options).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(BatchInputError);
       expect((error as Error).message).toMatch(message);
     }
@@ -152,13 +153,21 @@ describe('tagFile', () => {
     const sizes = messages.flatMap((message) => (message.kind === 'rows' ? [message.texts.length] : []));
     expect(sizes).toEqual([3, 3]);
     const output = join(scratch.path, 'long.csv.out.csv');
-    expect(await tagFile(model, { input, output })).toMatchObject({ rows: 6, tagged: 6, bad: 0 });
+    expect(await tagFile(predictorFor(model), { input, output })).toMatchObject({
+      rows: 6,
+      tagged: 6,
+      bad: 0,
+    });
   });
 
   it('an empty CSV gives a header-only output', async () => {
     const input = await scratch.file('empty.csv', 'text\n');
     const output = join(scratch.path, 'empty-tags.csv');
-    expect(await tagFile(model, { input, output })).toMatchObject({ rows: 0, tagged: 0, bad: 0 });
+    expect(await tagFile(predictorFor(model), { input, output })).toMatchObject({
+      rows: 0,
+      tagged: 0,
+      bad: 0,
+    });
     expect((await readFile(output, 'utf8')).trim()).toBe(
       ['line', 'text', 'predicted_tag', 'probability', ...model.tags.map((t) => `p_${t}`)].join(','),
     );
@@ -175,8 +184,8 @@ describe('tagFile', () => {
     const input = await scratch.file('multi.csv', `text\n${texts.join('\n')}\n`);
     const csv = join(scratch.path, 'multi-tags.csv');
     const jsonl = join(scratch.path, 'multi-tags.jsonl');
-    await tagFile(multi, { input, output: csv });
-    await tagFile(multi, { input, output: jsonl });
+    await tagFile(predictorFor(multi), { input, output: csv });
+    await tagFile(predictorFor(multi), { input, output: jsonl });
     const expected = multi.predict(texts);
     const rows = parse(await readFile(csv, 'utf8'), { columns: true }) as Record<string, string>[];
     expect(Object.keys(rows[0]!).slice(0, 5)).toEqual([

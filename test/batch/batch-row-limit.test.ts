@@ -14,6 +14,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type BadRow, BatchInputError, tagFile } from '../../src/batch/batch-predict.js';
 import { DEFAULT_MAX_ROW_BYTES, RowLimiter, type TooLongRow } from '../../src/batch/batch-row-limit.js';
+import { predictorFor } from '../../src/served-models/index.js';
 import { trainModel } from '../support/fixtures.js';
 import { useTempDir } from '../support/temp-dir.js';
 
@@ -31,7 +32,7 @@ describe('a row over the limit', () => {
     );
     const output = join(scratch.path, 'huge-tags.csv');
     const bad: BadRow[] = [];
-    const result = await tagFile(model, { input, output, onBadRow: (row) => bad.push(row) });
+    const result = await tagFile(predictorFor(model), { input, output, onBadRow: (row) => bad.push(row) });
     expect(result).toMatchObject({ rows: 5, tagged: 3, bad: 2 });
     const size = (text: string) => `${Buffer.byteLength(text).toLocaleString('en-US')} bytes`;
     expect(bad).toEqual([
@@ -67,7 +68,7 @@ describe('a row over the limit', () => {
     );
     const output = join(scratch.path, 'long-tags.jsonl');
     const bad: BadRow[] = [];
-    const result = await tagFile(model, {
+    const result = await tagFile(predictorFor(model), {
       input,
       output,
       maxRowBytes: 400,
@@ -85,7 +86,7 @@ describe('a row over the limit', () => {
 
   it('a CSV header over the limit makes the file unusable, with a clear message', async () => {
     const input = await scratch.file('wide-header.csv', `text,${'c'.repeat(2_000)}\nhello,world\n`);
-    const error = await tagFile(model, {
+    const error = await tagFile(predictorFor(model), {
       input,
       output: join(scratch.path, 'x.csv'),
       maxRowBytes: 1_000,

@@ -505,14 +505,14 @@ describe('request ids', () => {
 });
 
 describe('Server-Timing', () => {
-  it('predict responses carry parse, inference and total durations', async () => {
+  it('predict responses carry parse, model and total durations', async () => {
     const app = await appWith();
     const response = await postJson(app, '/predict', { texts: [TEXT, TEXT] });
     expect(response.statusCode).toBe(200);
     const timing = String(response.headers['server-timing']);
-    expect(timing).toMatch(/^parse;dur=\d+\.\d{3}, inference;dur=\d+\.\d{3}, total;dur=\d+\.\d{3}$/);
+    expect(timing).toMatch(/^parse;dur=\d+\.\d{3}, model;dur=\d+\.\d{3}, total;dur=\d+\.\d{3}$/);
     const invalid = await postJson(app, `/runs/${fx.runs.alpha}/predict`, { texts: [] });
-    expect(String(invalid.headers['server-timing'])).not.toContain('inference');
+    expect(String(invalid.headers['server-timing'])).not.toContain('model');
     expect((await app.inject({ url: '/runs' })).headers['server-timing']).toBeUndefined();
   });
 });
@@ -601,7 +601,7 @@ describe('/metrics', () => {
     expect(text).toMatch(
       /^tagger_http_request_duration_seconds_bucket\{le="\+Inf",method="POST",route="\/predict",status_code="200"\} 1$/m,
     );
-    expect(text).toMatch(/^tagger_texts_predicted_total 3$/m);
+    expect(text).toMatch(/^tagger_texts_predicted_total\{protocol="tagger"\} 3$/m);
     const perTag = [...text.matchAll(/^tagger_predictions_total\{tag="[^"]+"\} (\d+)$/gm)].map((m) =>
       Number(m[1]),
     );

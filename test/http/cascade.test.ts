@@ -99,6 +99,55 @@ describe('a cascade run served', () => {
     served = await loadServedModel(readerOf(fx), { encoders });
   });
 
+  it('answers through the Open Inference Protocol and the Hugging Face shape alike: the stage, only the unsure texts embedded, a full queue refused in their shape when shedding', async () => {
+    const { app } = await appOf(served);
+    const texts = [...fx.confident, ...fx.unsure];
+    const meta = JSON.parse((await app.inject({ url: '/v2/models/tagger' })).body);
+    expect(meta.outputs.map((o: { name: string }) => o.name)).toContain('stage');
+    expect(meta.parameters).toMatchObject({
+      encoder: fx.model.encoder.name,
+      encoder_max_tokens: fx.model.encoder.max_tokens,
+    });
+    const body = { inputs: [{ name: 'text', shape: [texts.length], datatype: 'BYTES', data: texts }] };
+    const before = encoders.calls.length;
+    const response = await postJson(app, '/v2/models/tagger/infer', body);
+    expect(response.statusCode, response.body).toBe(200);
+    expect(String(response.headers['server-timing'])).toMatch(
+      /queue;dur=[\d.]+, encoder;dur=[\d.]+, model;dur=/,
+    );
+    expect(encoders.calls.slice(before)).toEqual([fx.unsure]);
+    const expected = fx.model.predict(texts, texts.map(fakeEmbedding));
+    const outputs = Object.fromEntries(
+      (JSON.parse(response.body).outputs as { name: string; data: unknown[] }[]).map((o) => [o.name, o.data]),
+    );
+    expect(outputs.predicted_tag).toEqual(expected.map((p) => p.predicted_tag));
+    expect(outputs.stage).toEqual(expected.map((p) => p.stage));
+    const hf = await postJson(app, '/hf/text-classification', { inputs: texts });
+    const sorted = (p: Record<string, number>) =>
+      Object.entries(p)
+        .sort((a, b) => b[1] - a[1])
+        .map(([label, score]) => ({ label, score }));
+    expect(JSON.parse(hf.body)).toEqual(expected.map((p) => sorted(p.probabilities)));
+    await app.close();
+
+    const shedding = await appOf(served, 'shed');
+    encoders.failWith = new QueueFullError(1, 10, 10);
+    try {
+      for (const [url, payload] of [
+        ['/v2/models/tagger/infer', body],
+        ['/hf/text-classification', { inputs: texts }],
+      ] as const) {
+        const refused = await postJson(shedding.app, url, payload);
+        expect([url, refused.statusCode]).toEqual([url, 503]);
+        expect(refused.headers['retry-after']).toBeDefined();
+        expect(JSON.parse(refused.body)).toEqual({ error: expect.stringMatching(/at capacity/) });
+      }
+    } finally {
+      encoders.failWith = null;
+      await shedding.app.close();
+    }
+  });
+
   it('answers every text with the fast model and sends only the unsure ones to the encoder, saying which stage answered', async () => {
     const { app } = await appOf(served);
     const texts = [fx.unsure[0]!, ...fx.confident, ...fx.unsure.slice(1)];
@@ -251,7 +300,9 @@ describe('a cascade run served', () => {
     // Only the request whose unsure texts the encoder answered has an encoder time.
     expect(metric(text, 'tagger_cascade_stage_seconds_count', '{stage="encoder"}')).toBe(1);
     expect(metric(text, 'tagger_served_cascade_degraded')).toBe(0);
-    expect(metric(text, 'tagger_texts_predicted_total')).toBe(3 * fx.confident.length + 2 * fx.unsure.length);
+    expect(metric(text, 'tagger_texts_predicted_total', '{protocol="tagger"}')).toBe(
+      3 * fx.confident.length + 2 * fx.unsure.length,
+    );
     await app.close();
   });
 
@@ -260,7 +311,7 @@ describe('a cascade run served', () => {
     missing.missing = true;
     await expect(loadServedModel(readerOf(fx), { encoders: missing })).rejects.toThrow(EncoderLoadError);
     const degraded = await loadServedModel(readerOf(fx), { encoders: missing, allowDegraded: true });
-    expect(degraded.embedder).toBeUndefined();
+    expect(degraded.predictor.holdsEncoder).toBe(false);
     expect(degraded.degraded).toMatch(
       /its sentence encoder cannot be used on this server: .*model\.onnx is missing/,
     );

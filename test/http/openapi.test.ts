@@ -46,6 +46,17 @@ const ENDPOINTS: [string, string, string][] = [
   ['post', '/review/label-issues', 'Monitoring'],
 ];
 
+/** The protocols beside the contract's API (issue 41): their own shapes, not the envelope. */
+const PROTOCOL_ENDPOINTS: [string, string, string][] = [
+  ['get', '/v2', 'Open Inference Protocol'],
+  ['get', '/v2/health/live', 'Open Inference Protocol'],
+  ['get', '/v2/health/ready', 'Open Inference Protocol'],
+  ['get', '/v2/models/{name}', 'Open Inference Protocol'],
+  ['get', '/v2/models/{name}/ready', 'Open Inference Protocol'],
+  ['post', '/v2/models/{name}/infer', 'Open Inference Protocol'],
+  ['post', '/hf/text-classification', 'Hugging Face'],
+];
+
 /** Operations whose success is the envelope (all but the Prometheus text of /metrics). */
 const ENVELOPED = ENDPOINTS.filter(([, path]) => path !== '/metrics');
 
@@ -67,15 +78,22 @@ describe('openapi.json', () => {
     expect(Object.keys(schemas)).toEqual(
       expect.arrayContaining(['ErrorEnvelope', 'ValidationError', 'PredictPayload', 'Prediction', 'Metrics']),
     );
-    // Every error answer of every operation is the one error envelope (the 422 body, the one validation error).
+    // Every error answer of every operation is the one error envelope (the 422 body, the one validation error);
+    // the protocols beside the contract's (the Open Inference Protocol, the Hugging Face shape) answer theirs,
+    // `{"error"}`, and their probes an empty 400.
     let errors = 0;
     for (const [path, item] of Object.entries<Json>(generated.paths))
       for (const [method, operation] of Object.entries<Json>(item))
         for (const [status, response] of Object.entries<Json>(operation.responses)) {
           if (status === '200') continue;
+          const protocol = path.startsWith('/v2') || path.startsWith('/hf/');
+          if (protocol && response.content === undefined) {
+            expect([path, status]).toEqual([path, '400']);
+            continue;
+          }
           const schema = response.content['application/json'].schema;
           expect(schema, `${method} ${path} ${status}`).toEqual({
-            $ref: `${REF}${status === '422' ? 'ValidationError' : 'ErrorEnvelope'}`,
+            $ref: `${REF}${protocol ? 'ProtocolError' : status === '422' ? 'ValidationError' : 'ErrorEnvelope'}`,
           });
           errors++;
         }
@@ -105,7 +123,7 @@ describe('openapi.json', () => {
     expect(shareComponentSchemas(document)).toEqual(generated);
   });
 
-  it('declares title, description, version 0.1 and the five tags', () => {
+  it('declares title, description, version 0.1 and the seven tags', () => {
     expect(document.info).toMatchObject({ title: 'Tagger', version: '0.1' });
     expect(document.info.description).toContain('envelope');
     expect(document.tags.map((t: Json) => t.name)).toEqual([
@@ -114,6 +132,8 @@ describe('openapi.json', () => {
       'Model',
       'Operations',
       'Monitoring',
+      'Open Inference Protocol',
+      'Hugging Face',
     ]);
   });
 
@@ -121,8 +141,9 @@ describe('openapi.json', () => {
     const operations = Object.entries(document.paths).flatMap(([path, item]) =>
       Object.keys(item as object).map((method) => `${method} ${path}`),
     );
-    expect(operations.sort()).toEqual(ENDPOINTS.map(([m, p]) => `${m} ${p}`).sort());
-    for (const [method, path, tag] of ENDPOINTS) expect(document.paths[path][method].tags).toEqual([tag]);
+    const all = [...ENDPOINTS, ...PROTOCOL_ENDPOINTS];
+    expect(operations.sort()).toEqual(all.map(([m, p]) => `${m} ${p}`).sort());
+    for (const [method, path, tag] of all) expect(document.paths[path][method].tags).toEqual([tag]);
   });
 
   it('gives every success response the envelope schema with data', () => {

@@ -120,11 +120,18 @@ describe('single-model mode', () => {
       '/feedback',
       '/health/live',
       '/health/ready',
+      '/hf/text-classification',
       '/metrics',
       '/monitoring',
       '/performance',
       '/predict',
       '/review',
+      '/v2',
+      '/v2/health/live',
+      '/v2/health/ready',
+      '/v2/models/{name}',
+      '/v2/models/{name}/infer',
+      '/v2/models/{name}/ready',
     ]);
   });
 });

@@ -152,12 +152,17 @@ describe('the SQL adapter beside MLflow', () => {
     expect(
       (await writable.windowCounts({ scope, runId: 'run-a', sinceMs: 0, limit: 10, bins: BINS })).stages,
     ).toEqual({ encoder: 1 });
+    // Revision 4: the protocol the request came in by.
+    await writable.append([record(scope, { protocol: 'oip' })]);
     await writable.close();
     const check = new DatabaseSync(file, { readOnly: true });
     try {
       expect(check.prepare("SELECT value FROM tagger_records_meta WHERE key = 'revision'").get()).toEqual({
-        value: '3',
+        value: '4',
       });
+      expect(
+        check.prepare('SELECT protocol FROM tagger_predictions WHERE protocol IS NOT NULL').all(),
+      ).toEqual([{ protocol: 'oip' }]);
     } finally {
       check.close();
     }

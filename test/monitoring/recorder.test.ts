@@ -110,6 +110,7 @@ describe('Recorder', () => {
         text: 'Transformers for cooking text',
         textSha256: null,
         stage: null,
+        protocol: 'tagger',
       },
     ]);
   });

@@ -295,3 +295,41 @@ describe('estimateTokens', () => {
     expect(estimateTokens('', 256)).toBe(2);
   });
 });
+
+describe('DynamicBatcher: a call stopped by its signal, and the start of its wait', () => {
+  it('an aborted call leaves the queue at once with the signal’s reason; the others are answered', async () => {
+    const encoder = fakeEncoder();
+    const batcher = new DynamicBatcher(encoder.run, { maxBatch: 8, maxWaitMs: 0, maxQueue: 0 });
+    const first = batcher.submit(texts(0, 1));
+    const stop = new AbortController();
+    const stopped = batcher.submit(texts(1, 3), { signal: stop.signal });
+    const kept = batcher.submit(texts(4, 1));
+    expect(batcher.queued).toBe(4);
+    stop.abort(new Error('client gone'));
+    await expect(stopped).rejects.toThrow('client gone');
+    expect(batcher.queued).toBe(1);
+    await encoder.finish();
+    await encoder.finish();
+    expect(values(await first)).toEqual([0]);
+    expect(values(await kept)).toEqual([4]);
+    expect(encoder.batches).toEqual([['0'], ['4']]);
+    const already = new AbortController();
+    already.abort(new Error('before'));
+    await expect(batcher.submit(texts(9, 1), { signal: already.signal })).rejects.toThrow('before');
+    expect(batcher.queued).toBe(0);
+  });
+
+  it('tells a call when its first text leaves for the encoder', async () => {
+    const encoder = fakeEncoder();
+    const batcher = new DynamicBatcher(encoder.run, { maxBatch: 8, maxWaitMs: 0, maxQueue: 0 });
+    const started: string[] = [];
+    const first = batcher.submit(texts(0, 1), { onStart: () => started.push('first') });
+    const second = batcher.submit(texts(1, 2), { onStart: () => started.push('second') });
+    expect(started).toEqual(['first']);
+    await encoder.finish();
+    expect(started).toEqual(['first', 'second']);
+    await encoder.finish();
+    await Promise.all([first, second]);
+    expect(started).toEqual(['first', 'second']);
+  });
+});

@@ -217,6 +217,6 @@ describe('cascade runs among the served runs', () => {
     expect((await servedRuns.reload()).outcome).toBe('swapped');
     expect(servedRuns.bestRunId).toBe(casc);
     expect(servedRuns.best.degraded).toBeUndefined();
-    expect(servedRuns.best.embedder).toBeDefined();
+    expect(servedRuns.best.predictor.holdsEncoder).toBe(true);
   });
 });

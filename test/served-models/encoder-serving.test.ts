@@ -130,7 +130,9 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
         expect(prediction.predicted_probabilities[tag]).toBeCloseTo(p, 4);
       }
     });
-    expect(String(response.headers['server-timing'])).toMatch(/encoder;dur=[\d.]+, inference;dur=/);
+    expect(String(response.headers['server-timing'])).toMatch(
+      /queue;dur=[\d.]+, encoder;dur=[\d.]+, model;dur=/,
+    );
   });
 
   it('explains with one encoder term, and the terms still sum to the score', async () => {
@@ -223,7 +225,7 @@ describe.skipIf(dir === null)('serving encoder runs', () => {
       expect(response.statusCode, response.body).toBe(200);
     } finally {
       await single.close();
-      served.embedder?.release();
+      served.predictor.release();
     }
     // The same encoder as the served run's: shared, not opened twice.
     expect(pool.size).toBe(1);

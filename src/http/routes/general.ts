@@ -6,6 +6,7 @@ import type { HttpOptions } from '../options.js';
 import { errorResponses, predict } from '../responses.js';
 import { Empty, Envelope, PredictData, predictPayload } from '../schemas.js';
 import { servedNow } from '../served.js';
+import { truncatePredictTexts } from '../text-limits.js';
 import type { TaggerApp } from '../types.js';
 import { landingPage, wantsHtml } from '../ui.js';
 
@@ -36,6 +37,7 @@ export function generalRoutes(
   app.post(
     '/predict',
     {
+      preValidation: truncatePredictTexts(limits.textLength),
       schema: {
         tags: ['General'],
         summary: 'Predict tags with the best run',

@@ -20,6 +20,23 @@ export interface Readiness {
   closing: () => boolean;
 }
 
+/**
+ * Why the server does not take traffic now (shutting down, draining, starting, no model loaded), or null
+ * when it does: what every readiness probe answers (GET /health/ready, the Open Inference Protocol's).
+ */
+export function notReadyReason(current: () => ServingState, readiness: Readiness): string | null {
+  if (readiness.closing()) return 'the server is shutting down';
+  if (readiness.ready !== undefined && !readiness.ready()) return 'the server is draining or starting';
+  try {
+    const state = current();
+    if (!takesTraffic(state)) return 'the server is draining for shutdown';
+    servedNow(state);
+  } catch {
+    return 'no model is loaded';
+  }
+  return null;
+}
+
 export function operationsRoutes(
   app: TaggerApp,
   current: () => ServingState,
@@ -52,20 +69,9 @@ export function operationsRoutes(
       },
     },
     async (request) => {
-      const notReady = (why: string): never => {
-        throw new HttpError(503, `not ready: ${why}`, { 'retry-after': '1' });
-      };
-      if (readiness.closing()) notReady('the server is shutting down');
-      if (readiness.ready !== undefined && !readiness.ready()) notReady('the server is draining or starting');
-      let runId: string | null;
-      try {
-        const state = current();
-        if (!takesTraffic(state)) notReady('the server is draining for shutdown');
-        ({ runId } = servedNow(state));
-      } catch (error) {
-        if (error instanceof HttpError) throw error;
-        return notReady('no model is loaded');
-      }
+      const why = notReadyReason(current, readiness);
+      if (why !== null) throw new HttpError(503, `not ready: ${why}`, { 'retry-after': '1' });
+      const { runId } = servedNow(current());
       // What serves, and what keeps records from being kept (a record store down, locked or full).
       // The details (which run, what is held back and why) are for callers whose key may read runs;
       // an orchestrator's probe, which sends no key, learns only that the replica is ready.

@@ -8,8 +8,8 @@
 import type { LabelReview, Monitoring } from '../../monitoring/index.js';
 import { decided, RecordStoreError } from '../../monitoring/index.js';
 import type { ServedLabelIssue, ServingState } from '../../served-models/index.js';
-import { explainerFor } from '../cascade-predict.js';
 import { envelope } from '../envelope.js';
+import { EXPLAIN_TOP } from '../explanation-schemas.js';
 import { HttpError } from '../http-error.js';
 import { monitoredRun, scopeOf } from '../monitored.js';
 import type { HttpLimits } from '../options.js';
@@ -109,7 +109,11 @@ export function reviewRoutes(
       const explain = request.query.explain ?? true;
       const { served } = servedNow(state);
       const texts = queue.items.map((item) => item.text ?? '');
-      const explained = explain ? await explainerFor(served, texts) : undefined;
+      // Explained by the model that answers each text (a cascade's stage), as the encoder can take them now:
+      // no degraded answers here, a full queue is a 503.
+      const explained = explain
+        ? await served.predictor.predict(texts, { probabilities: 1, overload: 'shed' })
+        : undefined;
       return envelope(request, 200, {
         run_id: run.runId === '' ? null : run.runId,
         order,
@@ -129,7 +133,7 @@ export function reviewRoutes(
           selection: item.selection,
           // Explained by the served model, which made the prediction (the queue is the served run's); a
           // cascade's by the stage that answers the text (the records do not keep which stage did).
-          ...(explained === undefined ? {} : { explanation: explained(i) }),
+          ...(explained === undefined ? {} : { explanation: explained.explain(i, EXPLAIN_TOP) }),
         })),
       });
     },

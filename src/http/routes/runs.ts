@@ -16,6 +16,7 @@ import {
   TopQuery,
 } from '../schemas.js';
 import { modelVersionOf } from '../served.js';
+import { truncatePredictTexts } from '../text-limits.js';
 import type { TaggerApp } from '../types.js';
 
 export function runRoutes(
@@ -89,6 +90,7 @@ export function runRoutes(
   app.post(
     '/runs/:run_id/predict',
     {
+      preValidation: truncatePredictTexts(limits.textLength),
       schema: {
         tags: ['Runs'],
         summary: "Predict tags with one run's model",
