@@ -70,7 +70,7 @@ const MAX_BACKOFF_MS = 30_000;
 /**
  * How often a sink is probed while records wait out a back-off: what arrives between the store's return
  * and the next probe is dropped (the buffer is full by then), so often. Every 0.5 s until issue 42:
- * 0–7,310 records dropped after PostgreSQL's return against 0–578 (docs/monitoring.md). A probe is a
+ * 0–7,310 records dropped after PostgreSQL's return against 0–778 (docs/monitoring.md). A probe is a
  * `SELECT 1` (or a refused connection): cheap at ten a second.
  */
 export const PROBE_MS = 100;
