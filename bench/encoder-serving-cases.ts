@@ -4,8 +4,11 @@
  * default settings and what is measured on each (SERVER_CASES, run in order), and the rows of the table
  * (ROW_CASES, in order), each named. bench/encoder-serving.ts runs them in one loop each.
  */
+
+import { Agent } from 'node:http';
 import type { LabelledText, TagModel, TrainEncoder, TrainingArgs } from '../src/model/index.js';
-import { type Answer, body, probeLive, quantile, sendAll, waitForEmptyQueue } from './encoder-http.js';
+import { type Answer, body, probeLive, quantile, send, sendAll, waitForEmptyQueue } from './encoder-http.js';
+import { longTexts } from './encoder-memory.js';
 import { type LoadResult, runLoad } from './load.js';
 import { type Proc, peakRssMb } from './procs.js';
 import type { RowCase } from './section.js';
@@ -132,6 +135,69 @@ const bigRequests = (setup: Setup, server: Server) =>
     1,
   );
 
+/** A probe's answer and when it was sent (seconds after the long requests). */
+export interface Probe extends Answer {
+  at: number;
+}
+
+/** What the overload case saw: the four long requests' answers and every probe's. */
+export interface Overload {
+  long: Answer[];
+  probes: Probe[];
+  /** Seconds until the last long request was answered. */
+  seconds: number;
+}
+
+/** The most a probe may take, answered or refused (issue 42): 2 s. */
+export const PROBE_BOUND_MS = 2_000;
+
+/**
+ * Four requests of 256 texts at the encoder's token limit at once (4 × ~65,536 estimated tokens: each at
+ * TAGGER_ENCODER_MAX_REQUEST_TOKENS, together 32 times the queue's token bound), and a one-text request
+ * every second until the four are answered (at most 10 minutes): each probe must be answered, or refused
+ * with 503 + Retry-After, within 2 s.
+ */
+export async function overload(setup: Setup, server: Server): Promise<Overload> {
+  const url = `${server.url}/predict`;
+  const longBody = body(longTexts(setup.texts, 256));
+  const probeBody = body([setup.texts[0]!]);
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const started = performance.now();
+  let finished = false;
+  const long = Promise.all(Array.from({ length: 4 }, () => send(agent, url, 'POST', longBody))).finally(
+    () => {
+      finished = true;
+    },
+  );
+  const longSeconds = long.then(() => (performance.now() - started) / 1000);
+  const probes: Promise<Probe>[] = [];
+  while (!finished && performance.now() - started < 600_000) {
+    const at = (performance.now() - started) / 1000;
+    probes.push(send(agent, url, 'POST', probeBody).then((answer) => ({ ...answer, at })));
+    await Promise.race([new Promise((done) => setTimeout(done, 1_000)), long]);
+  }
+  try {
+    return { long: await long, probes: await Promise.all(probes), seconds: await longSeconds };
+  } finally {
+    agent.destroy();
+  }
+}
+
+/** Probes answered 200 / refused 503 with Retry-After / anything else, and the slowest of each. */
+export function probeOutcome(result: Overload) {
+  const answered = result.probes.filter((p) => p.status === 200);
+  const refused = result.probes.filter((p) => p.status === 503 && p.retryAfter !== undefined);
+  const slowest = (answers: readonly Answer[]) => Math.max(0, ...answers.map((a) => a.ms));
+  return {
+    answered: answered.length,
+    refused: refused.length,
+    other: result.probes.length - answered.length - refused.length,
+    slowestAnswered: slowest(answered),
+    slowestRefused: slowest(refused),
+    slowest: slowest(result.probes),
+  };
+}
+
 /** What the server cases measured (null: not measured, e.g. with --quick). */
 export interface Measured {
   throughput: Record<string, Throughput>;
@@ -143,6 +209,7 @@ export interface Measured {
   tfidfPeak: number | null;
   bounded: Awaited<ReturnType<typeof burst>> | null;
   unbounded: Awaited<ReturnType<typeof burst>> | null;
+  overload: Overload | null;
 }
 
 /**
@@ -207,6 +274,14 @@ export const SERVER_CASES: ServerCase[] = [
     env: { TAGGER_ENCODER_MAX_QUEUE: '0', TAGGER_ENCODER_MAX_QUEUE_TOKENS: '0' },
     full: true,
     measure: async (setup, server) => ({ unbounded: await burst(setup, server) }),
+  },
+  // The queue admits by true cost (issue 42): four requests at the request cap and probes behind them.
+  {
+    name: 'tagger-encoder-overload',
+    model: 'encoder',
+    full: true,
+    phase: 'overload: 4 × 256 texts at the token limit, a probe every second',
+    measure: async (setup, server) => ({ overload: await overload(setup, server) }),
   },
 ];
 
@@ -338,6 +413,24 @@ export const ROW_CASES: RowCase<Results>[] = [
     reference: (r) => r.unbounded!.p99Served,
     note: ({ bounded, unbounded }) =>
       `${bounded!.shed} of 128 shed at once with 503 (Retry-After ${bounded!.retryAfter} s, p99 ${bounded!.p99Shed.toFixed(1)} ms), ${bounded!.served} answered; reference = no bound (TAGGER_ENCODER_MAX_QUEUE=0, TAGGER_ENCODER_MAX_QUEUE_TOKENS=0): all answered, the last after ${unbounded!.seconds.toFixed(1)} s`,
+  },
+  {
+    metric:
+      'overload: 4 requests × 256 texts at the token limit at once, a one-text probe every second: slowest probe',
+    unit: 'ms',
+    when: (r) => r.overload !== null,
+    tagger: (r) => probeOutcome(r.overload!).slowest,
+    reference: () => null,
+    note: ({ overload: o }) => {
+      const p = probeOutcome(o!);
+      const statuses = o!.long.map((a) => a.status).join(', ');
+      return `${o!.probes.length} probes: ${p.answered} answered (slowest ${p.slowestAnswered.toFixed(0)} ms), ${p.refused} refused with 503 + Retry-After (slowest ${p.slowestRefused.toFixed(0)} ms), ${p.other} other; the long requests answered ${statuses} (the last after ${o!.seconds.toFixed(1)} s)`;
+    },
+    target: {
+      text: `every probe answered or refused (503 + Retry-After) within ${PROBE_BOUND_MS} ms`,
+      pass: (r) =>
+        probeOutcome(r.overload!).other === 0 && probeOutcome(r.overload!).slowest <= PROBE_BOUND_MS,
+    },
   },
 ];
 

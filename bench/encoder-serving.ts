@@ -43,6 +43,7 @@ import {
 } from './encoder-memory.js';
 import {
   type Measured,
+  type Overload,
   type Results,
   ROW_CASES,
   SERVER_CASES,
@@ -356,6 +357,35 @@ export async function memoryOnly(
   }
 }
 
+/**
+ * Trains the served models and runs only the overload case (bench/encoder.ts --overload): its answers,
+ * and its row.
+ */
+export async function overloadOnly(
+  input: ServingBenchInput,
+): Promise<{ overload: Overload; row: BenchRow[] }> {
+  installCleanup();
+  await findEncoderFiles(input);
+  const workDir = mkdtempSync(join(tmpdir(), 'tagger-bench-encoder-overload-'));
+  try {
+    const setup = prepare(input, workDir, []);
+    const c = SERVER_CASES.find((x) => x.name === 'tagger-encoder-overload')!;
+    const server = await startServer(setup.cli, setup.encoderDir, workDir, c.name, c.env ?? {});
+    const { overload } = await c.measure(setup, server);
+    await server.proc.stop();
+    const rows = ROW_CASES.filter(
+      (row) => typeof row.metric === 'string' && row.metric.startsWith('overload:'),
+    );
+    return {
+      overload: overload!,
+      row: rowsFrom('encoder', rows, { overload } as unknown as Results),
+    };
+  } finally {
+    await stopAll();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
 /** Throws when a measurement every run makes is missing (a case table that lost it). */
 function required<T>(value: T | null, what: string): T {
   if (value === null) throw new Error(`bench/encoder: ${what} was not measured`);
@@ -383,6 +413,7 @@ export async function servingRows(input: ServingBenchInput): Promise<{
       tfidfPeak: null,
       bounded: null,
       unbounded: null,
+      overload: null,
     };
     for (const c of THROUGHPUT_CASES) {
       if (c.full && input.quick) continue;

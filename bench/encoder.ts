@@ -35,7 +35,7 @@ import {
 import { CrossValidator, crossValidationFolds, meanStd } from '../src/train/cross-validate.js';
 import { textsToEmbed } from '../src/train/embeddings.js';
 import { formatTable, longTexts, MEMORY_VARIANTS, type MemoryVariant } from './encoder-memory.js';
-import { memoryOnly, servingRows } from './encoder-serving.js';
+import { memoryOnly, overloadOnly, servingRows } from './encoder-serving.js';
 import { DATA_DIR as DATA, PYTHON, REPO } from './paths.js';
 import { pythonAvailable, runPythonScript } from './python.js';
 import { type BenchOptions, rowsOf, type SectionResult } from './section.js';
@@ -394,5 +394,32 @@ if (cliMode && process.argv.includes('--memory')) {
     `encoder-memory-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
   );
   writeFileSync(out, JSON.stringify(results, null, 2));
+  console.log(`written ${out}`);
+}
+
+if (cliMode && process.argv.includes('--overload')) {
+  // The overload case alone (issue 42): four requests at the request cap and a probe every second.
+  const dataset = load('dataset.csv');
+  const holdout = load('holdout.csv');
+  const encoder = await openEncoder(ENCODER, { threads: availableParallelism() });
+  const embedded = await embeddingsOf(encoder, textsToEmbed({ data: dataset, testData: holdout }));
+  await encoder.close();
+  const chosen = argsOf(JSON.stringify({ encoder: ENCODER }));
+  const { overload, row } = await overloadOnly({
+    encoderName: ENCODER,
+    embedded,
+    chosen,
+    dataset,
+    holdout,
+    quick: false,
+  });
+  console.log(JSON.stringify(row, null, 2));
+  const out = resolve(
+    REPO,
+    'bench',
+    'results',
+    `encoder-overload-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  writeFileSync(out, JSON.stringify(overload, null, 2));
   console.log(`written ${out}`);
 }

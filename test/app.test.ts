@@ -165,7 +165,9 @@ describe('createApp', () => {
       'num_samples',
     ]);
     const args = data('get', '/args');
-    expect(args.required).toEqual(['args']);
+    // The contract's `args`, and the names of them the run's kind does not use (issue 42; an added field).
+    expect(args.required).toEqual(['args', 'unused_args']);
+    expect(args.properties.unused_args).toMatchObject({ type: 'array', items: { type: 'string' } });
     const CONTRACT_ARGS = ['shuffle', 'subset', 'min_freq', 'lower', 'stem', 'analyzer', 'ngram_max_range'];
     expect(Object.keys(args.properties.args.properties)).toEqual(
       expect.arrayContaining([...CONTRACT_ARGS, 'alpha', 'learning_rate', 'power_t']),

@@ -8,9 +8,19 @@
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parse } from 'csv-parse';
-import { mostProbable, neutraliseFormula, tagsOverThresholds } from '../model/index.js';
+import {
+  type CsvDialect,
+  csvReason,
+  mostProbable,
+  neutraliseFormula,
+  sniffDelimiter,
+  TextEncodingError,
+  TextStreamDecoder,
+  tagsOverThresholds,
+} from '../model/index.js';
 import { DEFAULT_MAX_ROW_BYTES, RowLimiter } from './batch-row-limit.js';
 import { isS3Url, s3ReadStream } from './object-store.js';
 
@@ -36,6 +46,10 @@ export interface ReaderOptions {
    * in line order, bad rows counted) is `index` modulo `count`. The other rows are read and skipped.
    */
   shard?: Shard | undefined;
+  /** The input's encoding (a label of the Encoding Standard); default its byte-order mark, else UTF-8. */
+  encoding?: string | undefined;
+  /** CSV: the field delimiter; default sniffed from the first lines (`,`, `;` or tab). */
+  delimiter?: string | undefined;
 }
 
 /** One of `count` deterministic shares of a file's rows (see ReaderOptions.shard). */
@@ -176,50 +190,144 @@ class BadRowQueue {
 
 const bytes = (n: number): string => n.toLocaleString('en-US');
 
+/** The input decoded to UTF-8 bytes (UTF-8 checked and passed through; see TextStreamDecoder). */
+class DecodingStream extends Transform {
+  private readonly decoder: TextStreamDecoder;
+  constructor(source: string, encoding: string | undefined) {
+    super();
+    this.decoder = new TextStreamDecoder(source, encoding);
+  }
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    try {
+      const out = this.decoder.push(chunk);
+      if (out.length > 0) this.push(out);
+      done();
+    } catch (error) {
+      done(error as Error);
+    }
+  }
+  override _flush(done: TransformCallback): void {
+    try {
+      const out = this.decoder.end();
+      if (out.length > 0) this.push(out);
+      done();
+    } catch (error) {
+      done(error as Error);
+    }
+  }
+}
+
+/** How much of a CSV input is looked at for its delimiter. */
+const SNIFF_BYTES = 64 * 1024;
+
 /**
- * The byte stream of `path` with rows over `maxRowBytes` reported to `queue` and left out: they never
- * reach the parser, so a huge row costs no memory. A CSV header over the limit makes the file unusable.
+ * The decoded text of `path` (a local file, or an object streamed from an S3 API) with its CSV dialect:
+ * the delimiter given, or sniffed from the first SNIFF_BYTES.
  */
-function limitedRows(
-  path: string,
-  format: BatchFormat,
-  maxRowBytes: number = DEFAULT_MAX_ROW_BYTES,
+async function decodedInput(
+  options: ReaderOptions,
   counted: (bytes: number) => void,
-  queue: BadRowQueue,
-) {
-  // A local file, or an object streamed from an S3 API (s3://bucket/key).
+): Promise<{ stream: Readable; dialect: CsvDialect }> {
+  const path = options.input;
   const source = isS3Url(path) ? s3ReadStream(path) : createReadStream(path);
   source.on('data', (chunk: Buffer) => counted(chunk.length));
+  const decoded = new DecodingStream(path, options.encoding);
+  source.on('error', (error: Error) => decoded.destroy(error));
+  source.pipe(decoded);
+  if (options.format !== 'csv' || options.delimiter !== undefined) {
+    return { stream: decoded, dialect: { delimiter: options.delimiter ?? ',', sniffed: false } };
+  }
+  const chunks = decoded[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const head: Buffer[] = [];
+  let size = 0;
+  let ended = false;
+  while (size < SNIFF_BYTES) {
+    const next = await chunks.next();
+    if (next.done) {
+      ended = true;
+      break;
+    }
+    head.push(next.value);
+    size += next.value.length;
+  }
+  const delimiter = sniffDelimiter(Buffer.concat(head).toString('utf8'));
+  async function* all(): AsyncGenerator<Buffer> {
+    yield* head;
+    if (ended) return;
+    for (;;) {
+      const next = await chunks.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+  return { stream: Readable.from(all(), { objectMode: false }), dialect: { delimiter, sniffed: true } };
+}
+
+/**
+ * The decoded byte stream of the input with rows over `maxRowBytes` reported to `queue` and left out:
+ * they never reach the parser, so a huge row costs no memory. A CSV header over the limit makes the file
+ * unusable.
+ */
+async function limitedRows(
+  options: ReaderOptions,
+  counted: (bytes: number) => void,
+  queue: BadRowQueue,
+): Promise<{ rows: Readable; dialect: CsvDialect }> {
+  const { input: path, format } = options;
+  const maxRowBytes = options.maxRowBytes ?? DEFAULT_MAX_ROW_BYTES;
+  const { stream, dialect } = await decodedInput(options, counted);
   const limiter = new RowLimiter({
     maxBytes: maxRowBytes,
     format,
+    fieldDelimiter: dialect.delimiter,
     onTooLong: (row) => {
       const size = `${bytes(row.bytes)} bytes, over the limit of ${bytes(maxRowBytes)} bytes a row (--max-row-bytes)`;
       if (row.header) throw new InputProblem(`${path}: the header row (line ${row.line}) is ${size}`);
       queue.add(row.line, `the row is ${size}`);
     },
   });
-  source.on('error', (error: Error) => limiter.destroy(error));
-  return source.pipe(limiter);
+  stream.on('error', (error: Error) => limiter.destroy(error));
+  return { rows: stream.pipe(limiter), dialect };
 }
 
 /** Rows of a CSV file with the line each ends on; malformed and over-long records are reported and skipped. */
 async function* csvRows(options: ReaderOptions, counted: (bytes: number) => void, emit: Emit) {
   // The parser reads ahead of the rows consumed: skipped records wait here so reports come in line order.
   const skipped = new BadRowQueue();
-  const rows = limitedRows(options.input, 'csv', options.maxRowBytes, counted, skipped);
+  const { rows, dialect } = await limitedRows(options, counted, skipped);
+  // Where the last record (or skipped row) ended and the empty lines skipped by then: a malformed row
+  // starts after it. csv-parse names the line where it noticed, which for an unterminated quote is lines
+  // later, and after such a row it may go on inside it and fail again on its last line.
+  let lastEnd = { lines: 0, empty: 0 };
+  let reportedTo = 0;
   // on_record hands over the line with the record (cheaper than `info: true`, which copies a whole object).
   const parser = rows.pipe(
     parse({
       columns: true,
       bom: true,
+      delimiter: dialect.delimiter,
       skip_records_with_error: true,
       skip_empty_lines: true,
-      on_record: (record: Row, context: { lines: number }) => [record, context.lines],
+      on_record: (record: Row, context: { lines: number; empty_lines: number }) => {
+        lastEnd = { lines: context.lines, empty: context.empty_lines };
+        return [record, context.lines];
+      },
     }),
   );
-  parser.on('skip', (error: Error & { lines?: number }) => {
-    skipped.add(error.lines ?? 0, `malformed CSV row (${error.message.split(':')[0]})`);
+  parser.on('skip', (error: Error & { code?: string; lines?: number; empty_lines?: number }) => {
+    const empty = error.empty_lines ?? lastEnd.empty;
+    const noticed = error.lines ?? lastEnd.lines + 1;
+    // The rest of a row already reported (csv-parse went on inside it): not another bad row.
+    if (noticed <= reportedTo) return;
+    const start = lastEnd.lines + 1 + Math.max(0, empty - lastEnd.empty);
+    const end = Math.max(start, noticed);
+    lastEnd = { lines: end, empty };
+    reportedTo = end;
+    const to = end > start ? `, lines ${start}–${end}` : '';
+    skipped.add(
+      start,
+      `malformed CSV row${to} (${csvReason({ message: error.message, ...(error.code ? { code: error.code } : {}) }, start, dialect)})`,
+    );
   });
   rows.on('error', (error) => parser.destroy(error));
   for await (const [row, line] of parser as AsyncIterable<[Row, number]>) {
@@ -233,7 +341,7 @@ async function* csvRows(options: ReaderOptions, counted: (bytes: number) => void
 async function* jsonlRows(options: ReaderOptions, counted: (bytes: number) => void, emit: Emit) {
   const tooLong = new BadRowQueue();
   const lines = createInterface({
-    input: limitedRows(options.input, 'jsonl', options.maxRowBytes, counted, tooLong),
+    input: (await limitedRows(options, counted, tooLong)).rows,
     crlfDelay: Number.POSITIVE_INFINITY,
   });
   let line = 0;
@@ -316,12 +424,13 @@ export async function readBatches(options: ReaderOptions, emit: Emit): Promise<v
     await emit({ kind: 'done', bytesRead });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    // Bad input (a missing column, an unreadable file, csv-parse's CSV_… errors), not a bug.
-    if (error instanceof InputProblem || typeof code === 'string') {
+    // Bad input (a missing column, an unreadable file, bytes not in its encoding, csv-parse's CSV_…
+    // errors), not a bug.
+    if (error instanceof InputProblem || error instanceof TextEncodingError || typeof code === 'string') {
       await emit({
         kind: 'failed',
         message:
-          error instanceof InputProblem
+          error instanceof InputProblem || error instanceof TextEncodingError
             ? error.message
             : `cannot read ${options.input}: ${(error as Error).message}`,
       });

@@ -51,7 +51,10 @@ export interface BadRow {
 export interface BatchProgress {
   bytesRead: number;
   totalBytes: number;
+  /** Rows read and handled: tagged, or bad and skipped. */
   rows: number;
+  /** Rows tagged (handed to the writer). */
+  tagged: number;
 }
 
 export interface TagFileOptions {
@@ -59,6 +62,14 @@ export interface TagFileOptions {
   output: string;
   /** Column (CSV) or field (JSONL) holding the text. */
   textColumn?: string | undefined;
+  /**
+   * The input's encoding (a label of the Encoding Standard: `latin1`, `utf-16le`, …). Default: its
+   * byte-order mark (UTF-8, UTF-16LE/BE), else UTF-8; a file that is not is refused, saying what it looks
+   * like (a BatchInputError).
+   */
+  encoding?: string | undefined;
+  /** CSV: the field delimiter (one ASCII character). Default: sniffed from the first lines (`,`, `;`, tab). */
+  delimiter?: string | undefined;
   /** Texts per model call. */
   batchSize?: number;
   /**
@@ -134,6 +145,17 @@ function startWorker(reader: ReaderOptions, writer: WriterOptions): Worker {
     // READER_CREDITS batches of at most MAX_BATCH_CHARS, far below the cap.
     resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 16 },
     ...(fromSource ? { execArgv: ['--import', import.meta.resolve('tsx')] } : {}),
+  });
+}
+
+/** `work`, or the signal's reason as soon as it aborts. */
+function untilStopped(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return work;
+  signal.throwIfAborted();
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }
 
@@ -276,7 +298,7 @@ export async function tagFile(predictor: Predictor, options: TagFileOptions): Pr
     });
   }
   const batchSize = options.batchSize ?? 512;
-  const progress: BatchProgress = { bytesRead: 0, totalBytes, rows: 0 };
+  const progress: BatchProgress = { bytesRead: 0, totalBytes, rows: 0, tagged: 0 };
   let bad = 0;
 
   // A local output is written beside its target and renamed into place; an S3 one is written to a
@@ -291,6 +313,8 @@ export async function tagFile(predictor: Predictor, options: TagFileOptions): Pr
       input: options.input,
       format: inputFormat,
       textColumn: options.textColumn,
+      encoding: options.encoding,
+      delimiter: options.delimiter,
       batchSize,
       maxRowBytes: options.maxRowBytes,
       keepColumns,
@@ -319,10 +343,13 @@ export async function tagFile(predictor: Predictor, options: TagFileOptions): Pr
         options.onBadRow?.({ line: message.line, reason: message.reason });
       } else if (message.kind === 'rows') {
         const answer = (predictions: readonly Prediction[]): void => {
+          // Answers that arrive after a stop signal are not tagged: the job is over, the worker gone.
+          if (options.signal?.aborted) return;
           // The one thing this thread does per row: predict. The worker formats and writes the answer.
           const tags = tagBatch(model.tags, predictions, tagIndex);
           worker.postMessage(tags, [tags.predicted.buffer, tags.probabilities.buffer]);
           tagged += message.texts.length;
+          progress.tagged = tagged;
           progress.rows += message.texts.length;
           progress.bytesRead = message.bytesRead;
           options.onProgress?.({ ...progress });
@@ -340,8 +367,8 @@ export async function tagFile(predictor: Predictor, options: TagFileOptions): Pr
         throw new BatchInputError(`cannot tag ${options.input} into ${options.output}: ${message.message}`);
       }
     }
-    // Every batch answered before the output is put in place.
-    await answered;
+    // Every batch answered before the output is put in place (a stop signal does not wait for them).
+    await untilStopped(answered, options.signal);
     // A signal handled with the last batch still stops the job: nothing is renamed (or uploaded) into place.
     options.signal?.throwIfAborted();
     if (toS3) {

@@ -7,7 +7,7 @@
  * the parser's line numbers stay right) after reporting it. It holds at most one row's worth of bytes.
  *
  * Where a CSV row ends follows csv-parse's own reading with tagFile's options (RFC 4180 quotes, `""`
- * inside them, a quote that opens only at the start of a field and closes only before a comma, a line
+ * inside them, a quote that opens only at the start of a field and closes only before the field delimiter, a line
  * break or the end; the line break of the first row — CRLF, LF or CR — ends every row), and lines are
  * counted as csv-parse counts them, so a skipped row is reported on the line csv-parse would name. JSON
  * Lines rows end at any line break, as readline reads them.
@@ -18,7 +18,6 @@ import { Transform, type TransformCallback } from 'node:stream';
 export const DEFAULT_MAX_ROW_BYTES = 1024 * 1024;
 
 const QUOTE = 0x22;
-const COMMA = 0x2c;
 const CR = 0x0d;
 const LF = 0x0a;
 const BOM = [0xef, 0xbb, 0xbf] as const;
@@ -35,12 +34,15 @@ export interface TooLongRow {
 export interface RowLimitOptions {
   maxBytes: number;
   format: 'csv' | 'jsonl';
+  /** CSV: the field delimiter (one ASCII character; default `,`), where a quote may open a field. */
+  fieldDelimiter?: string | undefined;
   onTooLong: (row: TooLongRow) => void;
 }
 
 /** The byte stream of a file with every row longer than `maxBytes` replaced by its line breaks. */
 export class RowLimiter extends Transform {
   private readonly csv: boolean;
+  private readonly comma: number;
   /** CSV: the record delimiter, found at the first line break (as csv-parse finds it). */
   private delimiter: Buffer | undefined;
   private quoting = false;
@@ -62,6 +64,7 @@ export class RowLimiter extends Transform {
   constructor(private readonly options: RowLimitOptions) {
     super();
     this.csv = options.format === 'csv';
+    this.comma = (options.fieldDelimiter ?? ',').charCodeAt(0);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
@@ -128,7 +131,11 @@ export class RowLimiter extends Transform {
         if (this.quoting) {
           if (buffer[i + 1] === QUOTE) {
             i += 1;
-          } else if (i + 1 === buffer.length || buffer[i + 1] === COMMA || this.breakAt(buffer, i + 1) > 0) {
+          } else if (
+            i + 1 === buffer.length ||
+            buffer[i + 1] === this.comma ||
+            this.breakAt(buffer, i + 1) > 0
+          ) {
             this.quoting = false;
           }
         } else if (this.fieldStart) {
@@ -160,7 +167,7 @@ export class RowLimiter extends Transform {
         rowFrom = i + 1;
         continue;
       }
-      this.fieldStart = this.csv && byte === COMMA && !this.quoting;
+      this.fieldStart = this.csv && byte === this.comma && !this.quoting;
     }
     if (rowFrom > emitFrom) this.push(buffer.subarray(emitFrom, rowFrom));
     // The unfinished row: held (a copy, so the chunk is not kept alive by it) while within the limit.

@@ -71,6 +71,14 @@ function explain(error: unknown): string {
   return `unexpected error: ${error instanceof Error ? error.message : String(error)}${detail}`;
 }
 
+/** The width every `--help` wraps at (a terminal narrower than it: its width). */
+export const HELP_WIDTH = 100;
+
+const helpWidth = (stream: { isTTY?: boolean | undefined; columns?: number | undefined }): number =>
+  stream.isTTY && typeof stream.columns === 'number' && stream.columns > 0
+    ? Math.min(HELP_WIDTH, stream.columns)
+    : HELP_WIDTH;
+
 /**
  * The program with every command, writing to `io`. Commander's own messages (help, usage errors) go to
  * `io` too, and end the parse by throwing a CommanderError (not by exiting the process).
@@ -84,10 +92,11 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
-      // As commander's defaults, on io's streams: undefined off a terminal (the help then wraps at 80),
-      // which its typings do not admit.
-      getOutHelpWidth: () => (io.stdout.isTTY ? io.stdout.columns : undefined) as number,
-      getErrHelpWidth: () => (io.stderr.isTTY ? io.stderr.columns : undefined) as number,
+      // Every command's help wraps at HELP_WIDTH, or at a narrower terminal's width. (Commander's default,
+      // 80 off a terminal, left `serve --help` unwrapped: its option names and the 40 columns commander
+      // wants for a description did not fit in 80, so it printed lines of up to 418 characters.)
+      getOutHelpWidth: () => helpWidth(io.stdout),
+      getErrHelpWidth: () => helpWidth(io.stderr),
     });
   registerTrain(program, io);
   registerAlias(program, io);

@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import {
+  encodingOf,
   parseBehaviourSuite,
+  parseDelimiter,
   parseSliceDefinitions,
   parseTrainingArgs,
   type TrainingArgs,
@@ -52,16 +54,46 @@ export const trackingOption = () =>
     'MLflow tracking URI: sqlite:///file.db (default sqlite:///mlflow.db), postgresql://…, http(s)://server or a folder (mlruns layout)',
   ).env('MLFLOW_TRACKING_URI');
 
-/** `--text-column`, `--tag-column`, `--tags-column`: which columns of a data file hold the text and tags. */
+/**
+ * `--text-column`, `--tag-column`, `--tags-column`: which columns of a data file hold the text and tags;
+ * `--encoding`, `--delimiter`: how the file is read.
+ */
 export interface DataColumnFlags {
   textColumn?: string;
   tagColumn?: string;
   tagsColumn?: string;
+  encoding?: string;
+  delimiter?: string;
+}
+
+/** `--encoding` and `--delimiter`, for every command that reads a data file (labelled or to tag). */
+export function fileReadingOptions(command: Command): Command {
+  return command
+    .option(
+      '--encoding <name>',
+      "the data file's encoding, e.g. latin1, windows-1252, utf-16le (default: UTF-8, or UTF-16 by its byte-order mark)",
+    )
+    .option('--delimiter <char>', "CSV: the field delimiter, e.g. ';' or tab (default: sniffed: , ; or tab)");
+}
+
+/** `--encoding` and `--delimiter` checked: a usage error names what is accepted. */
+export function fileReading(flags: { encoding?: string; delimiter?: string }): {
+  encoding?: string;
+  delimiter?: string;
+} {
+  try {
+    return {
+      ...(flags.encoding === undefined ? {} : { encoding: encodingOf(flags.encoding) }),
+      ...(flags.delimiter === undefined ? {} : { delimiter: parseDelimiter(flags.delimiter) }),
+    };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 /** Adds the data-column options to a command that reads labelled data (as `predict --input` has its own). */
 export function dataColumnOptions(command: Command): Command {
-  return command
+  return fileReadingOptions(command)
     .option(
       '--text-column <names>',
       "the column (a key in JSON) holding each row's text, instead of title + description; several separated by commas are joined by a space",
@@ -78,7 +110,7 @@ export function dataColumns(flags: DataColumnFlags): DatasetColumns {
   if (flags.tagColumn !== undefined && flags.tagsColumn !== undefined) {
     throw new UsageError('give --tag-column (one tag per row) or --tags-column (several), not both');
   }
-  return { text: flags.textColumn, tag: flags.tagColumn, tags: flags.tagsColumn };
+  return { text: flags.textColumn, tag: flags.tagColumn, tags: flags.tagsColumn, ...fileReading(flags) };
 }
 
 /** The data-column flags given, as the params a run records them with (`text_column`, …). */
@@ -87,6 +119,9 @@ export function dataColumnParams(flags: DataColumnFlags): Record<string, string>
     ...(flags.textColumn === undefined ? {} : { text_column: flags.textColumn }),
     ...(flags.tagColumn === undefined ? {} : { tag_column: flags.tagColumn }),
     ...(flags.tagsColumn === undefined ? {} : { tags_column: flags.tagsColumn }),
+    // How the data file was read, so `tagger retrain` reads it again the same way.
+    ...(flags.encoding === undefined ? {} : { data_encoding: encodingOf(flags.encoding) }),
+    ...(flags.delimiter === undefined ? {} : { data_delimiter: parseDelimiter(flags.delimiter) }),
   };
 }
 
@@ -108,6 +143,11 @@ export function runDataColumns(
   if (tag !== undefined) columns.tagColumn = tag;
   const tags = labelGiven ? flags.tagsColumn : params.tags_column;
   if (tags !== undefined) columns.tagsColumn = tags;
+  // How its files were read (`data_encoding`, `data_delimiter`), so they are read so again.
+  const encoding = pick(flags.encoding, params.data_encoding);
+  if (encoding !== undefined) columns.encoding = encoding;
+  const delimiter = pick(flags.delimiter, params.data_delimiter);
+  if (delimiter !== undefined) columns.delimiter = delimiter;
   return columns;
 }
 
@@ -373,7 +413,8 @@ export function servingGates(): PromotionGates {
 /**
  * How `tagger predict` and `evaluate` run an encoder run's encoder: in its own thread, with every CPU
  * the quota allows (TAGGER_ENCODER_THREADS to choose), in large batches sorted by length inside, with no
- * queue bound (a file is read ahead by at most a few batches anyway).
+ * queue bound (a file is read ahead by at most a few batches anyway), the file's batches in order (fair
+ * shares between them made the first one, which the output waits for, finish with the last read ahead).
  */
 function cliEncoderPool(): EncoderPool {
   const threads = Number(process.env.TAGGER_ENCODER_THREADS);
@@ -383,6 +424,7 @@ function cliEncoderPool(): EncoderPool {
       maxBatch: 256,
       maxWaitMs: 0,
       maxQueue: 0,
+      inOrder: true,
       nice: 0,
     },
     {},
@@ -390,8 +432,11 @@ function cliEncoderPool(): EncoderPool {
   );
 }
 
-/** A model loaded for a command, with its encoder when it is an encoder run's; `close()` when done. */
-export type CommandModel = LoadedForPrediction & { close(): Promise<void> };
+/**
+ * A model loaded for a command, with its encoder when it is an encoder run's; `close()` when done
+ * (`{ abandon: true }` when the command was stopped: the encoder's queued work is dropped, not finished).
+ */
+export type CommandModel = LoadedForPrediction & { close(options?: { abandon?: boolean }): Promise<void> };
 
 /**
  * The model `--model`, `--run-id` or the experiment's best run names, for predict and evaluate. The best
@@ -423,7 +468,7 @@ export async function loadModelOfFlags(
     await encoders.close();
     throw error;
   }
-  const loaded: CommandModel = { ...found, close: () => encoders.close() };
+  const loaded: CommandModel = { ...found, close: (options) => encoders.close(options) };
   const shown = loaded.heldBack.slice(0, 5);
   for (const held of shown) {
     io.stderr.write(

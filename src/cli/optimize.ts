@@ -1,5 +1,6 @@
 /** `tagger optimize`: a seeded search over training arguments, each trial scored by cross-validation and logged. */
 import type { Command } from 'commander';
+import { ownSearchedArgs } from '../model/index.js';
 import { checkCanLog } from '../tracking/store.js';
 import { DEFAULT_FOLDS } from '../train/cross-validate.js';
 import { InterruptedError } from '../train/log-run.js';
@@ -181,17 +182,17 @@ async function reportSearch(
  * validation and test f1; the base and best marked.
  */
 function trialTable(trials: readonly Trial[], best: number, givenArgs: boolean): string {
+  // The features every kind shares, then the classifier and its own arguments (before issue 42: SGD's
+  // loss, learning_rate, power_t and alpha for every trial, a soft vote's too).
   const header = [
     'trial',
+    'classifier',
     'analyzer',
     'ngrams',
     'min_df',
     'sublinear',
-    'loss',
     'balancing',
-    'learning_rate',
-    'power_t',
-    'alpha',
+    'its arguments',
     'cv f1',
     'val f1',
     'test f1',
@@ -199,15 +200,13 @@ function trialTable(trials: readonly Trial[], best: number, givenArgs: boolean):
   ];
   const rows = trials.map((trial) => [
     String(trial.trial),
+    trial.args.classifier,
     trial.args.analyzer,
     `${trial.args.ngram_min_range}-${trial.args.ngram_max_range}`,
     String(trial.args.min_df),
     String(trial.args.sublinear_tf),
-    trial.args.loss,
     trial.args.class_weight === 'balanced' ? 'class_weight' : trial.args.oversample ? 'oversample' : 'none',
-    String(trial.args.learning_rate),
-    String(trial.args.power_t),
-    String(trial.args.alpha),
+    ownSearchedArgs(trial.args) || '-',
     `${formatMetric(trial.cv.mean)} ± ${formatMetric(trial.cv.std)}`,
     formatMetric(trial.validationF1),
     formatMetric(trial.testF1),

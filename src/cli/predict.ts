@@ -8,7 +8,7 @@ import type { Answers } from '../served-models/predictor.js';
 import { InterruptedError } from '../train/log-run.js';
 import { createProgress } from '../train/progress.js';
 import { explanationBlock } from './explanation.js';
-import { loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
+import { fileReading, loadModelOfFlags, parseInteger, trackingOption, UsageError } from './inputs.js';
 import type { CliIo } from './io.js';
 
 interface PredictFlags {
@@ -20,6 +20,8 @@ interface PredictFlags {
   input?: string;
   output?: string;
   textColumn?: string;
+  encoding?: string;
+  delimiter?: string;
   escapeFormulas?: boolean;
   maxRowBytes?: number;
   keepColumns?: string;
@@ -76,7 +78,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
   });
   const started = performance.now();
   let shown = 0;
-  let rowsSoFar = 0;
+  let taggedSoFar = 0;
   let result: TagFileResult;
   // SIGINT/SIGTERM stop the tagging cleanly: the partial output is removed, and the message says so.
   const existed =
@@ -86,14 +88,13 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       () => false,
     ));
   const stop = new AbortController();
-  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
-    stop.abort(
-      new InterruptedError(
-        signal,
-        `tagging stopped after ${rowsSoFar.toLocaleString('en-US')} rows of ${flags.input}; nothing was written: ` +
-          `the partial output was removed, and ${flags.output} ${existed ? 'is as it was' : 'was not created'}`,
-      ),
-    );
+  // The message is written once the job has stopped, with the rows tagged by then (a batch whose answer
+  // was on its way when the signal came is not counted: its rows were never written).
+  let stoppedBy: 'SIGINT' | 'SIGTERM' | undefined;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
+    stoppedBy = signal;
+    stop.abort(new InterruptedError(signal, 'tagging stopped'));
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
@@ -102,6 +103,7 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
       output: flags.output,
       shard: flags.shard,
       textColumn: flags.textColumn,
+      ...fileReading(flags),
       escapeFormulas: flags.escapeFormulas,
       maxRowBytes: flags.maxRowBytes,
       probabilities: flags.probabilities,
@@ -113,8 +115,8 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
               .map((name) => name.trim())
               .filter((name) => name !== ''),
       signal: stop.signal,
-      onProgress: ({ bytesRead, totalBytes, rows }) => {
-        rowsSoFar = rows;
+      onProgress: ({ bytesRead, totalBytes, rows, tagged }) => {
+        taggedSoFar = tagged;
         const seconds = (performance.now() - started) / 1000;
         const share = totalBytes === 0 ? 1 : Math.min(1, bytesRead / totalBytes);
         const eta = share > 0 ? (seconds / share) * (1 - share) : Number.NaN;
@@ -130,11 +132,19 @@ async function predictFileCommand(flags: PredictFlags & { input: string }, io: C
           progress.log(`tagger: ${flags.input}: line ${line}: ${reason}; skipped\n`);
       },
     });
+  } catch (error) {
+    if (stoppedBy === undefined || error !== stop.signal.reason) throw error;
+    throw new InterruptedError(
+      stoppedBy,
+      `tagging stopped after ${taggedSoFar.toLocaleString('en-US')} rows of ${flags.input} were tagged; nothing was written: ` +
+        `the partial output was removed, and ${flags.output} ${existed ? 'is as it was' : 'was not created'}`,
+    );
   } finally {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     progress.stop();
-    await loaded.close();
+    // Stopped: the encoder's queued batches are dropped, so the process ends after the one at the encoder.
+    await loaded.close({ abandon: stop.signal.aborted });
   }
   if (result.bad > SHOWN_BAD_ROWS) {
     io.stderr.write(`tagger: … and ${result.bad - SHOWN_BAD_ROWS} more bad rows (not shown)\n`);
@@ -154,13 +164,15 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
   if (
     flags.output !== undefined ||
     flags.textColumn !== undefined ||
+    flags.encoding !== undefined ||
+    flags.delimiter !== undefined ||
     flags.escapeFormulas !== undefined ||
     flags.maxRowBytes !== undefined ||
     flags.keepColumns !== undefined ||
     flags.shard !== undefined
   ) {
     throw new UsageError(
-      'predict: --output, --text-column, --keep-columns, --max-row-bytes, --shard and --(no-)escape-formulas go with --input <file>',
+      'predict: --output, --text-column, --encoding, --delimiter, --keep-columns, --max-row-bytes, --shard and --(no-)escape-formulas go with --input <file>',
     );
   }
   if (texts.length === 0)
@@ -184,6 +196,8 @@ async function predictCommand(texts: string[], flags: PredictFlags, io: CliIo): 
       predicted_tag: prediction.predicted_tag,
       predicted_tags: prediction.predicted_tags,
       predicted_probabilities: prediction.probabilities,
+      // The model knew none of the text's features: the answer is its prior (as POST /predict says).
+      ...(prediction.no_known_features === true ? { no_known_features: true } : {}),
     };
     const count = Object.keys(prediction.probabilities).length;
     return count < tagCount ? { ...item, probabilities_listed: { listed: count, of: tagCount } } : item;
@@ -235,6 +249,14 @@ export function registerPredict(program: Command, io: CliIo): void {
     .option(
       '--text-column <name>',
       "with --input: the column holding the text (default: 'text', else title + description)",
+    )
+    .option(
+      '--encoding <name>',
+      "with --input: the file's encoding, e.g. latin1, windows-1252, utf-16le (default: UTF-8, or UTF-16 by its byte-order mark)",
+    )
+    .option(
+      '--delimiter <char>',
+      "with --input, CSV: the field delimiter, e.g. ';' or tab (default: sniffed: , ; or tab)",
     )
     .option(
       '--keep-columns <names>',

@@ -8,7 +8,6 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EVALUATION_TAGS, parseSavedArgs, RUN_ARTIFACTS, type TrainingArgs } from '../model/index.js';
 import {
@@ -22,7 +21,7 @@ import { readRuns } from '../served-models/candidates.js';
 import { servingVerdict } from '../served-models/gates.js';
 import { type ModelUri, parseModelUri, resolveModelUri } from '../tracking/model-uri.js';
 import type { DatasetInput, Run, TrackingStore } from '../tracking/store.js';
-import { DataError, type DatasetRow, parseDataset, parseJsonDataset } from '../train/data.js';
+import { DataError, type DatasetRow, parseDatasetBytes } from '../train/data.js';
 import { fileDigest } from '../train/dataset-input.js';
 import { separateTestRepeats } from '../train/duplicates.js';
 import { textKey } from '../train/label-issues.js';
@@ -183,12 +182,9 @@ export interface ParentData {
 
 const contextOf = (input: DatasetInput): string | undefined => input.tags['mlflow.data.context'];
 
+/** Reads a recorded file with its run's columns, encoding and delimiter (runDataColumns has them). */
 function parseBytes(bytes: Uint8Array, name: string, columns: DataColumnFlags): DatasetRow[] {
-  const content = Buffer.from(bytes).toString('utf8');
-  const given = dataColumns(columns);
-  return extname(name).toLowerCase() === '.json'
-    ? parseJsonDataset(content, name, given)
-    : parseDataset(content, name, given);
+  return parseDatasetBytes(bytes, name, dataColumns(columns));
 }
 
 /** `{"uri": …}` of a dataset input's source, or null. */

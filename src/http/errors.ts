@@ -19,6 +19,7 @@ import {
 import { errorEnvelope, timestamp } from './envelope.js';
 import { HttpError } from './http-error.js';
 import { JsonDecodeError } from './json-body.js';
+import { lingerOnClose } from './lingering-close.js';
 import type { HttpLimits } from './options.js';
 import type { ValidationErrorBody } from './schemas.js';
 import { toValidationIssues } from './validation.js';
@@ -55,6 +56,9 @@ export function installErrorHandling(
   retryAfterSeconds = 5,
 ): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // An answer before the whole body arrived (over the byte limit) must reach a client that is still
+    // writing it: the connection closes only once the client has finished (lingering-close.ts).
+    lingerOnClose(request.raw);
     // A request no route matched fails body handling (e.g. a QUERY without Content-Type) before the
     // not-found handler runs; what the client needs to hear is still 404/405, not a body complaint.
     if (

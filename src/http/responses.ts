@@ -1,11 +1,13 @@
 /** Turning served objects into response data, and the error responses each route documents. */
 import type { FastifyRequest } from 'fastify';
 import {
+  kindOfParams,
   limitProbabilities,
   listedProbabilities,
   type Prediction,
   selectTags,
   type TagSelection,
+  unusedArgs,
 } from '../model/index.js';
 import { predictionId } from '../monitoring/ids.js';
 import type { Answers, RunSummary, ServedModel, ServingState } from '../served-models/index.js';
@@ -150,6 +152,8 @@ export async function predict(
     };
     // A cascade's stage (the others' predictions have none).
     if (prediction.stage !== undefined) item.stage = prediction.stage;
+    // The model knew nothing of the text: its answer is the prior.
+    if (prediction.no_known_features === true) item.no_known_features = true;
     if (cut.size > 0 && cut.has(i)) item.truncated = true;
     if (listed === 'all') return item;
     item.predicted_probabilities = listedOf(prediction, listed, predicted_tags);
@@ -181,6 +185,28 @@ const isoTime = (ms: number | null): string | null =>
 export const isPromotion = (value: string | null): value is 'candidate' | 'promoted' | 'rejected' =>
   value === 'candidate' || value === 'promoted' || value === 'rejected';
 
+/** The params a run logged that its kind does not use (another family's, an absent encoder's …), sorted. */
+function unusedParamsOf(params: Readonly<Record<string, string>>): string[] {
+  const kind = kindOfParams(params);
+  if (kind === null) return [];
+  return unusedArgs(kind)
+    .filter((key) => Object.hasOwn(params, key))
+    .sort();
+}
+
+/** The same for a served model's parsed training arguments (GET /args). */
+export function unusedArgsOf(args: Readonly<Record<string, unknown>>): string[] {
+  if (typeof args.classifier !== 'string') return [];
+  const kind = {
+    classifier: args.classifier,
+    encoder: typeof args.encoder === 'string' ? args.encoder : null,
+    cascade: args.cascade === true,
+  };
+  return unusedArgs(kind)
+    .filter((key) => Object.hasOwn(args, key))
+    .sort();
+}
+
 export function runRecord(
   run: RunSummary,
   serving: {
@@ -201,6 +227,7 @@ export function runRecord(
     end_time: isoTime(run.endTime),
     metrics: Object.fromEntries(Object.entries(run.metrics).map(([key, value]) => [key, metricValue(value)])),
     params: { ...run.params },
+    unused_params: unusedParamsOf(run.params),
     served: run.runId === serving.servedRunId,
     warnings: [...run.warnings],
     ...(isPromotion(run.promotion) ? { promotion: run.promotion } : {}),

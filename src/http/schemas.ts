@@ -236,6 +236,12 @@ export const PredictionItem = Type.Object(
         'Names this prediction for `POST /feedback` (not part of the original contract; an added field, which clients ignore)',
     }),
     stage: Type.Optional(PredictionStage),
+    no_known_features: Type.Optional(
+      Type.Literal(true, {
+        description:
+          "Present (true) only when the model knew none of the text's features — none of its words or character n-grams is in the model's vocabulary, and the run takes no sentence embedding — so `predicted_tag` and the probabilities are the model's prior, what it answers for any such text (a whitespace-only text, or one in a script the training data did not have); treat the tag as a guess (not part of the original contract; an added field, which clients ignore)",
+      }),
+    ),
     input_text: Type.String({ description: 'The submitted text' }),
     predicted_tag: Type.String({
       description:
@@ -422,6 +428,10 @@ export const RunRecord = Type.Object(
       {},
       { additionalProperties: Type.String(), description: 'Logged params (strings, as MLflow stores them)' },
     ),
+    unused_params: Type.Array(Type.String(), {
+      description:
+        "The names among `params` that this run's kind does not use: another classifier family's hyper-parameters (`ft_*` for a soft vote, SGD's `learning_rate` for a member classifier), a member's that are not its own, `members` of anything but a vote, encoder and cascade arguments of a run without them. A run records every training argument with its default; the inspection page lists these apart (not part of the original contract)",
+    }),
     served: Type.Boolean({ description: 'True for the run that answers /predict now' }),
     warnings: RunWarnings,
     promotion: Type.Optional(Promotion),
@@ -532,7 +542,16 @@ export const Args = Type.Object(
   },
 );
 
-export const ArgsData = Type.Object({ args: Args }, { title: 'ArgsData', additionalProperties: false });
+export const ArgsData = Type.Object(
+  {
+    args: Args,
+    unused_args: Type.Array(Type.String(), {
+      description:
+        "The names among `args` that this model's kind does not use (another classifier family's hyper-parameters, a member's that are not its own, encoder and cascade arguments of a model without them), which the inspection page lists apart (not part of the original contract)",
+    }),
+  },
+  { title: 'ArgsData', additionalProperties: false },
+);
 
 export const ArgData = Type.Object(
   {},

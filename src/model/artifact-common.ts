@@ -24,6 +24,11 @@ export interface Manifest {
   n_features: number;
   vocabulary: string[];
   weights_crc32: number;
+  /**
+   * The size of weights.bin in bytes (written since issue 42, in every format: readers before it ignore
+   * it), so a loader refuses a file of another size before reading it.
+   */
+  weights_bytes?: number;
   /** `char_wb+word` only: the feature blocks in column order. */
   blocks?: ManifestBlock[];
   /** `char_wb+word` only: the factor every block's l2-normalised values are scaled by. */

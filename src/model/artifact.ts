@@ -32,6 +32,9 @@
  * `tagger-model/1.8` — the clean-up steps are arguments (`stopwords`, `ascii_only`, `strip_urls`, beside
  * `lower` and `stem`), off by default; the files' layout is unchanged, the bump makes older readers, which
  * always applied tagifai's clean-up, refuse these models by format instead of predicting from other text.
+ * Every manifest written since issue 42 also states `weights_bytes`, the size of weights.bin, in whatever
+ * format (additive: older readers ignore it), so loaders refuse a weights file of another size before
+ * reading it (statedWeightsBytes); decodeModel checks it first too.
  * Every model is written in the current format; a reader checks that the format is at least the one that
  * introduced what the model uses (multi-label 1.3, member classifiers 1.4, an encoder 1.5, a cascade 1.7).
  * All six are read (the families' own parts by their families: classifiers/sgd/sgd-artifact.ts,
@@ -91,6 +94,8 @@ function files(
   bytes: Uint8Array,
 ): Record<string, Uint8Array> {
   const manifest = {
+    // First, so a loader reads it off the file's first bytes without parsing the rest (statedWeightsBytes).
+    weights_bytes: bytes.length,
     format: MODEL_FORMAT,
     tags: [...model.tags],
     args: model.args,
@@ -101,6 +106,22 @@ function files(
   };
   return { [MANIFEST]: new TextEncoder().encode(JSON.stringify(manifest)), [WEIGHTS]: bytes };
 }
+
+/**
+ * The size of weights.bin a manifest (tagger-model.json's bytes) states: its first key, `{"weights_bytes":N,`
+ * as encodeModel writes it, read off the first bytes without parsing the rest (a manifest holds the whole
+ * vocabulary: parsing it twice cost as much as the check saves). Null when the manifest does not start so
+ * (models saved before issue 42, or not a manifest: decodeModel says why, and checks the size again).
+ */
+export function statedWeightsBytes(manifest: Uint8Array): number | null {
+  const head = new TextDecoder().decode(manifest.subarray(0, 40));
+  const match = /^\{"weights_bytes":(\d{1,15}),/.exec(head);
+  return match === null ? null : Number(match[1]);
+}
+
+/** The message of a weights.bin whose size is not its manifest's: the same whether found before or after reading. */
+export const weightsSizeProblem = (actual: number, stated: number): string =>
+  `${WEIGHTS} is ${actual} bytes, but ${MANIFEST} says ${stated}: not this model's weights (damaged, truncated or replaced)`;
 
 /** Loads files produced by encodeModel; checks the format version, shapes, checksum and values. */
 export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOptions = {}): TagModel {
@@ -165,6 +186,11 @@ export function decodeModel(files: Record<string, Uint8Array>, options: DecodeOp
     bad('tag_thresholds belong to multi-label models, but args.multi_label is false');
   }
   const bytes = files[WEIGHTS]!;
+  if (m.weights_bytes !== undefined) {
+    if (!Number.isSafeInteger(m.weights_bytes) || m.weights_bytes < 0)
+      bad(`weights_bytes must be a whole number of bytes, got ${JSON.stringify(m.weights_bytes)}`);
+    if (bytes.length !== m.weights_bytes) bad(weightsSizeProblem(bytes.length, m.weights_bytes));
+  }
   const checked: CheckedManifest = {
     format: m.format!,
     manifest: m,

@@ -19,7 +19,15 @@ export {
   type TrainingArgs,
   type VoteMemberArgs,
 } from './args.js';
-export { type DecodeOptions, decodeModel, encodeModel, MODEL_FILES, MODEL_FORMAT } from './artifact.js';
+export {
+  type DecodeOptions,
+  decodeModel,
+  encodeModel,
+  MODEL_FILES,
+  MODEL_FORMAT,
+  statedWeightsBytes,
+  weightsSizeProblem,
+} from './artifact.js';
 export { cascadeArgsProblem, checkCascadeArgs } from './cascade/cascade-args.js';
 export {
   type CascadeChoiceRecord,
@@ -48,6 +56,7 @@ export {
   learnsSeveralTags,
 } from './classifiers/families.js';
 export type { ClassifierFamily, FamilySearch, ProgressPlan, ProgressStep } from './classifiers/family.js';
+export { type KindOfArgs, kindOfParams, ownSearchedArgs, unusedArgs } from './classifiers/kind-args.js';
 export { MEMBER_CLASSIFIERS, MEMBER_DEFINITIONS } from './classifiers/members/member-table.js';
 export { PARALLEL_JOBS } from './classifiers/parallel-jobs.js';
 export { LOSSES } from './classifiers/sgd/sgd-params.js';
@@ -59,6 +68,24 @@ export {
   thresholdEvidence,
   weightedF1Score,
 } from './classifiers/thresholds.js';
+export {
+  type CsvDialect,
+  type CsvParseError,
+  csvProblem,
+  csvReason,
+  delimiterName,
+  parseDelimiter,
+  SNIFFED_DELIMITERS,
+  sniffDelimiter,
+} from './data-files/csv-dialect.js';
+export {
+  bomOf,
+  decodeText,
+  encodingOf,
+  firstInvalidUtf8,
+  TextEncodingError,
+  TextStreamDecoder,
+} from './data-files/encoding.js';
 export {
   chiSquareSurvival,
   compareCategories,

@@ -22,6 +22,13 @@ export interface Prediction {
    * records keep it). Absent for every other model.
    */
   stage?: 'fast' | 'encoder' | 'fast_degraded';
+  /**
+   * Set (true) when the model knew none of the text's features — none of its n-grams (fastText: words
+   * and n-grams) is in the model's vocabulary, and it has no sentence embedding to go by — so the answer
+   * is the model's prior, what it says of an empty text (a whitespace-only or Japanese text for a model
+   * trained on English). Absent otherwise.
+   */
+  no_known_features?: true;
 }
 
 export interface PredictOptions {
@@ -78,6 +85,8 @@ export function predictionOf(
   p: ArrayLike<number>,
   best: number,
   options: PredictOptions = {},
+  /** How many of the text's features the model knew (0: `no_known_features`). */
+  knownFeatures = 1,
 ): Prediction {
   const { tags, tagThresholds } = model;
   let predicted_tags: string[];
@@ -90,11 +99,13 @@ export function predictionOf(
     predicted_tag = fallback ? OTHER_TAG : tags[best]!;
     predicted_tags = [predicted_tag];
   }
-  return {
+  const prediction: Prediction = {
     predicted_tag,
     predicted_tags,
     probabilities: probabilityRecord(tags, p, options.probabilities ?? 'all', predicted_tags),
   };
+  if (knownFeatures === 0) prediction.no_known_features = true;
+  return prediction;
 }
 
 /** Every tag's probability in tag order, or the `limit` most probable in that order plus `always`. */

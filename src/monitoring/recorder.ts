@@ -185,10 +185,29 @@ export class Recorder {
   problems(): string[] {
     const problems: string[] = [];
     for (const queue of this.queues) {
+      const where = `${queue.sink.name === 'store' ? 'record store' : `${queue.sink.name} sink`} ${queue.sink.target}`;
       const failing = queue.failing;
-      if (failing === undefined) continue;
+      if (failing !== undefined) {
+        problems.push(
+          `prediction records cannot be written to the ${where} since ${new Date(failing.since).toISOString()} (${failing.error}); ${failing.dropped} dropped so far — predictions are served, and records wait (up to TAGGER_RECORD_BUFFER) until writing works again`,
+        );
+        continue;
+      }
+      // Drops while writes succeed (a store slower than the traffic, or the backlog of an outage
+      // draining), shown until a minute has passed without one.
+      const dropping = queue.dropping;
+      if (dropping === undefined) continue;
+      const { buffer_full: full, write_failed: failed } = dropping.byReason;
+      const why = [
+        full > 0
+          ? `${full} because more were waiting than TAGGER_RECORD_BUFFER allows (the store takes them more slowly than predictions arrive)`
+          : '',
+        failed > 0 ? `${failed} because their writes failed` : '',
+      ]
+        .filter((part) => part !== '')
+        .join(', ');
       problems.push(
-        `prediction records cannot be written to the ${queue.sink.name === 'store' ? 'record store' : `${queue.sink.name} sink`} ${queue.sink.target} since ${new Date(failing.since).toISOString()} (${failing.error}); ${failing.dropped} dropped so far — predictions are served, and records wait (up to TAGGER_RECORD_BUFFER) until writing works again`,
+        `prediction records for the ${where} are being dropped: ${full + failed} since ${new Date(dropping.since).toISOString()}, the latest at ${new Date(dropping.last).toISOString()} (${why}) — predictions are served; a larger TAGGER_RECORD_BUFFER or a lower TAGGER_RECORD_SAMPLE_RATE keeps more, and this clears a minute after the last drop`,
       );
     }
     return problems;

@@ -8,8 +8,13 @@
  * The back-off spares a store that is down, but must not outlast the outage: while records wait, a sink
  * that can be probed (the record store: `SELECT 1`, opening it first if needed) is probed every
  * PROBE_MS, and the first probe or write that succeeds ends the back-off, so writing resumes within
- * about half a second of the store's return instead of at the next retry (before: up to 30 s later,
+ * about a tenth of a second of the store's return instead of at the next retry (before: up to 30 s later,
  * dropping the full buffer's newcomers all along — ~32,000 of 39,428 drops came after PostgreSQL was back).
+ *
+ * Drops are seen, not only counted: the first drop after a quiet minute is logged at once, and while
+ * drops go on one line a minute says how many (whatever the cause: an outage, or a store that takes records
+ * more slowly than predictions arrive, which no write failure shows); `dropping` says so (readiness and
+ * /monitoring list it as a problem) until a minute has passed without a drop.
  */
 import type { Counter } from 'prom-client';
 import { batchSize } from './batch.js';
@@ -62,8 +67,25 @@ export interface SinkQueueOptions {
 /** Attempts at one batch before it is dropped (a batch the store refuses for its content must not block the rest). */
 export const ATTEMPTS = 4;
 const MAX_BACKOFF_MS = 30_000;
-/** How often a sink is probed while records wait out a back-off. */
-export const PROBE_MS = 500;
+/**
+ * How often a sink is probed while records wait out a back-off: what arrives between the store's return
+ * and the next probe is dropped (the buffer is full by then), so often. Every 0.5 s until issue 42:
+ * 0–7,310 records dropped after PostgreSQL's return against 0–778 (docs/monitoring.md). A probe is a
+ * `SELECT 1` (or a refused connection): cheap at ten a second.
+ */
+export const PROBE_MS = 100;
+/** Drops are reported once a minute while they go on, and are a problem until a minute without one. */
+export const DROP_REPORT_MS = 60_000;
+
+/** Records dropped in one stretch: from the first drop after a quiet minute to a minute without one. */
+export interface DropStretch {
+  /** The first drop (epoch ms). */
+  since: number;
+  /** The latest drop (epoch ms). */
+  last: number;
+  /** Records dropped since `since`, by reason. */
+  byReason: Record<DropReason, number>;
+}
 
 export class SinkQueue {
   private queue: CapturedBatch[] = [];
@@ -79,6 +101,13 @@ export class SinkQueue {
   private failures = 0;
   /** Set while writes fail: when the outage began and what was dropped since. */
   private outage: { since: number; dropped: number; error: string } | undefined;
+  /** The stretch of drops under way, what was dropped since the last report line, and its timer. */
+  private drops: (DropStretch & { unreported: number; timer: NodeJS.Timeout }) | undefined;
+  /**
+   * The drops of that stretch while no outage was under way (an outage's drops are its problem's): a
+   * store slower than the traffic, or the backlog of an outage draining after the store came back.
+   */
+  private unexplained: DropStretch | undefined;
   private closed = false;
 
   constructor(
@@ -94,6 +123,17 @@ export class SinkQueue {
   /** While writes fail: since when, the last error, and the records dropped since; else undefined. */
   get failing(): { since: number; error: string; dropped: number } | undefined {
     return this.outage === undefined ? undefined : { ...this.outage };
+  }
+
+  /**
+   * While records are being dropped with no outage under way (and for a minute after the last such
+   * drop): since when, the latest drop and how many, by reason; else undefined. Drops during an outage
+   * are counted in `failing`.
+   */
+  get dropping(): DropStretch | undefined {
+    const drops = this.unexplained;
+    if (drops === undefined || Date.now() - drops.last >= DROP_REPORT_MS) return undefined;
+    return { since: drops.since, last: drops.last, byReason: { ...drops.byReason } };
   }
 
   /**
@@ -126,6 +166,64 @@ export class SinkQueue {
     if (count <= 0) return;
     this.options.counters.dropped.inc({ sink: this.sink.name, reason }, count);
     if (this.outage) this.outage.dropped += count;
+    this.noteDrop(count, reason);
+  }
+
+  /** Keeps the stretch of drops: logged when it starts, then once a minute with the count, then its end. */
+  private noteDrop(count: number, reason: DropReason): void {
+    const now = Date.now();
+    if (this.drops === undefined) {
+      const timer = setInterval(() => this.reportDrops(), DROP_REPORT_MS);
+      timer.unref();
+      this.drops = {
+        since: now,
+        last: now,
+        byReason: { buffer_full: 0, write_failed: 0 },
+        unreported: 0,
+        timer,
+      };
+      // An outage's first drops follow its own warning, which says records will be dropped.
+      if (this.outage === undefined)
+        this.options.log.warn(
+          { sink: this.sink.name, target: this.sink.target, dropped: count, reason },
+          'prediction records are being dropped (counted in tagger_prediction_records_dropped_total); a line a minute says how many while it goes on',
+        );
+    } else this.drops.unreported += count;
+    this.drops.last = now;
+    this.drops.byReason[reason] += count;
+    if (this.outage !== undefined) return;
+    if (this.unexplained === undefined || now - this.unexplained.last >= DROP_REPORT_MS)
+      this.unexplained = { since: now, last: now, byReason: { buffer_full: 0, write_failed: 0 } };
+    this.unexplained.last = now;
+    this.unexplained.byReason[reason] += count;
+  }
+
+  /** The minute's line: how many were dropped in it, or that the stretch is over. */
+  private reportDrops(): void {
+    const drops = this.drops;
+    if (drops === undefined) return;
+    const total = drops.byReason.buffer_full + drops.byReason.write_failed;
+    const where = { sink: this.sink.name, target: this.sink.target };
+    if (Date.now() - drops.last >= DROP_REPORT_MS) {
+      clearInterval(drops.timer);
+      this.drops = undefined;
+      this.options.log.info(
+        { ...where, dropped: total, byReason: drops.byReason, durationMs: drops.last - drops.since },
+        'prediction records are no longer dropped',
+      );
+      return;
+    }
+    this.options.log.warn(
+      {
+        ...where,
+        dropped: drops.unreported,
+        sinceStart: total,
+        byReason: drops.byReason,
+        since: new Date(drops.since).toISOString(),
+      },
+      `prediction records dropped in the last minute: ${drops.unreported}`,
+    );
+    drops.unreported = 0;
   }
 
   private pump(): void {
@@ -277,5 +375,6 @@ export class SinkQueue {
     this.drop(this.waiting, 'write_failed');
     this.queue = [];
     this.waiting = 0;
+    if (this.drops !== undefined) clearInterval(this.drops.timer);
   }
 }

@@ -9,17 +9,21 @@
  *
  * Work, not texts: a text's cost is its estimated tokens (`cost`, token-estimate.ts), since a 256-token
  * text costs ~10 times a 30-token one. The queue is bounded in texts (`maxQueue`) and in tokens
- * (`maxQueueTokens`): a call that does not fit is refused at once with QueueFullError (HTTP 503 +
- * Retry-After) instead of growing every caller's wait, and a call over `maxRequestTokens` alone is refused
- * with RequestTooLargeError (HTTP 413) whatever the queue holds. An empty queue takes any other call.
+ * (`maxQueueTokens`), each call counted at its true cost: a call is taken when what waits plus the call
+ * stays within both bounds, and refused at once with QueueFullError (HTTP 503 + Retry-After) otherwise,
+ * nothing of it queued — so no more than the bounds ever wait, and the wait they stand for holds. A call
+ * larger than a bound cannot fit beside anything: it is taken only when nothing waits, and then waits
+ * alone (every other call is refused until what is left of it fits the bounds again). A call over
+ * `maxRequestTokens` is refused with RequestTooLargeError (HTTP 413) whatever the queue holds.
  *
  * Fair shares: a large call must not make the others wait for all of it (before: one request of 300 long
  * CJK texts held the encoder for minutes, and a one-text request behind it waited with it). So each batch
- * takes texts from the waiting calls in turn — one from each, oldest first, round after round — and in
- * the admission check a call counts for at most a quarter of each bound (its share): a short request
- * sent while a large one is under way is admitted and leaves with the next batch. One batch is at the
+ * takes texts from the waiting calls in turn — one from each, oldest first, round after round: a short
+ * request admitted while a large one is under way leaves with the next batch. One batch is at the
  * encoder at a time: its single thread pool is busy anyway, and holding texts back until it is free is
- * what lets them batch together.
+ * what lets them batch together. (Until issue 42 a waiting call counted for at most a quarter of each
+ * bound in the admission check, so four calls at the request cap were all taken — 32 times the token
+ * bound, 153 s of work — and the one-text requests behind them were refused for all of it.)
  */
 
 export interface BatcherOptions {
@@ -37,6 +41,11 @@ export interface BatcherOptions {
   maxBatchTokens?: number;
   /** A text's estimated cost in tokens (default 1: every text alike). */
   cost?: (text: string) => number;
+  /**
+   * Texts leave in the order their calls came, each call's before the next one's, instead of in fair
+   * shares: for one job's own batches (batch tagging), whose first batch is the one its output waits for.
+   */
+  inOrder?: boolean;
 }
 
 /** What the batcher reports, for metrics (all optional). */
@@ -115,14 +124,13 @@ interface Slot {
   position: number;
 }
 
-/** The share of a bound one call counts for in the admission check (see the module comment). */
-const SHARE = 4;
-
 export class DynamicBatcher {
   private readonly calls: Call[] = [];
   private queuedTexts = 0;
   private queuedTokens = 0;
   private running = false;
+  /** The calls with texts in the batch at the encoder. */
+  private inFlight = new Set<Call>();
   private timer: NodeJS.Timeout | undefined;
   private idleWaiters: (() => void)[] = [];
   private readonly cost: (text: string) => number;
@@ -166,22 +174,6 @@ export class DynamicBatcher {
   }
 
   /**
-   * What the waiting calls count for in the admission check: each at most its share of the bounds, so
-   * one large call never keeps the others out.
-   */
-  private admitted(): { texts: number; tokens: number } {
-    const { maxQueue, maxQueueTokens = 0 } = this.options;
-    let texts = 0;
-    let tokens = 0;
-    for (const call of this.calls) {
-      const left = call.texts.length - call.next;
-      texts += maxQueue > 0 ? Math.min(left, Math.ceil(maxQueue / SHARE)) : left;
-      tokens += maxQueueTokens > 0 ? Math.min(call.waitingTokens, Math.ceil(maxQueueTokens / SHARE)) : 0;
-    }
-    return { texts, tokens };
-  }
-
-  /**
    * The embeddings of `texts`, in order, once their batches are done. Rejects at once with
    * RequestTooLargeError when the call alone is more work than one may be, with QueueFullError when the
    * queue cannot take it, and with the encoder's error when one of its batches fails.
@@ -197,15 +189,13 @@ export class DynamicBatcher {
       this.observer.shed?.(texts.length);
       return Promise.reject(new RequestTooLargeError(tokens, maxRequestTokens, texts.length));
     }
+    // Nothing waiting (a batch may be at the encoder): any call is taken, however large; it waits alone.
     if (this.calls.length > 0) {
-      const waiting = this.admitted();
-      const ownTexts = maxQueue > 0 ? Math.min(texts.length, Math.ceil(maxQueue / SHARE)) : 0;
-      const ownTokens = maxQueueTokens > 0 ? Math.min(tokens, Math.ceil(maxQueueTokens / SHARE)) : 0;
-      if (maxQueue > 0 && waiting.texts + ownTexts > maxQueue) {
+      if (maxQueue > 0 && this.queuedTexts + texts.length > maxQueue) {
         this.observer.shed?.(texts.length);
         return Promise.reject(new QueueFullError(texts.length, this.queuedTexts, maxQueue));
       }
-      if (maxQueueTokens > 0 && waiting.tokens + ownTokens > maxQueueTokens) {
+      if (maxQueueTokens > 0 && this.queuedTokens + tokens > maxQueueTokens) {
         this.observer.shed?.(texts.length);
         return Promise.reject(
           new QueueFullError(texts.length, this.queuedTexts, maxQueue, {
@@ -250,6 +240,16 @@ export class DynamicBatcher {
     });
   }
 
+  /**
+   * Refuses every call not yet answered with `error` and drops their waiting texts (a stopped job's
+   * encoder closes after the batch at the encoder, not after all that was queued). Later calls are taken
+   * as before.
+   */
+  abandon(error: unknown): void {
+    for (const call of [...this.calls]) this.fail(call, error);
+    for (const call of this.inFlight) this.fail(call, error);
+  }
+
   /** Resolves when nothing is queued or at the encoder (a closing encoder waits for it). */
   drain(): Promise<void> {
     if (!this.running && this.calls.length === 0) return Promise.resolve();
@@ -269,8 +269,9 @@ export class DynamicBatcher {
   }
 
   /**
-   * The next batch: one text from each waiting call in turn, oldest call first, round after round, until
-   * the batch is full in texts or tokens (at least one text).
+   * The next batch: one text from each waiting call in turn, oldest call first, round after round (or,
+   * `inOrder`, the oldest call's texts first), until the batch is full in texts or tokens (at least one
+   * text).
    */
   private takeBatch(): { texts: string[]; slots: Slot[]; tokens: number } {
     const { maxBatch, maxBatchTokens = 0 } = this.options;
@@ -278,23 +279,27 @@ export class DynamicBatcher {
     const slots: Slot[] = [];
     let tokens = 0;
     let full = false;
+    // In order: one call's texts until it has none left; fair: one text of each call, round after round.
+    const perRound = this.options.inOrder ? Number.POSITIVE_INFINITY : 1;
     while (!full && texts.length < maxBatch) {
       let took = false;
       for (const call of this.calls) {
-        if (call.next >= call.texts.length) continue;
-        const cost = call.costs[call.next]!;
-        if (texts.length > 0 && maxBatchTokens > 0 && tokens + cost > maxBatchTokens) {
-          full = true;
-          break;
+        for (let taken = 0; taken < perRound && !full && texts.length < maxBatch; taken++) {
+          if (call.next >= call.texts.length) break;
+          const cost = call.costs[call.next]!;
+          if (texts.length > 0 && maxBatchTokens > 0 && tokens + cost > maxBatchTokens) {
+            full = true;
+            break;
+          }
+          if (call.next === 0) call.onStart?.();
+          slots.push({ call, position: call.next });
+          texts.push(call.texts[call.next]!);
+          call.waitingTokens -= cost;
+          call.next += 1;
+          tokens += cost;
+          took = true;
         }
-        if (call.next === 0) call.onStart?.();
-        slots.push({ call, position: call.next });
-        texts.push(call.texts[call.next]!);
-        call.waitingTokens -= cost;
-        call.next += 1;
-        tokens += cost;
-        took = true;
-        if (texts.length >= maxBatch) break;
+        if (full || texts.length >= maxBatch) break;
       }
       if (!took) break;
     }
@@ -319,6 +324,7 @@ export class DynamicBatcher {
     this.queuedTokens -= tokens;
     this.observer.queued?.(this.queuedTexts);
     this.running = true;
+    this.inFlight = new Set(slots.map((slot) => slot.call));
     const started = performance.now();
     let promise: Promise<Float32Array[]>;
     try {
@@ -360,6 +366,7 @@ export class DynamicBatcher {
 
   private finish(): void {
     this.running = false;
+    this.inFlight = new Set();
     if (this.calls.length > 0) {
       // Everything queued waited while the encoder worked: it leaves now, without another wait.
       this.dispatch();

@@ -12,8 +12,22 @@ import { gateFailure, type PromotionGates, referenceRun } from './gates.js';
 import type { ServiceLog } from './log.js';
 import { readerFor, type ServedSnapshot, type ServedTarget, toRunLoadError } from './served-snapshot.js';
 
-/** What to do when there is nothing to serve, appended to every startup failure about runs. */
-export const TRAIN_HINT = 'train one first, e.g. `tagger train --data samples/projects.csv`';
+/**
+ * What to do when there is nothing to serve, appended to every startup failure about runs: a training
+ * into the experiment and store that were asked for (before issue 42 it named neither, so `serve
+ * --experiment nope` suggested a training into `best`, which would not have helped). A store's display URI
+ * is masked (no credentials), so it is safe to print.
+ */
+export function trainHint(experiment: string, storeUri: string): string {
+  const quote = (value: string) =>
+    /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
+  const flags = [
+    ...(experiment === 'best' ? [] : ['--experiment', quote(experiment)]),
+    '--tracking-uri',
+    quote(storeUri),
+  ];
+  return `train one first, e.g. \`tagger train --data samples/projects.csv ${flags.join(' ')}\``;
+}
 
 /** The experiment's runs in f1 order, or why there are none to serve (`hint`: what a person can do). */
 export type RunsRead =
@@ -28,7 +42,7 @@ export async function readRuns(store: TrackingStore, name: string): Promise<Runs
       return {
         ok: false,
         reason: `${where} does not exist`,
-        hint: `${TRAIN_HINT}, or pick another with --experiment / --tracking-uri`,
+        hint: `${trainHint(name, store.displayUri)}, or pick another with --experiment / --tracking-uri`,
       };
     }
     if (experiment.lifecycleStage === 'deleted') {
@@ -41,7 +55,8 @@ export async function readRuns(store: TrackingStore, name: string): Promise<Runs
     const runs = await store.searchRuns(experiment.experimentId, {
       orderByMetric: { key: 'f1', descending: true },
     });
-    if (runs.length === 0) return { ok: false, reason: `${where} has no runs`, hint: TRAIN_HINT };
+    if (runs.length === 0)
+      return { ok: false, reason: `${where} has no runs`, hint: trainHint(name, store.displayUri) };
     return { ok: true, runs };
   } catch (error) {
     return { ok: false, reason: `cannot read ${where}: ${(error as Error).message}`, cause: error };

@@ -23,10 +23,13 @@ import { type BatcherObserver, DynamicBatcher, type SubmitOptions } from './batc
 import { estimateTokens } from './token-estimate.js';
 
 /**
- * Estimated tokens per batch, so a batch of long texts takes seconds, not minutes (src/encoder then sorts a
- * batch by length and runs it in padded passes of at most 512 tokens, DEFAULT_PASS_TOKENS).
+ * Estimated tokens per batch: one padded pass of src/encoder's (DEFAULT_PASS_TOKENS, two texts at the
+ * limit), so a text that is taken waits for at most the batch at the encoder and its own — 0.4–0.6 s
+ * each with one thread. 1,024 until issue 42: the same CPU per text (measured side by side, 48 texts at
+ * the limit in batches of 2 and of 4, one thread: 83–90 ms a text either way), but a one-text request
+ * behind long ones waited up to 1.8 s instead of 0.6 s (bench/encoder.ts --overload).
  */
-export const BATCH_TOKENS = 1_024;
+export const BATCH_TOKENS = 512;
 
 /** How the encoders of served runs are run (src/server/settings.ts: TAGGER_ENCODER_*). */
 export interface EncoderSettings {
@@ -42,6 +45,11 @@ export interface EncoderSettings {
   maxQueueTokens?: number;
   /** Most estimated tokens of one request; more is refused with 413 (0: no bound). */
   maxRequestTokens?: number;
+  /**
+   * Texts leave in the order their calls came instead of in fair shares (one job's own batches: `tagger
+   * predict --input`, whose output waits for its first batch; BatcherOptions.inOrder).
+   */
+  inOrder?: boolean;
   /**
    * Linux nice value of the encoder threads (0–19): above 0 the event loop, which answers
    * probes, /metrics and TF-IDF requests, gets the CPU first when the encoder is saturated.
@@ -197,11 +205,19 @@ export class EncoderPool implements EncoderProvider {
     return this.lease(entry);
   }
 
-  /** Closes every encoder, after the texts already queued are answered. */
-  async close(): Promise<void> {
+  /**
+   * Closes every encoder, after the texts already queued are answered — or, with `abandon` (a job that
+   * was stopped), after only the batch at the encoder: every call still waiting is refused with
+   * EncoderUnavailableError.
+   */
+  async close(options: { abandon?: boolean } = {}): Promise<void> {
     this.closed = true;
     for (const entry of [...this.entries.values()]) {
       entry.refs = 0;
+      if (options.abandon)
+        entry.batcher.abandon(
+          new EncoderUnavailableError('the sentence encoder was closed: the job stopped'),
+        );
       this.shut(entry);
     }
     await Promise.all([...this.closing]);
@@ -241,6 +257,7 @@ export class EncoderPool implements EncoderProvider {
         maxRequestTokens: this.settings.maxRequestTokens ?? 0,
         maxBatchTokens: BATCH_TOKENS,
         cost: (text) => estimateTokens(text, spec.max_tokens),
+        inOrder: this.settings.inOrder ?? false,
       },
       this.observer,
     );

@@ -12,6 +12,7 @@ import { StartupError, withStoreHint } from './errors.js';
 import type { PromotionGates } from './gates.js';
 import type { Predictor } from './predictor.js';
 import { ServedRuns } from './served-runs.js';
+import { artifactSize } from './served-snapshot.js';
 import { loadModelDirectory } from './single-model.js';
 
 export interface PredictionSource {
@@ -71,9 +72,10 @@ export async function loadModelForPrediction(source: PredictionSource): Promise<
         `run ${runId} not found in ${store.displayUri}; \`tagger serve\` and GET /runs list the runs`,
       );
     try {
-      const served = await loadServedModel((path) => store.readArtifact(runId, path), {
-        encoders: source.encoders,
+      const read = Object.assign((path: string) => store.readArtifact(runId, path), {
+        size: (path: string) => artifactSize(store, runId, path),
       });
+      const served = await loadServedModel(read, { encoders: source.encoders });
       return { runId, model: served.model, predictor: served.predictor, heldBack: [] };
     } catch (error) {
       throw new StartupError(`run ${runId} cannot be used for predictions: ${(error as Error).message}`, {

@@ -27,7 +27,7 @@ import {
   readRuns,
   type ServingProblems,
   SkipLog,
-  TRAIN_HINT,
+  trainHint,
   withEncoderRestored,
 } from './candidates.js';
 import type { EncoderProvider } from './encoders.js';
@@ -195,7 +195,7 @@ export class ServedRuns {
       const finished = runs.filter(isCandidate).length;
       if (finished === 0) {
         throw new StartupError(
-          `none of the ${runs.length} runs of experiment "${name}" in ${store.displayUri} is FINISHED (${describeStatuses(runs)}); only finished runs are served — a RUNNING run is still logging or its training was killed; ${TRAIN_HINT}`,
+          `none of the ${runs.length} runs of experiment "${name}" in ${store.displayUri} is FINISHED (${describeStatuses(runs)}); only finished runs are served — a RUNNING run is still logging or its training was killed; ${trainHint(name, store.displayUri)}`,
         );
       }
       const { failures } = picked;
@@ -207,7 +207,7 @@ export class ServedRuns {
       const shown =
         failures.slice(0, 5).join('; ') + (failures.length > 5 ? `; … ${failures.length - 5} more` : '');
       throw new StartupError(
-        `none of the ${runs.length} runs of experiment "${name}" in ${store.displayUri} has loadable artifacts (${shown}); ${TRAIN_HINT}`,
+        `none of the ${runs.length} runs of experiment "${name}" in ${store.displayUri} has loadable artifacts (${shown}); ${trainHint(name, store.displayUri)}`,
       );
     }
     const { runId, model } = picked.best;

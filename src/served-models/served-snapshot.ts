@@ -113,12 +113,29 @@ export function toRunLoadError(runId: string, error: unknown, path?: string): Ru
   });
 }
 
-export const readerFor =
-  (store: TrackingStore, runId: string): ArtifactReader =>
-  (path) =>
-    store.readArtifact(runId, path).catch((error: unknown) => {
-      throw toRunLoadError(runId, error, path);
-    });
+export const readerFor = (store: TrackingStore, runId: string): ArtifactReader =>
+  Object.assign(
+    (path: string) =>
+      store.readArtifact(runId, path).catch((error: unknown) => {
+        throw toRunLoadError(runId, error, path);
+      }),
+    { size: (path: string) => artifactSize(store, runId, path) },
+  );
+
+/**
+ * An artifact file's size from its folder's listing (every store lists sizes: file and SQL stores stat
+ * the file, MLflow's server says `file_size`); null when the listing does not have it. A failed listing
+ * is left to the read that follows to report.
+ */
+export async function artifactSize(
+  store: TrackingStore,
+  runId: string,
+  path: string,
+): Promise<number | null> {
+  const folder = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '';
+  const entries = await store.listArtifacts(runId, folder).catch(() => []);
+  return entries.find((entry) => entry.path === path && !entry.isDir)?.size ?? null;
+}
 
 /**
  * Everything one version of the experiment serves. Immutable apart from its caches, which only ever

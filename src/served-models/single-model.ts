@@ -33,7 +33,10 @@ export async function loadModelDirectory(
     );
   }
   // Paths come from our own constants (RUN_ARTIFACTS, MODEL_FILES), never from a request.
-  const read = (path: string): Promise<Uint8Array> => readFile(join(root, ...path.split('/')));
+  const file = (path: string): string => join(root, ...path.split('/'));
+  const read = Object.assign((path: string): Promise<Uint8Array> => readFile(file(path)), {
+    size: (path: string) => stat(file(path)).then((found) => (found.isFile() ? found.size : null)),
+  });
   try {
     return await loadServedModel(read, { encoders, allowDegraded: options.allowDegraded });
   } catch (error) {

@@ -234,7 +234,7 @@ const SETTINGS = {
     schema: integer(
       0,
       10_000_000,
-      'encoder runs: most texts waiting for the encoder; a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; one request counts for at most a quarter; 0: no bound)',
+      'encoder runs: most texts waiting for the encoder; a request that would exceed it is shed with 503 + Retry-After (a request larger than the bound is taken only when nothing waits, and then waits alone; 0: no bound)',
     ),
     default: DEFAULT_ENCODER_SETTINGS.maxQueue,
     what: 'a number of texts (0: no bound)',
@@ -246,7 +246,7 @@ const SETTINGS = {
     schema: integer(
       0,
       100_000_000,
-      "encoder runs: most work waiting for the encoder, in estimated tokens (a text costs its tokens, at most the encoder's 256); a request that would exceed it is shed with 503 + Retry-After (an idle queue takes any request; one request counts for at most a quarter; 0: no bound)",
+      "encoder runs: most work waiting for the encoder, in estimated tokens (a text costs its tokens, at most the encoder's 256); a request that would exceed it is shed with 503 + Retry-After (a request larger than the bound is taken only when nothing waits, and then waits alone; 0: no bound)",
     ),
     default: DEFAULT_ENCODER_SETTINGS.maxQueueTokens ?? 0,
     what: 'a number of tokens (0: no bound)',

@@ -9,7 +9,17 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { type LabelledText, restoreFormula, tagSetKey } from '../model/index.js';
+import {
+  type CsvDialect,
+  csvProblem,
+  decodeText,
+  delimiterName,
+  type LabelledText,
+  restoreFormula,
+  sniffDelimiter,
+  TextEncodingError,
+  tagSetKey,
+} from '../model/index.js';
 
 export const REQUIRED_COLUMNS = ['title', 'description', 'tag'] as const;
 /** The columns of a multi-label dataset: `tags` instead of `tag`. */
@@ -72,6 +82,13 @@ export interface DatasetColumns {
   tag?: string | undefined;
   /** The column of several tags per row (separated by `|`, `,` or `;`, or a JSON list). */
   tags?: string | undefined;
+  /**
+   * How the file is read (`--encoding`): a label of the Encoding Standard; default its byte-order mark,
+   * else UTF-8, refusing anything else with what it looks like (src/model/data-files/encoding.ts).
+   */
+  encoding?: string | undefined;
+  /** CSV only (`--delimiter`): the field delimiter; default sniffed from the first lines (`,`, `;`, tab). */
+  delimiter?: string | undefined;
 }
 
 /** The text columns named: the defaults, or the comma-separated list given (blank names refused). */
@@ -123,20 +140,34 @@ export function projectText(title: string, description: string): string {
 
 /** Parses CSV content; `source` names the input in error messages. */
 export function parseDataset(content: string, source: string, given: DatasetColumns = {}): DatasetRow[] {
+  const dialect: CsvDialect =
+    given.delimiter === undefined
+      ? { delimiter: sniffDelimiter(content.slice(0, 65_536)), sniffed: true }
+      : { delimiter: given.delimiter, sniffed: false };
   let parsed: [string[], number][];
+  // Where the last good record ended (and the empty lines skipped by then): a bad record starts after it.
+  let lastEnd = { lines: 0, empty: 0 };
   try {
     // The line a record ends on, for messages that point into the file. csv-parse's types assume
     // on_record returns a record, hence the casts; at run time it returns whatever on_record gives.
-    const withLine = (record: string[], context: { lines: number }) => [record, context.lines];
+    const withLine = (record: string[], context: { lines: number; empty_lines: number }) => {
+      lastEnd = { lines: context.lines, empty: context.empty_lines };
+      return [record, context.lines];
+    };
     parsed = parse(content, {
       bom: true,
+      delimiter: dialect.delimiter,
       relax_column_count: false,
       skip_empty_lines: true,
       on_record: withLine as unknown as (record: string[]) => string[],
     }) as unknown as [string[], number][];
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new DataError(`data: ${source} is not valid CSV: ${reason}`);
+    const found = error as Error & { code?: string; lines?: number; empty_lines?: number };
+    const start = lastEnd.lines + 1 + Math.max(0, (found.empty_lines ?? lastEnd.empty) - lastEnd.empty);
+    const end = Math.max(start, found.lines ?? start);
+    throw new DataError(
+      `data: ${source} is not valid CSV: ${csvProblem({ message: found.message ?? String(error), ...(found.code ? { code: found.code } : {}) }, start, end, dialect)}`,
+    );
   }
   const [header, ...rows] = parsed.map(([record]) => record);
   if (!header)
@@ -149,8 +180,13 @@ export function parseDataset(content: string, source: string, given: DatasetColu
   const missing = [...columns.text, columns.label].filter((column) => !names.includes(column));
   if (missing.length > 0) {
     const custom = given.text !== undefined || given.tag !== undefined || given.tags !== undefined;
+    // One column only: most likely another delimiter than the one the file was read with.
+    const oneColumn =
+      names.length === 1
+        ? ` The header is one column read with delimiter ${delimiterName(dialect.delimiter)}${dialect.sniffed ? ' (sniffed)' : ''}: if the file uses another, name it with --delimiter.`
+        : '';
     throw new DataError(
-      `data: ${source} lacks column(s) ${missing.join(', ')}; found ${names.join(', ') || '(none)'}. ` +
+      `data: ${source} lacks column(s) ${missing.join(', ')}; found ${names.join(', ') || '(none)'}.${oneColumn} ` +
         (custom
           ? 'Name the columns that hold the text and the tag with --text-column and --tag-column (or --tags-column for several tags per text).'
           : `A dataset needs the columns ${REQUIRED_COLUMNS.join(', ')} (or ${MULTI_LABEL_COLUMNS.join(', ')} for several tags per text), or name yours with --text-column and --tag-column.`),
@@ -308,10 +344,26 @@ export async function readDatasetFile(
     if (code === 'EISDIR') throw new DataError(`data: ${path} is a directory; pass a CSV file`);
     throw new DataError(`data: cannot read ${path}: ${(error as Error).message}`);
   }
-  const content = Buffer.from(bytes).toString('utf8');
-  const isJson = extname(path).toLowerCase() === '.json';
-  return {
-    rows: isJson ? parseJsonDataset(content, path, columns) : parseDataset(content, path, columns),
-    bytes,
-  };
+  return { rows: parseDatasetBytes(bytes, path, columns), bytes };
+}
+
+/**
+ * A dataset file's rows from its bytes: decoded (UTF-8 or UTF-16 by its mark, or `columns.encoding`; a
+ * DataError naming what it looks like otherwise), then parsed as JSON (`.json`) or CSV.
+ */
+export function parseDatasetBytes(
+  bytes: Uint8Array,
+  source: string,
+  columns: DatasetColumns = {},
+): DatasetRow[] {
+  let content: string;
+  try {
+    content = decodeText(bytes, source, columns.encoding).text;
+  } catch (error) {
+    if (error instanceof TextEncodingError) throw new DataError(`data: ${error.message}`);
+    throw error;
+  }
+  return extname(source).toLowerCase() === '.json'
+    ? parseJsonDataset(content, source, columns)
+    : parseDataset(content, source, columns);
 }

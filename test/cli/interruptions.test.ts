@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FileTrackingStore } from '../../src/tracking/index.js';
 import { CLI_ENTRY, cliFolder, FAST_ARGS, startCli, trainArgv } from '../support/cli.js';
-import { SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
+import { minilmDir, SAMPLE_DATA, TSX_LOADER } from '../support/components.js';
 
 const cli = cliFolder({ prefix: 'tagger-interrupt-', trained: true });
 
@@ -23,6 +23,8 @@ interface Exit {
   stderr: string;
   /** Whether the signal was sent (at the first progress line matching `at`). */
   sent: boolean;
+  /** Milliseconds from the signal to the process's end (for the log; machines are shared). */
+  stoppedInMs?: number;
 }
 
 /** `tagger <args>` as a process, sent `signal` when its stderr first matches `at`. */
@@ -35,6 +37,7 @@ function interrupt(args: readonly string[], at: RegExp, signal: 'SIGINT' | 'SIGT
   let stdout = '';
   let stderr = '';
   let sent = false;
+  let sentAt = 0;
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
   });
@@ -42,11 +45,14 @@ function interrupt(args: readonly string[], at: RegExp, signal: 'SIGINT' | 'SIGT
     stderr += chunk.toString();
     if (!sent && at.test(stderr)) {
       sent = true;
+      sentAt = performance.now();
       child.kill(signal);
     }
   });
   return new Promise((done) =>
-    child.once('close', (code, exitSignal) => done({ code, signal: exitSignal, stdout, stderr, sent })),
+    child.once('close', (code, exitSignal) =>
+      done({ code, signal: exitSignal, stdout, stderr, sent, stoppedInMs: performance.now() - sentAt }),
+    ),
   );
 }
 
@@ -124,7 +130,7 @@ describe('tagger predict --input interrupted', () => {
     expect(exit.sent, exit.stderr).toBe(true);
     expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
     expect(exit.stderr).toMatch(
-      /^tagger: interrupted by SIGINT; tagging stopped after [\d,]+ rows of many\.csv; nothing was written: the partial output was removed, and .*tags\.csv was not created$/m,
+      /^tagger: interrupted by SIGINT; tagging stopped after [\d,]+ rows of many\.csv were tagged; nothing was written: the partial output was removed, and .*tags\.csv was not created$/m,
     );
     expect(exit.stdout).not.toMatch(/Tagged/);
     expect(await hidden()).toEqual([]);
@@ -179,6 +185,50 @@ describe('tagger predict --input: a signal to its process group stops it within 
     120_000,
   );
 });
+
+describe.skipIf(minilmDir() === null)(
+  'tagger predict --input of an encoder run interrupted (issue 42)',
+  () => {
+    // Before: Ctrl-C waited until the encoder had embedded every batch read ahead (4 of 512 texts: 23.7–28.1
+    // s on the probe's machine, minutes for long texts), the progress went on meanwhile, and the last line
+    // said "stopped after 0 rows" after progress had shown 1,026.
+    it('SIGINT stops after the batch at the encoder, not the ones queued, and counts the rows tagged', async () => {
+      const store = join(cli.dir, 'mlruns-encoder');
+      const trained = await cli.tagger(trainArgv(store, ['--encoder', 'minilm', '--no-label-issues']));
+      expect(trained.code, trained.stderr).toBe(0);
+      // One batch of short texts (its progress line is the signal's cue), then texts at the encoder's token
+      // limit: the batches read ahead by then are ~2,000 of them, minutes of encoder work.
+      const long =
+        'a practical guide to fine-tuning transformer encoders for text classification on CPUs '.repeat(12);
+      const rows = Array.from(
+        { length: 4_096 },
+        (_, i) => `${i},Project ${i} ${i < 512 ? 'on object detection' : long}`,
+      );
+      await writeFile(join(cli.dir, 'encoder-input.csv'), `id,text\n${rows.join('\n')}\n`);
+      // Without a clock: had it waited for the queued batches, the test's timeout would end it first.
+      const exit = await interrupt(
+        ['predict', '--input', 'encoder-input.csv', '--output', 'encoder-tags.csv', '--tracking-uri', store],
+        /^tagging: .*\b512 rows/m,
+        'SIGINT',
+      );
+      expect(exit.sent, exit.stderr).toBe(true);
+      expect({ code: exit.code, signal: exit.signal }, exit.stderr).toEqual({ code: 130, signal: null });
+      const stopped =
+        /^tagger: interrupted by SIGINT; tagging stopped after ([\d,]+) rows of encoder-input\.csv were tagged; nothing was written/m.exec(
+          exit.stderr,
+        );
+      expect(stopped, exit.stderr).not.toBeNull();
+      // The last progress line shown counts what the message counts: nothing is tagged after the signal.
+      const shown = [...exit.stderr.matchAll(/([\d,]+) rows, /g)].map((m) => m[1]);
+      expect(shown.at(-1)).toBe(stopped![1]);
+      expect(Number(stopped![1]!.replaceAll(',', ''))).toBeLessThan(4_096);
+      console.log(
+        `encoder run: stopped after ${stopped![1]} rows, ${((exit.stoppedInMs ?? 0) / 1000).toFixed(1)} s after SIGINT`,
+      );
+      expect(await hidden()).toEqual([]);
+    }, 180_000);
+  },
+);
 
 describe('tagger train interrupted during the training', () => {
   it('SIGINT stops it at once and says that nothing was logged (exit 130)', async () => {

@@ -142,8 +142,17 @@ describe('tagger optimize', () => {
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.split('\n');
     expect(lines[0]).toMatch(
-      /^trial\s+analyzer\s+ngrams\s+min_df\s+sublinear\s+loss\s+balancing\s+learning_rate\s+power_t\s+alpha\s+cv f1\s+val f1\s+test f1$/,
+      /^trial\s+classifier\s+analyzer\s+ngrams\s+min_df\s+sublinear\s+balancing\s+its arguments\s+cv f1\s+val f1\s+test f1$/,
     );
+    // Each trial shows its classifier and that classifier's own arguments (before: SGD's for a soft vote).
+    for (const line of lines.slice(1, 3)) {
+      const classifier = /^\d+\s+(\S+)/.exec(line)?.[1];
+      if (classifier === 'soft_vote')
+        expect(line).toMatch(
+          /\b(linear_svm|nb_lr|multinomial_nb|logistic_regression|nb_svm|complement_nb)\(/,
+        );
+      if (classifier !== 'ovr' && classifier !== 'softmax') expect(line).not.toMatch(/learning_rate|power_t/);
+    }
     expect(lines[1]).toMatch(/^1\s.*\s0\.\d{4} ± 0\.\d{4}\s.*default arguments/);
     expect(lines[2]).toMatch(/^2\s/);
     expect(lines.slice(1, 3).join('\n')).toMatch(/best/);

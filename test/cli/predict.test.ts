@@ -2,7 +2,7 @@
  * `tagger predict`: texts, explanations and whole files, with the best run of a store. Commands run in-
  * process (test/support/cli.ts); real files, a real local store.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliFolder, expectCleanFailure, FAST_ARGS, trainArgv } from '../support/cli.js';
@@ -168,6 +168,23 @@ describe('tagger predict', () => {
     expectCleanFailure(
       await tagger(['predict', '--run-id', 'f'.repeat(32), 'text'], { MLFLOW_TRACKING_URI: cli.store }),
       new RegExp(`${'f'.repeat(32)}`),
+    );
+  });
+
+  it('refuses a run whose weights.bin is not the size its manifest states, before reading it (issue 42)', async () => {
+    const store = join(cli.dir, 'mlruns-sparse');
+    const trained = await tagger([...trainArgv(store), '--no-label-issues', '--json']);
+    expect(trained.code, trained.stderr).toBe(0);
+    const runId = JSON.parse(trained.stdout).run_id as string;
+    const experiment = (await readdir(store)).find((name) => /^\d+$/.test(name) && name !== '0')!;
+    const weights = join(store, experiment, runId, 'artifacts', 'model', 'weights.bin');
+    const stated = (await readFile(weights)).length;
+    await truncate(weights, 1024 ** 3); // sparse: no disk, but 1 GiB to read
+    expectCleanFailure(
+      await tagger(['predict', '--run-id', runId, '--tracking-uri', store, 'text']),
+      new RegExp(
+        `run ${runId} cannot be used for predictions: model/: weights\\.bin is 1073741824 bytes, but tagger-model\\.json says ${stated}`,
+      ),
     );
   });
 

@@ -178,7 +178,7 @@ describe('a stop signal while an S3 call hangs', () => {
     );
     expect(result.code, result.stderr).toBe(143);
     expect(result.stderr).toMatch(
-      /^tagger: interrupted by SIGTERM; tagging stopped after [\d,]+ rows of .*; nothing was written: the partial output was removed, and s3:\/\/tagger-hung\/uploaded\.csv was not created$/m,
+      /^tagger: interrupted by SIGTERM; tagging stopped after [\d,]+ rows of .* were tagged; nothing was written: the partial output was removed, and s3:\/\/tagger-hung\/uploaded\.csv was not created$/m,
     );
     expect(result.stdout).not.toMatch(/Tagged/);
   }, 60_000);

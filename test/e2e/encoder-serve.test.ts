@@ -9,8 +9,9 @@
  *   the next run serves (no crash);
  * - the encoder's queue is bounded by work (issue 34, item 4, the probe's request): 300 texts of 1,100
  *   CJK characters are refused at once with 413 (before: 110 s of encoder time here, 201 s and 981 MB on
- *   the probe's machine), and a one-text request sent while a long request is at the encoder is answered
- *   before it (before: after all of it).
+ *   the probe's machine); a long request past the queue's token bound waits alone (issue 42: a one-text
+ *   request beside it is refused at once with 503 + Retry-After), and a one-text request taken once what
+ *   is left of it fits is answered before it (before: after all of it).
  * Loopback only.
  */
 import { readFileSync } from 'node:fs';
@@ -184,7 +185,7 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
     }
   }, 300_000);
 
-  it('bounds the queue by work: a request of long texts shares the encoder, one past the cap is a 413', async () => {
+  it('bounds the queue by work: a request past the bound waits alone, then shares the encoder; one past the cap is a 413', async () => {
     // The minilm run (256 tokens a text), whatever the tests before made best (one swaps to an encoder of
     // 128 tokens, under which the probe's request is half the work).
     const server = await spawnServer({
@@ -202,30 +203,36 @@ describe.skipIf(dir === null)('encoder runs in the server process', () => {
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ texts: texts.map((t) => ({ text: t })) }),
         });
+      const queuedTexts = async () =>
+        metric(await (await fetch(`${server.url}/metrics`)).text(), 'tagger_encoder_queue_texts');
       // The probe's request: ~77,000 tokens of encoder work, refused at once.
       const probe = await post(Array.from({ length: 300 }, (_, i) => text(i)));
       expect(probe.status).toBe(413);
       expect(((await probe.json()) as { detail: string }).detail).toMatch(
         /^this request is ~76800 tokens of encoder work \(300 texts\), more than the 65536 one request may take/,
       );
-      // A long request within the cap (48 texts of 256 tokens: three batches of the encoder's 4,096
-      // tokens), then a one-text request once the first batch is at the encoder.
+      // A long request within the cap but past the queue's bound (40 texts of 256 tokens: 10,240 of the
+      // 8,192 tokens): taken, since nothing waits, and then it waits alone.
       const order: string[] = [];
-      const long = post(Array.from({ length: 48 }, (_, i) => text(i))).then((response) => {
+      const long = post(Array.from({ length: 40 }, (_, i) => text(i))).then((response) => {
         order.push('long');
         return response.status;
       });
-      for (;;) {
-        const metrics = await (await fetch(`${server.url}/metrics`)).text();
-        if (metric(metrics, 'tagger_encoder_queue_texts') > 0) break;
-        await new Promise((done) => setTimeout(done, 20));
-      }
+      while ((await queuedTexts()) === 0) await new Promise((done) => setTimeout(done, 20));
+      const refused = await post(['Object detection with YOLO on drone images']);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(((await refused.json()) as { detail: string }).detail).toMatch(
+        /^the encoder is at capacity \(~\d+ tokens of work waiting, at most 8192; this request has ~\d+\)/,
+      );
+      // Once what is left of it fits the bound beside a one-text request (31 texts: 7,936 tokens), one is
+      // taken and leaves with the next batch: answered before the long request, not after all of it.
+      while ((await queuedTexts()) > 31) await new Promise((done) => setTimeout(done, 20));
       const short = post(['Object detection with YOLO on drone images']).then((response) => {
         order.push('short');
         return response.status;
       });
       expect(await Promise.all([long, short])).toEqual([200, 200]);
-      // Its share of the next batch: answered before the long request, not after all of it.
       expect(order).toEqual(['short', 'long']);
     } finally {
       server.kill();

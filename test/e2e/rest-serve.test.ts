@@ -211,7 +211,38 @@ function expectedRecord(
     // The data checks' warnings of its training (tag tagger.warnings; none for these data).
     warnings: [],
     mlflow_url: `${serverUri}/#/experiments/${experimentId}/runs/${runId}`,
+    unused_params: unusedParamsExpected(run.params),
   };
+}
+
+/**
+ * The params of another kind than the run's, as the record lists them (test/model/classifiers/
+ * kind-args.test.ts pins the lists): some of the run's own param names, sorted; a vote's fastText and SGD
+ * ones but never its members, an SGD run's fastText ones and the vote's members but never its rates.
+ */
+function unusedParamsExpected(params: Record<string, string>) {
+  const classifier = params.classifier?.replace(/^"(.*)"$/, '$1');
+  const [unused, used] =
+    classifier === 'soft_vote'
+      ? [
+          ['ft_dim', 'learning_rate'],
+          ['members', 'analyzer'],
+        ]
+      : classifier === 'ovr'
+        ? [
+            ['ft_dim', 'members'],
+            ['learning_rate', 'analyzer'],
+          ]
+        : [[], ['analyzer']];
+  return expect.toSatisfy((names: unknown) => {
+    if (!Array.isArray(names)) return false;
+    const sorted = [...names].sort();
+    return (
+      names.every((name, i) => name === sorted[i] && Object.hasOwn(params, name)) &&
+      unused.every((name) => !Object.hasOwn(params, name) || names.includes(name)) &&
+      used.every((name) => !names.includes(name))
+    );
+  }, `the params of another kind than ${classifier}'s`);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -252,6 +252,8 @@ const expectedPredictions = (model: ServingFixture['modelA'], texts: string[]) =
     predicted_tag: p.predicted_tag,
     predicted_tags: p.predicted_tags,
     predicted_probabilities: p.probabilities,
+    // A text the model knows nothing of (the small word-analyzer model knows few words).
+    ...(p.no_known_features ? { no_known_features: true } : {}),
   }));
 
 describe('POST /predict', () => {
@@ -266,6 +268,16 @@ describe('POST /predict', () => {
       expect(Object.keys(p.predicted_probabilities).sort()).toEqual([...fx.modelA.model.tags].sort());
       expect(Object.values(p.predicted_probabilities).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
     }
+  });
+
+  it('marks the answer to a text with no feature the model knows: no_known_features, and only there', async () => {
+    const texts = ['   ', 'これは日本語のテキストです', 'Object detection with YOLO'];
+    const response = await postJson(app, '/predict', { texts: texts.map((text) => ({ text })) });
+    expect(response.statusCode).toBe(200);
+    const items = (JSON.parse(response.body).data as { predictions: Record<string, unknown>[] }).predictions;
+    expect(items.map((item) => item.no_known_features)).toEqual([true, true, undefined]);
+    // The model's prior: the same answer for both.
+    expect(items[0]!.predicted_probabilities).toEqual(items[1]!.predicted_probabilities);
   });
 
   it('keeps duplicates and order for many texts', async () => {

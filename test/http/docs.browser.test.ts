@@ -29,11 +29,23 @@ describe.skipIf(executablePath === null)('documentation pages in a browser', () 
     await app?.close();
   });
 
-  /** Opens a page that records (and blocks) every request that does not go to the test server. */
-  async function openOffline(path: string): Promise<{ page: Page; external: string[]; local: string[] }> {
+  /**
+   * Opens a page that records (and blocks) every request that does not go to the test server, and what
+   * the console said: errors (a CSP refusal) and failed requests (a 404).
+   */
+  async function openOffline(
+    path: string,
+  ): Promise<{ page: Page; external: string[]; local: string[]; console: string[] }> {
     const page = await browser.newPage();
     const external: string[] = [];
     const local: string[] = [];
+    const console: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error' || message.type() === 'warning') console.push(message.text());
+    });
+    page.on('response', (response) => {
+      if (response.status() >= 400) console.push(`${response.status()} ${new URL(response.url()).pathname}`);
+    });
     await page.route('**/*', async (route) => {
       const url = new URL(route.request().url());
       if (url.protocol === 'data:' || url.protocol === 'blob:' || url.hostname === '127.0.0.1') {
@@ -45,7 +57,7 @@ describe.skipIf(executablePath === null)('documentation pages in a browser', () 
       }
     });
     await page.goto(`${base}${path}`);
-    return { page, external, local };
+    return { page, external, local, console };
   }
 
   it('/docs renders Swagger UI with every endpoint, offline', async () => {
@@ -61,8 +73,8 @@ describe.skipIf(executablePath === null)('documentation pages in a browser', () 
     await page.close();
   });
 
-  it('/redoc renders ReDoc with every endpoint, offline, from the bundled script', async () => {
-    const { page, external, local } = await openOffline('/redoc');
+  it('/redoc renders ReDoc with every endpoint, offline, from the bundled script, the console quiet', async () => {
+    const { page, external, local, console } = await openOffline('/redoc');
     await page.getByText('/runs/{run_id}/predict').first().waitFor({ state: 'attached' });
     const text = (await page.locator('body').textContent()) ?? '';
     for (const summary of [
@@ -74,6 +86,9 @@ describe.skipIf(executablePath === null)('documentation pages in a browser', () 
     }
     expect(local).toEqual(expect.arrayContaining(['/redoc', '/redoc/redoc.standalone.js', '/openapi.json']));
     expect(external).toEqual([]);
+    // Before (issue 42): the CSP's refusal of Redocly's logo on cdn.redoc.ly, and a 404 for /favicon.ico.
+    await page.waitForLoadState('networkidle');
+    expect(console).toEqual([]);
     await page.close();
   });
 });

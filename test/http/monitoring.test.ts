@@ -272,3 +272,52 @@ describe('a record store that cannot be written (locked, disk full)', () => {
     }
   });
 });
+
+describe('a record store that writes, but more slowly than predictions arrive (issue 42)', () => {
+  it('its drops are a problem in /health/ready and /monitoring, and logged with their count', async () => {
+    const records = new MemoryRecordStore();
+    let release!: () => void;
+    const slow = new Promise<void>((done) => {
+      release = done;
+    });
+    // Every write succeeds, once the store gets to it.
+    const slowStore: RecordStore = Object.assign(Object.create(records) as RecordStore, {
+      append: async (batch: Parameters<RecordStore['append']>[0]) => {
+        await slow;
+        return records.append(batch);
+      },
+    });
+    const app = await monitoredApp(store, {
+      config: { flushMs: 10, bufferSize: 100 },
+      openStore: async () => slowStore,
+    });
+    try {
+      const ready = async () =>
+        (
+          (await app.app.inject({ method: 'GET', url: '/health/ready' })).json().data as {
+            problems?: string[];
+          }
+        ).problems ?? [];
+      expect(await ready()).toEqual([]);
+      // 60 texts fill most of the buffer while the store is busy; the next 60 do not fit.
+      for (let i = 0; i < 2; i++) {
+        const texts = Array.from({ length: 60 }, (_, k) => ({
+          text: heldOut[(i * 60 + k) % heldOut.length]!.text,
+        }));
+        expect((await postJson(app.app, '/predict', { texts })).statusCode).toBe(200);
+        await new Promise((done) => setTimeout(done, 50));
+      }
+      const problem =
+        /^prediction records for the record store memory: are being dropped: 60 since \S+Z, the latest at \S+Z \(60 because more were waiting than TAGGER_RECORD_BUFFER allows/;
+      expect(await ready()).toEqual([expect.stringMatching(problem)]);
+      expect((await figures(app)).problems).toContainEqual(expect.stringMatching(problem));
+      expect(app.log.lines.filter((line) => line.level === 'warn').map((line) => line.msg)).toEqual([
+        expect.stringMatching(/^prediction records are being dropped/),
+      ]);
+      release();
+      expect(await app.monitoring.recorder.settle(5_000)).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -218,6 +218,7 @@ describe('openapi.json', () => {
       'end_time',
       'metrics',
       'params',
+      'unused_params',
       'served',
       'warnings',
     ]);

@@ -1,11 +1,11 @@
 /** Single-model mode (`--model <dir>`): one saved model, no tracking store, no /runs endpoints. */
-import { cp, rm, writeFile } from 'node:fs/promises';
+import { cp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import type { TaggerApp } from '../../src/http/index.js';
 import { MODEL_FILES } from '../../src/model/index.js';
-import { loadModelDirectory, StartupError } from '../../src/served-models/index.js';
+import { loadModelDirectory, loadServedModel, StartupError } from '../../src/served-models/index.js';
 import { expectEnvelope, postJson } from '../support/http.js';
 import { useServingFixture } from '../support/serving-fixture.js';
 import { useTempDir } from '../support/temp-dir.js';
@@ -49,7 +49,12 @@ describe('single-model mode', () => {
       performance: roundTrip(fx.modelA.performance.class),
     });
     const args = await app.inject({ url: '/args' });
-    expect(JSON.parse(args.body).data).toEqual({ args: roundTrip(fx.modelA.args) });
+    expect(JSON.parse(args.body).data).toEqual({
+      args: roundTrip(fx.modelA.args),
+      // Model A is a soft vote (the default): fastText's and SGD's arguments are another kind's.
+      unused_args: expect.arrayContaining(['ft_dim', 'learning_rate']),
+    });
+    expect(JSON.parse(args.body).data.unused_args).not.toContain('analyzer');
     const one = await app.inject({ url: '/args/ngram_max_range' });
     expect(JSON.parse(one.body).data).toEqual({ ngram_max_range: 4 });
   });
@@ -152,6 +157,35 @@ describe('loadModelDirectory failures are startup errors that say what to do', (
     const error = await loadModelDirectory(dir).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StartupError);
     expect((error as Error).message).toContain(`${MODEL_FILES[0]} is missing`);
+  });
+
+  it('a weights.bin of another size than its manifest states, refused before it is read (issue 42)', async () => {
+    const dir = await copy('sparse-weights');
+    const weights = join(dir, 'model', 'weights.bin');
+    const stated = (await readFile(weights)).length;
+    // A sparse 1 GiB file: before, read whole first (2.2 GB of RSS and 8.3 s on the probe's machine).
+    await truncate(weights, 1024 ** 3);
+    const error = await loadModelDirectory(dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toContain(
+      `model/: weights.bin is ${1024 ** 3} bytes, but tagger-model.json says ${stated}: not this model's weights`,
+    );
+    // Not read: a reader that says the size and refuses to read the weights gets the same answer.
+    const files = new Map<string, Uint8Array>();
+    for (const path of ['args.json', 'performance.json', 'model/tagger-model.json'])
+      files.set(path, await readFile(join(dir, path)));
+    const read = Object.assign(
+      async (path: string) => {
+        const bytes = files.get(path);
+        if (bytes === undefined)
+          throw Object.assign(new Error(`${path} must not be read`), { code: 'EACCES' });
+        return bytes;
+      },
+      { size: async (path: string) => (path === 'model/weights.bin' ? 1024 ** 3 : null) },
+    );
+    await expect(loadServedModel(read)).rejects.toThrow(
+      /weights\.bin is 1073741824 bytes, but tagger-model\.json says/,
+    );
   });
 
   it('broken args.json', async () => {

@@ -8,6 +8,7 @@ import {
   MODEL_FILES,
   MODEL_FORMAT,
   READABLE_MODEL_FORMATS,
+  statedWeightsBytes,
 } from '../../src/model/artifact.js';
 import { ModelFormatError, ModelInputError } from '../../src/model/errors.js';
 import { type TagModel, trainTagger } from '../../src/model/tagger.js';
@@ -87,7 +88,17 @@ describe('model artifact', () => {
     [
       'truncated weights',
       { ...files, 'weights.bin': files['weights.bin']!.slice(0, 100) },
+      /^model\/artifact: weights\.bin is 100 bytes, but tagger-model\.json says \d+: not this model's weights/,
+    ],
+    [
+      'truncated weights of a model saved before manifests stated their size',
+      { ...withManifest({ weights_bytes: undefined }), 'weights.bin': files['weights.bin']!.slice(0, 100) },
       /has 100 bytes, expected/,
+    ],
+    [
+      'a size that is not one',
+      withManifest({ weights_bytes: -1 }),
+      /weights_bytes must be a whole number of bytes, got -1/,
     ],
     [
       'corrupt weights',
@@ -108,6 +119,14 @@ describe('model artifact', () => {
   it.each(cases)('rejects %s with a clear ModelFormatError', (_name, broken, message) => {
     expect(() => decodeModel(broken)).toThrow(ModelFormatError);
     expect(() => decodeModel(broken)).toThrow(message);
+  });
+
+  it("states weights.bin's size as the manifest's first key, read without parsing the rest", () => {
+    expect(new TextDecoder().decode(files['tagger-model.json']!).startsWith('{"weights_bytes":')).toBe(true);
+    expect(statedWeightsBytes(files['tagger-model.json']!)).toBe(files['weights.bin']!.length);
+    // A manifest saved before it (no size first) states none: the loader reads the file, then checks.
+    expect(statedWeightsBytes(withManifest({ weights_bytes: undefined })['tagger-model.json']!)).toBeNull();
+    expect(statedWeightsBytes(new TextEncoder().encode('not json'))).toBeNull();
   });
 
   it('rejects non-finite weights even with a matching checksum', () => {

@@ -75,6 +75,48 @@ describe('DynamicBatcher', () => {
     expect(values(await after)).toEqual([200]);
   });
 
+  it("inOrder: each call leaves before the next one, as one job's batches should", async () => {
+    const encoder = fakeEncoder();
+    const batcher = new DynamicBatcher(encoder.run, {
+      maxBatch: 3,
+      maxWaitMs: 0,
+      maxQueue: 0,
+      inOrder: true,
+    });
+    const first = batcher.submit(['100']);
+    const a = batcher.submit(texts(0, 4));
+    const b = batcher.submit(texts(10, 2));
+    while (encoder.running > 0) await encoder.finish();
+    expect(encoder.batches).toEqual([['100'], ['0', '1', '2'], ['3', '10', '11']]);
+    expect((await Promise.all([first, a, b])).map(values)).toEqual([[100], [0, 1, 2, 3], [10, 11]]);
+  });
+
+  it('abandon: refuses every call not answered and drops its waiting texts; the batch at the encoder finishes alone', async () => {
+    const encoder = fakeEncoder();
+    const batcher = new DynamicBatcher(encoder.run, { maxBatch: 2, maxWaitMs: 0, maxQueue: 0 });
+    const running = batcher.submit(texts(0, 3)).catch((error: unknown) => error);
+    const waiting = batcher.submit(texts(10, 4)).catch((error: unknown) => error);
+    expect(encoder.batches).toEqual([['0', '1']]);
+    const stopped = new Error('stopped');
+    batcher.abandon(stopped);
+    expect(batcher.queued).toBe(0);
+    expect(await running).toBe(stopped);
+    expect(await waiting).toBe(stopped);
+    let drained = false;
+    const drain = batcher.drain().then(() => {
+      drained = true;
+    });
+    await tick();
+    expect(drained).toBe(false); // the batch at the encoder is still under way
+    await encoder.finish();
+    await drain;
+    expect(encoder.batches).toHaveLength(1);
+    // Later calls are taken as before.
+    const after = batcher.submit(['5']);
+    await encoder.finish();
+    expect(values(await after)).toEqual([5]);
+  });
+
   it('when idle, holds the first text up to maxWaitMs for company, and no longer once the batch is full', async () => {
     const encoder = fakeEncoder();
     const batcher = new DynamicBatcher(encoder.run, { maxBatch: 3, maxWaitMs: 40, maxQueue: 0 });
@@ -95,7 +137,7 @@ describe('DynamicBatcher', () => {
     await full;
   });
 
-  it('refuses a call that would overfill the queue, nothing of it queued; an empty queue takes any call', async () => {
+  it('takes a call only when what waits and the call fit the bound, each at its true size; nothing of a refused call is queued', async () => {
     const shed: number[] = [];
     const encoder = fakeEncoder();
     const batcher = new DynamicBatcher(
@@ -103,33 +145,52 @@ describe('DynamicBatcher', () => {
       { maxBatch: 2, maxWaitMs: 0, maxQueue: 8 },
       { shed: (n) => shed.push(n) },
     );
-    const running = batcher.submit(['0']);
-    const huge = batcher.submit(texts(10, 9)); // the queue was empty: taken though over the bound
-    expect(batcher.queued).toBe(9);
-    // The huge call counts for a quarter of the bound (2 texts), so others still get in, up to the bound.
-    const beside = [batcher.submit(['x1', 'x2']), batcher.submit(['x3', 'x4']), batcher.submit(['x5'])];
-    expect(batcher.queued).toBe(14);
+    const running = batcher.submit(['0']); // at the encoder at once: not waiting
+    const waiting = [batcher.submit(texts(1, 3)), batcher.submit(texts(4, 4))];
+    expect(batcher.queued).toBe(7);
     await expect(batcher.submit(texts(30, 2))).rejects.toBeInstanceOf(QueueFullError);
-    expect(shed).toEqual([2]);
-    expect(batcher.queued).toBe(14);
-    while (encoder.running > 0) await encoder.finish();
-    expect((await Promise.all([running, huge, ...beside])).map((v) => v.length)).toEqual([1, 9, 2, 2, 1]);
-    // '1' goes to the idle encoder at once; the rest wait, each counted up to 2 texts.
-    const queued = [
-      batcher.submit(['1']),
-      batcher.submit(texts(2, 2)),
-      batcher.submit(texts(4, 2)),
-      batcher.submit(texts(6, 2)),
-      batcher.submit(texts(8, 2)),
-    ];
-    expect(batcher.queued).toBe(8);
-    const error = await batcher.submit(texts(10, 2)).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(QueueFullError);
+    const error = await batcher.submit(texts(30, 2)).catch((e: unknown) => e);
     expect((error as QueueFullError).message).toBe(
-      'the encoder is at capacity (8 texts waiting, at most 8; this request has 2); retry later',
+      'the encoder is at capacity (7 texts waiting, at most 8; this request has 2); retry later',
     );
+    const last = batcher.submit(['8']); // exactly to the bound
+    expect(batcher.queued).toBe(8);
+    expect(shed).toEqual([2, 2]);
     while (encoder.running > 0) await encoder.finish();
-    expect((await Promise.all(queued)).map(values)).toEqual([[1], [2, 3], [4, 5], [6, 7], [8, 9]]);
+    expect((await Promise.all([running, ...waiting, last])).map(values)).toEqual([
+      [0],
+      [1, 2, 3],
+      [4, 5, 6, 7],
+      [8],
+    ]);
+  });
+
+  it('a call larger than the bound is taken only when nothing waits, and then waits alone until what is left of it fits', async () => {
+    const encoder = fakeEncoder();
+    const batcher = new DynamicBatcher(encoder.run, { maxBatch: 2, maxWaitMs: 0, maxQueue: 4 });
+    const small = batcher.submit(['100']); // at the encoder
+    const before = batcher.submit(['101']); // waiting
+    // Nine texts never fit beside anything: refused while something waits…
+    await expect(batcher.submit(texts(0, 9))).rejects.toBeInstanceOf(QueueFullError);
+    await encoder.finish(); // '101' goes to the encoder; nothing waits now
+    // …and taken when nothing does, though over the bound.
+    const huge = batcher.submit(texts(0, 9));
+    expect(batcher.queued).toBe(9);
+    await expect(batcher.submit(['200'])).rejects.toBeInstanceOf(QueueFullError);
+    await encoder.finish(); // '101' done; the encoder takes '0', '1': 7 wait
+    await encoder.finish(); // '2', '3': 5 wait
+    expect(batcher.queued).toBe(5);
+    await expect(batcher.submit(['200'])).rejects.toBeInstanceOf(QueueFullError);
+    await encoder.finish(); // '4', '5': 3 wait, and a one-text call fits again
+    const probe = batcher.submit(['200']);
+    expect(batcher.queued).toBe(4);
+    await encoder.finish();
+    // Its share of the next batch: with the huge call's next text, not after all of it.
+    expect(encoder.batches.at(-1)).toEqual(['6', '200']);
+    while (encoder.running > 0) await encoder.finish();
+    expect(values(await probe)).toEqual([200]);
+    expect(values(await huge)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    await Promise.all([small, before]);
   });
 
   it('weighs texts by their estimated tokens: the queue and each batch are bounded in work', async () => {
@@ -144,28 +205,22 @@ describe('DynamicBatcher', () => {
       cost: (text) => Number(text),
     });
     const first = batcher.submit(['10']);
-    const a = batcher.submit(['100', '100', '100']);
-    const b = batcher.submit(['150', '150']);
-    const c = batcher.submit(['120']);
-    expect(batcher.queuedWork).toBe(720);
-    // Each waiting call counts for at most a quarter of the 400 tokens (100): 300 counted, and a call of
-    // 101 counts 100 too — in; then the queue is full, even for a call of 1.
-    const d = batcher.submit(['101']);
-    const error = await batcher.submit(['1']).catch((e: unknown) => e);
+    const a = batcher.submit(['100', '100']);
+    const b = batcher.submit(['150']);
+    expect(batcher.queuedWork).toBe(350);
+    // 350 waiting: a call of 51 would make 401 — refused; one of 50 fills the bound exactly.
+    const error = await batcher.submit(['51']).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(QueueFullError);
     expect((error as QueueFullError).message).toBe(
-      'the encoder is at capacity (~821 tokens of work waiting, at most 400; this request has ~1); retry later',
+      'the encoder is at capacity (~350 tokens of work waiting, at most 400; this request has ~51); retry later',
     );
+    const c = batcher.submit(['50']);
+    expect(batcher.queuedWork).toBe(400);
+    await expect(batcher.submit(['1'])).rejects.toBeInstanceOf(QueueFullError);
     while (encoder.running > 0) await encoder.finish();
     // Round after round, one text of each call, each batch at most 250 tokens (and at least one text).
-    expect(encoder.batches).toEqual([['10'], ['100', '150'], ['100', '150'], ['100', '120'], ['101']]);
-    expect((await Promise.all([first, a, b, c, d])).map(values)).toEqual([
-      [10],
-      [100, 100, 100],
-      [150, 150],
-      [120],
-      [101],
-    ]);
+    expect(encoder.batches).toEqual([['10'], ['100', '150'], ['100', '50']]);
+    expect((await Promise.all([first, a, b, c])).map(values)).toEqual([[10], [100, 100], [150], [50]]);
   });
 
   it('refuses a call over maxRequestTokens whatever the queue holds (HTTP 413: smaller will do)', async () => {

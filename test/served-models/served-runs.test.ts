@@ -44,14 +44,16 @@ describe('ServedRuns.load', () => {
     const error = await load('nope').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StartupError);
     expect((error as Error).message).toMatch(
-      /experiment "nope" in .* does not exist; train one first, e\.g\. `tagger train --data samples\/projects\.csv`/,
+      /experiment "nope" in .* does not exist; train one first, e\.g\. `tagger train --data samples\/projects\.csv --experiment nope --tracking-uri \S+`/,
     );
   });
 
   it('says how to fix an experiment without runs', async () => {
     const error = await load('empty').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StartupError);
-    expect((error as Error).message).toMatch(/experiment "empty" in .* has no runs; train one first/);
+    expect((error as Error).message).toMatch(
+      /experiment "empty" in .* has no runs; train one first, e\.g\. `tagger train --data samples\/projects\.csv --experiment empty --tracking-uri \S+`/,
+    );
   });
 
   it('lists why each run failed when none can be loaded', async () => {

@@ -320,7 +320,7 @@ describe('runServeCommand startup failures (nothing listens, a StartupError says
     [
       'a missing experiment',
       { experiment: 'nope' },
-      /experiment "nope" in .* does not exist; train one first, e\.g\. `tagger train --data samples\/projects\.csv`/,
+      /experiment "nope" in .* does not exist; train one first, e\.g\. `tagger train --data samples\/projects\.csv --experiment nope --tracking-uri \S+`/,
     ],
     [
       'an experiment without runs',

@@ -13,7 +13,7 @@
  *   nof1    no f1    model A
  * Experiment `empty`: no runs. Experiment `allbroken`: two runs, neither loadable.
  */
-import { readFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -180,9 +180,19 @@ function fixtureModels(): NonNullable<typeof trained> {
   return trained;
 }
 
-/** Builds the fixture described above; test files take it through useServingFixture() (serving-fixture.ts). */
-export async function buildServingFixture(): Promise<ServingFixture> {
-  const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
+/** The fixture's store as first built: what every fixture of this process copies. */
+interface Template {
+  /** The mlruns folder, never handed to a test. */
+  root: string;
+  best: string;
+  runs: Record<RunName, string>;
+  allBroken: string[];
+}
+
+/** Logs the fixture's runs into a new temp store (the template), once per process. */
+async function buildTemplate(): Promise<Template> {
+  const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-template-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const store = await openTrackingStore(join(dir, 'mlruns'));
   const { modelA, modelB, labelIssues } = fixtureModels();
 
@@ -219,16 +229,54 @@ export async function buildServingFixture(): Promise<ServingFixture> {
     ),
   ];
 
+  await store.close();
+  return { root: join(dir, 'mlruns'), best, runs, allBroken };
+}
+
+let template: Promise<Template> | undefined;
+
+/**
+ * Builds the fixture described above; test files take it through useServingFixture() (serving-fixture.ts).
+ * Each one is a copy of the process's template store (a native recursive copy, its meta.yaml files'
+ * absolute artifact paths moved to the copy): logging its eight runs through the file store for every
+ * test file cost `npm run test:unit` about half a second of CPU a file, most of it in the kernel.
+ */
+export async function buildServingFixture(): Promise<ServingFixture> {
+  const { modelA, modelB, labelIssues } = fixtureModels();
+  if (template === undefined) template = buildTemplate();
+  const built = await template;
+  const dir = await mkdtemp(join(tmpdir(), 'tagger-serving-'));
+  const root = join(dir, 'mlruns');
+  cpSync(built.root, root, { recursive: true });
+  // The file store records experiments' and runs' artifact locations as absolute file URIs.
+  const metas = readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((experiment) => [
+      join(root, experiment.name, 'meta.yaml'),
+      ...readdirSync(join(root, experiment.name), { withFileTypes: true })
+        .filter((entry) => entry.isDirectory())
+        .map((run) => join(root, experiment.name, run.name, 'meta.yaml')),
+    ]);
+  for (const meta of metas) {
+    let text: string;
+    try {
+      text = readFileSync(meta, 'utf8');
+    } catch {
+      continue; // a folder without meta.yaml (the registry's, a run's subfolder)
+    }
+    writeFileSync(meta, text.replaceAll(built.root, root));
+  }
+  const store = await openTrackingStore(root);
   // A run's artifacts folder has the saved-model layout; single-model mode serves alpha's.
-  const modelDir = join(dir, 'mlruns', best, runs.alpha, 'artifacts');
+  const modelDir = join(root, built.best, built.runs.alpha, 'artifacts');
   return {
-    dir: join(dir, 'mlruns'),
+    dir: root,
     store,
-    runs,
+    runs: { ...built.runs },
     modelA,
     modelB,
     modelDir,
-    allBroken,
+    allBroken: [...built.allBroken],
     labelIssues,
     close: async () => {
       await store.close();

@@ -112,7 +112,7 @@ export const api = {
     ),
   /** The whole report: the page asks without `filter`. */
   servedPerformance: () => call<WholePerformanceData>('/performance').then((data) => data.performance),
-  servedArgs: () => call<ArgsData>('/args').then((data) => data.args),
+  servedArgs: () => call<ArgsData>('/args'),
   performance: (runId: string) =>
     call<RunPerformanceData>(`/runs/${encodeURIComponent(runId)}`).then((data) => data.performance),
   /** GET /runs/{id} whole: the performance, how the model was chosen (when it was), and for a run logged since the server's last reload, `loaded: false`. */

@@ -114,7 +114,9 @@ function ServedModel() {
   const args = useLoad(() => api.servedArgs(), []);
   return (
     <article aria-labelledby="model-title">
-      <h2 id="model-title">Served model {args.value && isMultiLabel(args.value) && <MultiLabelBadge />}</h2>
+      <h2 id="model-title">
+        Served model {args.value && isMultiLabel(args.value.args) && <MultiLabelBadge />}
+      </h2>
       <p class="muted">This server serves one saved model (single-model mode): there are no runs to list.</p>
       {performance.error && <Failure error={performance.error} />}
       {performance.value && (
@@ -127,7 +129,7 @@ function ServedModel() {
       )}
       <h3>Arguments</h3>
       {args.error && <Failure error={args.error} />}
-      {args.value && <ArgsTable args={args.value} />}
+      {args.value && <ArgsTable args={args.value.args} unused={args.value.unused_args} />}
     </article>
   );
 }

@@ -514,22 +514,54 @@ function ErrorsPart({ runId }: { runId: string }) {
   );
 }
 
-export function ArgsTable({ args }: { args: Record<string, unknown> }) {
+/** One table of arguments, sorted by name. */
+function ArgsRows({ entries }: { entries: [string, unknown][] }) {
   return (
-    <TableScroll label="Arguments">
-      <table class="args">
-        <tbody>
-          {Object.entries(args)
-            .sort(([a], [b]) => a.localeCompare(b))
-            .map(([key, value]) => (
-              <tr key={key}>
-                <th scope="row">{key}</th>
-                <td>{typeof value === 'string' ? value : JSON.stringify(value)}</td>
-              </tr>
-            ))}
-        </tbody>
-      </table>
-    </TableScroll>
+    <table class="args">
+      <tbody>
+        {entries
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([key, value]) => (
+            <tr key={key}>
+              <th scope="row">{key}</th>
+              <td>{typeof value === 'string' ? value : JSON.stringify(value)}</td>
+            </tr>
+          ))}
+      </tbody>
+    </table>
+  );
+}
+
+/**
+ * The arguments this run's (or model's) kind uses; those of other kinds, which a run records with their
+ * defaults all the same (`unused`, the server's list), folded away below them.
+ */
+export function ArgsTable({
+  args,
+  unused = [],
+}: {
+  args: Record<string, unknown>;
+  unused?: readonly string[];
+}) {
+  const skip = new Set(unused);
+  const own = Object.entries(args).filter(([key]) => !skip.has(key));
+  const others = Object.entries(args).filter(([key]) => skip.has(key));
+  return (
+    <>
+      <TableScroll label="Arguments">
+        <ArgsRows entries={own} />
+      </TableScroll>
+      {others.length > 0 && (
+        <details class="other-args">
+          <summary>
+            {others.length} arguments of other kinds, recorded with their defaults but not used by this one
+          </summary>
+          <TableScroll label="Arguments of other kinds">
+            <ArgsRows entries={others} />
+          </TableScroll>
+        </details>
+      )}
+    </>
   );
 }
 
@@ -610,7 +642,7 @@ export function RunView({ run }: { run: RunRecord }) {
       <LabelIssuesPart runId={run.run_id} />
       <section aria-labelledby="args-title">
         <h3 id="args-title">Arguments</h3>
-        <ArgsTable args={run.params} />
+        <ArgsTable args={run.params} unused={run.unused_params} />
       </section>
     </article>
   );

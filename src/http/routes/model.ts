@@ -5,7 +5,7 @@
 import type { ServedModel } from '../../served-models/index.js';
 import { envelope } from '../envelope.js';
 import { HttpError } from '../errors.js';
-import { errorResponses } from '../responses.js';
+import { errorResponses, unusedArgsOf } from '../responses.js';
 import { ArgData, ArgsData, Envelope, ParamParams, PerformanceData, PerformanceQuery } from '../schemas.js';
 import type { TaggerApp } from '../types.js';
 
@@ -45,7 +45,10 @@ export function modelRoutes(app: TaggerApp, current: () => ServedModel): void {
         response: { 200: Envelope(ArgsData, 'ArgsResponse'), ...errorResponses(500) },
       },
     },
-    async (request) => envelope(request, 200, { args: { ...current().args } as never }),
+    async (request) => {
+      const args = current().args;
+      return envelope(request, 200, { args: { ...args } as never, unused_args: unusedArgsOf(args) });
+    },
   );
 
   app.get(

@@ -175,7 +175,15 @@ describe('CascadeTagModel', () => {
     );
     bad({ ...manifest, cascade: { ...manifest.cascade, stages } }, /bytes no stage owns|cascade stage fast/);
     const truncated = { ...files, 'weights.bin': files['weights.bin']!.subarray(0, 100) };
-    expect(() => decodeModel(truncated, { withEncoder: true })).toThrow(/checksum/);
+    expect(() => decodeModel(truncated, { withEncoder: true })).toThrow(
+      /weights\.bin is 100 bytes, but tagger-model\.json says \d+/,
+    );
+    // A manifest that states no size (saved before it did): the checksum finds it.
+    const legacy = {
+      ...withManifest({ ...manifest, weights_bytes: undefined }),
+      'weights.bin': truncated['weights.bin'],
+    };
+    expect(() => decodeModel(legacy, { withEncoder: true })).toThrow(/checksum/);
     // Without the promise to compute embeddings, the encoder stage is refused as any encoder model is.
     expect(() => decodeModel(files)).toThrow(/cascade stage encoder/);
   });

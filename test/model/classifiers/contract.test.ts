@@ -151,6 +151,25 @@ describe.each(CASES)('classifier contract: $name', ({ classifier, multiLabel, en
     }
   });
 
+  it('marks a prediction whose text has no feature the model knows (no_known_features), and only those', () => {
+    const unknown = ['', '   ', 'これは日本語のテキストです', '🙂🙂🙂'];
+    const known = texts.slice(0, 20);
+    const all = [...unknown, ...known];
+    const predictions = model.predict(all, encoder ? all.map(embed) : undefined);
+    // With embeddings a text always has one feature the model knows: its embedding.
+    expect(predictions.slice(0, unknown.length).map((p) => p.no_known_features)).toEqual(
+      unknown.map(() => (encoder ? undefined : true)),
+    );
+    for (const prediction of predictions.slice(unknown.length))
+      expect(prediction.no_known_features).toBeUndefined();
+    // The answer is the prior: the same for every such text (fastText's hashed character n-grams may still
+    // fall into buckets training touched, so its answers to them differ).
+    if (!encoder && classifier !== 'fasttext') {
+      const priors = predictions.slice(0, unknown.length).map((p) => JSON.stringify(p.probabilities));
+      expect(new Set(priors).size).toBe(1);
+    }
+  });
+
   it('lists only the n most probable tags (and the predicted ones) when asked, with the same probabilities', () => {
     const all = model.predict(texts, embeddings);
     model.predict(texts, embeddings, { probabilities: 2 }).forEach((top, i) => {

@@ -53,6 +53,11 @@ export class FastTextFeatures {
     this.ids = new Map(words.map((w, i) => [w, i]));
   }
 
+  /** A word's row (its id), or -1 when it is not in the vocabulary. */
+  wordRow(word: string): number {
+    return this.ids.get(word) ?? -1;
+  }
+
   /** Rows of the input matrix: the words, then the buckets. */
   get inputRows(): number {
     return this.words.length + this.spec.buckets;

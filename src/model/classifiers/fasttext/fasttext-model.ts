@@ -18,7 +18,7 @@ import type { Prediction, TagModel } from '../../tag-model.js';
 import { cleanText } from '../../text/preprocess.js';
 import type { TrainingArgs } from '../../training-args.js';
 import { sigmoid, softmaxInPlace } from '../links.js';
-import type { FastTextFeatures } from './fasttext-features.js';
+import { END_OF_TEXT, type FastTextFeatures } from './fasttext-features.js';
 import type { HuffmanTree } from './fasttext-tree.js';
 
 /** How the output layer scores: a softmax over the tags, a hierarchical softmax, or one sigmoid per tag. */
@@ -81,6 +81,13 @@ export class FastTextTagModel implements TagModel {
     this.nodeProbabilities = new Float64Array(Math.max(0, K - 1));
   }
 
+  /**
+   * The vocabulary words of the last text scored, the end-of-text mark aside (0: `no_known_features`).
+   * Words, not rows: a hashed n-gram's bucket is shared with unrelated n-grams of the training texts, so
+   * a bucket training touched says nothing of a text in a script it never saw.
+   */
+  private lastFeatures = 0;
+
   /** The mean of the text's known rows into `this.hidden`; returns how many rows it averaged. */
   private embed(clean: string): number {
     const { features, dim, input, rowOf } = this.parts;
@@ -88,15 +95,21 @@ export class FastTextTagModel implements TagModel {
     h.fill(0);
     const n = features.rowsOf(clean);
     const rows = features.rowIndices;
+    const words = features.words.length;
+    const endOfText = features.wordRow(END_OF_TEXT);
     let known = 0;
+    let knownWords = 0;
     for (let i = 0; i < n; i++) {
-      const row = rowOf[rows[i]!]!;
+      const feature = rows[i]!;
+      const row = rowOf[feature]!;
       if (row < 0) continue;
       known++;
+      if (feature < words && feature !== endOfText) knownWords++;
       const base = row * dim;
       for (let d = 0; d < dim; d++) h[d]! += input[base + d]!;
     }
     if (known > 0) for (let d = 0; d < dim; d++) h[d]! /= known;
+    this.lastFeatures = knownWords;
     return known;
   }
 
@@ -159,7 +172,7 @@ export class FastTextTagModel implements TagModel {
       const p = this.probabilitiesOf(text);
       let best = 0;
       for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
-      return predictionOf(this, p, best, options);
+      return predictionOf(this, p, best, options, this.lastFeatures);
     });
   }
 

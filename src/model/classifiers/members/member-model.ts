@@ -84,6 +84,9 @@ export class MemberTagModel implements TagModel, MemberParts {
     this.scratch = new Float64Array(classes.length);
   }
 
+  /** The features the last text scored had (its vocabulary's, and an encoder model's embedding block; 0: the answer is the prior). */
+  private lastFeatures = 0;
+
   /**
    * The features of one text (the vectorizer's, computed once) and, for an encoder model, its embedding
    * block after them: `[0, n)` with the block's `blockEntries` last.
@@ -93,6 +96,7 @@ export class MemberTagModel implements TagModel, MemberParts {
     embedding?: Float32Array,
   ): { indices: Int32Array; values: Float64Array; n: number; blockEntries: number } {
     const n = this.vectorizer.vectorize(cleanText(String(text), this.args));
+    this.lastFeatures = n + (embedding?.length ?? 0);
     const { vectorIndices, vectorValues } = this.vectorizer;
     if (embedding === undefined) return { indices: vectorIndices, values: vectorValues, n, blockEntries: 0 };
     const dim = embedding.length;
@@ -132,7 +136,7 @@ export class MemberTagModel implements TagModel, MemberParts {
       const p = this.probabilitiesOf(text, blocks?.[i]);
       let best = 0;
       for (let k = 1; k < p.length; k++) if (p[k]! > p[best]!) best = k;
-      return predictionOf(this, p, best, options);
+      return predictionOf(this, p, best, options, this.lastFeatures);
     });
   }
 

@@ -76,6 +76,9 @@ export class SgdTagModel implements TagModel {
   }
 
   /** Linear scores of one text (and its embedding, for an encoder model) into `this.scores`. */
+  /** The features the last text scored had (its known n-grams, and its embedding): 0 is the prior. */
+  private lastFeatures = 0;
+
   private score(text: string, embedding?: Float32Array): Float64Array {
     const scores = this.scores;
     const K = scores.length;
@@ -83,6 +86,8 @@ export class SgdTagModel implements TagModel {
     scores.set(this.linear.bias);
     const clean = cleanText(String(text), this.args);
     const n = this.vectorizer.vectorize(clean);
+    // A sentence embedding is always something to go by.
+    this.lastFeatures = n + (embedding === undefined ? 0 : 1);
     const indices = this.vectorizer.vectorIndices;
     const values = this.vectorizer.vectorValues;
     addLinearScores(w, K, indices, values, 0, n, scores);
@@ -114,7 +119,7 @@ export class SgdTagModel implements TagModel {
       const p = this.score(text, blocks?.[i]);
       const best = argmax(p);
       probabilitiesInPlace(p, this.linear.link);
-      return predictionOf(this, p, best, options);
+      return predictionOf(this, p, best, options, this.lastFeatures);
     });
   }
 }

@@ -139,7 +139,7 @@ describe('member classifiers and soft vote', () => {
       ],
       [
         'truncated weights',
-        { ...files, 'weights.bin': files['weights.bin']!.slice(0, 800) },
+        { ...patched({ weights_bytes: undefined }), 'weights.bin': files['weights.bin']!.slice(0, 800) },
         /has 800 bytes, expected/,
       ],
     ])('refuses %s with a ModelFormatError', (_name, broken, message) => {
