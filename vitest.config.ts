@@ -51,6 +51,7 @@ export const NOT_UNIT = [
   'test/train/{cross-validate,optimize,parallel}.test.ts', // pools of worker threads (cross-validation, a training's)
   'test/train/encoder.test.ts', // the real ONNX sentence encoder, in worker threads
   'test/train/cascade-training.test.ts', // cross-validates cascades: both stages' out-of-fold models, five configurations
+  'test/train/model-choice/choose.test.ts', // the model choice on ten made data sets: every candidate kind, each trained and refitted
   'test/http/feedback.test.ts', // waits out feedback's wait for a record on its way (10 s) before `pending`
   'test/server/{server,cluster,parent-watch,drain}.test.ts', // listening servers, serve processes, process chains
   'test/served-models/encoder-serving.test.ts', // the real ONNX sentence encoder, in worker threads

@@ -84,13 +84,15 @@ async function searchEveryRow(
     silent: options.quiet,
     stream: options.io.stderr,
   });
-  progress.update(0, `${rows.toLocaleString('en-US')} rows, ${DEFAULT_FOLDS} out-of-fold models`);
   let at = 0;
   const stop = new AbortController();
   const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void =>
     stop.abort(new InterruptedError(signal, 'the search for label issues was stopped'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // Only once the signals are caught: a stop prompted by this line must find them caught (it did not,
+  // now and then, on a busy machine: the process died of the signal with the run logged but unsaid).
+  progress.update(0, `${rows.toLocaleString('en-US')} rows, ${DEFAULT_FOLDS} out-of-fold models`);
   try {
     return await labelIssuesInThread(
       {
