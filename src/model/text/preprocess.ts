@@ -69,25 +69,8 @@ const isAsciiAlnum = (c: number): boolean =>
  * test/model/text/preprocess.test.ts checks this against the regex version on random strings.
  */
 function asciiWords(text: string, dropStopwords: boolean, out: string[]): void {
-  const n = text.length;
-  let i = 0;
-  while (i < n) {
-    let c = text.codePointAt(i)!;
-    if (!isWordCodePoint(c)) {
-      i += c > 0xffff ? 2 : 1;
-      continue;
-    }
-    const start = i;
-    let hash = 0;
-    while (i < n) {
-      c = text.codePointAt(i)!;
-      if (!isWordCodePoint(c)) break;
-      hash = hashUnit(hash, text.charCodeAt(i));
-      if (c > 0xffff) hash = hashUnit(hash, text.charCodeAt(i + 1));
-      i += c > 0xffff ? 2 : 1;
-    }
-    const end = i;
-    if (dropStopwords && isStopword(text, start, end, hash)) continue;
+  forEachWordRun(text, (start, end, hash) => {
+    if (dropStopwords && isStopword(text, start, end, hash)) return;
     let piece = -1;
     for (let j = start; j < end; j++) {
       if (isAsciiAlnum(text.charCodeAt(j))) {
@@ -98,7 +81,7 @@ function asciiWords(text: string, dropStopwords: boolean, out: string[]): void {
       }
     }
     if (piece >= 0) out.push(text.slice(piece, end));
-  }
+  });
 }
 
 /**
@@ -107,9 +90,25 @@ function asciiWords(text: string, dropStopwords: boolean, out: string[]): void {
  * (punctuation, symbols, spaces) is kept as it is.
  */
 function rewriteWords(text: string, dropStopwords: boolean, stem: boolean): string {
-  const n = text.length;
   let out = '';
   let copied = 0;
+  forEachWordRun(text, (start, end, hash) => {
+    const dropped = dropStopwords && isStopword(text, start, end, hash);
+    if (!dropped && !stem) return;
+    out += text.slice(copied, start);
+    if (!dropped) out += stemWord(text.slice(start, end));
+    copied = end;
+  });
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+/**
+ * Calls `visit` with every maximal run of Unicode word characters in `text` (`[start, end)` in UTF-16
+ * units) and its hash (the one isStopword looks it up by), in order: the one scan asciiWords and
+ * rewriteWords share.
+ */
+function forEachWordRun(text: string, visit: (start: number, end: number, hash: number) => void): void {
+  const n = text.length;
   let i = 0;
   while (i < n) {
     let c = text.codePointAt(i)!;
@@ -126,13 +125,8 @@ function rewriteWords(text: string, dropStopwords: boolean, stem: boolean): stri
       if (c > 0xffff) hash = hashUnit(hash, text.charCodeAt(i + 1));
       i += c > 0xffff ? 2 : 1;
     }
-    const dropped = dropStopwords && isStopword(text, start, i, hash);
-    if (!dropped && !stem) continue;
-    out += text.slice(copied, start);
-    if (!dropped) out += stemWord(text.slice(start, i));
-    copied = i;
+    visit(start, i, hash);
   }
-  return copied === 0 ? text : out + text.slice(copied);
 }
 
 // Stemming dominates preprocessing time when enabled; a bounded memo keeps it cheap and pure.
