@@ -174,6 +174,12 @@ export {
   type MemoryEstimate,
   type MemoryPart,
 } from './memory-estimate.js';
+export type {
+  CandidateReport,
+  ChoiceObjective,
+  ChoiceReport,
+  CleanupTry,
+} from './model-choice-report.js';
 export type { ParallelJob, ParallelRunner } from './parallel.js';
 export {
   DEFAULT_LISTED_PROBABILITIES,

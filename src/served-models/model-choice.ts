@@ -4,48 +4,13 @@
  * validation split — every candidate with its validation f1, training time, predict µs and model size, or
  * why it was skipped; the budget and the clean-up kept. Checked field by field like every artifact.
  */
-import { RUN_ARTIFACTS } from '../model/index.js';
+import { type CandidateReport, type ChoiceReport, type CleanupTry, RUN_ARTIFACTS } from '../model/index.js';
 import { ArtifactFormatError, type ArtifactReader, readJsonArtifact } from './artifacts.js';
 
-export interface ServedCandidate {
-  name: string;
-  summary: string;
-  args: Record<string, unknown>;
-  status: 'chosen' | 'trained' | 'skipped' | 'failed';
-  reason?: string;
-  estimated_seconds: number;
-  training_seconds?: number;
-  training_cpu_seconds?: number;
-  validation_f1?: number;
-  validation_balanced?: number;
-  validation_f1_argmax?: number;
-  threshold?: number | null;
-  predict_us?: number;
-  encoder_predict_us?: number;
-  estimated_predict_us?: number;
-  model_bytes?: number;
-}
-
-export interface ServedCleanupTry {
-  name: string;
-  validation_f1: number;
-  validation_balanced?: number;
-}
-
-export interface ServedModelChoice {
-  method: 'validation_split';
-  training_rows: number;
-  validation_rows: number;
-  budget_seconds: number;
-  budget_source: 'default' | 'given';
-  objective: 'weighted_f1' | 'balanced_other';
-  other_rows: number;
-  cleanup: { chosen: string; tried: ServedCleanupTry[]; reason?: string };
-  candidates: ServedCandidate[];
-  chosen: string;
-  rule: string;
-  seconds: number;
-}
+/** The record as served: the shape train writes (src/model/model-choice-report.ts). */
+export type ServedCandidate = CandidateReport;
+export type ServedCleanupTry = CleanupTry;
+export type ServedModelChoice = ChoiceReport;
 
 const where = RUN_ARTIFACTS.modelChoice;
 const isRecord = (value: unknown): value is Record<string, unknown> =>

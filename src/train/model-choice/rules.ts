@@ -277,5 +277,5 @@ export const MIN_OTHER_ROWS = 10;
  */
 export const FEW_OTHERS_SHARE = 0.05;
 
-/** What the candidates are compared by. */
-export type ChoiceObjective = 'weighted_f1' | 'balanced_other';
+/** What the candidates are compared by (its shape is the run record's: src/model/model-choice-report.ts). */
+export type { ChoiceObjective } from '../../model/index.js';
