@@ -13,13 +13,13 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { holderExited } from '../../src/cli/retrain-lease.js';
-import { predictionId } from '../../src/monitoring/ids.js';
 import { openRecordStore, type RecordStore } from '../../src/monitoring/index.js';
 import { openTrackingStore } from '../../src/tracking/index.js';
 import { readDataset } from '../../src/train/data.js';
 import { textKey } from '../../src/train/label-issues.js';
 import { cliFolder, expectCleanFailure, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
+import { type FeedbackLabel, recordLabels, robotics } from '../support/feedback-labels.js';
 
 const cli = cliFolder('tagger-retrain-columns-');
 const tagger = cli.tagger;
@@ -33,42 +33,9 @@ let records: RecordStore;
 const csvCell = (value: string) => `"${value.replaceAll('"', '""')}"`;
 
 /** Feedback on predictions of `runId`, as a server and POST /feedback record it. */
-async function label(labels: readonly { text: string; tag: string }[], runId: string): Promise<void> {
-  const now = Date.now();
-  const recorded = labels.map((entry, i) => ({
-    predictionId: predictionId(now - labels.length + i),
-    createdMs: now,
-    scope,
-    runId,
-    modelVersion: null,
-    multiLabel: false,
-    predictedTag: 'other',
-    predictedTags: ['other'],
-    probabilities: { other: 1 },
-    confidence: 1,
-    unseenShare: 0,
-    textLength: entry.text.length,
-    text: entry.text,
-    textSha256: null,
-  }));
-  await records.append(recorded);
-  await records.putFeedback(
-    recorded.map((record, i) => ({
-      predictionId: record.predictionId,
-      scope,
-      runId,
-      tags: [labels[i]!.tag],
-      receivedMs: now,
-      selection: 'uncertainty',
-    })),
-  );
-}
-
-const robotics = (n: number, offset = 0) =>
-  Array.from({ length: n }, (_, i) => ({
-    text: `Robot arm number ${i + offset} grasps objects with a learned gripper policy and servo motors`,
-    tag: 'robotics',
-  }));
+const label = async (labels: readonly FeedbackLabel[], runId: string): Promise<void> => {
+  await recordLabels(records, { scope, runId, probabilities: { other: 1 } }, labels);
+};
 
 beforeAll(async () => {
   // The sample data under other names: the text in two columns (subject, body), the tag in `section`.

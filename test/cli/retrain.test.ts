@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heldOutLabel } from '../../src/cli/retrain-data.js';
 import { decide, pairedCounts, promote, worseByChance } from '../../src/cli/retrain-promotion.js';
 import { EVALUATION_TAGS } from '../../src/model/index.js';
-import { predictionId } from '../../src/monitoring/ids.js';
 import { openRecordStore, type RecordStore } from '../../src/monitoring/index.js';
 import { readRuns } from '../../src/served-models/candidates.js';
 import { DEFAULT_GATES, servingVerdict } from '../../src/served-models/index.js';
@@ -24,6 +23,7 @@ import { MODEL_CHOICE_TAG } from '../../src/train/log-run.js';
 import { splitData } from '../../src/train/pipeline.js';
 import { cliFolder, trainArgv } from '../support/cli.js';
 import { SAMPLE_DATA } from '../support/components.js';
+import { type FeedbackLabel, recordLabels, robotics } from '../support/feedback-labels.js';
 
 const cli = cliFolder('tagger-retrain-');
 const tagger = cli.tagger;
@@ -34,51 +34,22 @@ let parent: string;
 let scope: string;
 let records: RecordStore;
 
-interface Label {
-  text: string;
-  tag: string;
-  selection?: 'random_share' | 'uncertainty' | 'correction';
-  receivedMs?: number;
-}
-
 /** Records predictions of `parent` and their feedback, as a server and POST /feedback would. */
-async function label(labels: readonly Label[], runId = parent): Promise<string[]> {
-  const now = Date.now();
-  const recorded = labels.map((entry, i) => ({
-    predictionId: predictionId(now - labels.length + i),
-    createdMs: now,
-    scope,
-    runId,
-    modelVersion: null,
-    multiLabel: false,
-    predictedTag: 'other',
-    predictedTags: ['other'],
-    probabilities: { 'computer-vision': 0.25, mlops: 0.25, 'natural-language-processing': 0.25, other: 0.25 },
-    confidence: 0.25,
-    unseenShare: 0,
-    textLength: entry.text.length,
-    text: entry.text,
-    textSha256: null,
-  }));
-  await records.append(recorded);
-  await records.putFeedback(
-    recorded.map((record, i) => ({
-      predictionId: record.predictionId,
+const label = (labels: readonly FeedbackLabel[], runId = parent): Promise<string[]> =>
+  recordLabels(
+    records,
+    {
       scope,
       runId,
-      tags: [labels[i]!.tag],
-      receivedMs: labels[i]!.receivedMs ?? now,
-      selection: labels[i]!.selection ?? 'uncertainty',
-    })),
+      probabilities: {
+        'computer-vision': 0.25,
+        mlops: 0.25,
+        'natural-language-processing': 0.25,
+        other: 0.25,
+      },
+    },
+    labels,
   );
-  return recorded.map((record) => record.predictionId);
-}
-
-const robotics = (n: number, offset = 0) =>
-  Array.from({ length: n }, (_, i) => ({
-    text: `Robot arm number ${i + offset} grasps objects with a learned gripper policy and servo motors`,
-    tag: 'robotics',
-  }));
 
 /** Writes `content` to a new file of the test's folder and answers its path. */
 let temps = 0;
